@@ -1,0 +1,95 @@
+"""Where ``compaction-basic`` folds a session, and ``measure()``'s total (DSH_FACTS §7).
+
+The point is computed from the engine's config (its defaults, or a profile patch) and
+the session's own route: the window from ``request/context`` and the reserved
+completion from the request header's ``maxTokens``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from dshweb.core.meter import SessionMeter
+
+DEFAULTS: dict[str, Any] = {
+    "thresholdRatio": 0.8,
+    "headroomTokens": 65536,
+    "retainRatio": 0.16,
+    "compactionRetries": 1,
+    "maxOverflowRetries": 1,
+    "auto": True,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class EngineConfig:
+    threshold_ratio: float = 0.8
+    headroom_tokens: int = 65536
+    retain_ratio: float = 0.16
+    retain_tokens: int | None = None
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any] | None) -> EngineConfig:
+        """The engine's effective settings from a row's (whole, replacing) ``config``."""
+        merged = {**DEFAULTS, **(config or {})}
+        retain = merged.get("retainTokens")
+        return cls(
+            threshold_ratio=float(merged["thresholdRatio"]),
+            headroom_tokens=int(merged["headroomTokens"]),
+            retain_ratio=float(merged["retainRatio"]),
+            retain_tokens=int(retain) if retain is not None else None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPoint:
+    context_window: int
+    reserved_tokens: int
+    threshold_tokens: int | None
+    retain_tokens: int
+    """``None`` threshold: the pressure budget is not positive, DSH skips auto-compaction."""
+
+    def as_dict(self) -> dict[str, int | None]:
+        return {
+            "contextWindow": self.context_window,
+            "reservedTokens": self.reserved_tokens,
+            "thresholdTokens": self.threshold_tokens,
+            "retainTokens": self.retain_tokens,
+        }
+
+
+def reserved_tokens(header: dict[str, Any] | None) -> int:
+    config = (header or {}).get("config") or {}
+    value = config.get("maxTokens")
+    return int(value) if isinstance(value, int | float) else 0
+
+
+def compaction_point(
+    *, context_window: int, reserved: int, engine: EngineConfig
+) -> CompactionPoint:
+    message_budget = context_window - reserved
+    pressure_budget = message_budget - engine.headroom_tokens
+    threshold = (
+        math.floor(min(context_window * engine.threshold_ratio, pressure_budget))
+        if pressure_budget > 0
+        else None
+    )
+    retain = (
+        engine.retain_tokens
+        if engine.retain_tokens is not None
+        else math.floor(message_budget * engine.retain_ratio)
+    )
+    return CompactionPoint(context_window, reserved, threshold, retain)
+
+
+def measured_tokens(meter: SessionMeter) -> int:
+    """``tokenMeter.measure(session).totalTokens``: what auto-compaction compares."""
+    tools = meter.tools_tokens
+    anchor = meter.anchor
+    if anchor is None or meter.header is None or anchor.header != meter.header:
+        return tools + meter.nodes_tokens
+    estimate = tools + anchor.surface_before + anchor.price
+    baseline = max(anchor.provider_total, estimate)
+    return max(0, baseline + meter.nodes_tokens - (anchor.surface_before + anchor.price))

@@ -1,0 +1,25 @@
+"""The one base class for everything the core reports as a problem with its input."""
+
+from __future__ import annotations
+
+
+class DshError(Exception):
+    """A DSH home, log or patch file that cannot be read as DSH writes it."""
+
+
+class HomeError(DshError):
+    """The DSH home itself is missing or unreadable."""
+
+
+class LogError(DshError):
+    """A session log holds bytes that are not what DSH appends.
+
+    ``offset`` is the byte offset in the log file where the bad frame or line starts;
+    ``seq`` is the sequence number the bad line would have had, when known.
+    """
+
+    def __init__(self, message: str, *, offset: int, seq: int | None = None) -> None:
+        where = f"byte {offset}" if seq is None else f"byte {offset}, seq {seq}"
+        super().__init__(f"{message} (at {where})")
+        self.offset = offset
+        self.seq = seq

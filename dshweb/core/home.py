@@ -1,0 +1,120 @@
+"""Where DSH keeps things (DSH_FACTS §1): the home, its sessions and their log files.
+
+Discovery only lists files; it never opens a log for writing and never takes
+``session.lock``. Liveness is read passively from the kernel's lock table.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from dshweb.core.errors import HomeError
+
+_LOG_NAME = re.compile(r"^session(?:\.v(\d+))?\.jsonl(\.zstd)?$")
+LOCK_NAME = "session.lock"
+PROC_LOCKS = Path("/proc/locks")
+
+
+def dsh_home(environ: Mapping[str, str] | None = None) -> Path:
+    """``$DSH_HOME``, else ``~/.dsh``; an empty value counts as unset, like DSH."""
+    env = os.environ if environ is None else environ
+    value = env.get("DSH_HOME", "")
+    return Path(value).expanduser() if value else Path.home() / ".dsh"
+
+
+@dataclass(frozen=True, slots=True)
+class LogFile:
+    """The newest generation of one session's log."""
+
+    path: Path
+    version: int
+    compressed: bool
+
+    @property
+    def session_dir(self) -> Path:
+        return self.path.parent
+
+
+def newest_log(session_dir: Path) -> LogFile | None:
+    """The highest ``session.vN`` generation in a session folder (``*.tmp`` ignored)."""
+    best: LogFile | None = None
+    try:
+        names = os.listdir(session_dir)
+    except OSError:
+        return None
+    for name in names:
+        match = _LOG_NAME.match(name)
+        if match is None:
+            continue
+        candidate = LogFile(session_dir / name, int(match[1] or 0), bool(match[2]))
+        if best is None or (candidate.version, candidate.compressed) > (
+            best.version,
+            best.compressed,
+        ):
+            best = candidate
+    return best
+
+
+def check_home(home: Path) -> None:
+    """Raise :class:`HomeError` with a one-line reason unless ``home`` can be read."""
+    if not home.exists():
+        raise HomeError(f"DSH home {home} does not exist")
+    if not home.is_dir():
+        raise HomeError(f"DSH home {home} is not a folder")
+    if not os.access(home, os.R_OK | os.X_OK):
+        raise HomeError(f"DSH home {home} is not readable")
+    sessions = home / "sessions"
+    if sessions.exists() and not os.access(sessions, os.R_OK | os.X_OK):
+        raise HomeError(f"{sessions} is not readable")
+
+
+def session_logs(home: Path) -> list[LogFile]:
+    """Every session log under ``home/sessions/--project--/<session>/``."""
+    root = home / "sessions"
+    found: list[LogFile] = []
+    for project in _subdirs(root):
+        for session_dir in _subdirs(project):
+            log = newest_log(session_dir)
+            if log is not None:
+                found.append(log)
+    return found
+
+
+def _subdirs(folder: Path) -> Iterable[Path]:
+    try:
+        with os.scandir(folder) as entries:
+            return sorted(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
+    except OSError:
+        return []
+
+
+def locked_files(proc_locks: Path = PROC_LOCKS) -> frozenset[tuple[int, int]]:
+    """(device, inode) of every file some process holds a lock on, from ``/proc/locks``."""
+    try:
+        text = proc_locks.read_text()
+    except OSError:
+        return frozenset()
+    held: set[tuple[int, int]] = set()
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) < 6 or fields[1] == "->":
+            continue
+        try:
+            major, minor, inode = fields[5].split(":")
+            held.add((os.makedev(int(major, 16), int(minor, 16)), int(inode)))
+        except ValueError:
+            continue
+    return frozenset(held)
+
+
+def is_live(session_dir: Path, held: frozenset[tuple[int, int]]) -> bool:
+    """True while some process holds the session's lock (checked without taking it)."""
+    try:
+        st = os.stat(session_dir / LOCK_NAME)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) in held or any(ino == st.st_ino for _, ino in held)

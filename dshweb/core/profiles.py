@@ -1,0 +1,98 @@
+"""Profile patch layers as far as they set the compaction engine (DSH_FACTS §9).
+
+Layers, in order: each bundle's patch (inside the ``dsh`` executable, so unseen here),
+``profiles/<p>/cordis.patch.yml``, then ``$DSH_HOME/cordis.patch.yml``. A row's
+``config`` replaces the whole config. Profiles built on the web-app bundle disable the
+top-level ``compaction-basic`` row and run the engine from their agent presets with
+its defaults, out of reach of an id patch, so a patch there changes nothing that runs.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dshweb.core.errors import DshError
+
+ENGINE_ID = "compaction-basic"
+WEB_APP_BUNDLE = "@deepseek-ai/dsh-web-app"
+
+
+@dataclass(frozen=True, slots=True)
+class JsExpr:
+    """A ``!!js`` expression from a patch: kept as text, never evaluated."""
+
+    source: str
+
+
+class _PatchLoader(yaml.SafeLoader):
+    pass
+
+
+def _js(loader: yaml.SafeLoader, node: yaml.Node) -> JsExpr:
+    return JsExpr(str(loader.construct_scalar(node)))  # type: ignore[arg-type]
+
+
+_PatchLoader.add_constructor("tag:yaml.org,2002:js", _js)
+
+
+def load_patch(path: Path) -> list[Any]:
+    """The rows of one patch file ([] when it does not exist)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return []
+    except OSError as error:
+        raise DshError(f"cannot read {path}: {error.strerror}") from error
+    try:
+        rows = yaml.load(text, Loader=_PatchLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise DshError(f"{path} is not valid YAML{where}") from error
+    if rows is None:
+        return []
+    if not isinstance(rows, list):
+        raise DshError(f"{path} is not a YAML list of patch rows")
+    return rows
+
+
+def _rows_with_id(rows: list[Any], row_id: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for row in rows:
+        if not isinstance(row, dict):
+            continue
+        if row.get("id") == row_id:
+            found.append(row)
+        inserted = row.get("insert")
+        if isinstance(inserted, list):
+            found.extend(_rows_with_id(inserted, row_id))
+    return found
+
+
+def profile_bundles(home: Path, profile: str) -> list[str]:
+    try:
+        package = json.loads((home / "profiles" / profile / "package.json").read_text())
+        bundles = package["dsh"]["profile"]["bundles"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    return [str(b) for b in bundles] if isinstance(bundles, list) else []
+
+
+def engine_config(home: Path, profile: str) -> dict[str, Any] | None:
+    """The ``config`` the running ``compaction-basic`` gets from the visible patch layers.
+
+    ``None`` means no visible layer sets it (the engine runs on its defaults).
+    """
+    if WEB_APP_BUNDLE in profile_bundles(home, profile):
+        return None
+    config: dict[str, Any] | None = None
+    for layer in (home / "profiles" / profile / "cordis.patch.yml", home / "cordis.patch.yml"):
+        for row in _rows_with_id(load_patch(layer), ENGINE_ID):
+            if isinstance(row.get("config"), dict):
+                config = row["config"]
+    return config

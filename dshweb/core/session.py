@@ -1,0 +1,237 @@
+"""One session followed live: its log tail, its fold, and the snapshot made from them.
+
+:class:`SessionTracker` owns the per-session state (the tail's offset and the meter);
+``refresh()`` folds only what was appended since the last call. :func:`take_snapshot`
+turns that state into a :class:`SessionSnapshot`, a plain value for views and the CLI.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dshweb.core.compaction import (
+    CompactionPoint,
+    EngineConfig,
+    compaction_point,
+    measured_tokens,
+    reserved_tokens,
+)
+from dshweb.core.home import LogFile
+from dshweb.core.meter import SessionMeter, SurfaceNode
+from dshweb.core.reader import LogTail
+
+
+@dataclass(slots=True)
+class Activity:
+    """Counters a person wants beside the projections."""
+
+    title: str | None = None
+    model: str | None = None
+    first_time: int | None = None
+    last_time: int | None = None
+    turns: int = 0
+    compactions: int = 0
+    failed_compactions: int = 0
+    prunes: int = 0
+
+    def fold(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        time = event.get("time")
+        if isinstance(time, int):
+            if self.first_time is None:
+                self.first_time = time
+            self.last_time = time
+        data = event.get("data")
+        if not isinstance(data, dict):
+            return
+        if kind == "turn/start":
+            self.turns += 1
+        elif kind == "session/title" and isinstance(data.get("title"), str):
+            self.title = data["title"]
+        elif kind == "request/header":
+            model = ((data.get("header") or {}).get("config") or {}).get("model")
+            self.model = model if isinstance(model, str) else self.model
+        elif kind == "compaction/end":
+            if data.get("error"):
+                self.failed_compactions += 1
+            else:
+                self.compactions += 1
+        elif kind == "compaction/prune":
+            self.prunes += 1
+
+
+@dataclass(slots=True)
+class SessionTracker:
+    log: LogFile
+    stop_after_seq: int | None = None
+    tail: LogTail = field(init=False)
+    meter: SessionMeter = field(init=False)
+    activity: Activity = field(init=False)
+    header: dict[str, Any] = field(init=False)
+    error: str | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.tail = LogTail(self.log.path, self.log.compressed)
+        self._start_over()
+
+    def _start_over(self) -> None:
+        self.meter = SessionMeter()
+        self.activity = Activity()
+        self.header = {}
+
+    def refresh(self) -> bool:
+        """Fold what was appended since the last call; True when anything changed."""
+        batch = self.tail.read()
+        if batch.reset:
+            self._start_over()
+        if batch.header is not None:
+            self.header = batch.header
+        stop = self.stop_after_seq
+        meter, activity = self.meter, self.activity
+        for event in batch.events:
+            seq = event.get("seq")
+            if stop is not None and isinstance(seq, int) and seq > stop:
+                break
+            meter.fold(event)
+            activity.fold(event)
+        current = batch.error or self.tail.error
+        error = str(current) if current is not None else None
+        changed = bool(batch.reset or batch.header or batch.events or error != self.error)
+        self.error = error
+        return changed
+
+    @property
+    def session_id(self) -> str:
+        value = self.header.get("id")
+        return value if isinstance(value, str) else self.log.session_dir.name
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSnapshot:
+    """Everything shown about one session at one moment; plain data."""
+
+    session_id: str
+    path: str
+    format_version: int
+    cwd: str | None
+    created_at: int | None
+    parent_session: str | None
+    origin: str | None
+    live: bool
+    title: str | None
+    model: str | None
+    last_seq: int
+    events: int
+    first_time: int | None
+    last_time: int | None
+    turns: int
+    compactions: int
+    failed_compactions: int
+    prunes: int
+    token_usage: dict[str, int]
+    context_pressure: dict[str, int]
+    context_breakdown: dict[str, int]
+    point: CompactionPoint | None
+    measured_tokens: int
+    largest_nodes: tuple[SurfaceNode, ...]
+    errors: tuple[str, ...]
+
+    @property
+    def used_tokens(self) -> int | None:
+        """What DSH's own ring shows: ``projectedTokens ?? pressureTokens``."""
+        pressure = self.context_pressure
+        return pressure.get("projectedTokens", pressure.get("pressureTokens"))
+
+    def as_json(self) -> dict[str, Any]:
+        """The snapshot in the CLI's JSON shape (the host's field names)."""
+        compaction: dict[str, Any] = (
+            self.point.as_dict()
+            if self.point is not None
+            else dict.fromkeys(("contextWindow", "reservedTokens", "thresholdTokens",
+                                "retainTokens"))
+        )
+        compaction["measuredTokens"] = self.measured_tokens
+        return {
+            "sessionId": self.session_id,
+            "title": self.title,
+            "cwd": self.cwd,
+            "path": self.path,
+            "formatVersion": self.format_version,
+            "createdAt": self.created_at,
+            "parentSession": self.parent_session,
+            "origin": self.origin,
+            "live": self.live,
+            "model": self.model,
+            "lastSeq": self.last_seq,
+            "events": self.events,
+            "lastEventTime": self.last_time,
+            "turns": self.turns,
+            "compactions": self.compactions,
+            "prunes": self.prunes,
+            "tokenUsage": self.token_usage,
+            "contextPressure": self.context_pressure,
+            "contextBreakdown": self.context_breakdown,
+            "compaction": compaction,
+            "errors": list(self.errors),
+        }
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def take_snapshot(
+    tracker: SessionTracker,
+    *,
+    home: Path,
+    live: bool,
+    engine: EngineConfig,
+    largest: int = 8,
+    extra_errors: tuple[str, ...] = (),
+) -> SessionSnapshot:
+    meter, activity, header = tracker.meter, tracker.activity, tracker.header
+    point = (
+        compaction_point(
+            context_window=meter.context_window,
+            reserved=reserved_tokens(meter.header),
+            engine=engine,
+        )
+        if meter.context_window is not None
+        else None
+    )
+    try:
+        path = str(tracker.log.path.relative_to(home))
+    except ValueError:
+        path = str(tracker.log.path)
+    created = header.get("createdAt")
+    errors = ([tracker.error] if tracker.error else []) + meter.problems + list(extra_errors)
+    return SessionSnapshot(
+        session_id=tracker.session_id,
+        path=path,
+        format_version=int(header.get("version", tracker.log.version)),
+        cwd=_str(header.get("cwd")),
+        created_at=created if isinstance(created, int) else None,
+        parent_session=_str(header.get("parentSession")),
+        origin=_str(header.get("origin")),
+        live=live,
+        title=activity.title,
+        model=activity.model,
+        last_seq=meter.last_seq,
+        events=meter.events,
+        first_time=activity.first_time,
+        last_time=activity.last_time,
+        turns=activity.turns,
+        compactions=activity.compactions,
+        failed_compactions=activity.failed_compactions,
+        prunes=activity.prunes,
+        token_usage=meter.token_usage_view(),
+        context_pressure=meter.context_pressure_view(),
+        context_breakdown=meter.context_breakdown_view(),
+        point=point,
+        measured_tokens=measured_tokens(meter),
+        largest_nodes=tuple(heapq.nlargest(largest, meter.nodes, key=lambda n: n.tokens)),
+        errors=tuple(errors),
+    )
