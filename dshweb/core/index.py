@@ -24,6 +24,7 @@ class HomeIndex:
     home: Path
     profile: str = DEFAULT_PROFILE
     stop_after_seq: int | None = None
+    extra_patches: tuple[Path, ...] = ()
     trackers: dict[Path, SessionTracker] = field(default_factory=dict)
     engine: EngineConfig = field(default_factory=EngineConfig)
     profile_error: str | None = None
@@ -50,7 +51,9 @@ class HomeIndex:
 
     def _load_engine(self) -> None:
         try:
-            self.engine = EngineConfig.from_config(engine_config(self.home, self.profile))
+            self.engine = EngineConfig.from_config(
+                engine_config(self.home, self.profile, self.extra_patches)
+            )
             self.profile_error = None
         except (DshError, ValueError, TypeError) as error:
             self.engine = EngineConfig()

@@ -189,8 +189,12 @@ class SessionMeter:
         last = self.last_sample
         if last is not None and (last[0], last[1]) == (turn, step):
             old = last[2]
-            new_totals = (usage.input - old.input, usage.output - old.output,
-                          usage.cache_read - old.cache_read, usage.cache_write - old.cache_write)
+            new_totals = (
+                usage.input - old.input,
+                usage.output - old.output,
+                usage.cache_read - old.cache_read,
+                usage.cache_write - old.cache_write,
+            )
             self.totals = [a + b for a, b in zip(self.totals, new_totals, strict=True)]
         else:
             self.totals = [a + b for a, b in zip(self.totals, new, strict=True)]
@@ -211,8 +215,8 @@ class SessionMeter:
         shadowed = data.get("shadowedSeqs") or ()
         system_seqs = {s for s, _ in self.systems}
         self.claim = Claim(
-            start=shadowed_range.get("start"),
-            end=shadowed_range.get("end"),
+            start=shadowed_range.get("start", -1),
+            end=shadowed_range.get("end", -1),
             tokens=int(data.get("shadowedTokenCount") or 0),
             shadowed=frozenset(s for s in shadowed if s in system_seqs),
         )

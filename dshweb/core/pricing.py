@@ -51,9 +51,11 @@ def block_tokens(block: Any) -> int:
     if kind in ("text", "reasoning"):
         return _ceil4(js_len(str(block.get("text", "")))) + 4
     if kind == "tool-call":
-        return _ceil4(js_len(str(block.get("name", "")))) + _ceil4(
-            js_len(str(block.get("arguments", "")))
-        ) + 4
+        return (
+            _ceil4(js_len(str(block.get("name", ""))))
+            + _ceil4(js_len(str(block.get("arguments", ""))))
+            + 4
+        )
     if kind == "image" and "offloaded" in block:
         block = {k: v for k, v in block.items() if k != "offloaded"}
     return 4 + _ceil4(json_len(block))

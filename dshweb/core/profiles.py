@@ -10,6 +10,7 @@ its defaults, out of reach of an id patch, so a patch there changes nothing that
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,7 @@ def load_patch(path: Path) -> list[Any]:
     except OSError as error:
         raise DshError(f"cannot read {path}: {error.strerror}") from error
     try:
-        rows = yaml.load(text, Loader=_PatchLoader)  # noqa: S506 - a SafeLoader subclass
+        rows = yaml.load(text, Loader=_PatchLoader)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -83,15 +84,19 @@ def profile_bundles(home: Path, profile: str) -> list[str]:
     return [str(b) for b in bundles] if isinstance(bundles, list) else []
 
 
-def engine_config(home: Path, profile: str) -> dict[str, Any] | None:
+def engine_config(
+    home: Path, profile: str, extra_patches: Sequence[Path] = ()
+) -> dict[str, Any] | None:
     """The ``config`` the running ``compaction-basic`` gets from the visible patch layers.
 
-    ``None`` means no visible layer sets it (the engine runs on its defaults).
+    ``extra_patches`` are applied last, like ``dsh --patch``. ``None`` means no visible
+    layer sets it (the engine runs on its defaults).
     """
     if WEB_APP_BUNDLE in profile_bundles(home, profile):
         return None
     config: dict[str, Any] | None = None
-    for layer in (home / "profiles" / profile / "cordis.patch.yml", home / "cordis.patch.yml"):
+    layers = [home / "profiles" / profile / "cordis.patch.yml", home / "cordis.patch.yml"]
+    for layer in [*layers, *extra_patches]:
         for row in _rows_with_id(load_patch(layer), ENGINE_ID):
             if isinstance(row.get("config"), dict):
                 config = row["config"]

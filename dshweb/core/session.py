@@ -150,8 +150,9 @@ class SessionSnapshot:
         compaction: dict[str, Any] = (
             self.point.as_dict()
             if self.point is not None
-            else dict.fromkeys(("contextWindow", "reservedTokens", "thresholdTokens",
-                                "retainTokens"))
+            else dict.fromkeys(
+                ("contextWindow", "reservedTokens", "thresholdTokens", "retainTokens")
+            )
         )
         compaction["measuredTokens"] = self.measured_tokens
         return {

@@ -1,0 +1,11 @@
+"""ASGI entry point: Django for HTTP (WebSockets join in the live-dashboard layer)."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dshweb.settings")
+
+application = get_asgi_application()

@@ -1,0 +1,128 @@
+"""Django settings for dshweb.
+
+Everything works with no configuration: SQLite and a generated secret key under
+``DSHWEB_DATA_DIR``, an in-memory channel layer, loopback only, and the DSH home from
+``DSH_HOME`` (else ``~/.dsh``), or the bundled demo home when that does not exist.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from dshweb.core.home import dsh_home
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(os.environ.get("DSHWEB_DATA_DIR") or BASE_DIR / "var")
+
+
+def _secret_key() -> str:
+    if key := os.environ.get("DSHWEB_SECRET_KEY"):
+        return key
+    path = DATA_DIR / "secret_key"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        DATA_DIR.mkdir(parents=True, exist_ok=True)
+        key = secrets.token_urlsafe(50)
+        path.touch(mode=0o600)
+        path.write_text(key)
+        return key
+
+
+SECRET_KEY = _secret_key()
+DEBUG = os.environ.get("DSHWEB_DEBUG", "") == "1"
+ALLOWED_HOSTS = [
+    h for h in os.environ.get("DSHWEB_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]").split(",") if h
+]
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "dshweb.dashboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "dshweb.urls"
+ASGI_APPLICATION = "dshweb.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "dshweb.dashboard.context.dsh_home",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": DATA_DIR / "db.sqlite3",
+    }
+}
+
+CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+X_FRAME_OPTIONS = "DENY"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = DATA_DIR / "staticfiles"
+WHITENOISE_USE_FINDERS = True
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+DEMO_HOME = BASE_DIR / "dshweb" / "demo" / "home"
+_configured_home = dsh_home()
+DSH_HOME_IS_DEMO = not _configured_home.exists() and os.environ.get("DSHWEB_NO_DEMO") != "1"
+DSH_HOME = DEMO_HOME if DSH_HOME_IS_DEMO else _configured_home
+DSH_PROFILE = os.environ.get("DSHWEB_PROFILE", "sdk")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "loggers": {"dshweb": {"handlers": ["console"], "level": "INFO"}},
+}

@@ -1,0 +1,39 @@
+"""Shared test data: the committed fixture homes (real DSH output) and the shared corpus."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE_HOMES = REPO / "tests" / "fixtures" / "homes"
+CORPUS_HOME = Path(os.environ.get("DSHWEB_CORPUS_HOME") or REPO.parent / "shared/corpus/home")
+
+
+def all_homes() -> list[Path]:
+    """Every real DSH home the parity tests check: fixtures, plus the corpus when present."""
+    homes = (
+        sorted(p for p in FIXTURE_HOMES.iterdir() if (p / "sessions").is_dir())
+        if (FIXTURE_HOMES.is_dir())
+        else []
+    )
+    if (CORPUS_HOME / "sessions").is_dir():
+        homes.append(CORPUS_HOME)
+    return homes
+
+
+def host_caches(home: Path) -> dict[str, dict[str, Any]]:
+    """The host's projection cache rows per session id."""
+    folder = home / "storages" / "session_projcache" / "sessions"
+    return {
+        path.stem: json.loads(path.read_text(encoding="utf-8"))["record"]["rows"]
+        for path in sorted(folder.glob("*.json"))
+    }
+
+
+def session_log_paths(home: Path) -> list[Path]:
+    from dshweb.core.home import session_logs
+
+    return [log.path for log in session_logs(home)]

@@ -1,0 +1,48 @@
+"""Build session logs the way DSH writes them: one zstd frame per append batch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import zstandard
+
+from dshweb.core.frames import split_frames
+
+_compressor = zstandard.ZstdCompressor(write_checksum=True, write_content_size=False)
+
+
+def frame(*lines: dict[str, Any] | bytes) -> bytes:
+    """One zstd frame holding the given lines (dicts are dumped as compact JSON)."""
+    body = b"".join(
+        (line if isinstance(line, bytes) else json.dumps(line, separators=(",", ":")).encode())
+        + b"\n"
+        for line in lines
+    )
+    return _compressor.compress(body)
+
+
+def frames_of(path: Path) -> list[bytes]:
+    """The raw bytes of every frame of a real log, in order."""
+    data = path.read_bytes()
+    chunks, error = split_frames(data, 0)
+    assert error is None
+    assert chunks[-1].end == len(data)
+    return [data[c.offset : c.end] for c in chunks]
+
+
+def header(session_id: str = "s-1", version: int = 4) -> dict[str, Any]:
+    return {
+        "type": "session",
+        "version": version,
+        "id": session_id,
+        "createdAt": 1,
+        "cwd": "/w",
+        "isSeeded": False,
+        "delegationDepth": 0,
+    }
+
+
+def event(seq: int, kind: str = "turn/start", **data: Any) -> dict[str, Any]:
+    return {"type": kind, "seq": seq, "time": 1000 + seq, "data": data}

@@ -1,0 +1,118 @@
+"""``manage.py dsh_snapshot``: the command-line contract."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+
+from tests.conftest import REPO, all_homes, host_caches
+
+REQUIRED = {
+    "sessionId",
+    "cwd",
+    "path",
+    "formatVersion",
+    "live",
+    "lastSeq",
+    "events",
+    "tokenUsage",
+    "contextPressure",
+    "contextBreakdown",
+    "compaction",
+    "errors",
+}
+
+
+def _snapshot(*args: str) -> list[dict[str, Any]]:
+    out = StringIO()
+    call_command("dsh_snapshot", *args, "--json", stdout=out)
+    result: list[dict[str, Any]] = json.loads(out.getvalue())
+    return result
+
+
+@pytest.fixture
+def home() -> Path:
+    homes = all_homes()
+    if not homes:
+        pytest.skip("no DSH home to read")
+    return homes[0]
+
+
+def test_every_session_with_the_contract_fields(home: Path) -> None:
+    shots = _snapshot("--home", str(home))
+    assert {s["sessionId"] for s in shots} == set(host_caches(home))
+    for shot in shots:
+        assert set(shot) >= REQUIRED
+        assert set(shot["compaction"]) == {
+            "contextWindow",
+            "reservedTokens",
+            "thresholdTokens",
+            "retainTokens",
+            "measuredTokens",
+        }
+        assert (home / shot["path"]).is_file()
+        assert shot["events"] == shot["lastSeq"] + 1
+        assert shot["compaction"]["contextWindow"] == shot["contextPressure"]["contextWindow"]
+
+
+def test_session_and_at_seq(home: Path) -> None:
+    session_id, rows = next(iter(host_caches(home).items()))
+    full = _snapshot("--home", str(home), "--session", session_id)
+    assert [s["sessionId"] for s in full] == [session_id]
+    (early,) = _snapshot("--home", str(home), "--session", session_id, "--at-seq", "3")
+    assert (early["lastSeq"], early["events"]) == (3, 4)
+    assert early["tokenUsage"]["outputTokens"] <= full[0]["tokenUsage"]["outputTokens"]
+    (at_cache,) = _snapshot(
+        "--home", str(home), "--session", session_id, "--at-seq", str(rows["tokenUsage"]["seq"])
+    )
+    assert at_cache["tokenUsage"] == rows["tokenUsage"]["val"]["totals"]
+    assert at_cache["contextBreakdown"] == rows["contextBreakdown"]["val"]["breakdown"]
+
+
+def test_patch_layer_moves_the_compaction_point(home: Path, tmp_path: Path) -> None:
+    patch = tmp_path / "p.yml"
+    patch.write_text("- id: compaction-basic\n  config: {thresholdRatio: 0.1, headroomTokens: 0}\n")
+    for shot in _snapshot("--home", str(home), "--profile", "none", "--patch", str(patch)):
+        window = shot["compaction"]["contextWindow"]
+        if window:
+            assert shot["compaction"]["thresholdTokens"] == int(window * 0.1)
+
+
+@pytest.mark.parametrize("setup", ["missing", "file"])
+def test_bad_home_exits_non_zero_with_one_line(tmp_path: Path, setup: str) -> None:
+    target = tmp_path / "home"
+    if setup == "file":
+        target.write_text("")
+    result = subprocess.run(
+        [sys.executable, "manage.py", "dsh_snapshot", "--home", str(target), "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert str(target) in lines[0]
+
+
+def test_unknown_session_is_an_error(home: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "manage.py", "dsh_snapshot", "--home", str(home), "--session", "nope"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert "no session 'nope'" in result.stderr

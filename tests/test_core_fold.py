@@ -1,0 +1,183 @@
+"""Folding is incremental by construction: any split of a log gives the same state."""
+
+from __future__ import annotations
+
+import random
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dshweb.core.home import LogFile
+from dshweb.core.meter import SessionMeter
+from dshweb.core.session import SessionTracker
+from tests.conftest import all_homes, session_log_paths
+from tests.logbuilder import event, frame, header
+
+LOGS = [path for home in all_homes() for path in session_log_paths(home)]
+
+
+def _tracker(path: Path) -> SessionTracker:
+    return SessionTracker(LogFile(path, 4, compressed=True))
+
+
+@pytest.mark.parametrize("log", LOGS, ids=[p.parent.name for p in LOGS])
+@pytest.mark.parametrize("seed", range(3))
+def test_random_byte_splits_give_the_same_state(log: Path, seed: int, tmp_path: Path) -> None:
+    data = log.read_bytes()
+    whole = _tracker(log)
+    whole.refresh()
+    rng = random.Random(seed)
+    cuts = sorted(rng.sample(range(1, len(data)), k=min(25, len(data) - 1)))
+    path = tmp_path / "session.v4.jsonl.zstd"
+    path.write_bytes(b"")
+    tracker = _tracker(path)
+    start = 0
+    for cut in [*cuts, len(data)]:
+        with path.open("ab") as handle:
+            handle.write(data[start:cut])
+        start = cut
+        tracker.refresh()
+    assert tracker.meter == whole.meter
+    assert tracker.activity == whole.activity
+    assert tracker.meter.host_state() == whole.meter.host_state()
+
+
+@pytest.mark.parametrize("log", LOGS, ids=[p.parent.name for p in LOGS])
+def test_event_by_event_equals_batch(log: Path, tmp_path: Path) -> None:
+    """Folding each event into the meter separately is the same as one batch."""
+    whole = _tracker(log)
+    whole.refresh()
+    copy = tmp_path / "s.zstd"
+    shutil.copyfile(log, copy)
+    tracker = _tracker(copy)
+    batch = tracker.tail.read()
+    meter = SessionMeter()
+    for item in batch.events:
+        meter.fold(item)
+    assert meter == whole.meter
+
+
+def test_state_keeps_prices_not_bodies(tmp_path: Path) -> None:
+    big = "x" * 100_000
+    path = tmp_path / "b.zstd"
+    user = {"role": "user", "content": [{"type": "text", "text": big}], "source": {"kind": "user"}}
+    line = event(0, "user/message") | {"data": user, "surfaceOp": "append"}
+    path.write_bytes(frame(header()) + frame(line))
+    tracker = _tracker(path)
+    tracker.refresh()
+    (node,) = tracker.meter.nodes
+    assert node.tokens == 25_000 + 4 + 4
+    assert len(node.preview) <= 80
+    assert tracker.meter.surface_tokens == 25_008
+
+
+def _msg(seq: int, kind: str, text: str, op: object = "append") -> dict[str, object]:
+    role = kind.split("/")[0]
+    message: dict[str, object] = {"role": role, "content": [{"type": "text", "text": text}]}
+    data = message if kind == "user/message" else {"message": message}
+    return {"type": kind, "seq": seq, "time": seq, "data": data, "surfaceOp": op}
+
+
+def _fold(*events: dict[str, object]) -> SessionMeter:
+    meter = SessionMeter()
+    for item in events:
+        meter.fold(item)
+    return meter
+
+
+def test_replace_is_positional_not_numeric() -> None:
+    """{startSeq:71, endSeq:59}: an earlier checkpoint 71 sits before node 59 on the surface."""
+    meter = _fold(
+        _msg(10, "user/message", "a" * 40),
+        _msg(59, "user/message", "b" * 40),
+        _msg(60, "user/message", "c" * 40),
+    )
+    meter.fold(_msg(71, "user/message", "ckpt", {"op": "replace", "startSeq": 10, "endSeq": 10}))
+    assert [n.seq for n in meter.nodes] == [71, 59, 60]
+    meter.fold(
+        {
+            "type": "compaction/summary",
+            "seq": 72,
+            "data": {
+                "shadowedRange": {"start": 71, "end": 59},
+                "shadowedSeqs": [71, 59],
+                "shadowedTokenCount": 20,
+            },
+        }
+    )
+    meter.fold(_msg(73, "user/message", "z", {"op": "replace", "startSeq": 71, "endSeq": 59}))
+    assert [n.seq for n in meter.nodes] == [73, 60]
+    assert meter.problems == []
+
+
+def test_shadow_price_rule() -> None:
+    meter = _fold(_msg(0, "user/message", "a" * 400), _msg(1, "user/message", "b" * 400))
+    assert meter.surface_tokens == 2 * (100 + 4 + 4)
+    # a replace with no armed claim adds nothing
+    meter.fold(_msg(2, "user/message", "c", {"op": "replace", "startSeq": 0, "endSeq": 0}))
+    assert meter.surface_tokens == 216
+    # a claim is cleared by any other event in between
+    meter.fold(
+        {
+            "type": "compaction/prune",
+            "seq": 3,
+            "data": {
+                "shadowedRange": {"start": 1, "end": 1},
+                "shadowedSeqs": [1],
+                "shadowedTokenCount": 108,
+            },
+        }
+    )
+    meter.fold({"type": "turn/start", "seq": 4, "data": {"turn": 2}})
+    meter.fold(_msg(5, "user/message", "d", {"op": "replace", "startSeq": 1, "endSeq": 1}))
+    assert meter.surface_tokens == 216
+    # an armed claim for exactly the range re-prices
+    meter.fold(
+        {
+            "type": "compaction/prune",
+            "seq": 6,
+            "data": {
+                "shadowedRange": {"start": 5, "end": 5},
+                "shadowedSeqs": [5],
+                "shadowedTokenCount": 50,
+            },
+        }
+    )
+    meter.fold(_msg(7, "user/message", "e" * 8, {"op": "replace", "startSeq": 5, "endSeq": 5}))
+    assert meter.surface_tokens == 216 - 50 + (2 + 4 + 4)
+
+
+def test_usage_same_step_replaces_and_retry_forgets() -> None:
+    def answer(seq: int, step: int, inp: int) -> dict[str, object]:
+        return {
+            "type": "assistant/attempt",
+            "seq": seq,
+            "data": {
+                "turn": 1,
+                "step": step,
+                "stream": [
+                    {
+                        "type": "chunk",
+                        "chunk": {
+                            "type": "usage",
+                            "usage": {"inputTokens": inp, "outputTokens": 1},
+                        },
+                    }
+                ],
+            },
+        }
+
+    meter = _fold(answer(0, 1, 100), answer(1, 1, 120))
+    assert meter.token_usage_view()["uncachedInputTokens"] == 120
+    meter.fold({"type": "llm/retry-started", "seq": 2, "data": {"turn": 1, "step": 1}})
+    meter.fold(answer(3, 1, 130))
+    assert meter.token_usage_view() == {
+        "uncachedInputTokens": 250,
+        "outputTokens": 2,
+        "cacheReadTokens": 0,
+        "cacheWriteTokens": 0,
+    }
+    meter.fold(answer(4, 2, 5))
+    assert meter.token_usage_view()["uncachedInputTokens"] == 255
+    assert meter.pressure_tokens == 5

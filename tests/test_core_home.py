@@ -1,0 +1,130 @@
+"""Home discovery, generations and passive liveness (DSH_FACTS §1)."""
+
+from __future__ import annotations
+
+import fcntl
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dshweb.core.errors import HomeError
+from dshweb.core.home import check_home, dsh_home, is_live, locked_files, newest_log, session_logs
+from dshweb.core.index import HomeIndex
+from tests.logbuilder import event, frame, header
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"DSH_HOME": "/x/y"}, Path("/x/y")),
+        ({"DSH_HOME": ""}, Path.home() / ".dsh"),
+        ({}, Path.home() / ".dsh"),
+    ],
+)
+def test_dsh_home(env: dict[str, str], expected: Path) -> None:
+    assert dsh_home(env) == expected
+
+
+def test_newest_generation_wins_and_tmp_is_ignored(tmp_path: Path) -> None:
+    for name in [
+        "session.jsonl",
+        "session.v2.jsonl.zstd",
+        "session.v3.jsonl",
+        "session.v9.jsonl.zstd.tmp",
+        "session.v4.jsonl.zstd.123.tmp",
+        "session.lock",
+    ]:
+        (tmp_path / name).write_bytes(b"")
+    log = newest_log(tmp_path)
+    assert log is not None
+    assert (log.path.name, log.version, log.compressed) == ("session.v3.jsonl", 3, False)
+    (tmp_path / "session.v4.jsonl.zstd").write_bytes(b"")
+    log = newest_log(tmp_path)
+    assert log is not None and (log.version, log.compressed) == (4, True)
+
+
+def test_plain_v0_is_found(tmp_path: Path) -> None:
+    (tmp_path / "session.jsonl").write_bytes(b"")
+    log = newest_log(tmp_path)
+    assert log is not None and (log.version, log.compressed) == (0, False)
+
+
+def _session(home: Path, project: str, sid: str, *events: dict[str, object]) -> Path:
+    folder = home / "sessions" / project / sid
+    folder.mkdir(parents=True)
+    (folder / "session.v4.jsonl.zstd").write_bytes(
+        frame(header(sid)) + frame(*events or (event(0),))
+    )
+    (folder / "session.lock").write_bytes(b"")
+    return folder
+
+
+def test_discovery_lists_every_session(tmp_path: Path) -> None:
+    _session(tmp_path, "--a--", "s1")
+    _session(tmp_path, "--a--", "s2")
+    _session(tmp_path, "_no-cwd", "s3")
+    (tmp_path / "sessions" / "--a--" / "empty").mkdir()
+    assert sorted(p.path.parent.name for p in session_logs(tmp_path)) == ["s1", "s2", "s3"]
+
+
+def test_liveness_is_read_from_the_kernel_without_locking(tmp_path: Path) -> None:
+    folder = _session(tmp_path, "--a--", "s1")
+    assert is_live(folder, locked_files()) is False
+    with (folder / "session.lock").open("rb") as handle:  # the test plays DSH here
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        assert is_live(folder, locked_files()) is True
+        index = HomeIndex(tmp_path)
+        index.refresh()
+        assert [s.live for s in index.snapshots()] == [True]
+    assert is_live(folder, locked_files()) is False
+
+
+def test_locks_file_parsing(tmp_path: Path) -> None:
+    locks = tmp_path / "locks"
+    locks.write_text(
+        "1: FLOCK  ADVISORY  WRITE 3052 fe:00:2220675 0 EOF\n"
+        "2: POSIX  ADVISORY  READ 11 08:01:77 0 EOF\n"
+        "2: -> FLOCK  ADVISORY  WRITE 99 08:01:78 0 EOF\n"
+        "garbage\n"
+    )
+    import os
+
+    assert locked_files(locks) == {(os.makedev(0xFE, 0), 2220675), (os.makedev(8, 1), 77)}
+
+
+def test_missing_and_unreadable_homes(tmp_path: Path) -> None:
+    with pytest.raises(HomeError, match="does not exist"):
+        check_home(tmp_path / "nope")
+    (tmp_path / "file").write_text("")
+    with pytest.raises(HomeError, match="is not a folder"):
+        check_home(tmp_path / "file")
+
+
+def test_index_follows_new_generations_and_deletions(tmp_path: Path) -> None:
+    folder = _session(tmp_path, "--a--", "s1", event(0), event(1))
+    index = HomeIndex(tmp_path)
+    assert index.refresh() == {folder}
+    assert index.refresh() == set()
+    (folder / "session.v5.jsonl.zstd").write_bytes(frame(header("s1", 5)) + frame(event(0)))
+    assert index.refresh() == {folder}
+    (shot,) = index.snapshots()
+    assert (shot.format_version, shot.events) == (5, 1)
+    other = _session(tmp_path, "--b--", "s2")
+    assert index.refresh() == {other}
+    shutil.rmtree(folder)
+    assert index.refresh() == {folder}
+    assert [s.session_id for s in index.snapshots()] == ["s2"]
+
+
+def test_one_corrupt_session_does_not_stop_the_others(tmp_path: Path) -> None:
+    bad = _session(tmp_path, "--a--", "bad")
+    with (bad / "session.v4.jsonl.zstd").open("ab") as handle:
+        handle.write(b"nonsense")
+    _session(tmp_path, "--a--", "good", event(0), event(1, "request/context", contextWindow=10))
+    index = HomeIndex(tmp_path)
+    index.refresh()
+    shots = {s.session_id: s for s in index.snapshots()}
+    assert shots["good"].errors == () and shots["good"].context_pressure == {"contextWindow": 10}
+    assert shots["bad"].errors[0].startswith("not a zstd frame (bad magic)")
+    assert shots["bad"].events == 1

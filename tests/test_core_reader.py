@@ -1,0 +1,245 @@
+"""Reader robustness: torn, truncated, replaced, corrupt and odd logs, with exact outcomes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from dshweb.core.home import LogFile
+from dshweb.core.reader import LogTail
+from dshweb.core.session import SessionTracker
+from tests.conftest import CORPUS_HOME, FIXTURE_HOMES, session_log_paths
+from tests.logbuilder import event, frame, frames_of, header
+
+
+def _real_log() -> Path:
+    """A real multi-frame log with compactions (fixture home, else the corpus)."""
+    for home in [*sorted(FIXTURE_HOMES.glob("*")), CORPUS_HOME]:
+        for path in session_log_paths(home) if (home / "sessions").is_dir() else []:
+            if len(frames_of(path)) >= 10 and path.stat().st_size > 20_000:
+                return path
+    pytest.skip("no real multi-frame log available")
+
+
+@pytest.fixture
+def real_log(tmp_path: Path) -> Path:
+    target = tmp_path / "sessions" / "--w--" / "s" / "session.v4.jsonl.zstd"
+    target.parent.mkdir(parents=True)
+    shutil.copyfile(_real_log(), target)
+    return target
+
+
+def _tracker(path: Path) -> SessionTracker:
+    return SessionTracker(LogFile(path, 4, compressed=path.suffix == ".zstd"))
+
+
+def _fold_all(path: Path) -> SessionTracker:
+    tracker = _tracker(path)
+    tracker.refresh()
+    return tracker
+
+
+def test_multi_frame_log_folds_every_event(real_log: Path) -> None:
+    tracker = _fold_all(real_log)
+    frames = frames_of(real_log)
+    assert tracker.error is None
+    assert tracker.header["type"] == "session"
+    assert tracker.meter.events == tracker.meter.last_seq + 1
+    assert tracker.tail.offset == sum(len(f) for f in frames)
+
+
+def test_torn_last_frame_at_every_byte_is_not_yet(real_log: Path, tmp_path: Path) -> None:
+    frames = frames_of(real_log)
+    whole = _fold_all(real_log)
+    before = _fold_all(_write(tmp_path / "before.zstd", b"".join(frames[:-1])))
+    last = frames[-1]
+    path = tmp_path / "grow.zstd"
+    for cut in range(len(last)):
+        path.write_bytes(b"".join(frames[:-1]) + last[:cut])
+        tracker = _tracker(path)
+        assert tracker.refresh() is True
+        assert tracker.error is None, cut
+        assert tracker.meter == before.meter, cut
+        with path.open("ab") as handle:
+            handle.write(last[cut:])
+        assert tracker.refresh() is True
+        assert tracker.meter == whole.meter, cut
+
+
+def test_tail_grows_frame_by_frame_in_one_tracker(real_log: Path, tmp_path: Path) -> None:
+    frames = frames_of(real_log)
+    path = tmp_path / "live.zstd"
+    path.write_bytes(frames[0])
+    tracker = _tracker(path)
+    tracker.refresh()
+    for piece in frames[1:]:
+        half = len(piece) // 2
+        with path.open("ab") as handle:
+            handle.write(piece[:half])
+        tracker.refresh()
+        with path.open("ab") as handle:
+            handle.write(piece[half:])
+        assert tracker.refresh() is True
+    assert tracker.refresh() is False
+    assert tracker.meter == _fold_all(real_log).meter
+
+
+def test_shrunk_file_is_read_again_from_the_start(real_log: Path, tmp_path: Path) -> None:
+    frames = frames_of(real_log)
+    tracker = _fold_all(real_log)
+    keep = len(frames) // 2
+    with real_log.open("r+b") as handle:
+        handle.truncate(sum(len(f) for f in frames[:keep]))
+    assert tracker.refresh() is True
+    expected = _fold_all(_write(tmp_path / "half.zstd", b"".join(frames[:keep])))
+    assert tracker.meter == expected.meter
+    assert tracker.error is None
+
+
+def test_replaced_file_is_read_again(real_log: Path, tmp_path: Path) -> None:
+    tracker = _fold_all(real_log)
+    other = _write(tmp_path / "other.zstd", frame(header("other")) + frame(event(0), event(1)))
+    os.replace(other, real_log)
+    assert tracker.refresh() is True
+    assert tracker.session_id == "other"
+    assert tracker.meter.events == 2
+    assert tracker.meter.last_seq == 1
+
+
+def test_corrupt_checksum_stops_at_that_frame(real_log: Path, tmp_path: Path) -> None:
+    frames = frames_of(real_log)
+    bad_index = len(frames) // 2
+    bad = bytearray(frames[bad_index])
+    bad[-1] ^= 0xFF
+    offset = sum(len(f) for f in frames[:bad_index])
+    path = _write(
+        tmp_path / "bad.zstd", b"".join([*frames[:bad_index], bytes(bad), *frames[bad_index + 1 :]])
+    )
+    tracker = _fold_all(path)
+    expected = _fold_all(_write(tmp_path / "good.zstd", b"".join(frames[:bad_index])))
+    assert tracker.meter == expected.meter
+    assert tracker.error is not None
+    assert tracker.error.startswith("corrupt zstd frame")
+    assert f"at byte {offset}" in tracker.error
+    assert tracker.refresh() is False
+    assert tracker.meter == expected.meter
+
+
+def test_garbage_appended_is_reported_at_its_offset(real_log: Path) -> None:
+    tracker = _fold_all(real_log)
+    good = tracker.meter.events
+    size = real_log.stat().st_size
+    with real_log.open("ab") as handle:
+        handle.write(b"\x00garbage that is not zstd\n")
+    assert tracker.refresh() is True
+    assert tracker.error == f"not a zstd frame (bad magic) (at byte {size})"
+    assert tracker.meter.events == good
+
+
+@pytest.mark.parametrize("partial", [b"\x28", b"\x28\xb5", b"\x28\xb5\x2f"])
+def test_partial_magic_is_not_yet(tmp_path: Path, partial: bytes) -> None:
+    path = _write(tmp_path / "p.zstd", frame(header()) + frame(event(0)) + partial)
+    tracker = _fold_all(path)
+    assert tracker.error is None
+    assert tracker.meter.events == 1
+
+
+def test_empty_file_has_nothing_and_no_error(tmp_path: Path) -> None:
+    tracker = _fold_all(_write(tmp_path / "e.zstd", b""))
+    assert tracker.error is None
+    assert tracker.header == {}
+    assert tracker.meter.events == 0
+    assert tracker.session_id == tmp_path.name
+
+
+def test_bad_json_line_names_offset_and_seq(tmp_path: Path) -> None:
+    first = frame(header()) + frame(event(0), event(1))
+    path = _write(
+        tmp_path / "j.zstd", first + frame(event(2), b'{"type":"x","seq":3,') + frame(event(4))
+    )
+    tracker = _fold_all(path)
+    assert tracker.error is not None
+    assert tracker.error.startswith("malformed JSON line")
+    assert tracker.error.endswith(f"(at byte {len(first)}, seq 3)")
+    assert tracker.meter.last_seq == 2
+    assert tracker.meter.events == 3
+
+
+def test_line_that_is_not_an_event(tmp_path: Path) -> None:
+    first = frame(header())
+    tracker = _fold_all(_write(tmp_path / "n.zstd", first + frame(b"[1,2]")))
+    assert tracker.error == f"line is not an event object (at byte {len(first)}, seq 0)"
+
+
+def test_unknown_event_types_are_skipped(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path / "u.zstd",
+        frame(header())
+        + frame(
+            event(0, "some-plugin/new-thing", x=1), event(1, "request/context", contextWindow=5000)
+        ),
+    )
+    tracker = _fold_all(path)
+    assert tracker.error is None
+    assert tracker.meter.events == 2
+    assert tracker.meter.context_window == 5000
+
+
+def test_plain_jsonl_reads_complete_lines_only(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(
+        b'{"type":"session","version":0,"id":"p"}\n{"type":"turn/start","seq":0,"time":5,"data":{}}\n{"type":"tu'
+    )
+    tracker = SessionTracker(LogFile(path, 0, compressed=False))
+    tracker.refresh()
+    assert (tracker.session_id, tracker.meter.events, tracker.error) == ("p", 1, None)
+    with path.open("ab") as handle:
+        handle.write(b'rn/end","seq":1,"time":6,"data":{}}\n')
+    assert tracker.refresh() is True
+    assert (tracker.meter.last_seq, tracker.activity.last_time) == (1, 6)
+
+
+def test_packed_chunk_rows_are_expanded(tmp_path: Path) -> None:
+    path = tmp_path / "session.v1.jsonl"
+    rows = [
+        b'{"type":"session","version":1,"id":"old","seedLength":0}',
+        b'{"type":"turn/start","seq":0,"time":10,"data":{"turn":1}}',
+        b'{"type":"text-chunks","seq0":1,"time0":11,"dt":[1,2],"texts":["a","b","c"]}',
+        b'{"type":"turn/end","seq":4,"time":20,"data":{"turn":1}}',
+    ]
+    path.write_bytes(b"\n".join(rows) + b"\n")
+    tracker = SessionTracker(LogFile(path, 1, compressed=False))
+    tracker.refresh()
+    assert tracker.meter.events == 5
+    assert tracker.meter.last_seq == 4
+    assert tracker.tail.next_seq == 5
+
+
+def test_unreadable_file_reports_and_recovers(tmp_path: Path) -> None:
+    data = frame(header()) + frame(event(0))
+    path = _write(tmp_path / "r.zstd", data)
+    tracker = _tracker(path)
+    path.unlink()
+    path.mkdir()  # unreadable as a file even for root
+    assert tracker.refresh() is True
+    assert tracker.error == "cannot read log: Is a directory (at byte 0)"
+    path.rmdir()
+    _write(path, data)
+    assert tracker.refresh() is True
+    assert tracker.meter.events == 1
+    assert not tracker.error
+
+
+def test_tail_never_writes(real_log: Path) -> None:
+    before = (real_log.read_bytes(), real_log.stat().st_mtime_ns)
+    tail = LogTail(real_log, compressed=True)
+    tail.read()
+    assert (real_log.read_bytes(), real_log.stat().st_mtime_ns) == before
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
