@@ -92,10 +92,7 @@ class LogTail:
             records = None
         if records is None:
             return self._parse_lines(chunk, batch)
-        for record in records:
-            if not self._add(record, chunk, batch):
-                return False
-        return True
+        return all(self._add(record, chunk, batch) for record in records)
 
     def _parse_lines(self, chunk: Chunk, batch: Batch) -> bool:
         """Line by line, to name the first line that is not JSON."""

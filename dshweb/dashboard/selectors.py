@@ -9,6 +9,7 @@ refreshes: the index's trackers are not safe to fold from two threads at once.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +41,7 @@ class SessionEntry:
     reading: ContextReading
     depth: int
     orphan: bool
-    """A sub-agent whose parent session is not in this home."""
+    """A sub-agent listed at the top: its parent is not in this home (or the chain loops)."""
 
 
 def home_reading() -> HomeReading:
@@ -69,7 +70,7 @@ def session_snapshot(reading: HomeReading, *, session_id: str) -> SessionSnapsho
     return next((s for s in reading.snapshots if s.session_id == session_id), None)
 
 
-def session_tree(snapshots: tuple[SessionSnapshot, ...] | list[SessionSnapshot]) -> list[SessionEntry]:
+def session_tree(snapshots: Sequence[SessionSnapshot]) -> list[SessionEntry]:
     """Sessions in list order: newest activity first, each sub-agent right under its parent.
 
     A parent is placed by the newest activity anywhere in its subtree, so a session whose

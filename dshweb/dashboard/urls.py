@@ -1,3 +1,5 @@
+"""The dashboard's pages; a session id may hold any character DSH allows, even ``/``."""
+
 from __future__ import annotations
 
 from django.urls import path
@@ -7,5 +9,5 @@ from dshweb.dashboard import views
 app_name = "dashboard"
 urlpatterns = [
     path("", views.session_list, name="session-list"),
-    path("sessions/<str:session_id>/", views.session_detail, name="session-detail"),
+    path("sessions/<path:session_id>/", views.session_detail, name="session-detail"),
 ]

@@ -1,0 +1,60 @@
+"""Template filters that show DSH numbers the way DSH's own ring does.
+
+Thin wrappers over :mod:`dshweb.core.display`; every filter shows an unknown value
+(``None``) as an em dash instead of failing.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from django import template
+
+from dshweb.core import display
+
+register = template.Library()
+
+UNKNOWN = "—"
+
+
+@register.filter
+def tokens(value: int | None) -> str:
+    """``1234`` → ``1.2K``."""
+    return UNKNOWN if value is None else display.format_tokens(int(value))
+
+
+@register.filter
+def exact(value: int | None) -> str:
+    """``1234567`` → ``1,234,567`` (the full figure beside a compact one)."""
+    return UNKNOWN if value is None else f"{int(value):,}"
+
+
+@register.filter
+def percent(used: int | None, window: int | None) -> str:
+    """``{{ used|percent:window }}``: the ring's whole percent, without the sign."""
+    value = display.context_percent(used, window)
+    return "" if value is None else str(value)
+
+
+@register.filter
+def ratio(value: float | None) -> str:
+    """``0.8734`` → ``87.3%``."""
+    return display.format_ratio(value)
+
+
+@register.filter
+def epoch_ms(value: int | None) -> datetime | None:
+    """DSH event time (epoch milliseconds) → an aware UTC datetime for ``|date``."""
+    return None if value is None else datetime.fromtimestamp(value / 1000, tz=UTC)
+
+
+@register.filter
+def dom_id(value: str, prefix: str = "session") -> str:
+    """A stable, unique element id for a session id (any characters)."""
+    return display.dom_id(prefix, value)
+
+
+@register.filter
+def arc(value: float | None) -> str:
+    """A percent of the ring as a locale-free SVG number (``12.345``)."""
+    return "0" if value is None else f"{value:.3f}"

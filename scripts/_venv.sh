@@ -1,0 +1,50 @@
+# shellcheck shell=bash
+# Sourced by scripts/start and scripts/test: make sure .venv exists and holds what
+# pyproject.toml asks for, then put it first on PATH. Silent when nothing changed.
+#
+# The install is redone only when pyproject.toml's hash differs from the one stored in
+# .venv after the last successful install. DSHWEB_PYTHON picks the interpreter used to
+# create the venv (default: python3, which must be 3.11 or newer).
+
+_dshweb_venv_setup() {
+    local root venv python stamp want have
+    root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+    venv="$root/.venv"
+    stamp="$venv/.dshweb-pyproject.sha256"
+    python="${DSHWEB_PYTHON:-python3}"
+
+    if [ ! -x "$venv/bin/python" ]; then
+        if ! command -v "$python" >/dev/null 2>&1; then
+            echo "dshweb: $python not found; install Python 3.11 or newer" >&2
+            return 1
+        fi
+        if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+            echo "dshweb: $python is $("$python" -V 2>&1); dshweb needs Python 3.11 or newer" \
+                "(set DSHWEB_PYTHON to another interpreter)" >&2
+            return 1
+        fi
+        echo "dshweb: creating $venv" >&2
+        "$python" -m venv "$venv" || return 1
+    fi
+
+    want="$("$venv/bin/python" -c 'import hashlib, sys
+print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$root/pyproject.toml")" \
+        || return 1
+    have="$(cat "$stamp" 2>/dev/null || true)"
+    if [ "$want" != "$have" ]; then
+        echo "dshweb: installing dependencies into .venv (pyproject.toml changed)" >&2
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+            -e "$root[dev]" >&2 || return 1
+        printf '%s\n' "$want" >"$stamp"
+    fi
+
+    export VIRTUAL_ENV="$venv"
+    case ":$PATH:" in
+        *":$venv/bin:"*) ;;
+        *) export PATH="$venv/bin:$PATH" ;;
+    esac
+    unset PYTHONHOME
+}
+
+_dshweb_venv_setup || { unset -f _dshweb_venv_setup; return 1 2>/dev/null || exit 1; }
+unset -f _dshweb_venv_setup

@@ -1,0 +1,140 @@
+"""dshweb.core.display: the ring's figures, percent and bands (pure, table-driven)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dshweb.core.display import (
+    Band,
+    breakdown_parts,
+    cache_hit_ratio,
+    context_band,
+    context_percent,
+    dom_id,
+    format_ratio,
+    format_tokens,
+)
+
+
+@pytest.mark.parametrize(
+    ("count", "shown"),
+    [
+        (0, "0"),
+        (7, "7"),
+        (999, "999"),
+        (1000, "1.0K"),
+        (1049, "1.0K"),
+        (1050, "1.1K"),  # half-up
+        (1234, "1.2K"),
+        (1250, "1.3K"),  # half-up, where banker's rounding would give 1.2K
+        (1350, "1.4K"),
+        (9949, "9.9K"),
+        (9950, "10K"),  # rounds up into the next step: never "10.0K"
+        (9999, "10K"),
+        (10_000, "10K"),
+        (10_499, "10K"),
+        (10_500, "11K"),
+        (12_500, "13K"),  # half-up
+        (678_464, "678K"),
+        (999_499, "999K"),
+        (999_500, "1.0M"),  # never "1000K"
+        (999_999, "1.0M"),
+        (1_000_000, "1.0M"),
+        (1_049_999, "1.0M"),
+        (1_050_000, "1.1M"),
+        (1_250_000, "1.3M"),
+        (12_345_678, "12.3M"),
+        (-1234, "-1.2K"),
+    ],
+)
+def test_format_tokens(count: int, shown: str) -> None:
+    assert format_tokens(count) == shown
+
+
+@pytest.mark.parametrize(
+    ("used", "window", "percent"),
+    [
+        (5892, 1_000_000, 1),
+        (4999, 1_000_000, 0),
+        (5000, 1_000_000, 1),  # exactly .5 rounds up
+        (15_000, 1_000_000, 2),  # 1.5 → 2
+        (25_000, 1_000_000, 3),  # 2.5 → 3, where banker's rounding gives 2
+        (9318, 24_000, 39),
+        (13_462, 40_000, 34),
+        (40_000, 40_000, 100),
+        (50_000, 40_000, 100),  # capped
+        (0, 40_000, 0),
+        (10, None, None),
+        (None, 40_000, None),
+        (10, 0, None),
+    ],
+)
+def test_context_percent(used: int | None, window: int | None, percent: int | None) -> None:
+    assert context_percent(used, window) == percent
+
+
+@pytest.mark.parametrize(
+    ("used", "threshold", "band"),
+    [
+        (0, 1000, Band.AMPLE),
+        (499, 1000, Band.AMPLE),
+        (500, 1000, Band.MODERATE),
+        (849, 1000, Band.MODERATE),
+        (850, 1000, Band.TIGHT),
+        (999, 1000, Band.TIGHT),
+        (1000, 1000, Band.CRITICAL),
+        (5000, 1000, Band.CRITICAL),
+        (5892, 678_464, Band.AMPLE),
+        (339_232, 678_464, Band.MODERATE),
+        (100, None, Band.UNKNOWN),
+        (None, 1000, Band.UNKNOWN),
+        (100, 0, Band.UNKNOWN),
+    ],
+)
+def test_context_band(used: int | None, threshold: int | None, band: Band) -> None:
+    assert context_band(used, threshold) is band
+
+
+@pytest.mark.parametrize(
+    ("usage", "ratio"),
+    [
+        ({"uncachedInputTokens": 5029, "cacheReadTokens": 832, "cacheWriteTokens": 0}, 832 / 5861),
+        ({"uncachedInputTokens": 10, "cacheReadTokens": 30, "cacheWriteTokens": 60}, 0.3),
+        ({"uncachedInputTokens": 0, "cacheReadTokens": 0, "cacheWriteTokens": 0}, None),
+        ({}, None),
+    ],
+)
+def test_cache_hit_ratio(usage: dict[str, int], ratio: float | None) -> None:
+    assert cache_hit_ratio(usage) == ratio
+
+
+@pytest.mark.parametrize(
+    ("ratio", "shown"),
+    [
+        (None, "—"),
+        (0.0, "0.0%"),
+        (832 / 5861, "14.2%"),
+        (0.12345, "12.3%"),
+        (0.1235, "12.4%"),
+        (1.0, "100.0%"),
+    ],
+)
+def test_format_ratio(ratio: float | None, shown: str) -> None:
+    assert format_ratio(ratio) == shown
+
+
+def test_dom_id_is_stable_and_unique() -> None:
+    assert dom_id("session", "quick-001") == "session-quick-001"
+    assert dom_id("session", "a b") == "session-a_20_b"
+    assert dom_id("session", "a_20_b") != dom_id("session", "a b")
+    assert dom_id("session", "数据") == "session-_6570__636e_"
+
+
+def test_breakdown_parts() -> None:
+    parts = breakdown_parts({"systemTokens": 1, "toolsTokens": 2, "messageTokens": 1})
+    assert [(p.kind, p.tokens, p.share) for p in parts] == [
+        ("system", 1, 25.0),
+        ("tools", 2, 50.0),
+        ("messages", 1, 25.0),
+    ]
+    assert all(p.share == 0.0 for p in breakdown_parts({}))

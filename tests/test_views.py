@@ -1,0 +1,383 @@
+"""The pages, through Django's test client, against a copy of the shared DSH corpus.
+
+Expected figures are computed here from the snapshot with DSH's documented formula
+(DSH_FACTS §6), not taken from the code under test.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import math
+import shutil
+from collections.abc import Iterator
+from dataclasses import replace
+from html.parser import HTMLParser
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth import authenticate, get_user_model
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.template.loader import render_to_string
+from django.test import Client
+
+from dshweb.core.display import Band, context_reading
+from dshweb.core.index import HomeIndex
+from dshweb.core.session import SessionSnapshot
+from dshweb.dashboard.selectors import reset_home_index, session_tree
+
+CORPUS_HOME = Path("/work/shared/corpus/home")
+CORPUS_SESSIONS = {"quick-001", "sess-plain-001", "sess-compact-001", "cjk-001"}
+
+
+class Elements(HTMLParser):
+    """Every start tag's attributes, keyed by ``id`` and by ``data-session-id``."""
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.by_id: dict[str, dict[str, str]] = {}
+        self.rows: dict[str, dict[str, str]] = {}
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = {name: value or "" for name, value in attrs}
+        if "id" in values:
+            self.by_id[values["id"]] = values
+        if tag == "li" and "data-session-id" in values:
+            self.rows[values["data-session-id"]] = values
+
+
+def ring_percent(used: int, window: int) -> int:
+    return min(100, math.floor(used / window * 100 + 0.5))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_index() -> Iterator[None]:
+    reset_home_index()
+    yield
+    reset_home_index()
+
+
+@pytest.fixture(autouse=True)
+def _static_root(tmp_path: Path, settings: Any) -> None:
+    # WhiteNoise warns (an error here) when STATIC_ROOT does not exist before collectstatic.
+    settings.STATIC_ROOT = tmp_path / "staticfiles"
+    settings.STATIC_ROOT.mkdir()
+
+
+@pytest.fixture
+def home(tmp_path: Path, settings: Any) -> Path:
+    if not CORPUS_HOME.is_dir():
+        pytest.skip(f"the shared DSH corpus is not at {CORPUS_HOME}")
+    copy = tmp_path / "home"
+    shutil.copytree(CORPUS_HOME, copy)
+    settings.DSH_HOME = copy
+    settings.DSH_HOME_IS_DEMO = False
+    settings.DSH_PROFILE = "sdk"
+    return copy
+
+
+@pytest.fixture
+def snapshots(home: Path) -> dict[str, SessionSnapshot]:
+    index = HomeIndex(home, profile="sdk")
+    index.refresh()
+    return {s.session_id: s for s in index.snapshots()}
+
+
+@pytest.fixture
+def user_client(client: Client, django_user_model: Any) -> Client:
+    user = django_user_model.objects.create_user("viewer", password="not-used")
+    client.force_login(user)
+    return client
+
+
+# --- sign-in ---------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url", ["/", "/sessions/quick-001/"])
+def test_anonymous_is_sent_to_login(client: Client, home: Path, url: str) -> None:
+    response = client.get(url)
+    assert response.status_code == 302
+    assert response["Location"] == f"/accounts/login/?next={url}"
+
+
+@pytest.mark.django_db
+def test_login_page_is_reachable(client: Client) -> None:
+    response = client.get("/accounts/login/")
+    assert response.status_code == 200
+    assert b'name="password"' in response.content
+
+
+@pytest.mark.django_db
+def test_demo_banner(user_client: Client, home: Path, settings: Any) -> None:
+    settings.DSH_HOME_IS_DEMO = True
+    assert b"Demo home: these are recorded DSH sessions" in user_client.get("/").content
+    settings.DSH_HOME_IS_DEMO = False
+    assert b"Demo home" not in user_client.get("/").content
+
+
+# --- the sessions list -----------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_list_shows_every_session_with_its_percent(
+    user_client: Client, home: Path, snapshots: dict[str, SessionSnapshot]
+) -> None:
+    response = user_client.get("/")
+    assert response.status_code == 200
+    rows = Elements(response.content.decode()).rows
+    assert set(rows) == set(snapshots) >= CORPUS_SESSIONS
+    for session_id, shot in snapshots.items():
+        used = shot.context_pressure.get("projectedTokens", shot.context_pressure["pressureTokens"])
+        window = shot.context_pressure["contextWindow"]
+        assert rows[session_id]["data-percent"] == str(ring_percent(used, window)), session_id
+    assert rows["quick-001"]["data-percent"] == "1"  # 5892 of 1,000,000
+    assert rows["quick-001"]["data-band"] == "ample"  # 5892 / 678,464
+    # No threshold when window − reserved − headroom is not positive.
+    assert rows["sess-compact-001"]["data-band"] == "unknown"
+
+
+@pytest.mark.django_db
+def test_live_session_is_badged(user_client: Client, home: Path) -> None:
+    (lock,) = home.glob("sessions/*/quick-001/session.lock")
+    with lock.open("rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # what DSH holds while it owns the session
+        html = user_client.get("/").content.decode()
+        page = user_client.get("/sessions/quick-001/").content.decode()
+    row = html[html.index('data-session-id="quick-001"') :].split("</li>", 1)[0]
+    assert "badge-live" in row
+    assert html.count("badge-live") == 1
+    assert "badge-live" in page
+
+
+@pytest.mark.django_db
+def test_list_is_newest_activity_first(
+    user_client: Client, home: Path, snapshots: dict[str, SessionSnapshot]
+) -> None:
+    html = user_client.get("/").content.decode()
+    shown = sorted(snapshots, key=lambda sid: html.index(f'data-session-id="{sid}"'))
+    assert shown == sorted(snapshots, key=lambda sid: -(snapshots[sid].last_time or 0))
+
+
+@pytest.mark.django_db
+def test_list_fragment_for_htmx(user_client: Client, home: Path) -> None:
+    response = user_client.get("/", headers={"HX-Request": "true"})
+    html = response.content.decode()
+    assert html.lstrip().startswith('<section id="sessions"')
+    assert "<html" not in html
+
+
+# --- the session page ------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_session_page_shows_the_projections(
+    user_client: Client, home: Path, snapshots: dict[str, SessionSnapshot]
+) -> None:
+    shot = snapshots["quick-001"]
+    response = user_client.get("/sessions/quick-001/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    elements = Elements(html).by_id
+
+    pressure = shot.context_pressure
+    used = pressure["projectedTokens"]
+    ring = elements["context-ring"]
+    assert ring["data-used"] == str(used) == "5892"
+    assert ring["data-window"] == str(pressure["contextWindow"]) == "1000000"
+    assert ring["data-percent"] == "1"
+    assert ring["data-threshold"] == "678464"
+    assert ring["data-band"] == "ample"
+
+    breakdown = elements["breakdown"]
+    assert breakdown["data-system"] == str(shot.context_breakdown["systemTokens"])
+    assert breakdown["data-tools"] == str(shot.context_breakdown["toolsTokens"])
+    assert breakdown["data-messages"] == str(shot.context_breakdown["messageTokens"])
+
+    figures = [
+        pressure["pressureTokens"],
+        pressure["projectedTokens"],
+        pressure["contextWindow"],
+        *shot.token_usage.values(),
+        shot.measured_tokens,
+        678464 - used,  # headroom
+    ]
+    assert shot.point is not None
+    figures += [shot.point.retain_tokens, shot.point.reserved_tokens]
+    for figure in figures:
+        assert f'<data value="{figure}">{figure:,}</data>' in html, figure
+
+    usage = shot.token_usage
+    read = usage["cacheReadTokens"]
+    hit = read / (usage["uncachedInputTokens"] + read + usage["cacheWriteTokens"])
+    assert f"{math.floor(hit * 1000 + 0.5) / 10:.1f}%" in html  # 832 / 5861 → 14.2%
+    for node in shot.largest_nodes:
+        assert f'data-seq="{node.seq}" data-tokens="{node.tokens}"' in html
+
+
+@pytest.mark.django_db
+def test_session_page_counts_compactions_and_prunes(user_client: Client, home: Path) -> None:
+    html = user_client.get("/sessions/sess-compact-001/").content.decode()
+    assert '<data value="3">3</data>' in html  # compactions
+    assert '<data value="8">8</data>' in html  # prunes
+
+
+@pytest.mark.django_db
+def test_unknown_session_is_404(user_client: Client, home: Path) -> None:
+    response = user_client.get("/sessions/no-such-session/")
+    assert response.status_code == 404
+    assert b"no-such-session" in response.content
+
+
+@pytest.mark.django_db
+def test_unknown_page_is_404(user_client: Client, home: Path) -> None:
+    response = user_client.get("/no/such/page/")
+    assert response.status_code == 404
+    assert b"There is no page at" in response.content
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url", ["/", "/sessions/quick-001/"])
+def test_missing_home_is_explained(
+    user_client: Client, tmp_path: Path, settings: Any, url: str
+) -> None:
+    settings.DSH_HOME = tmp_path / "nowhere"
+    response = user_client.get(url)
+    assert response.status_code == 503
+    html = response.content.decode()
+    assert "Cannot read the DSH home" in html
+    assert f"DSH home {tmp_path / 'nowhere'} does not exist" in html
+    assert "Traceback" not in html
+
+
+@pytest.mark.django_db
+def test_home_that_appears_later_is_picked_up(
+    user_client: Client, tmp_path: Path, settings: Any
+) -> None:
+    if not CORPUS_HOME.is_dir():
+        pytest.skip(f"the shared DSH corpus is not at {CORPUS_HOME}")
+    later = tmp_path / "later"
+    settings.DSH_HOME = later
+    assert user_client.get("/").status_code == 503
+    shutil.copytree(CORPUS_HOME, later)
+    assert b'data-session-id="quick-001"' in user_client.get("/").content
+
+
+# --- sub-agents under their parent -----------------------------------------------
+
+
+def make_snapshot(session_id: str, last_time: int, parent: str | None = None) -> SessionSnapshot:
+    return SessionSnapshot(
+        session_id=session_id,
+        path=f"sessions/--p--/{session_id}/session.v4.jsonl.zstd",
+        format_version=4,
+        cwd="/w",
+        created_at=0,
+        parent_session=parent,
+        origin="subagent" if parent else None,
+        live=False,
+        title=None,
+        model=None,
+        last_seq=0,
+        events=1,
+        first_time=0,
+        last_time=last_time,
+        turns=0,
+        compactions=0,
+        failed_compactions=0,
+        prunes=0,
+        token_usage={},
+        context_pressure={"contextWindow": 1000, "projectedTokens": 10},
+        context_breakdown={},
+        point=None,
+        measured_tokens=0,
+        largest_nodes=(),
+        errors=(),
+    )
+
+
+def test_sub_agents_follow_their_parent() -> None:
+    shots = [
+        make_snapshot("a", 100),
+        make_snapshot("b", 300),
+        make_snapshot("a-sub-old", 150, parent="a"),
+        make_snapshot("a-sub-new", 400, parent="a"),  # makes "a" the newest subtree
+        make_snapshot("a-sub-sub", 50, parent="a-sub-new"),
+        make_snapshot("lost", 200, parent="gone"),
+        make_snapshot("loop-1", 10, parent="loop-2"),
+        make_snapshot("loop-2", 20, parent="loop-1"),
+    ]
+    entries = session_tree(shots)
+    assert [(e.snapshot.session_id, e.depth, e.orphan) for e in entries] == [
+        ("a", 0, False),
+        ("a-sub-new", 1, False),
+        ("a-sub-sub", 2, False),
+        ("a-sub-old", 1, False),
+        ("b", 0, False),
+        ("lost", 0, True),
+        ("loop-1", 0, True),  # a loop: both share the newest time, ties go by id
+        ("loop-2", 1, False),
+    ]
+
+
+def test_list_markup_nests_sub_agents() -> None:
+    shots = [make_snapshot("parent", 100), make_snapshot("child", 50, parent="parent")]
+    html = render_to_string("dashboard/_session_table.html", {"entries": session_tree(shots)})
+    rows = Elements(html).rows
+    assert rows["parent"]["data-depth"] == "0"
+    assert rows["child"]["data-depth"] == "1"
+    assert "is-subagent" in rows["child"]["class"]
+    assert html.index('data-session-id="parent"') < html.index('data-session-id="child"')
+
+
+def test_errors_are_flagged_in_the_list() -> None:
+    shot = replace(make_snapshot("broken", 1), errors=("bad frame (at byte 12)",))
+    html = render_to_string("dashboard/_session_table.html", {"entries": session_tree([shot])})
+    assert "has-errors" in Elements(html).rows["broken"]["class"]
+    assert "1 error<" in html
+    assert context_reading(shot).band is Band.UNKNOWN
+
+
+# --- dshweb_bootstrap ------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_bootstrap_creates_one_admin_once() -> None:
+    users = get_user_model()
+    first = StringIO()
+    call_command("dshweb_bootstrap", stdout=first)
+    line = first.getvalue().strip()
+    assert "\n" not in line
+    assert "'admin'" in line
+    assert "shown only this once" in line
+    password = line.split("with password '", 1)[1].split("'", 1)[0]
+    assert len(password) >= 16
+    assert authenticate(username="admin", password=password) is not None
+    assert users.objects.filter(is_superuser=True).count() == 1
+
+    again = StringIO()
+    call_command("dshweb_bootstrap", stdout=again)
+    assert password not in again.getvalue()
+    assert "password" not in again.getvalue()
+    assert users.objects.count() == 1
+    assert authenticate(username="admin", password=password) is not None
+
+
+@pytest.mark.django_db
+def test_bootstrap_leaves_an_existing_superuser_alone(django_user_model: Any) -> None:
+    django_user_model.objects.create_superuser("me", password="x" * 12)
+    out = StringIO()
+    call_command("dshweb_bootstrap", stdout=out)
+    assert out.getvalue() == ""
+    assert not django_user_model.objects.filter(username="admin").exists()
+
+
+@pytest.mark.django_db
+def test_bootstrap_will_not_take_over_a_plain_admin_user(django_user_model: Any) -> None:
+    django_user_model.objects.create_user("admin", password="x" * 12)
+    with pytest.raises(CommandError, match="not a superuser"):
+        call_command("dshweb_bootstrap", stdout=StringIO())
+    assert not django_user_model.objects.filter(is_superuser=True).exists()
