@@ -68,8 +68,14 @@ def main() -> None:
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "bench" / "data" / "big-home"
     log = _biggest_log(target)
     data = log.read_bytes()
-    raw_mb = len(zstandard.ZstdDecompressor().stream_reader(
-        io.BytesIO(data), read_across_frames=True).read()) / 1e6
+    raw_mb = (
+        len(
+            zstandard.ZstdDecompressor()
+            .stream_reader(io.BytesIO(data), read_across_frames=True)
+            .read()
+        )
+        / 1e6
+    )
     lines = baseline(data)
     events = full_fold(log).meter.events
 
@@ -103,8 +109,10 @@ def main() -> None:
         assert tracker.meter == full_fold(log).meter
     per_frame = sum(c.text.count(b"\n") for c in chunks[-APPENDS:]) / len(appended)
     append_ms = statistics.median(costs)
-    print(f"append one frame (~{per_frame:.1f} events) to the big session: median "
-          f"{append_ms:.3f} ms, p95 {sorted(costs)[int(len(costs) * 0.95)]:.3f} ms")
+    print(
+        f"append one frame (~{per_frame:.1f} events) to the big session: median "
+        f"{append_ms:.3f} ms, p95 {sorted(costs)[int(len(costs) * 0.95)]:.3f} ms"
+    )
 
     gc.collect()
     tracemalloc.start()
@@ -112,8 +120,10 @@ def main() -> None:
     gc.collect()
     state_mb, peak_mb = (v / 1e6 for v in tracemalloc.get_traced_memory())
     tracemalloc.stop()
-    print(f"fold state kept: {state_mb:.2f} MB ({len(tracker.meter.nodes)} surface nodes); "
-          f"peak while folding {peak_mb:.2f} MB")
+    print(
+        f"fold state kept: {state_mb:.2f} MB ({len(tracker.meter.nodes)} surface nodes); "
+        f"peak while folding {peak_mb:.2f} MB"
+    )
     print(f"fold_ratio={ratio:.2f} append_ms={append_ms:.3f} state_mb={state_mb:.2f}")
 
 

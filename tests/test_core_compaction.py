@@ -104,9 +104,7 @@ def test_measure_without_anchor_after_header_change() -> None:
 def _home(tmp_path: Path, bundles: list[str], patch: str, home_patch: str | None = None) -> Path:
     profile = tmp_path / "profiles" / "p"
     profile.mkdir(parents=True)
-    (profile / "package.json").write_text(
-        json.dumps({"dsh": {"profile": {"bundles": bundles}}})
-    )
+    (profile / "package.json").write_text(json.dumps({"dsh": {"profile": {"bundles": bundles}}}))
     (profile / "cordis.patch.yml").write_text(patch)
     if home_patch is not None:
         (tmp_path / "cordis.patch.yml").write_text(home_patch)

@@ -10,6 +10,7 @@ import pytest
 
 from dshweb.core.home import LogFile
 from dshweb.core.meter import SessionMeter
+from dshweb.core.reader import LogTail
 from dshweb.core.session import SessionTracker
 from tests.conftest import all_homes, session_log_paths
 from tests.logbuilder import event, frame, header
@@ -44,17 +45,14 @@ def test_random_byte_splits_give_the_same_state(log: Path, seed: int, tmp_path: 
 
 
 @pytest.mark.parametrize("log", LOGS, ids=[p.parent.name for p in LOGS])
-def test_event_by_event_equals_batch(log: Path, tmp_path: Path) -> None:
-    """Folding each event into the meter separately is the same as one batch."""
+def test_tail_alone_feeds_the_meter_like_the_tracker(log: Path, tmp_path: Path) -> None:
     whole = _tracker(log)
     whole.refresh()
     copy = tmp_path / "s.zstd"
     shutil.copyfile(log, copy)
-    tracker = _tracker(copy)
-    batch = tracker.tail.read()
     meter = SessionMeter()
-    for item in batch.events:
-        meter.fold(item)
+    batch = LogTail(copy, compressed=True).read(meter.fold, lambda: None)
+    assert batch.events == meter.events == whole.meter.events
     assert meter == whole.meter
 
 

@@ -236,7 +236,9 @@ def test_unreadable_file_reports_and_recovers(tmp_path: Path) -> None:
 def test_tail_never_writes(real_log: Path) -> None:
     before = (real_log.read_bytes(), real_log.stat().st_mtime_ns)
     tail = LogTail(real_log, compressed=True)
-    tail.read()
+    events: list[object] = []
+    tail.read(events.append, lambda: None)
+    assert len(events) > 10
     assert (real_log.read_bytes(), real_log.stat().st_mtime_ns) == before
 
 

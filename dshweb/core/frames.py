@@ -76,6 +76,29 @@ def _frame_length(buf: bytes | memoryview, pos: int, file_offset: int) -> int | 
     return at - pos if at <= len(buf) else None
 
 
+def complete_prefix(buf: bytes, file_offset: int) -> tuple[int, LogError | None]:
+    """Length of the run of complete frames at the start of ``buf``, and the error that
+    stopped the scan early (a bad frame header), if any; frames are not decoded."""
+    view = memoryview(buf)
+    pos = 0
+    while pos < len(buf):
+        try:
+            length = _frame_length(view, pos, file_offset)
+        except LogError as error:
+            return pos, error
+        if length is None:
+            break
+        pos += length
+    return pos, None
+
+
+def decode_frames(data: bytes) -> bytes:
+    """Decode a run of complete frames in one call (raises ``zstandard.ZstdError``)."""
+    reader = _decompressor.stream_reader(data, read_across_frames=True, read_size=1 << 20)
+    with reader:
+        return reader.read()
+
+
 def split_frames(buf: bytes, file_offset: int) -> tuple[list[Chunk], LogError | None]:
     """Decode every complete frame in ``buf`` (which starts at ``file_offset``).
 

@@ -1,45 +1,49 @@
-"""Follow one session log from a byte offset and turn new bytes into parsed events.
+"""Follow one session log from a byte offset and fold new events as they are parsed.
 
 :class:`LogTail` remembers which file it reads (by device and inode) and the offset of
-the first byte not yet consumed. ``read()`` returns the header (once) and the events of
-every complete frame or line since the last call. A file that shrank or was replaced is
-reported as a reset so the caller can start its fold again; a corrupt frame or line
-stops the tail there with a :class:`LogError` naming its byte offset and seq.
+the first byte not yet consumed. ``read()`` decodes every complete frame (or complete
+line of a plain ``.jsonl`` log) since the last call and hands each event to the caller
+at once, so no batch of parsed events is ever held. A file that shrank or was replaced
+calls ``on_reset`` first so the caller can start its fold again; a corrupt frame or
+line stops the tail there with a :class:`LogError` naming its byte offset and seq.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import zstandard
+
 from dshweb.core.errors import LogError
-from dshweb.core.frames import Chunk, split_frames, split_lines
+from dshweb.core.frames import complete_prefix, decode_frames, split_frames
 from dshweb.core.pricing import loads_js
 
 PACKED_TYPES = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
 
+Event = dict[str, Any]
+
 
 @dataclass(slots=True)
 class Batch:
-    """What one ``read()`` found: events in order, and whether the file started over."""
+    """What one ``read()`` found."""
 
     reset: bool = False
-    header: dict[str, Any] | None = None
-    events: list[dict[str, Any]] = field(default_factory=list)
+    header: Event | None = None
+    events: int = 0
     error: LogError | None = None
 
 
-def expand_packed(row: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def expand_packed(row: Event) -> Iterator[Event]:
     """The stream-chunk events a v0/v1 packed row stands for, one per chunk."""
-    seq0, time0 = row.get("seq0"), row.get("time0", 0)
+    seq0, time = row.get("seq0"), row.get("time0", 0)
     if not isinstance(seq0, int):
         return
     deltas = row.get("dt") or []
     kind = str(row["type"]).removesuffix("s")
-    time = time0
     for index in range(len(deltas) + 1):
         if index:
             time += deltas[index - 1]
@@ -55,14 +59,16 @@ class LogTail:
     next_seq: int = 0
     error: LogError | None = None
 
-    def read(self) -> Batch:
+    def read(self, on_event: Callable[[Event], object], on_reset: Callable[[], object]) -> Batch:
         batch = Batch()
         try:
             with self.path.open("rb") as handle:
                 st = os.fstat(handle.fileno())
                 identity = (st.st_dev, st.st_ino)
                 if identity != self.identity or st.st_size < self.offset:
-                    batch.reset = self.identity is not None
+                    if self.identity is not None:
+                        batch.reset = True
+                        on_reset()
                     self.identity, self.offset, self.next_seq, self.error = identity, 0, 0, None
                 if self.error is not None or st.st_size == self.offset:
                     return batch
@@ -71,59 +77,75 @@ class LogTail:
         except OSError as error:
             batch.error = LogError(f"cannot read log: {error.strerror}", offset=self.offset)
             return batch
-        if self.compressed:
-            chunks, batch.error = split_frames(data, self.offset)
-        else:
-            chunks = split_lines(data, self.offset)
-        for chunk in chunks:
-            if not self._parse(chunk, batch):
-                break
-            self.offset = chunk.end
+        end, text, batch.error = self._complete(data)
+        bad = self._parse(text, on_event, batch)
+        if bad is not None:
+            end, batch.error = self._locate(data, bad)
+        self.offset += end
         self.error = batch.error
         return batch
 
-    def _parse(self, chunk: Chunk, batch: Batch) -> bool:
+    def _complete(self, data: bytes) -> tuple[int, bytes, LogError | None]:
+        """Bytes of complete frames (or lines), their decoded text, and a frame error."""
+        if not self.compressed:
+            end = data.rfind(b"\n") + 1
+            return end, data[:end], None
+        end, error = complete_prefix(data, self.offset)
         try:
-            # A frame's lines are JSON values with no raw newline inside: one decode call
-            # for the whole frame is much cheaper than one per line.
-            body = chunk.text.decode().rstrip("\n").replace("\n", ",")
-            records = loads_js(f"[{body}]") if body else []
-        except (ValueError, UnicodeDecodeError):
-            records = None
-        if records is None:
-            return self._parse_lines(chunk, batch)
-        return all(self._add(record, chunk, batch) for record in records)
+            return end, decode_frames(data[:end]), error
+        except zstandard.ZstdError:
+            chunks, error = split_frames(data[:end], self.offset)
+            end = chunks[-1].end - self.offset if chunks else 0
+            return end, b"".join(c.text for c in chunks), error
 
-    def _parse_lines(self, chunk: Chunk, batch: Batch) -> bool:
-        """Line by line, to name the first line that is not JSON."""
-        for line in chunk.text.split(b"\n"):
-            if not line.strip():
+    def _parse(self, text: bytes, on_event: Callable[[Event], object], batch: Batch) -> int | None:
+        """Fold every line; the index of the first line that is not an event, if any."""
+        for index, line in enumerate(text.split(b"\n")):
+            if not line:
                 continue
             try:
                 record = loads_js(line)
-            except (ValueError, UnicodeDecodeError) as error:
-                batch.error = LogError(
-                    f"malformed JSON line ({error})", offset=chunk.offset, seq=self.next_seq
-                )
-                return False
-            if not self._add(record, chunk, batch):
-                return False
-        return True
+            except (ValueError, UnicodeDecodeError):
+                return index
+            if not isinstance(record, dict) or not isinstance(record.get("type"), str):
+                return index
+            kind = record["type"]
+            if kind == "session" and self.offset == 0 and batch.header is None:
+                batch.header = record
+                continue
+            seq = record.get("seq")
+            if kind in PACKED_TYPES and "seq0" in record:
+                for event in expand_packed(record):
+                    on_event(event)
+                    batch.events += 1
+                    seq = event["seq"]
+            else:
+                on_event(record)
+                batch.events += 1
+            if isinstance(seq, int):
+                self.next_seq = seq + 1
+        return None
 
-    def _add(self, record: Any, chunk: Chunk, batch: Batch) -> bool:
-        if not isinstance(record, dict) or not isinstance(record.get("type"), str):
-            batch.error = LogError(
-                "line is not an event object", offset=chunk.offset, seq=self.next_seq
-            )
-            return False
-        if record["type"] == "session" and self.offset == 0 and batch.header is None:
-            batch.header = record
-            return True
-        if record["type"] in PACKED_TYPES and "seq0" in record:
-            batch.events.extend(expand_packed(record))
+    def _locate(self, data: bytes, bad_line: int) -> tuple[int, LogError]:
+        """Where the frame (or line) holding line ``bad_line`` starts, and why it is bad."""
+        if self.compressed:
+            chunks, _ = split_frames(data, self.offset)
+            seen = 0
+            for chunk in chunks:
+                lines = chunk.text.count(b"\n")
+                if bad_line < seen + lines:
+                    start, line = chunk.offset, chunk.text.split(b"\n")[bad_line - seen]
+                    break
+                seen += lines
+            else:  # pragma: no cover - the line came from one of these frames
+                raise AssertionError("bad line outside every frame")
         else:
-            batch.events.append(record)
-        seq = batch.events[-1].get("seq") if batch.events else None
-        if isinstance(seq, int):
-            self.next_seq = seq + 1
-        return True
+            lines = data.split(b"\n")
+            start = self.offset + sum(len(x) + 1 for x in lines[:bad_line])
+            line = lines[bad_line]
+        try:
+            loads_js(line)
+            reason = "line is not an event object"
+        except (ValueError, UnicodeDecodeError) as error:
+            reason = f"malformed JSON line ({error})"
+        return start - self.offset, LogError(reason, offset=start, seq=self.next_seq)

@@ -84,24 +84,21 @@ class SessionTracker:
 
     def refresh(self) -> bool:
         """Fold what was appended since the last call; True when anything changed."""
-        batch = self.tail.read()
-        if batch.reset:
-            self._start_over()
+        batch = self.tail.read(self._fold, self._start_over)
         if batch.header is not None:
             self.header = batch.header
-        stop = self.stop_after_seq
-        meter, activity = self.meter, self.activity
-        for event in batch.events:
-            seq = event.get("seq")
-            if stop is not None and isinstance(seq, int) and seq > stop:
-                break
-            meter.fold(event)
-            activity.fold(event)
         current = batch.error or self.tail.error
         error = str(current) if current is not None else None
         changed = bool(batch.reset or batch.header or batch.events or error != self.error)
         self.error = error
         return changed
+
+    def _fold(self, event: dict[str, Any]) -> None:
+        stop = self.stop_after_seq
+        if stop is not None and event.get("seq", -1) > stop:
+            return
+        self.meter.fold(event)
+        self.activity.fold(event)
 
     @property
     def session_id(self) -> str:
