@@ -132,11 +132,11 @@ class LogTail:
             chunks, _ = split_frames(data, self.offset)
             seen = 0
             for chunk in chunks:
-                lines = chunk.text.count(b"\n")
-                if bad_line < seen + lines:
+                count = chunk.text.count(b"\n")
+                if bad_line < seen + count:
                     start, line = chunk.offset, chunk.text.split(b"\n")[bad_line - seen]
                     break
-                seen += lines
+                seen += count
             else:  # pragma: no cover - the line came from one of these frames
                 raise AssertionError("bad line outside every frame")
         else:
