@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from io import StringIO
@@ -116,3 +117,32 @@ def test_unknown_session_is_an_error(home: Path) -> None:
     )
     assert result.returncode == 1
     assert "no session 'nope'" in result.stderr
+
+
+def test_without_a_home_the_bundled_demo_is_shown(tmp_path: Path) -> None:
+    env = {**os.environ, "DSH_HOME": str(tmp_path / "absent"), "DSHWEB_DATA_DIR": str(tmp_path)}
+    env.pop("DSHWEB_NO_DEMO", None)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "dsh_snapshot", "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+        env=env,
+    )
+    shots = json.loads(result.stdout)
+    assert sorted(s["sessionId"] for s in shots) == ["auto-compact", "big-tools", "cjk-emoji"]
+    assert {s["compaction"]["thresholdTokens"] for s in shots} == {12_000}
+    env["DSHWEB_NO_DEMO"] = "1"
+    result = subprocess.run(
+        [sys.executable, "manage.py", "dsh_snapshot", "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env=env,
+    )
+    assert result.returncode == 1
+    assert "absent does not exist" in result.stderr

@@ -1,0 +1,74 @@
+"""``measure()`` checked against the real engine's own decisions.
+
+The host persists no ``measure()`` figure, but the fixtures were written under a
+visible profile patch (threshold 12,000 tokens), so every automatic decision the real
+``compaction-basic`` took is in the log: each automatic ``compaction/start`` and each
+first prune of a step happened with ``measure() ≥ threshold``, and every model request
+made without compacting happened with ``measure() < threshold``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dshweb.core.compaction import EngineConfig, compaction_point, measured_tokens, reserved_tokens
+from dshweb.core.home import session_logs
+from dshweb.core.meter import SessionMeter
+from dshweb.core.profiles import engine_config
+from dshweb.core.reader import LogTail
+from tests.conftest import FIXTURE_HOMES
+
+HOMES = sorted(p for p in FIXTURE_HOMES.glob("*") if (p / "sessions").is_dir())
+
+
+def _decisions(log: Path) -> tuple[list[int], list[int], int | None]:
+    """Measures at each fold the engine started, at each request it let pass, and the point."""
+    engine = EngineConfig.from_config(engine_config(log.parents[3], "sdk"))
+    folded, passed = [], []
+    meter = SessionMeter()
+    pruned_in_step = False
+
+    def on_event(event: dict[str, Any]) -> None:
+        nonlocal pruned_in_step
+        kind = event["type"]
+        data = event.get("data") or {}
+        if kind == "step/start":
+            pruned_in_step = False
+        elif kind == "compaction/prune" and not pruned_in_step:
+            pruned_in_step = True
+            folded.append(measured_tokens(meter))
+        elif kind == "compaction/start" and data.get("turn") is not None and not pruned_in_step:
+            folded.append(measured_tokens(meter))
+        elif kind == "assistant/message":
+            passed.append(measured_tokens(meter))
+        meter.fold(event)
+
+    LogTail(log, compressed=True).read(on_event, lambda: None)
+    if meter.context_window is None:
+        return folded, passed, None
+    point = compaction_point(
+        context_window=meter.context_window, reserved=reserved_tokens(meter.header), engine=engine
+    )
+    return folded, passed, point.threshold_tokens
+
+
+LOGS = [log.path for home in HOMES for log in session_logs(home)]
+
+
+@pytest.mark.parametrize("log", LOGS, ids=[p.parent.name[:20] for p in LOGS])
+def test_measure_agrees_with_every_automatic_decision(log: Path) -> None:
+    folded, passed, threshold = _decisions(log)
+    assert threshold is not None
+    assert all(m >= threshold for m in folded), (folded, threshold)
+    assert all(m < threshold for m in passed), (max(passed), threshold)
+
+
+def test_the_fixtures_hold_decisions_both_ways() -> None:
+    folds = sum(len(_decisions(log)[0]) for log in LOGS)
+    assert folds >= 5
+    small = _decisions(session_logs(FIXTURE_HOMES / "auto-compact")[0].path)
+    assert small[2] == 12_000
+    assert max(small[1]) > 11_000, "some requests passed close under the point"
