@@ -10,17 +10,18 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_HOMES = REPO / "tests" / "fixtures" / "homes"
 CORPUS_HOME = Path(os.environ.get("DSHWEB_CORPUS_HOME") or REPO.parent / "shared/corpus/home")
+BIG_HOME = REPO / "bench" / "data" / "big-home"  # made by regenerate.py --big; not committed
 
 
 def all_homes() -> list[Path]:
-    """Every real DSH home the parity tests check: fixtures, plus the corpus when present."""
+    """Every real DSH home the parity tests check: fixtures, plus the corpus and the
+    benchmark home when present."""
     homes = (
         sorted(p for p in FIXTURE_HOMES.iterdir() if (p / "sessions").is_dir())
         if (FIXTURE_HOMES.is_dir())
         else []
     )
-    if (CORPUS_HOME / "sessions").is_dir():
-        homes.append(CORPUS_HOME)
+    homes.extend(home for home in (CORPUS_HOME, BIG_HOME) if (home / "sessions").is_dir())
     return homes
 
 
