@@ -38,6 +38,19 @@ def _snapshot(*args: str) -> list[dict[str, Any]]:
     return result
 
 
+def _manage(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``manage.py dsh_snapshot ARGS`` in a child process, to see its exit code and streams."""
+    return subprocess.run(
+        [sys.executable, "manage.py", "dsh_snapshot", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        env=env,
+    )
+
+
 @pytest.fixture
 def home() -> Path:
     homes = all_homes()
@@ -91,14 +104,7 @@ def test_bad_home_exits_non_zero_with_one_line(tmp_path: Path, setup: str) -> No
     target = tmp_path / "home"
     if setup == "file":
         target.write_text("")
-    result = subprocess.run(
-        [sys.executable, "manage.py", "dsh_snapshot", "--home", str(target), "--json"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
+    result = _manage("--home", str(target), "--json")
     assert result.returncode == 1
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
@@ -107,14 +113,7 @@ def test_bad_home_exits_non_zero_with_one_line(tmp_path: Path, setup: str) -> No
 
 
 def test_unknown_session_is_an_error(home: Path) -> None:
-    result = subprocess.run(
-        [sys.executable, "manage.py", "dsh_snapshot", "--home", str(home), "--session", "nope"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
+    result = _manage("--home", str(home), "--session", "nope")
     assert result.returncode == 1
     assert "no session 'nope'" in result.stderr
 
@@ -122,27 +121,12 @@ def test_unknown_session_is_an_error(home: Path) -> None:
 def test_without_a_home_the_bundled_demo_is_shown(tmp_path: Path) -> None:
     env = {**os.environ, "DSH_HOME": str(tmp_path / "absent"), "DSHWEB_DATA_DIR": str(tmp_path)}
     env.pop("DSHWEB_NO_DEMO", None)
-    result = subprocess.run(
-        [sys.executable, "manage.py", "dsh_snapshot", "--json"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-        env=env,
-    )
+    result = _manage("--json", env=env)
+    assert result.returncode == 0, result.stderr
     shots = json.loads(result.stdout)
     assert sorted(s["sessionId"] for s in shots) == ["auto-compact", "big-tools", "cjk-emoji"]
     assert {s["compaction"]["thresholdTokens"] for s in shots} == {12_000}
     env["DSHWEB_NO_DEMO"] = "1"
-    result = subprocess.run(
-        [sys.executable, "manage.py", "dsh_snapshot", "--json"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-        env=env,
-    )
+    result = _manage("--json", env=env)
     assert result.returncode == 1
     assert "absent does not exist" in result.stderr

@@ -76,20 +76,22 @@ def _frame_length(buf: bytes | memoryview, pos: int, file_offset: int) -> int | 
     return at - pos if at <= len(buf) else None
 
 
-def complete_prefix(buf: bytes, file_offset: int) -> tuple[int, LogError | None]:
-    """Length of the run of complete frames at the start of ``buf``, and the error that
-    stopped the scan early (a bad frame header), if any; frames are not decoded."""
+def frame_spans(buf: bytes, file_offset: int) -> tuple[list[tuple[int, int]], LogError | None]:
+    """(start, end) of every complete frame at the start of ``buf``, without decoding, and
+    the error that stopped the scan early (a bad frame header), if any."""
+    spans: list[tuple[int, int]] = []
     view = memoryview(buf)
     pos = 0
     while pos < len(buf):
         try:
             length = _frame_length(view, pos, file_offset)
         except LogError as error:
-            return pos, error
+            return spans, error
         if length is None:
             break
+        spans.append((pos, pos + length))
         pos += length
-    return pos, None
+    return spans, None
 
 
 def decode_frames(data: bytes) -> bytes:
@@ -106,24 +108,16 @@ def split_frames(buf: bytes, file_offset: int) -> tuple[list[Chunk], LogError | 
     the chunks before it are still returned, nothing after it is read.
     """
     chunks: list[Chunk] = []
-    view = memoryview(buf)
-    pos = 0
-    while pos < len(buf):
+    spans, error = frame_spans(buf, file_offset)
+    for start, end in spans:
+        if buf[start : start + 4] != ZSTD_MAGIC:
+            continue  # a skippable frame
         try:
-            length = _frame_length(view, pos, file_offset)
-        except LogError as error:
-            return chunks, error
-        if length is None:
-            break
-        frame = view[pos : pos + length]
-        if bytes(frame[:4]) == ZSTD_MAGIC:
-            try:
-                text = _decompressor.decompressobj().decompress(frame)
-            except zstandard.ZstdError as error:
-                return chunks, LogError(f"corrupt zstd frame ({error})", offset=file_offset + pos)
-            chunks.append(Chunk(file_offset + pos, file_offset + pos + length, text))
-        pos += length
-    return chunks, None
+            text = _decompressor.decompressobj().decompress(buf[start:end])
+        except zstandard.ZstdError as bad:
+            return chunks, LogError(f"corrupt zstd frame ({bad})", offset=file_offset + start)
+        chunks.append(Chunk(file_offset + start, file_offset + end, text))
+    return chunks, error
 
 
 def split_lines(buf: bytes, file_offset: int) -> list[Chunk]:

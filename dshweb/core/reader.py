@@ -19,7 +19,7 @@ from typing import Any
 import zstandard
 
 from dshweb.core.errors import LogError
-from dshweb.core.frames import complete_prefix, decode_frames, split_frames
+from dshweb.core.frames import decode_frames, frame_spans, split_frames
 from dshweb.core.pricing import loads_js
 
 PACKED_TYPES = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
@@ -90,7 +90,8 @@ class LogTail:
         if not self.compressed:
             end = data.rfind(b"\n") + 1
             return end, data[:end], None
-        end, error = complete_prefix(data, self.offset)
+        spans, error = frame_spans(data, self.offset)
+        end = spans[-1][1] if spans else 0
         try:
             return end, decode_frames(data[:end]), error
         except zstandard.ZstdError:
