@@ -25,8 +25,9 @@ from django.test import Client
 
 from dshweb.core.display import Band, context_reading
 from dshweb.core.index import HomeIndex
+from dshweb.core.listing import session_tree
 from dshweb.core.session import SessionSnapshot
-from dshweb.dashboard.selectors import reset_home_index, session_tree
+from dshweb.dashboard.selectors import reset_home_index
 
 CORPUS_HOME = Path("/work/shared/corpus/home")
 CORPUS_SESSIONS = {"quick-001", "sess-plain-001", "sess-compact-001", "cjk-001"}

@@ -14,7 +14,8 @@ from django.views.decorators.http import require_safe
 from django_htmx.middleware import HtmxDetails
 
 from dshweb.core.display import breakdown_parts, cache_hit_ratio, context_reading
-from dshweb.dashboard.selectors import HomeReading, home_reading, session_snapshot, session_tree
+from dshweb.core.listing import session_tree
+from dshweb.dashboard.selectors import HomeReading, home_reading, session_snapshot
 
 HOME_UNAVAILABLE = 503
 
