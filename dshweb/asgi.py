@@ -1,4 +1,9 @@
-"""ASGI entry point: Django for HTTP (WebSockets join in the live-dashboard layer)."""
+"""ASGI entry point: Django for HTTP, Channels for the dashboard's WebSockets.
+
+Sockets pass the allowed-hosts origin check and Django's session login before any
+consumer runs. The home watcher starts on the server's event loop with the first
+connection of any kind.
+"""
 
 from __future__ import annotations
 
@@ -7,5 +12,22 @@ import os
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dshweb.settings")
+django_asgi = get_asgi_application()  # sets Django up before the imports below
 
-application = get_asgi_application()
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+
+from dshweb.live.routing import websocket_urlpatterns  # noqa: E402
+from dshweb.live.startup import StartLiveServices  # noqa: E402
+
+application = StartLiveServices(
+    ProtocolTypeRouter(
+        {
+            "http": django_asgi,
+            "websocket": AllowedHostsOriginValidator(
+                AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+            ),
+        }
+    )
+)

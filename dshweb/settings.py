@@ -2,7 +2,8 @@
 
 Everything works with no configuration: SQLite and a generated secret key under
 ``DSHWEB_DATA_DIR``, an in-memory channel layer, loopback only, and the DSH home from
-``DSH_HOME`` (else ``~/.dsh``), or the bundled demo home when that does not exist.
+``DSH_HOME`` (else ``~/.dsh``), or a copy of the bundled demo home when that does not
+exist.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import secrets
 from pathlib import Path
 
 from dshweb.core.home import dsh_home
+from dshweb.live.demo import ensure_demo_home
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("DSHWEB_DATA_DIR") or BASE_DIR / "var")
@@ -115,10 +117,10 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns when it is mi
 WHITENOISE_USE_FINDERS = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-DEMO_HOME = BASE_DIR / "dshweb" / "demo" / "home"
 _configured_home = dsh_home()
 DSH_HOME_IS_DEMO = not _configured_home.exists() and os.environ.get("DSHWEB_NO_DEMO") != "1"
-DSH_HOME = DEMO_HOME if DSH_HOME_IS_DEMO else _configured_home
+# The demo is a writable copy of the bundled home: a recorded session is replayed into it.
+DSH_HOME = ensure_demo_home(DATA_DIR / "demo-home") if DSH_HOME_IS_DEMO else _configured_home
 DSH_PROFILE = os.environ.get("DSHWEB_PROFILE", "sdk")
 
 LOGGING = {

@@ -9,8 +9,19 @@ from pathlib import Path
 import pytest
 
 from dshweb.core.errors import HomeError
-from dshweb.core.home import check_home, dsh_home, is_live, locked_files, newest_log, session_logs
+from dshweb.core.home import (
+    check_home,
+    dsh_home,
+    encode_segment,
+    is_live,
+    locked_files,
+    newest_log,
+    project_folder,
+    session_logs,
+)
 from dshweb.core.index import HomeIndex
+from dshweb.core.session import SessionTracker
+from tests.conftest import all_homes
 from tests.logbuilder import event, frame, header
 
 
@@ -128,3 +139,42 @@ def test_one_corrupt_session_does_not_stop_the_others(tmp_path: Path) -> None:
     assert shots["good"].errors == () and shots["good"].context_pressure == {"contextWindow": 10}
     assert shots["bad"].errors[0].startswith("not a zstd frame (bad magic)")
     assert shots["bad"].events == 1
+
+
+@pytest.mark.parametrize(
+    ("cwd", "folder"),
+    [
+        ("/home/me/a b", "--home-me-a~0020b--"),
+        ("/tmp/x/报表-🎉", "--tmp-x-~62A5~8868-~D83C~DF89--"),
+        ("C:\\Users\\me", "--C-Users-me--"),
+        ("/a//b::c", "--a-b-c--"),
+        ("/srv/-x/~y", "--srv--x-~007Ey--"),
+        ("/", "--root--"),
+        ("", "--root--"),
+        (None, "_no-cwd"),
+        ("/" + "x" * 300, "--" + "x" * 251 + "--"),
+    ],
+)
+def test_project_folder(cwd: str | None, folder: str) -> None:
+    assert project_folder(cwd) == folder
+
+
+@pytest.mark.parametrize(
+    ("value", "segment"),
+    [("demo-live", "demo-live"), (".", "~002E"), ("..", "~002E~002E"), ("a/b c", "a~002Fb~0020c")],
+)
+def test_encode_segment(value: str, segment: str) -> None:
+    assert encode_segment(value) == segment
+
+
+def test_folders_match_what_dsh_made() -> None:
+    """Every real session folder is ``project_folder(cwd)/encode_segment(id)``."""
+    checked = 0
+    for home in all_homes():
+        for log in session_logs(home):
+            tracker = SessionTracker(log)
+            tracker.refresh()
+            assert log.session_dir.parent.name == project_folder(tracker.header.get("cwd"))
+            assert log.session_dir.name == encode_segment(tracker.header["id"])
+            checked += 1
+    assert checked >= 8

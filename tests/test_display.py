@@ -138,3 +138,24 @@ def test_breakdown_parts() -> None:
         ("messages", 1, 25.0),
     ]
     assert all(p.share == 0.0 for p in breakdown_parts({}))
+
+
+@pytest.mark.parametrize(
+    ("used", "previous", "band"),
+    [
+        (900, Band.TIGHT, Band.TIGHT),  # 0.90: still tight
+        (820, Band.TIGHT, Band.TIGHT),  # 0.82: inside the 0.05 margin below 0.85
+        (800, Band.TIGHT, Band.TIGHT),  # 0.80: exactly on the margin holds
+        (799, Band.TIGHT, Band.MODERATE),  # past the margin: falls
+        (960, Band.CRITICAL, Band.CRITICAL),
+        (940, Band.CRITICAL, Band.TIGHT),
+        (300, Band.CRITICAL, Band.AMPLE),  # a fold: straight down
+        (460, Band.MODERATE, Band.MODERATE),
+        (449, Band.MODERATE, Band.AMPLE),
+        (850, Band.MODERATE, Band.TIGHT),  # rising is immediate
+        (1000, Band.AMPLE, Band.CRITICAL),
+        (400, Band.UNKNOWN, Band.AMPLE),
+    ],
+)
+def test_band_falls_only_past_the_hysteresis(used: int, previous: Band, band: Band) -> None:
+    assert context_band(used, 1000, previous) is band

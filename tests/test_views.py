@@ -6,8 +6,11 @@ Expected figures are computed here from the snapshot with DSH's documented formu
 
 from __future__ import annotations
 
+import base64
 import fcntl
+import hashlib
 import math
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import replace
@@ -23,7 +26,14 @@ from django.core.management.base import CommandError
 from django.template.loader import render_to_string
 from django.test import Client
 
-from dshweb.core.display import Band, context_reading
+from dshweb.core.display import (
+    Band,
+    breakdown_parts,
+    cache_hit_ratio,
+    context_reading,
+    dom_id,
+)
+from dshweb.core.filters import search_text
 from dshweb.core.index import HomeIndex
 from dshweb.core.listing import session_tree
 from dshweb.core.session import SessionSnapshot
@@ -40,6 +50,9 @@ class Elements(HTMLParser):
         super().__init__()
         self.by_id: dict[str, dict[str, str]] = {}
         self.rows: dict[str, dict[str, str]] = {}
+        self.radios: list[dict[str, str]] = []
+        """The checked radio buttons."""
+        self.scripts: list[dict[str, str]] = []
         self.feed(html)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -48,6 +61,45 @@ class Elements(HTMLParser):
             self.by_id[values["id"]] = values
         if tag == "li" and "data-session-id" in values:
             self.rows[values["data-session-id"]] = values
+        if tag == "input" and values.get("type") == "radio" and "checked" in values:
+            self.radios.append(values)
+        if tag == "script":
+            self.scripts.append(values)
+
+
+class TopLevel(HTMLParser):
+    """The attributes of each top-level element of a fragment, in order."""
+
+    VOID = frozenset(("area", "br", "col", "embed", "hr", "img", "input", "link", "meta", "wbr"))
+
+    def __init__(self, html: str) -> None:
+        super().__init__()
+        self.depth = 0
+        self.elements: list[tuple[str, dict[str, str]]] = []
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self.depth == 0:
+            self.elements.append((tag, {name: value or "" for name, value in attrs}))
+        if tag not in self.VOID:
+            self.depth += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag not in self.VOID:
+            self.depth -= 1
+
+    def handle_data(self, data: str) -> None:
+        assert self.depth > 0 or not data.strip(), f"text outside any element: {data!r}"
+
+
+def session_context(shot: SessionSnapshot) -> dict[str, Any]:
+    """What the session view and the session socket render a session's parts with."""
+    return {
+        "session": shot,
+        "reading": context_reading(shot),
+        "breakdown": breakdown_parts(shot.context_breakdown),
+        "cache_hit": cache_hit_ratio(shot.token_usage),
+    }
 
 
 def ring_percent(used: int, window: int) -> int:
@@ -164,6 +216,99 @@ def test_list_is_newest_activity_first(
 
 
 @pytest.mark.django_db
+def test_rows_carry_what_the_page_script_reads(
+    user_client: Client, home: Path, snapshots: dict[str, SessionSnapshot]
+) -> None:
+    html = user_client.get("/").content.decode()
+    elements = Elements(html)
+    for session_id, shot in snapshots.items():
+        row = elements.rows[session_id]
+        # Not the session page's article id: both can be on a page the socket updates.
+        assert row["id"] == dom_id("row", session_id) != dom_id("session", session_id)
+        assert row["data-parent"] == (shot.parent_session or "")
+        assert row["data-last"] == str(shot.last_time or 0)
+        assert row["data-live"] == "0"
+        assert row["data-depth"] == "0"
+        assert row["data-search"] == search_text(shot)
+        assert "hidden" not in row
+    assert elements.by_id["sessions"]["ws-connect"] == "/ws/sessions/"
+    assert elements.by_id["live-status"]["data-state"] == "connecting"
+    count = elements.by_id["session-count"]
+    assert count["data-shown"] == count["data-total"] == str(len(snapshots))
+    assert "hidden" in elements.by_id["sessions-empty"]
+    assert "hidden" in elements.by_id["sessions-none-match"]
+
+
+def test_a_row_alone_is_one_element_with_its_id() -> None:
+    # What the sessions socket sends: the row template with {"entry": …} and nothing else.
+    (entry,) = session_tree([make_snapshot("a/b c", 5, parent="gone")])
+    html = render_to_string("dashboard/_session_row.html", {"entry": entry})
+    ((tag, row),) = TopLevel(html).elements
+    assert tag == "li"
+    assert row["id"] == "row-a_2f_b_20_c"
+    assert row["data-session-id"] == "a/b c"
+    assert row["data-parent"] == "gone"
+    assert row["data-last"] == "5"
+    assert "is-orphan" in row["class"]
+    assert "hidden" not in row
+
+
+CORPUS_IDS = frozenset(CORPUS_SESSIONS)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("query", "shown"),
+    [
+        ("", CORPUS_IDS),
+        ("?q=hello", {"sess-plain-001", "sess-compact-001", "quick-001"}),
+        ("?q=HELLO+there", {"quick-001"}),
+        ("?q=%E6%8B%9B%E5%91%BC", {"cjk-001"}),  # 招呼, in the title
+        ("?q=shop-api&state=idle", {"sess-plain-001", "sess-compact-001", "quick-001"}),
+        ("?q=sess-&state=all", {"sess-plain-001", "sess-compact-001"}),
+        ("?state=live", set()),
+        ("?state=idle", CORPUS_IDS),
+        ("?state=bogus", CORPUS_IDS),
+        ("?q=no-such-session", set()),
+    ],
+)
+def test_list_filters_without_script(
+    user_client: Client, home: Path, query: str, shown: set[str]
+) -> None:
+    response = user_client.get("/" + query)
+    assert response.status_code == 200
+    elements = Elements(response.content.decode())
+    assert set(elements.rows) == CORPUS_IDS  # every row is there, the others hidden
+    assert {sid for sid, row in elements.rows.items() if "hidden" not in row} == shown
+    count = elements.by_id["session-count"]
+    assert (count["data-shown"], count["data-total"]) == (str(len(shown)), str(len(CORPUS_IDS)))
+    assert ("hidden" in elements.by_id["sessions-none-match"]) is bool(shown)
+
+
+@pytest.mark.django_db
+def test_list_filter_form_keeps_the_choice(user_client: Client, home: Path) -> None:
+    elements = Elements(user_client.get("/?q=+shop+&state=idle").content.decode())
+    assert elements.by_id["filter-q"]["value"] == "shop"
+    checked = [
+        attrs["value"]
+        for attrs in Elements(user_client.get("/?state=idle").content.decode()).radios
+    ]
+    assert checked == ["idle"]
+
+
+@pytest.mark.django_db
+def test_list_filters_live_sessions(user_client: Client, home: Path) -> None:
+    (lock,) = home.glob("sessions/*/quick-001/session.lock")
+    with lock.open("rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        live = Elements(user_client.get("/?state=live").content.decode()).rows
+        idle = Elements(user_client.get("/?state=idle").content.decode()).rows
+    assert live["quick-001"]["data-live"] == "1"
+    assert {sid for sid, row in live.items() if "hidden" not in row} == {"quick-001"}
+    assert {sid for sid, row in idle.items() if "hidden" not in row} == CORPUS_IDS - {"quick-001"}
+
+
+@pytest.mark.django_db
 def test_list_fragment_for_htmx(user_client: Client, home: Path) -> None:
     response = user_client.get("/", headers={"HX-Request": "true"})
     html = response.content.decode()
@@ -217,6 +362,75 @@ def test_session_page_shows_the_projections(
     assert f"{math.floor(hit * 1000 + 0.5) / 10:.1f}%" in html  # 832 / 5861 → 14.2%
     for node in shot.largest_nodes:
         assert f'data-seq="{node.seq}" data-tokens="{node.tokens}"' in html
+
+
+@pytest.mark.django_db
+def test_session_page_is_its_live_parts(
+    user_client: Client, home: Path, snapshots: dict[str, SessionSnapshot]
+) -> None:
+    html = user_client.get("/sessions/quick-001/").content.decode()
+    # The socket sends _session_live.html; the first render is the very same markup.
+    live = render_to_string("dashboard/_session_live.html", session_context(snapshots["quick-001"]))
+    assert live.strip() in html
+    assert [attrs.get("id") for _, attrs in TopLevel(live).elements] == [
+        "session-header",
+        "context-ring",
+        "context-pressure",
+        "breakdown",
+        "token-usage",
+        "compaction-point",
+        "largest-nodes",
+        "session-errors",
+    ]
+    elements = Elements(html).by_id
+    article = elements[dom_id("session", "quick-001")]
+    assert article["ws-connect"] == "/ws/sessions/quick-001/"
+    assert article["hx-ext"] == "ws"
+    assert elements["live-status"]["data-state"] == "connecting"
+    assert "band-ample" in elements["context-ring"]["class"]
+
+
+def test_session_socket_url_is_encoded() -> None:
+    shot = make_snapshot("a/b c?d#é", 1)
+    html = render_to_string("dashboard/_session.html", session_context(shot))
+    ((_, article),) = TopLevel(html).elements
+    assert article["ws-connect"] == "/ws/sessions/a%2Fb%20c%3Fd%23%C3%A9/"
+
+
+def test_session_before_its_first_request_renders() -> None:
+    # A session DSH has just opened: no pressure, breakdown or usage figures yet.
+    shot = replace(make_snapshot("fresh", 1), context_pressure={})
+    html = render_to_string("dashboard/_session_live.html", session_context(shot))
+    assert Elements(html).by_id["context-ring"]["data-band"] == "unknown"
+    assert '<data value="">—</data>' in html
+
+
+# A Content-Security-Policy allows base.html's one inline script (the theme, applied
+# before the first paint) by this hash: change the two together.
+THEME_SCRIPT_HASH = "sha256-QlXUPmSy7BqaHIj6cuMohdTEIjZYZPEt3M6/oVVyncY="
+
+
+@pytest.mark.django_db
+def test_the_one_inline_script_has_the_known_hash(client: Client) -> None:
+    html = client.get("/accounts/login/").content.decode()
+    (inline,) = re.findall(r"<script>(.*?)</script>", html, flags=re.DOTALL)
+    digest = base64.b64encode(hashlib.sha256(inline.encode()).digest()).decode()
+    assert f"sha256-{digest}" == THEME_SCRIPT_HASH
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url", ["/", "/sessions/quick-001/", "/accounts/login/"])
+def test_pages_load_scripts_from_own_static_files(client: Client, home: Path, url: str) -> None:
+    html = client.get(url, follow=True).content.decode()
+    sources = [attrs["src"] for attrs in Elements(html).scripts if "src" in attrs]
+    assert sources == [
+        "/static/vendor/htmx/htmx.min.js",
+        "/static/vendor/htmx-ext-ws/ws.min.js",
+        "/static/dshweb/live.js",
+    ]
+    assert all("defer" in attrs for attrs in Elements(html).scripts if "src" in attrs)
+    assert "theme-switch" in Elements(html).by_id
+    assert " on" not in html.split("<body", 1)[1].split("=", 1)[0]  # no inline handlers
 
 
 @pytest.mark.django_db

@@ -20,6 +20,7 @@ from dshweb.core.session import SessionSnapshot
 MODERATE_AT = 0.5
 TIGHT_AT = 0.85
 CRITICAL_AT = 1.0
+HYSTERESIS = 0.05
 
 
 class Band(StrEnum):
@@ -64,22 +65,41 @@ def context_percent(used: int | None, window: int | None) -> int | None:
     return min(100, round_half_up(max(0, used) / window * 100))
 
 
-def context_band(used: int | None, threshold: int | None) -> Band:
+_EDGES = ((CRITICAL_AT, "critical"), (TIGHT_AT, "tight"), (MODERATE_AT, "moderate"))
+
+
+def context_band(used: int | None, threshold: int | None, previous: Band | None = None) -> Band:
     """``ample < 0.5 ≤ moderate < 0.85 ≤ tight < 1.0 ≤ critical`` of the compaction point.
 
-    Stateless: dsh-context-truth also applies 5% hysteresis before leaving a band
-    downward, which needs the previous band; that arrives with the live dashboard.
+    Like dsh-context-truth, a band is entered as soon as its edge is reached but left
+    downward only once the ratio falls ``HYSTERESIS`` below its edge, so a reading that
+    hovers on an edge does not flip the band on every step.
     """
     if used is None or threshold is None or threshold <= 0:
         return Band.UNKNOWN
     ratio = used / threshold
-    if ratio < MODERATE_AT:
-        return Band.AMPLE
-    if ratio < TIGHT_AT:
-        return Band.MODERATE
-    if ratio < CRITICAL_AT:
-        return Band.TIGHT
-    return Band.CRITICAL
+    band = Band.AMPLE
+    for edge, name in _EDGES:
+        if ratio >= edge:
+            band = Band(name)
+            break
+    if (
+        previous is not None
+        and _RANK[previous] > _RANK[band]
+        and ratio >= _LOWER_EDGE[previous] - HYSTERESIS
+    ):
+        return previous
+    return band
+
+
+_RANK = {Band.UNKNOWN: -1, Band.AMPLE: 0, Band.MODERATE: 1, Band.TIGHT: 2, Band.CRITICAL: 3}
+_LOWER_EDGE = {
+    Band.UNKNOWN: 0.0,
+    Band.AMPLE: 0.0,
+    Band.MODERATE: MODERATE_AT,
+    Band.TIGHT: TIGHT_AT,
+    Band.CRITICAL: CRITICAL_AT,
+}
 
 
 def cache_hit_ratio(token_usage: Mapping[str, int]) -> float | None:
@@ -133,7 +153,8 @@ class ContextReading:
     """Where the compaction point sits on the ring, in percent of the window."""
 
 
-def context_reading(snapshot: SessionSnapshot) -> ContextReading:
+def context_reading(snapshot: SessionSnapshot, previous: Band | None = None) -> ContextReading:
+    """The ring and list figures for a snapshot; ``previous`` is the band shown before."""
     used = snapshot.used_tokens
     window = snapshot.context_pressure.get("contextWindow")
     threshold = snapshot.point.threshold_tokens if snapshot.point is not None else None
@@ -151,7 +172,7 @@ def context_reading(snapshot: SessionSnapshot) -> ContextReading:
         percent=percent,
         threshold=threshold,
         headroom=threshold - used if threshold is not None and used is not None else None,
-        band=context_band(used, threshold),
+        band=context_band(used, threshold, previous),
         segments=segments,
         threshold_at=threshold_at,
     )

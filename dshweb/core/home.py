@@ -59,6 +59,52 @@ def newest_log(session_dir: Path) -> LogFile | None:
     return best
 
 
+_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")
+_SEPARATORS = frozenset("/\\:")
+_PROJECT_KEY_MAX = 251
+
+
+def _utf16_units(text: str) -> list[int]:
+    data = text.encode("utf-16-le", "surrogatepass")
+    return [int.from_bytes(data[i : i + 2], "little") for i in range(0, len(data), 2)]
+
+
+def _escape(unit: int) -> str:
+    char = chr(unit)
+    return char if char in _SAFE else f"~{unit:04X}"
+
+
+def project_folder(cwd: str | None) -> str:
+    """The folder DSH files a session's ``cwd`` under: ``--projectKey(cwd)--``.
+
+    Per UTF-16 unit: a run of ``/``, ``\\`` or ``:`` becomes one ``-``;
+    ``[A-Za-z0-9._-]`` stay; anything else (and ``~``) becomes ``~`` + 4 upper-case hex
+    digits. Leading ``-`` are stripped, empty is ``root``, the key is cut to 251
+    characters. No cwd at all is ``_no-cwd``.
+    """
+    if cwd is None:
+        return "_no-cwd"
+    parts: list[str] = []
+    in_run = False
+    for unit in _utf16_units(cwd):
+        separator = chr(unit) in _SEPARATORS
+        if not separator:
+            parts.append(_escape(unit))
+        elif not in_run:
+            parts.append("-")
+        in_run = separator
+    key = "".join(parts).lstrip("-")
+    return f"--{(key or 'root')[:_PROJECT_KEY_MAX]}--"
+
+
+def encode_segment(value: str) -> str:
+    """A session id as its folder name: the projectKey escaping, no separator folding;
+    ``.`` alone is ``~002E`` and ``..`` is ``~002E~002E``."""
+    if value in (".", ".."):
+        return "~002E" * len(value)
+    return "".join(_escape(unit) for unit in _utf16_units(value))
+
+
 def check_home(home: Path) -> None:
     """Raise :class:`HomeError` with a one-line reason unless ``home`` can be read."""
     if not home.exists():

@@ -1,18 +1,22 @@
 """A whole DSH home followed at once: one :class:`SessionTracker` per session log.
 
 ``refresh()`` rescans the session folders (new sessions, new generations, deletions),
-folds what each log gained and returns the ids of the sessions that changed. One bad
-session never stops the others: its error is kept on its own snapshot.
+or only the folders it is told changed, folds what each log gained, and returns the
+folders whose state changed. Every tracker carries a ``version`` that grows with each
+change, so a publisher can tell what it has not shown yet whoever did the folding.
+One bad session never stops the others: its error is kept on its own snapshot.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dshweb.core.compaction import EngineConfig
+from dshweb.core.display import Band, ContextReading, context_reading
 from dshweb.core.errors import DshError
-from dshweb.core.home import check_home, is_live, locked_files, session_logs
+from dshweb.core.home import check_home, is_live, locked_files, newest_log, session_logs
 from dshweb.core.profiles import engine_config
 from dshweb.core.session import SessionSnapshot, SessionTracker, take_snapshot
 
@@ -28,26 +32,60 @@ class HomeIndex:
     trackers: dict[Path, SessionTracker] = field(default_factory=dict)
     engine: EngineConfig = field(default_factory=EngineConfig)
     profile_error: str | None = None
+    bands: dict[str, Band] = field(default_factory=dict)
+    live: frozenset[Path] = frozenset()
 
-    def refresh(self) -> set[Path]:
-        """Rescan and fold; the session folders whose state changed."""
+    def refresh(self, changed: Iterable[Path] | None = None) -> set[Path]:
+        """Fold what the logs gained; the session folders whose state changed.
+
+        ``changed`` names paths known to have changed (files or folders anywhere under
+        ``sessions/``); without it every session folder is rescanned.
+        """
         check_home(self.home)
         self._load_engine()
-        changed: set[Path] = set()
-        seen: set[Path] = set()
-        for log in session_logs(self.home):
-            folder = log.session_dir
-            seen.add(folder)
+        if changed is None:
+            found = {log.session_dir: log for log in session_logs(self.home)}
+            gone = set(self.trackers) - set(found)
+        else:
+            found, gone = {}, set()
+            for folder in self._session_folders(changed):
+                log = newest_log(folder)
+                if log is None:
+                    gone.add(folder)
+                else:
+                    found[folder] = log
+        updated: set[Path] = set()
+        for folder, log in found.items():
             tracker = self.trackers.get(folder)
             if tracker is None or tracker.log != log:
                 tracker = SessionTracker(log, stop_after_seq=self.stop_after_seq)
                 self.trackers[folder] = tracker
             if tracker.refresh():
-                changed.add(folder)
-        for gone in set(self.trackers) - seen:
-            del self.trackers[gone]
-            changed.add(gone)
-        return changed
+                updated.add(folder)
+        for folder in gone & set(self.trackers):
+            del self.trackers[folder]
+            updated.add(folder)
+        return updated
+
+    def _session_folders(self, changed: Iterable[Path]) -> set[Path]:
+        root = self.home / "sessions"
+        folders: set[Path] = set()
+        for path in changed:
+            try:
+                parts = path.relative_to(root).parts
+            except ValueError:
+                continue
+            if len(parts) >= 2:
+                folders.add(root / parts[0] / parts[1])
+            elif len(parts) == 1:  # a project folder came or went: every session in it
+                project = root / parts[0]
+                folders.update(f for f in self.trackers if f.parent == project)
+                if project.is_dir():
+                    folders.update(p for p in project.iterdir() if p.is_dir())
+            else:
+                folders.update(self.trackers)
+                folders.update(log.session_dir for log in session_logs(self.home))
+        return folders
 
     def _load_engine(self) -> None:
         try:
@@ -59,16 +97,33 @@ class HomeIndex:
             self.engine = EngineConfig()
             self.profile_error = f"compaction settings ignored: {error}"
 
-    def snapshots(self) -> list[SessionSnapshot]:
+    def refresh_liveness(self) -> set[Path]:
+        """Re-read which sessions some process holds; the folders whose liveness flipped."""
         held = locked_files()
-        shots = [
-            take_snapshot(
-                tracker,
-                home=self.home,
-                live=is_live(folder, held),
-                engine=self.engine,
-                extra_errors=(self.profile_error,) if self.profile_error else (),
-            )
-            for folder, tracker in self.trackers.items()
-        ]
+        live = frozenset(f for f in self.trackers if is_live(f, held))
+        flipped = set(live ^ self.live)
+        self.live = live
+        for folder in flipped & set(self.trackers):
+            self.trackers[folder].version += 1
+        return flipped
+
+    def snapshot(self, folder: Path) -> SessionSnapshot:
+        return take_snapshot(
+            self.trackers[folder],
+            home=self.home,
+            live=folder in self.live,
+            engine=self.engine,
+            extra_errors=(self.profile_error,) if self.profile_error else (),
+        )
+
+    def snapshots(self) -> list[SessionSnapshot]:
+        """Every session, newest activity first (liveness read now)."""
+        self.refresh_liveness()
+        shots = [self.snapshot(folder) for folder in self.trackers]
         return sorted(shots, key=lambda s: (-(s.last_time or 0), s.session_id))
+
+    def reading_of(self, snapshot: SessionSnapshot) -> ContextReading:
+        """The ring's reading, its band held with hysteresis across calls."""
+        reading = context_reading(snapshot, self.bands.get(snapshot.session_id))
+        self.bands[snapshot.session_id] = reading.band
+        return reading

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dshweb.core.display import ContextReading, context_reading
@@ -20,7 +20,10 @@ class SessionEntry:
     """A sub-agent listed at the top: its parent is not in this home (or the chain loops)."""
 
 
-def session_tree(snapshots: Sequence[SessionSnapshot]) -> list[SessionEntry]:
+def session_tree(
+    snapshots: Sequence[SessionSnapshot],
+    reading_of: Callable[[SessionSnapshot], ContextReading] = context_reading,
+) -> list[SessionEntry]:
     """Sessions in list order: newest activity first, each sub-agent right under its parent.
 
     A parent is placed by the newest activity anywhere in its subtree, so a session whose
@@ -60,7 +63,7 @@ def session_tree(snapshots: Sequence[SessionSnapshot]) -> list[SessionEntry]:
     def place(shot: SessionSnapshot, depth: int) -> None:
         placed.add(shot.session_id)
         orphan = depth == 0 and shot.parent_session is not None
-        entries.append(SessionEntry(shot, context_reading(shot), depth, orphan))
+        entries.append(SessionEntry(shot, reading_of(shot), depth, orphan))
         for child in order(children.get(shot.session_id, [])):
             if child.session_id not in placed:
                 place(child, depth + 1)

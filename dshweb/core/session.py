@@ -72,6 +72,8 @@ class SessionTracker:
     activity: Activity = field(init=False)
     header: dict[str, Any] = field(init=False)
     error: str | None = field(init=False, default=None)
+    version: int = field(init=False, default=0)
+    """Grows by one with every change to what a snapshot would show."""
 
     def __post_init__(self) -> None:
         self.tail = LogTail(self.log.path, self.log.compressed)
@@ -91,6 +93,7 @@ class SessionTracker:
         error = str(current) if current is not None else None
         changed = bool(batch.reset or batch.header or batch.events or error != self.error)
         self.error = error
+        self.version += changed
         return changed
 
     def _fold(self, event: dict[str, Any]) -> None:

@@ -3,7 +3,9 @@
 Views only translate: :mod:`dshweb.dashboard.selectors` reads the home, the pure
 :mod:`dshweb.core.display` turns a snapshot into what is shown. Each page is a base
 layout around partials with stable ids, so htmx (and later the live socket) can
-replace one fragment at a time; an htmx request gets the fragment alone.
+replace one fragment at a time; an htmx request gets the fragment alone. The list's
+``?q=…&state=…`` filter (:mod:`dshweb.core.filters`) hides rows rather than dropping
+them, so the page's script can widen the filter again without a reload.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ from django.shortcuts import render
 from django.views.decorators.http import require_safe
 from django_htmx.middleware import HtmxDetails
 
-from dshweb.core.display import breakdown_parts, cache_hit_ratio, context_reading
-from dshweb.core.listing import session_tree
-from dshweb.dashboard.selectors import HomeReading, home_reading, session_snapshot
+from dshweb.core.filters import hidden_sessions, session_filter
+from dshweb.dashboard.fragments import session_context
+from dshweb.dashboard.selectors import HomeReading, home_reading
 
 HOME_UNAVAILABLE = 503
 
@@ -38,8 +40,20 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     reading = home_reading()
     if reading.error is not None:
         return _home_error(request, reading)
+    entries = reading.entries()
+    chosen = session_filter(query=request.GET.get("q"), state=request.GET.get("state"))
+    hidden = hidden_sessions(reading.snapshots, chosen)
     template = "dashboard/_session_table.html" if request.htmx else "dashboard/session_list.html"
-    return render(request, template, {"entries": session_tree(reading.snapshots)})
+    return render(
+        request,
+        template,
+        {
+            "entries": entries,
+            "filter": chosen,
+            "hidden_ids": hidden,
+            "shown_count": len(entries) - len(hidden),
+        },
+    )
 
 
 @require_safe
@@ -47,7 +61,7 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     reading = home_reading()
     if reading.error is not None:
         return _home_error(request, reading)
-    snapshot = session_snapshot(reading, session_id=session_id)
+    snapshot = reading.session(session_id)
     if snapshot is None:
         return render(
             request,
@@ -56,13 +70,5 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
             status=404,
         )
     template = "dashboard/_session.html" if request.htmx else "dashboard/session_detail.html"
-    return render(
-        request,
-        template,
-        {
-            "session": snapshot,
-            "reading": context_reading(snapshot),
-            "breakdown": breakdown_parts(snapshot.context_breakdown),
-            "cache_hit": cache_hit_ratio(snapshot.token_usage),
-        },
-    )
+    context = session_context(snapshot, reading.readings[session_id])
+    return render(request, template, context)

@@ -1,7 +1,8 @@
 """Template filters that show DSH numbers the way DSH's own ring does.
 
 Thin wrappers over :mod:`dshweb.core.display`; every filter shows an unknown value
-(``None``) as an em dash instead of failing.
+(``None``, or ``""`` for a key the projection does not have yet) as an em dash instead
+of failing.
 """
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ from datetime import UTC, datetime
 
 from django import template
 
-from dshweb.core import display
+from dshweb.core import display, filters
+from dshweb.core.session import SessionSnapshot
 
 register = template.Library()
 
@@ -18,15 +20,15 @@ UNKNOWN = "—"
 
 
 @register.filter
-def tokens(value: int | None) -> str:
+def tokens(value: int | str | None) -> str:
     """``1234`` → ``1.2K``."""
-    return UNKNOWN if value is None else display.format_tokens(int(value))
+    return UNKNOWN if value is None or value == "" else display.format_tokens(int(value))
 
 
 @register.filter
-def exact(value: int | None) -> str:
+def exact(value: int | str | None) -> str:
     """``1234567`` → ``1,234,567`` (the full figure beside a compact one)."""
-    return UNKNOWN if value is None else f"{int(value):,}"
+    return UNKNOWN if value is None or value == "" else f"{int(value):,}"
 
 
 @register.filter
@@ -58,3 +60,9 @@ def dom_id(value: str, prefix: str = "session") -> str:
 def arc(value: float | None) -> str:
     """A percent of the ring as a locale-free SVG number (``12.345``)."""
     return "0" if value is None else f"{value:.3f}"
+
+
+@register.filter
+def search_text(snapshot: SessionSnapshot) -> str:
+    """What the list's text filter matches: title, id, folder and model, lower-cased."""
+    return filters.search_text(snapshot)

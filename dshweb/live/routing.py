@@ -1,0 +1,15 @@
+"""WebSocket URLs: ``/ws/sessions/`` for the list, ``/ws/sessions/<id>/`` for a session."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import path
+
+from dshweb.live.consumers import SessionConsumer, SessionsConsumer
+
+# django-stubs types path() for views only; Channels routes consumers with it too.
+websocket_urlpatterns: list[Any] = [
+    path("ws/sessions/", SessionsConsumer.as_asgi()),  # type: ignore[arg-type]
+    path("ws/sessions/<path:session_id>/", SessionConsumer.as_asgi()),  # type: ignore[arg-type]
+]

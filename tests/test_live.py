@@ -1,0 +1,182 @@
+"""The live layer through the real ASGI application: login, origin, first state, updates.
+
+A real fixture log is copied into a temporary home cut short by some frames; the test
+then appends the rest, frame by frame as DSH does, and waits for the pushed update.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from dshweb.asgi import application
+from dshweb.core.home import session_logs
+from dshweb.dashboard.selectors import reset_home_index
+from dshweb.live.watcher import stop_watcher
+from tests.conftest import FIXTURE_HOMES
+from tests.logbuilder import frames_of
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+
+ORIGIN = (b"origin", b"http://127.0.0.1:8000")
+SOURCE = FIXTURE_HOMES / "auto-compact"
+WAIT = 10.0
+
+
+@pytest.fixture
+def home(tmp_path: Path, settings: Any) -> Iterator[Path]:
+    """A copy of the auto-compact fixture home whose log stops a third of the way in."""
+    target = tmp_path / "home"
+    shutil.copytree(SOURCE, target)
+    settings.DSH_HOME = target
+    settings.DSH_PROFILE = "sdk"
+    log = session_logs(target)[0].path
+    frames = frames_of(log)
+    log.write_bytes(b"".join(frames[: len(frames) // 3]))
+    reset_home_index()
+    yield target
+    reset_home_index()
+
+
+@pytest_asyncio.fixture
+async def cookie() -> bytes:
+    def login() -> str:
+        user = get_user_model().objects.create_user("watcher", password="pw-for-tests-only")
+        client = Client()
+        client.force_login(user)
+        return str(client.cookies["sessionid"].value)
+
+    return b"sessionid=" + (await database_sync_to_async(login)()).encode()
+
+
+@pytest_asyncio.fixture
+async def stop() -> AsyncIterator[None]:
+    yield
+    await stop_watcher()
+
+
+def _rest_of_log(home: Path) -> tuple[Path, list[bytes]]:
+    log = session_logs(home)[0].path
+    frames = frames_of(SOURCE / log.relative_to(home))
+    return log, frames[len(frames_of(log)) :]
+
+
+async def _connect(
+    path: str, *headers: tuple[bytes, bytes]
+) -> tuple[WebsocketCommunicator, bool, Any]:
+    communicator = WebsocketCommunicator(application, path, headers=list(headers))
+    connected, code = await communicator.connect(timeout=WAIT)
+    return communicator, connected, code
+
+
+def _attr(html: str, element_id: str, name: str) -> str:
+    match = re.search(rf'<[^>]*id="{re.escape(element_id)}"[^>]*>', html)
+    assert match is not None, f"no #{element_id} in {html[:300]}"
+    value = re.search(rf'{name}="([^"]*)"', match.group(0))
+    assert value is not None
+    return value.group(1)
+
+
+@pytest.mark.parametrize("path", ["/ws/sessions/", "/ws/sessions/auto-compact/"])
+async def test_anonymous_socket_gets_nothing_but_a_close(home: Path, stop: None, path: str) -> None:
+    communicator, connected, _ = await _connect(path, ORIGIN)
+    assert connected is True
+    assert await communicator.receive_output(timeout=WAIT) == {
+        "type": "websocket.close",
+        "code": 4401,
+    }
+    assert await communicator.receive_nothing(timeout=0.3)
+    await communicator.disconnect()
+
+
+async def test_foreign_origin_is_refused(home: Path, cookie: bytes, stop: None) -> None:
+    communicator, connected, _ = await _connect(
+        "/ws/sessions/", (b"origin", b"http://evil.example"), (b"cookie", cookie)
+    )
+    assert connected is False
+    await communicator.disconnect()
+
+
+async def test_missing_origin_is_refused(home: Path, cookie: bytes, stop: None) -> None:
+    communicator, connected, _ = await _connect("/ws/sessions/", (b"cookie", cookie))
+    assert connected is False
+    await communicator.disconnect()
+
+
+async def test_list_socket_sends_rows_then_updates(home: Path, cookie: bytes, stop: None) -> None:
+    communicator, connected, _ = await _connect("/ws/sessions/", ORIGIN, (b"cookie", cookie))
+    assert connected is True
+    first = await _receive(communicator)
+    row = "row-auto-compact"
+    assert _attr(first, row, "data-session-id") == "auto-compact"
+    before = int(_attr(first, row, "data-percent"))
+    log, rest = _rest_of_log(home)
+    with log.open("ab") as handle:
+        for frame in rest:
+            handle.write(frame)
+    update = await _receive_until(
+        communicator, lambda html: row in html and int(_attr(html, row, "data-percent")) != before
+    )
+    assert _attr(update, row, "data-band") in {"ample", "moderate", "tight", "critical"}
+    await communicator.disconnect()
+
+
+async def test_session_socket_follows_appended_frames(
+    home: Path, cookie: bytes, stop: None
+) -> None:
+    communicator, connected, _ = await _connect(
+        "/ws/sessions/auto-compact/", ORIGIN, (b"cookie", cookie)
+    )
+    assert connected is True
+    first = await _receive(communicator)
+    seen = [_attr(first, "context-ring", "data-used")]
+    log, rest = _rest_of_log(home)
+    for frame in rest:
+        with log.open("ab") as handle:
+            handle.write(frame)
+        await asyncio.sleep(0.01)
+    final = await _receive_until(
+        communicator,
+        lambda html: "context-ring" in html and _attr(html, "context-ring", "data-used") == "9771",
+    )
+    seen.append(_attr(final, "context-ring", "data-used"))
+    assert seen[0] != seen[-1]
+    assert _attr(final, "context-ring", "data-percent") == "41"
+    assert _attr(final, "context-ring", "data-threshold") == "12000"
+    assert _attr(final, "breakdown", "data-system") == "645"
+    await communicator.disconnect()
+
+
+async def test_unknown_session_socket_says_gone(home: Path, cookie: bytes, stop: None) -> None:
+    communicator, connected, _ = await _connect("/ws/sessions/nope/", ORIGIN, (b"cookie", cookie))
+    assert connected is True
+    first = await _receive(communicator)
+    assert _attr(first, "live-status", "data-state") == "gone"
+    await communicator.disconnect()
+
+
+async def _receive(communicator: WebsocketCommunicator, timeout: float = WAIT) -> str:
+    message = await communicator.receive_from(timeout=timeout)
+    assert isinstance(message, str)
+    return message
+
+
+async def _receive_until(communicator: WebsocketCommunicator, wanted: Any) -> str:
+    deadline = asyncio.get_running_loop().time() + WAIT
+    while True:
+        remaining = deadline - asyncio.get_running_loop().time()
+        assert remaining > 0, "no such update arrived"
+        html = await _receive(communicator, remaining)
+        if wanted(html):
+            return html
