@@ -178,3 +178,29 @@ def test_folders_match_what_dsh_made() -> None:
             assert log.session_dir.name == encode_segment(tracker.header["id"])
             checked += 1
     assert checked >= 8
+
+
+def test_a_changed_profile_patch_marks_every_session_changed(tmp_path: Path) -> None:
+    _session(tmp_path, "--a--", "s1", event(0, "request/context", contextWindow=100_000))
+    index = HomeIndex(tmp_path)
+    index.refresh()
+    (tracker,) = index.trackers.values()
+    before = tracker.version
+    (folder,) = index.trackers
+
+    def threshold() -> int | None:
+        point = index.snapshot(folder).point
+        assert point is not None
+        return point.threshold_tokens
+
+    assert threshold() == 34_464  # 100000 - 65536
+    patch = tmp_path / "profiles" / "sdk" / "cordis.patch.yml"
+    patch.parent.mkdir(parents=True)
+    patch.write_text("- id: compaction-basic\n  config: {headroomTokens: 1000}\n")
+    assert index.refresh() == set()
+    assert tracker.version == before + 1
+    assert threshold() == 80_000
+    patch.write_text("- id: compaction-basic\n  config: [broken\n")
+    index.refresh()
+    assert tracker.version == before + 2
+    assert index.snapshot(folder).errors[0].startswith("compaction settings ignored:")

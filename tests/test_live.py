@@ -180,3 +180,26 @@ async def _receive_until(communicator: WebsocketCommunicator, wanted: Any) -> st
         html = await _receive(communicator, remaining)
         if wanted(html):
             return html
+
+
+async def test_a_saved_profile_patch_moves_the_compaction_point(
+    home: Path, cookie: bytes, stop: None
+) -> None:
+    communicator, connected, _ = await _connect(
+        "/ws/sessions/auto-compact/", ORIGIN, (b"cookie", cookie)
+    )
+    assert connected is True
+    first = await _receive(communicator)
+    assert _attr(first, "context-ring", "data-threshold") == "12000"
+    patch = home / "profiles" / "sdk" / "cordis.patch.yml"
+    patch.write_text(
+        patch.read_text().replace("thresholdRatio: 0.5", "thresholdRatio: 0.25"), "utf-8"
+    )
+    update = await _receive_until(
+        communicator,
+        lambda html: (
+            "context-ring" in html and _attr(html, "context-ring", "data-threshold") == "6000"
+        ),
+    )
+    assert _attr(update, "compaction-point", "id") == "compaction-point"
+    await communicator.disconnect()

@@ -88,14 +88,17 @@ class HomeIndex:
         return folders
 
     def _load_engine(self) -> None:
+        engine, error = EngineConfig(), None
         try:
-            self.engine = EngineConfig.from_config(
+            engine = EngineConfig.from_config(
                 engine_config(self.home, self.profile, self.extra_patches)
             )
-            self.profile_error = None
-        except (DshError, ValueError, TypeError) as error:
-            self.engine = EngineConfig()
-            self.profile_error = f"compaction settings ignored: {error}"
+        except (DshError, ValueError, TypeError) as problem:
+            error = f"compaction settings ignored: {problem}"
+        if (engine, error) != (self.engine, self.profile_error):
+            for tracker in self.trackers.values():
+                tracker.version += 1  # every compaction point may have moved
+        self.engine, self.profile_error = engine, error
 
     def refresh_liveness(self) -> set[Path]:
         """Re-read which sessions some process holds; the folders whose liveness flipped."""
