@@ -127,5 +127,8 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {"dshweb": {"handlers": ["console"], "level": "INFO"}},
+    "loggers": {
+        "dshweb": {"handlers": ["console"], "level": "INFO"},
+        "watchfiles": {"level": "WARNING"},  # it logs every batch of changes at INFO
+    },
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from pathlib import Path
 
 import pytest
@@ -245,3 +246,22 @@ def test_tail_never_writes(real_log: Path) -> None:
 def _write(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
+
+
+def test_many_threads_read_at_once(real_log: Path) -> None:
+    """Pages, the watcher and the demo replay read in parallel threads: a shared zstd
+    decompressor corrupted frames under that load."""
+    expected = _fold_all(real_log).meter
+    results: list[bool] = []
+
+    def fold_often() -> None:
+        for _ in range(15):
+            tracker = _fold_all(real_log)
+            results.append(tracker.error is None and tracker.meter == expected)
+
+    threads = [threading.Thread(target=fold_often) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert results == [True] * 90

@@ -11,6 +11,7 @@ a known file offset; the caller keeps the offset of the first byte not yet consu
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 import zstandard
@@ -24,7 +25,16 @@ _FCS_SIZES = (0, 2, 4, 8)
 _DID_SIZES = (0, 1, 2, 4)
 _BLOCK_RESERVED = 3
 
-_decompressor = zstandard.ZstdDecompressor()
+_local = threading.local()
+
+
+def _decompressor() -> zstandard.ZstdDecompressor:
+    """This thread's decompressor: one must never be used by two threads at once."""
+    try:
+        return _local.decompressor  # type: ignore[no-any-return]
+    except AttributeError:
+        _local.decompressor = zstandard.ZstdDecompressor()
+        return _local.decompressor  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +106,7 @@ def frame_spans(buf: bytes, file_offset: int) -> tuple[list[tuple[int, int]], Lo
 
 def decode_frames(data: bytes) -> bytes:
     """Decode a run of complete frames in one call (raises ``zstandard.ZstdError``)."""
-    reader = _decompressor.stream_reader(data, read_across_frames=True, read_size=1 << 20)
+    reader = _decompressor().stream_reader(data, read_across_frames=True, read_size=1 << 20)
     with reader:
         return reader.read()
 
@@ -113,7 +123,7 @@ def split_frames(buf: bytes, file_offset: int) -> tuple[list[Chunk], LogError | 
         if buf[start : start + 4] != ZSTD_MAGIC:
             continue  # a skippable frame
         try:
-            text = _decompressor.decompressobj().decompress(buf[start:end])
+            text = _decompressor().decompressobj().decompress(buf[start:end])
         except zstandard.ZstdError as bad:
             return chunks, LogError(f"corrupt zstd frame ({bad})", offset=file_offset + start)
         chunks.append(Chunk(file_offset + start, file_offset + end, text))
