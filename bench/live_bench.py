@@ -297,6 +297,7 @@ def main() -> None:
     frames = _frames(_source_log(args.source))
     start = min(len(frames) // 2, 40)
     tmp = Path(tempfile.mkdtemp(prefix="dshweb-live-bench-"))
+    servers: list[Server] = []
     try:
         home, empty = tmp / "home", tmp / "empty-home"
         (empty / "sessions").mkdir(parents=True)
@@ -312,6 +313,7 @@ def main() -> None:
                 _with_id(small[0][0], sid) + b"".join(f for f, _ in small[1:])
             )
         server, quiet = Server(home, tmp / "data"), Server(empty, tmp / "data-empty")
+        servers += [server, quiet]
         server.start()
         quiet.start()
         cookie = server.login()
@@ -388,6 +390,8 @@ def main() -> None:
         )
         print(f"p50_ms={p50:.1f} p95_ms={p95:.1f} max_ms={top:.1f} idle_cpu_pct={idle_pct:.2f}")
     finally:
+        for each in servers:
+            each.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -99,7 +99,7 @@
 
   function onOpen() {
     opened = true;
-    setStatus("open", "live");
+    setStatus("open", "connected");
     markRowsStale();
   }
 
@@ -126,7 +126,7 @@
     const status = liveStatus();
     // A session whose log came back: its parts arrive again without the "gone" status.
     if (status?.dataset.state === "gone" && !event.detail.message.includes('id="live-status"')) {
-      setStatus("open", "live", { force: true });
+      setStatus("open", "connected", { force: true });
     }
     sweepStaleRows();
     refreshList();

@@ -1,0 +1,246 @@
+"""Fixtures of the browser tests: one DSH home, one real server, real Chromium.
+
+The home, the server and the browser live for the whole ``tests/browser`` package (a
+server takes seconds to prepare); each test opens its own browser context, signed in
+with the cookies of one sign-in through the real login form. Tests that change the
+home each use their own session of it, so they do not depend on their order.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import (
+    Browser,
+    BrowserContext,
+    Page,
+    StorageState,
+    sync_playwright,
+)
+
+from dshweb.core.home import session_logs
+from tests.browser.homes import (
+    Shown,
+    copy_session,
+    cut_for_a_visible_change,
+    fixture_log,
+    shown_after_each_frame,
+)
+from tests.browser.server import PASSWORD, USERNAME, DshwebServer, ServerError
+from tests.conftest import FIXTURE_HOMES, REPO
+from tests.logbuilder import frames_of
+
+CHROMIUM = Path(os.environ.get("DSHWEB_CHROMIUM") or "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ARTIFACTS = REPO / "test-artifacts"
+DESKTOP = {"width": 1280, "height": 900}
+WAIT_MS = 10_000
+"""Longest wait for a pushed update (the watcher sends one within a fraction of a second)."""
+
+PROFILES_FROM = "auto-compact"
+CONTINUED = ("auto-compact", "big-tools")
+"""Sessions whose log is cut short: a test appends the rest."""
+ALSO_SHOWN = ("cjk-emoji", "manual-compact", "subagent-parent")
+LIVE = "cjk-emoji"
+"""The session whose lock the test process holds, so dshweb shows it live."""
+
+
+@dataclass(frozen=True, slots=True)
+class Continuation:
+    """A cut log in the home, the frames it lacks, and what the page shows before/after."""
+
+    log: Path
+    rest: list[bytes]
+    before: Shown
+    after: Shown
+
+
+@dataclass(frozen=True, slots=True)
+class BrowserHome:
+    path: Path
+    continuations: dict[str, Continuation]
+
+
+@pytest.fixture(scope="package")
+def home(tmp_path_factory: pytest.TempPathFactory) -> BrowserHome:
+    """A DSH home of real fixture sessions; the ``CONTINUED`` ones cut short."""
+    root = tmp_path_factory.mktemp("browser")
+    path = root / "home"
+    (path / "sessions").mkdir(parents=True)
+    shutil.copytree(FIXTURE_HOMES / PROFILES_FROM / "profiles", path / "profiles")
+    continuations: dict[str, Continuation] = {}
+    for name in CONTINUED:
+        log = fixture_log(name)
+        shown = shown_after_each_frame(path / "profiles", log, root / f"scratch-{name}")
+        cut = cut_for_a_visible_change(shown, at_least=len(shown) // 3)
+        target = copy_session(path, log, frames=cut)
+        continuations[name] = Continuation(
+            target, frames_of(log.path)[cut:], shown[cut - 1], shown[-1]
+        )
+    for name in ALSO_SHOWN:
+        for log in session_logs(FIXTURE_HOMES / name):
+            copy_session(path, log)
+    return BrowserHome(path, continuations)
+
+
+@pytest.fixture(scope="package")
+def live_session(home: BrowserHome) -> Iterator[str]:
+    """Hold ``LIVE``'s session lock as a running DSH would, for the whole package."""
+    (lock_path,) = (
+        log.session_dir / "session.lock"
+        for log in session_logs(home.path)
+        if log.session_dir.name == LIVE
+    )
+    with lock_path.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield LIVE
+        fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+@pytest.fixture(scope="package")
+def server(
+    home: BrowserHome, live_session: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DshwebServer]:
+    """dshweb on a free port of 127.0.0.1, watching ``home``."""
+    running = DshwebServer(home.path, tmp_path_factory.mktemp("dshweb-data"))
+    try:
+        running.prepare()
+        running.start()
+    except ServerError as error:
+        pytest.fail(str(error), pytrace=False)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="package")
+def browser() -> Iterator[Browser]:
+    """Debian's Chromium driven by Playwright (its own browser download is never used)."""
+    if not (CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK)):
+        pytest.fail(
+            f"Chromium not found at {CHROMIUM}: install it (Debian: apt-get install chromium), "
+            "point DSHWEB_CHROMIUM at it, or leave these tests out with -m 'not browser'",
+            pytrace=False,
+        )
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=30_000
+        )
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="package")
+def signed_in(browser: Browser, server: DshwebServer) -> StorageState:
+    """The cookies of one sign-in through the real login form."""
+    context = browser.new_context(base_url=server.url)
+    page = context.new_page()
+    page.goto("/accounts/login/")
+    page.fill("#id_username", USERNAME)
+    page.fill("#id_password", PASSWORD)
+    page.click("#login button[type=submit]")
+    page.wait_for_url(f"{server.url}/", timeout=WAIT_MS)
+    assert page.locator("#sessions").count() == 1, page.content()[:500]
+    state = context.storage_state()
+    context.close()
+    return state
+
+
+NewContext = Callable[..., BrowserContext]
+_FAILED = pytest.StashKey[bool]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.when == "call" and report.failed:
+        item.stash[_FAILED] = True
+    return report
+
+
+@pytest.fixture
+def new_context(
+    request: pytest.FixtureRequest,
+    browser: Browser,
+    server: DshwebServer,
+    signed_in: StorageState,
+) -> Iterator[NewContext]:
+    """Make signed-in browser contexts (closed at teardown); fails on any page error.
+
+    When the test failed, each open page is saved to ``test-artifacts/failed-*.png`` and
+    the end of the server's output is printed.
+    """
+    contexts: list[BrowserContext] = []
+    errors: list[str] = []
+
+    def make(**options: Any) -> BrowserContext:
+        options.setdefault("viewport", DESKTOP)
+        context = browser.new_context(
+            base_url=server.url, storage_state=signed_in, color_scheme="light", **options
+        )
+        context.set_default_timeout(WAIT_MS)
+        context.on("weberror", lambda error: errors.append(str(error.error)))
+        contexts.append(context)
+        return context
+
+    yield make
+    if request.node.stash.get(_FAILED, False):
+        _save_failure(request.node.name, contexts, server)
+    for context in contexts:
+        context.close()
+    assert not errors, f"uncaught errors in the page: {errors}"
+
+
+def _save_failure(name: str, contexts: list[BrowserContext], server: DshwebServer) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    for number, page in enumerate(p for context in contexts for p in context.pages):
+        path = ARTIFACTS / f"failed-{name}-{number}.png"
+        page.screenshot(path=path, full_page=True)
+        print(f"page {page.url} saved to {path}")
+    print(server.output(lines=80))
+
+
+@pytest.fixture
+def page(new_context: NewContext) -> Page:
+    """A signed-in page at the desktop size."""
+    return new_context().new_page()
+
+
+@pytest.fixture(scope="package")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+class SameDocument:
+    """Proves a page was not reloaded: a marker on ``window`` and the navigation count."""
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.navigations = 0
+        page.on("framenavigated", self._count)
+        page.evaluate("window.__dshwebMarker = 'set before the change'")
+
+    def _count(self, frame: Any) -> None:
+        if frame == self.page.main_frame:
+            self.navigations += 1
+
+    def check(self) -> None:
+        assert self.page.evaluate("window.__dshwebMarker") == "set before the change"
+        assert self.navigations == 0, "the page navigated"
