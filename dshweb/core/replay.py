@@ -20,7 +20,7 @@ By default the events' ``time`` (and the header's ``createdAt``) are moved so th
 frame's last event reads as the moment it is written, its other events keeping their
 recorded spacing; that frame is then recompressed. :func:`play_recording` loops until a
 stop event is set, holding a replay lock of its own (``.dshweb-replay.lock`` beside the
-session folder; never DSH's ``session.lock``) so two processes never replay into the
+session folder; never the lock file DSH owns) so two processes never replay into the
 same file. The replayed session therefore shows as idle: no DSH owns it. It only waits
 through the ``wait`` it is given (``threading.Event.wait`` by default), never spins.
 """
@@ -305,7 +305,7 @@ REPLAY_LOCK = ".dshweb-replay.lock"
 
 @contextlib.contextmanager
 def replay_lock(session_dir: Path) -> Iterator[None]:
-    """Hold this replay's own lock file (non-blocking); never DSH's ``session.lock``.
+    """Hold this replay's own lock file (non-blocking), never the one DSH owns.
 
     Raises :class:`ReplayBusyError` when another process (or replay) holds it.
     """
