@@ -117,8 +117,10 @@ def test_index_follows_new_generations_and_deletions(tmp_path: Path) -> None:
     index = HomeIndex(tmp_path)
     assert index.refresh() == {folder}
     assert index.refresh() == set()
+    old_version = index.trackers[folder].version
     (folder / "session.v5.jsonl.zstd").write_bytes(frame(header("s1", 5)) + frame(event(0)))
     assert index.refresh() == {folder}
+    assert index.trackers[folder].version != old_version  # a publisher sees the new one
     (shot,) = index.snapshots()
     assert (shot.format_version, shot.events) == (5, 1)
     other = _session(tmp_path, "--b--", "s2")
@@ -198,9 +200,10 @@ def test_a_changed_profile_patch_marks_every_session_changed(tmp_path: Path) -> 
     patch.parent.mkdir(parents=True)
     patch.write_text("- id: compaction-basic\n  config: {headroomTokens: 1000}\n")
     assert index.refresh() == set()
-    assert tracker.version == before + 1
+    assert tracker.version > before
+    before = tracker.version
     assert threshold() == 80_000
     patch.write_text("- id: compaction-basic\n  config: [broken\n")
     index.refresh()
-    assert tracker.version == before + 2
+    assert tracker.version > before
     assert index.snapshot(folder).errors[0].startswith("compaction settings ignored:")

@@ -97,7 +97,7 @@ class HomeIndex:
             error = f"compaction settings ignored: {problem}"
         if (engine, error) != (self.engine, self.profile_error):
             for tracker in self.trackers.values():
-                tracker.version += 1  # every compaction point may have moved
+                tracker.touch()  # every compaction point may have moved
         self.engine, self.profile_error = engine, error
 
     def refresh_liveness(self) -> set[Path]:
@@ -107,7 +107,7 @@ class HomeIndex:
         flipped = set(live ^ self.live)
         self.live = live
         for folder in flipped & set(self.trackers):
-            self.trackers[folder].version += 1
+            self.trackers[folder].touch()
         return flipped
 
     def snapshot(self, folder: Path) -> SessionSnapshot:

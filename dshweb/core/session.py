@@ -8,6 +8,7 @@ turns that state into a :class:`SessionSnapshot`, a plain value for views and th
 from __future__ import annotations
 
 import heapq
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,9 @@ class Activity:
             self.prunes += 1
 
 
+_versions = itertools.count(1)
+
+
 @dataclass(slots=True)
 class SessionTracker:
     log: LogFile
@@ -73,7 +77,8 @@ class SessionTracker:
     header: dict[str, Any] = field(init=False)
     error: str | None = field(init=False, default=None)
     version: int = field(init=False, default=0)
-    """Grows by one with every change to what a snapshot would show."""
+    """Changes with every change to what a snapshot would show; unique across trackers,
+    so a tracker that replaced another (a new generation) never repeats its number."""
 
     def __post_init__(self) -> None:
         self.tail = LogTail(self.log.path, self.log.compressed)
@@ -93,8 +98,13 @@ class SessionTracker:
         error = str(current) if current is not None else None
         changed = bool(batch.reset or batch.header or batch.events or error != self.error)
         self.error = error
-        self.version += changed
+        if changed:
+            self.touch()
         return changed
+
+    def touch(self) -> None:
+        """Mark the snapshot changed (a new version) for a reason outside the log."""
+        self.version = next(_versions)
 
     def _fold(self, event: dict[str, Any]) -> None:
         stop = self.stop_after_seq
