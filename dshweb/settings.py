@@ -12,8 +12,12 @@ import os
 import secrets
 from pathlib import Path
 
+import django_stubs_ext
+
 from dshweb.core.home import dsh_home
 from dshweb.live.demo import ensure_demo_home
+
+django_stubs_ext.monkeypatch()  # ModelAdmin[Model] and friends at run time
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DATA_DIR = Path(os.environ.get("DSHWEB_DATA_DIR") or BASE_DIR / "var")

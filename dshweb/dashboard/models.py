@@ -1,0 +1,37 @@
+"""What dshweb keeps in its own database: every save of a profile patch file.
+
+DSH's files stay the truth; a revision records who changed one, when, and the whole
+file before and after, so any earlier version can be shown as a diff and restored.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class PatchRevision(models.Model):
+    class Action(models.TextChoices):
+        SAVE = "save", "saved"
+        RESTORE = "restore", "restored"
+
+    profile = models.CharField(max_length=200)
+    path = models.CharField(max_length=500, help_text="The patch file, relative to the DSH home.")
+    section = models.CharField(max_length=100, help_text="The row the save changed.")
+    action = models.CharField(max_length=10, choices=Action.choices, default=Action.SAVE)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    before = models.TextField(blank=True)
+    after = models.TextField()
+    restored_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="restores"
+    )
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+        indexes = (models.Index(fields=("profile", "-created_at")),)
+
+    def __str__(self) -> str:
+        return f"{self.path} {self.get_action_display()} {self.created_at:%Y-%m-%d %H:%M:%S}"
