@@ -22,6 +22,7 @@ from dshweb.core.compaction import (
 )
 from dshweb.core.home import LogFile
 from dshweb.core.meter import SessionMeter, SurfaceNode
+from dshweb.core.pace import PaceCollector
 from dshweb.core.reader import LogTail
 
 
@@ -74,6 +75,7 @@ class SessionTracker:
     tail: LogTail = field(init=False)
     meter: SessionMeter = field(init=False)
     activity: Activity = field(init=False)
+    pace: PaceCollector = field(init=False)
     header: dict[str, Any] = field(init=False)
     error: str | None = field(init=False, default=None)
     version: int = field(init=False, default=0)
@@ -87,6 +89,7 @@ class SessionTracker:
     def _start_over(self) -> None:
         self.meter = SessionMeter()
         self.activity = Activity()
+        self.pace = PaceCollector()
         self.header = {}
 
     def refresh(self) -> bool:
@@ -110,6 +113,7 @@ class SessionTracker:
         stop = self.stop_after_seq
         if stop is not None and event.get("seq", -1) > stop:
             return
+        self.pace.observe(event, self.meter)  # before the fold: the reading as the step began
         self.meter.fold(event)
         self.activity.fold(event)
 
@@ -148,6 +152,8 @@ class SessionSnapshot:
     measured_tokens: int
     largest_nodes: tuple[SurfaceNode, ...]
     errors: tuple[str, ...]
+    pace_samples: tuple[int, ...] = ()
+    """Per-step growth of ``measured_tokens`` since the last re-base (dshweb.core.pace)."""
 
     @property
     def used_tokens(self) -> int | None:
@@ -245,4 +251,5 @@ def take_snapshot(
         measured_tokens=measured_tokens(meter),
         largest_nodes=tuple(heapq.nlargest(largest, meter.nodes, key=lambda n: n.tokens)),
         errors=tuple(errors),
+        pace_samples=tracker.pace.samples,
     )

@@ -4,10 +4,23 @@ from __future__ import annotations
 
 from django.urls import path
 
-from dshweb.dashboard import views
+from dshweb.dashboard import settings_views, views
 
 app_name = "dashboard"
 urlpatterns = [
     path("", views.session_list, name="session-list"),
     path("sessions/<path:session_id>/", views.session_detail, name="session-detail"),
+    path("settings/", settings_views.settings_index, name="settings"),
+    path(
+        "settings/revisions/<int:revision_id>/restore/",
+        settings_views.settings_restore,
+        name="settings-restore",
+    ),
+    path(
+        "settings/<str:profile>/history/", settings_views.settings_history, name="settings-history"
+    ),
+    path(
+        "settings/<str:profile>/preview/", settings_views.settings_preview, name="settings-preview"
+    ),
+    path("settings/<str:profile>/<str:section>/", settings_views.settings_row, name="settings-row"),
 ]

@@ -1,0 +1,138 @@
+"""A session's per-step growth, as dsh-context-truth's pace estimate measures it.
+
+The plugin reads ``measure(session).totalTokens`` when it renders the line for a step and
+keys the reading by the host's ``(turn, step)``; the deltas between consecutive step
+boundaries are its samples, and a negative delta (a fold or a prune re-based the reading)
+clears them instead of being averaged in. :class:`PaceCollector` rebuilds those samples
+from a log as dshweb folds it: it takes the reading just before the first usage-bearing
+event of each ``(turn, step)`` (the moment the step's request went out), so it must see
+each event *before* the meter folds it. That reading includes the runtime-context
+snapshot committed for the step, which the plugin's own reading precedes by a few dozen
+tokens; the median absorbs that.
+
+The estimate itself: the median of the last ``keep`` samples, once at least ``need`` exist;
+the headroom divided by it, bucketed onto :data:`RUNGS` rounded down, and settled against
+the rung shown before: downward at once, upward only past ``margin`` above the new rung.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dshweb.core.compaction import measured_tokens
+from dshweb.core.meter import SessionMeter
+
+RUNGS = (1, 2, 3, 5, 8, 13, 20)
+"""The step counts the line can promise; the last one reads "20+"."""
+
+MAX_SAMPLES = 256
+"""The most samples kept (the ``paceSamples`` setting cannot ask for more)."""
+
+_USAGE_TYPES = frozenset({"assistant/message", "assistant/attempt"})
+
+
+@dataclass(slots=True)
+class PaceCollector:
+    """Fold-side state: the samples since the last re-base and the last step's reading."""
+
+    deltas: list[int] = field(default_factory=list)
+    last: tuple[object, object, int] | None = None
+    """``(turn, step, reading)`` of the last step boundary seen."""
+
+    def observe(self, event: dict[str, Any], meter: SessionMeter) -> None:
+        """Look at ``event`` before ``meter`` folds it."""
+        if event.get("type") not in _USAGE_TYPES:
+            return
+        data = event.get("data")
+        if not isinstance(data, dict):
+            return
+        turn, step = data.get("turn"), data.get("step")
+        if not isinstance(turn, int) or not isinstance(step, int):
+            return
+        last = self.last
+        if last is not None and (last[0], last[1]) == (turn, step):
+            return
+        reading = measured_tokens(meter)
+        if last is not None:
+            delta = reading - last[2]
+            if delta < 0:
+                self.deltas.clear()
+            else:
+                self.deltas.append(delta)
+                del self.deltas[:-MAX_SAMPLES]
+        self.last = (turn, step, reading)
+
+    @property
+    def samples(self) -> tuple[int, ...]:
+        return tuple(self.deltas)
+
+
+def pace_samples(events: Iterable[dict[str, Any]]) -> tuple[int, ...]:
+    """The samples of a whole log's events, folded from scratch."""
+    meter, collector = SessionMeter(), PaceCollector()
+    for event in events:
+        collector.observe(event, meter)
+        meter.fold(event)
+    return collector.samples
+
+
+@dataclass(frozen=True, slots=True)
+class PaceEstimate:
+    median: float
+    """Median per-step growth over the samples used, in tokens."""
+    samples: int
+    steps: float
+    """``headroom / median``, before bucketing."""
+    rung: int
+    """The rung shown, after settling against the previous one."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.rung}+" if self.rung >= RUNGS[-1] else str(self.rung)
+
+
+def rung_below(steps: float) -> int | None:
+    """The highest rung not above ``steps``; ``None`` under one step."""
+    found = None
+    for rung in RUNGS:
+        if steps >= rung:
+            found = rung
+    return found
+
+
+def settle_rung(steps: float, previous: int | None, margin: float) -> int | None:
+    """Downward at once; upward only to a rung ``steps`` clears by ``margin``."""
+    raw = rung_below(steps)
+    if raw is None or previous is None or raw <= previous:
+        return raw
+    settled = previous
+    for rung in RUNGS:
+        if previous < rung <= raw and steps >= rung * (1 + margin):
+            settled = rung
+    return settled
+
+
+def pace_estimate(
+    *,
+    headroom: int,
+    samples: Sequence[int],
+    keep: int,
+    need: int,
+    margin: float,
+    previous: int | None,
+) -> PaceEstimate | None:
+    """The estimate for ``headroom`` tokens, or ``None`` when there is nothing honest to say."""
+    recent = list(samples[-keep:]) if keep > 0 else []
+    if len(recent) < max(1, need):
+        return None
+    median = float(statistics.median(recent))
+    if median <= 0:
+        return None
+    steps = headroom / median
+    rung = settle_rung(steps, previous, margin)
+    if rung is None:
+        return None
+    return PaceEstimate(median=median, samples=len(recent), steps=steps, rung=rung)

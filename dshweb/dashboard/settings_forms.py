@@ -1,0 +1,105 @@
+"""Django forms built from the plugins' schemas (:mod:`dshweb.core.truth_settings`).
+
+Field names are the config keys exactly. A form only converts what a person typed into
+config values; every rule (bounds, choices, cross-field checks) is the schema's, run by
+:func:`dshweb.core.truth_settings.validate`, whose messages land on the right field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+from django import forms
+
+from dshweb.core.profiles import JsExpr
+from dshweb.core.truth_settings import NON_FIELD, Field, Kind, Schema, validate
+
+
+def _form_field(spec: Field) -> forms.Field:
+    common: dict[str, Any] = {"help_text": spec.help, "label": spec.key}
+    if spec.kind is Kind.BOOL:
+        return forms.BooleanField(required=False, **common)
+    if spec.kind is Kind.INT:
+        return forms.IntegerField(required=not spec.nullable, **common)
+    if spec.kind is Kind.FLOAT:
+        return forms.FloatField(required=not spec.nullable, **common)
+    if spec.kind is Kind.CHOICE:
+        return forms.ChoiceField(choices=[(c, c) for c in spec.choices], **common)
+    if spec.kind is Kind.STRINGS:
+        return forms.CharField(
+            required=False,
+            widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
+            strip=False,
+            **common,
+        )
+    return forms.CharField(required=False, **common)
+
+
+class ConfigForm(forms.Form):
+    """A plugin row's config; ``schema`` is set on each generated subclass."""
+
+    schema: Schema
+    sha256 = forms.CharField(widget=forms.HiddenInput)
+    """The patch file's hash when the form was shown: a save checks it has not changed."""
+    base_text = forms.CharField(widget=forms.HiddenInput, required=False, strip=False)
+    """The file as shown, so a refused save can show what changed on disk since."""
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        raw = {
+            spec.key: _config_value(spec, cleaned[spec.key])
+            for spec in self.schema.fields
+            if spec.key in cleaned and not self.has_error(spec.key)
+        }
+        checked = validate(self.schema, raw)
+        for key, message in checked.errors.items():
+            self.add_error(None if key == NON_FIELD else key, message)
+        cleaned["config"] = {k: checked.config[k] for k in raw}
+        return cleaned
+
+
+def _config_value(spec: Field, value: object) -> object:
+    if spec.kind is Kind.STRINGS:
+        return [line.strip() for line in str(value or "").splitlines() if line.strip()]
+    if spec.kind is Kind.STRING:
+        return str(value or "") or None
+    return value
+
+
+@cache
+def config_form(schema: Schema) -> type[ConfigForm]:
+    """The form class for one schema (built once)."""
+    fields = {spec.key: _form_field(spec) for spec in schema.fields}
+    return type(
+        f"{schema.plugin_id.title().replace('-', '')}Form",
+        (ConfigForm,),
+        {
+            "schema": schema,
+            **fields,
+        },
+    )
+
+
+def initial_values(schema: Schema, current: Mapping[str, object] | None) -> dict[str, object]:
+    """What the form shows: the row's current config over the defaults (lists as lines)."""
+    values: dict[str, object] = {}
+    for spec in schema.fields:
+        value = (current or {}).get(spec.key, spec.default)
+        if isinstance(value, JsExpr):
+            value = spec.default
+        if spec.kind is Kind.STRINGS and isinstance(value, list | tuple):
+            value = "\n".join(str(v) for v in value)
+        values[spec.key] = value
+    return values
+
+
+def fixed_values(schema: Schema, current: Mapping[str, object] | None) -> dict[str, object]:
+    """Values the form cannot edit and a save keeps as they are: keys the schema does not
+    know, and ``!!js`` expressions."""
+    return {
+        key: value
+        for key, value in (current or {}).items()
+        if key not in schema.keys or isinstance(value, JsExpr)
+    }

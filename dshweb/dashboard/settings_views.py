@@ -1,0 +1,231 @@
+"""Settings pages: the plugins' rows of a profile's patch file, as validated forms.
+
+Staff only. Views translate: the forms check input against the schemas, the patch
+service writes the file (only that row, atomically, refusing when the file changed
+since the form was shown) and records a revision; the preview renders the occupancy
+line dsh-context-truth would inject for a chosen session under the typed settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+
+from dshweb.core.errors import DshError
+from dshweb.core.occupancy import LineSettings, occupancy_line, reading_from_snapshot
+from dshweb.core.patchfile import PatchConflict, read_patch, row_config, unified_diff
+from dshweb.core.profiles import WEB_APP_BUNDLE, profile_bundles
+from dshweb.core.truth_settings import SCHEMAS, validate
+from dshweb.dashboard import patches
+from dshweb.dashboard.models import PatchRevision
+from dshweb.dashboard.selectors import home_reading
+from dshweb.dashboard.settings_forms import config_form, fixed_values, initial_values
+
+View = Callable[..., HttpResponse]
+ENGINE_ROWS = ("compaction-basic", "tool-result-pruner")
+
+
+def staff_only(view: View) -> View:
+    """Settings change what DSH runs: only staff may see or save them."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_staff:
+            raise PermissionDenied("Only staff users may change DSH settings.")
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+def _home() -> Path:
+    return Path(settings.DSH_HOME)
+
+
+def _profile_or_404(profile: str) -> str:
+    if profile not in patches.profile_names(_home()):
+        raise Http404(f"no profile {profile!r} in {_home()}")
+    return profile
+
+
+def _unreachable(profile: str, section: str) -> str | None:
+    """Why a saved value would not reach the running plugin, if it would not."""
+    if section in ENGINE_ROWS and WEB_APP_BUNDLE in profile_bundles(_home(), profile):
+        return (
+            f"In the {profile!r} profile the top-level {section} row is disabled: the running "
+            "engines sit inside the agent presets, where a patch row cannot reach them "
+            "(DSH_FACTS §9). A value saved here would change nothing, so it is not offered."
+        )
+    return None
+
+
+@staff_only
+@require_http_methods(["GET"])
+def settings_index(request: HttpRequest) -> HttpResponse:
+    home = _home()
+    profiles = []
+    for name in patches.profile_names(home):
+        try:
+            document = read_patch(patches.patch_path(home, name))
+            truth = row_config(document, "context-truth") is not None or any(
+                isinstance(r, dict) and "insert" in r and "context-truth" in str(r)
+                for r in document.rows
+            )
+            error = None
+        except DshError as problem:
+            truth, error = False, str(problem)
+        profiles.append(
+            {
+                "name": name,
+                "truth": truth,
+                "error": error,
+                "web": WEB_APP_BUNDLE in profile_bundles(home, name),
+            }
+        )
+    return render(
+        request,
+        "settings/index.html",
+        {
+            "profiles": profiles,
+            "default_profile": settings.DSH_PROFILE,
+            "sections": SCHEMAS,
+        },
+    )
+
+
+@staff_only
+@require_http_methods(["GET", "POST"])
+def settings_row(request: HttpRequest, profile: str, section: str) -> HttpResponse:
+    profile = _profile_or_404(profile)
+    schema = SCHEMAS.get(section)
+    if schema is None:
+        raise Http404(f"no settings named {section!r}")
+    path = patches.patch_path(_home(), profile)
+    try:
+        document = read_patch(path)
+    except DshError as problem:
+        return render(
+            request,
+            "settings/broken.html",
+            {"profile": profile, "path": path, "error": str(problem)},
+            status=409,
+        )
+    current = row_config(document, section)
+    fixed = fixed_values(schema, current)
+    form_class = config_form(schema)
+    unreachable = _unreachable(profile, section)
+    conflict = None
+    if request.method == "POST" and unreachable is None:
+        form = form_class(request.POST)
+        if form.is_valid():
+            try:
+                patches.save_row(
+                    home=_home(),
+                    profile=profile,
+                    schema=schema,
+                    config={**form.cleaned_data["config"], **fixed},
+                    expected_sha256=form.cleaned_data["sha256"],
+                    user=request.user,
+                    insert=current is None,
+                )
+            except PatchConflict as changed:
+                conflict = unified_diff(
+                    form.cleaned_data.get("base_text", ""), changed.current_text, path.name
+                )
+            except DshError as problem:
+                form.add_error(None, str(problem))
+            else:
+                messages.success(request, f"Saved {section} in {path.relative_to(_home())}.")
+                return HttpResponseRedirect(request.path)
+    else:
+        form = form_class(
+            initial={
+                **initial_values(schema, current),
+                "sha256": document.sha256,
+                "base_text": document.text if document.exists else "",
+            }
+        )
+    for key in fixed:
+        if key in form.fields:
+            form.fields[key].disabled = True
+            form.fields[key].help_text = "Set by a !!js expression in the file; edit it there."
+    shots = home_reading().snapshots
+    return render(
+        request,
+        "settings/row.html",
+        {
+            "profile": profile,
+            "section": section,
+            "schema": schema,
+            "form": form,
+            "path": path.relative_to(_home()),
+            "exists": document.exists,
+            "in_file": current is not None,
+            "unreachable": unreachable,
+            "conflict": conflict,
+            "sessions": shots,
+            "preview": section == "context-truth",
+        },
+    )
+
+
+@staff_only
+@require_POST
+def settings_preview(request: HttpRequest, profile: str) -> HttpResponse:
+    """The occupancy line for one session under the settings as typed (htmx)."""
+    schema = SCHEMAS["context-truth"]
+    form = config_form(schema)(request.POST)
+    form.is_valid()
+    typed = {k: v for k, v in (form.cleaned_data.get("config") or {}).items()}
+    checked = validate(schema, typed)
+    reading = home_reading()
+    snapshot = reading.session(request.POST.get("session", ""))
+    line = None
+    if snapshot is not None:
+        line = occupancy_line(
+            reading_from_snapshot(snapshot), LineSettings.from_config(checked.config)
+        )
+    return render(
+        request,
+        "settings/_preview.html",
+        {
+            "line": line,
+            "session": snapshot,
+            "errors": {**form.errors, **checked.errors},
+        },
+    )
+
+
+@staff_only
+@require_http_methods(["GET"])
+def settings_history(request: HttpRequest, profile: str) -> HttpResponse:
+    profile = _profile_or_404(profile)
+    revisions = PatchRevision.objects.filter(profile=profile).select_related("user")[:100]
+    rows = [
+        {"revision": r, "diff": unified_diff(r.before, r.after, Path(r.path).name)}
+        for r in revisions
+    ]
+    return render(request, "settings/history.html", {"profile": profile, "rows": rows})
+
+
+@staff_only
+@require_POST
+def settings_restore(request: HttpRequest, revision_id: int) -> HttpResponse:
+    revision = get_object_or_404(PatchRevision, pk=revision_id)
+    which = "before" if request.POST.get("which") == "before" else "after"
+    try:
+        patches.restore(home=_home(), revision=revision, which=which, user=request.user)
+    except DshError as problem:
+        messages.error(request, f"Not restored: {problem}")
+    else:
+        messages.success(request, f"Restored {revision.path} as it was {which} that save.")
+    return HttpResponseRedirect(reverse("dashboard:settings-history", args=[revision.profile]))

@@ -1,0 +1,206 @@
+"""The settings pages: staff only, validated forms, row-only atomic saves, conflicts,
+broken files left alone, the truth about rows that would not take effect, the preview,
+and history with restore."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from dshweb.core.patchfile import read_patch, row_config
+from dshweb.core.truth_settings import CONTEXT_TRUTH
+from dshweb.dashboard.models import PatchRevision
+from dshweb.dashboard.selectors import reset_home_index
+from dshweb.dashboard.settings_forms import initial_values
+from tests.conftest import FIXTURE_HOMES
+
+pytestmark = pytest.mark.django_db
+
+WEB_PACKAGE = (
+    '{"name":"dsh-profile-web","private":true,"dependencies":{},'
+    '"dsh":{"profile":{"bundles":["@deepseek-ai/dsh-base","@deepseek-ai/dsh-web-app"]}}}'
+)
+HAND_WRITTEN = """\
+# My patches: keep this comment.
+
+- id: session-title-llm
+  disabled: true   # no title calls
+
+# Compaction tuned by hand.
+- id: compaction-basic
+  config:
+    thresholdRatio: 0.5
+    headroomTokens: 1000
+"""
+
+
+@pytest.fixture
+def home(tmp_path: Path, settings: Any) -> Iterator[Path]:
+    target = tmp_path / "home"
+    shutil.copytree(FIXTURE_HOMES / "auto-compact", target)
+    (target / "profiles" / "sdk" / "cordis.patch.yml").write_text(HAND_WRITTEN)
+    web = target / "profiles" / "web"
+    web.mkdir()
+    (web / "package.json").write_text(WEB_PACKAGE)
+    settings.DSH_HOME = target
+    reset_home_index()
+    yield target
+    reset_home_index()
+
+
+@pytest.fixture
+def staff() -> Client:
+    client = Client()
+    client.force_login(User.objects.create_user("boss", password="x-x-x-x-1", is_staff=True))
+    return client
+
+
+def _form_data(client: Client, url: str, **changes: object) -> dict[str, object]:
+    page = client.get(url)
+    assert page.status_code == 200
+    form = page.context["form"]
+    data: dict[str, object] = {}
+    for name, field in form.fields.items():
+        value = form.initial.get(name, field.initial)
+        if isinstance(value, bool):
+            if value:
+                data[name] = "on"
+            continue
+        data[name] = "" if value is None else value
+    for key, value in changes.items():
+        if value is False:
+            data.pop(key, None)
+        else:
+            data[key] = value
+    return data
+
+
+def test_only_staff(home: Path) -> None:
+    assert Client().get("/settings/").status_code == 302
+    client = Client()
+    client.force_login(User.objects.create_user("viewer", password="x-x-x-x-1"))
+    assert client.get("/settings/").status_code == 403
+    assert client.get("/settings/sdk/context-truth/").status_code == 403
+
+
+def test_index_lists_profiles(home: Path, staff: Client) -> None:
+    page = staff.get("/settings/").content.decode()
+    assert 'data-profile="sdk"' in page and 'data-profile="web"' in page
+
+
+def test_save_writes_only_that_row(home: Path, staff: Client) -> None:
+    url = "/settings/sdk/context-truth/"
+    data = _form_data(staff, url, quantumPercent=10, language="zh", compactionRules="- one rule")
+    response = staff.post(url, data)
+    assert response.status_code == 302
+    text = (home / "profiles" / "sdk" / "cordis.patch.yml").read_text()
+    assert text.startswith(HAND_WRITTEN)  # every byte before stays
+    config = row_config(read_patch(home / "profiles" / "sdk" / "cordis.patch.yml"), "context-truth")
+    assert config == {"language": "zh", "quantumPercent": 10, "compactionRules": ["- one rule"]}
+    assert "name: dsh-context-truth" in text
+    (revision,) = PatchRevision.objects.all()
+    assert (revision.section, revision.before, revision.after) == (
+        "context-truth",
+        HAND_WRITTEN,
+        text,
+    )
+    assert revision.user is not None and revision.user.username == "boss"
+
+
+def test_invalid_values_are_refused_and_nothing_is_written(home: Path, staff: Client) -> None:
+    url = "/settings/sdk/context-truth/"
+    data = _form_data(staff, url, moderateAt=0.9, tightAt=0.8)
+    response = staff.post(url, data)
+    assert response.status_code == 200
+    assert "moderateAt" in str(response.context["form"].non_field_errors())
+    data = _form_data(staff, url, thresholdRatio=1.5)
+    response = staff.post(url, data)
+    assert "thresholdRatio" in response.context["form"].errors
+    assert (home / "profiles" / "sdk" / "cordis.patch.yml").read_text() == HAND_WRITTEN
+    assert PatchRevision.objects.count() == 0
+
+
+def test_a_file_changed_since_the_form_was_opened_is_not_overwritten(
+    home: Path, staff: Client
+) -> None:
+    url = "/settings/sdk/compaction-basic/"
+    data = _form_data(staff, url, thresholdRatio=0.6)
+    path = home / "profiles" / "sdk" / "cordis.patch.yml"
+    path.write_text(HAND_WRITTEN + "- id: hmr\n  disabled: true\n")
+    response = staff.post(url, data)
+    assert response.status_code == 200
+    assert "+- id: hmr" in response.context["conflict"]
+    assert path.read_text() == HAND_WRITTEN + "- id: hmr\n  disabled: true\n"
+
+
+def test_engine_row_keeps_comments_and_other_rows(home: Path, staff: Client) -> None:
+    url = "/settings/sdk/compaction-basic/"
+    data = _form_data(staff, url, thresholdRatio=0.6)
+    assert data["headroomTokens"] == 1000  # the form starts from the file's values
+    assert staff.post(url, data).status_code == 302
+    text = (home / "profiles" / "sdk" / "cordis.patch.yml").read_text()
+    assert "# My patches: keep this comment." in text
+    assert "disabled: true   # no title calls" in text
+    assert row_config(
+        read_patch(home / "profiles" / "sdk" / "cordis.patch.yml"), "compaction-basic"
+    ) == {"thresholdRatio": 0.6, "headroomTokens": 1000}
+
+
+def test_broken_file_is_reported_with_line_and_left_alone(home: Path, staff: Client) -> None:
+    path = home / "profiles" / "sdk" / "cordis.patch.yml"
+    path.write_text("- id: a\n  config: {x: [1, 2}\n")
+    response = staff.get("/settings/sdk/context-truth/")
+    assert response.status_code == 409
+    assert "line 2" in response.content.decode()
+    assert path.read_text() == "- id: a\n  config: {x: [1, 2}\n"
+
+
+def test_web_profile_engine_rows_are_not_offered(home: Path, staff: Client) -> None:
+    url = "/settings/web/compaction-basic/"
+    page = staff.get(url)
+    assert "would change nothing" in page.content.decode()
+    response = staff.post(url, {"thresholdRatio": "0.5", "sha256": "x"})
+    assert response.status_code == 200
+    assert not (home / "profiles" / "web" / "cordis.patch.yml").exists()
+
+
+def test_preview_renders_the_line_for_a_session(home: Path, staff: Client) -> None:
+    data = _form_data(staff, "/settings/sdk/context-truth/", language="zh")
+    data["session"] = "auto-compact"
+    page = staff.post("/settings/sdk/preview/", data).content.decode()
+    assert 'id="occupancy-line"' in page
+    assert "上下文" in page
+    data["language"] = "en"
+    page = staff.post("/settings/sdk/preview/", data).content.decode()
+    assert "Context occupancy" in page
+
+
+def test_history_and_restore(home: Path, staff: Client) -> None:
+    url = "/settings/sdk/context-truth/"
+    staff.post(url, _form_data(staff, url, quantumPercent=10))
+    saved = (home / "profiles" / "sdk" / "cordis.patch.yml").read_text()
+    (revision,) = PatchRevision.objects.all()
+    page = staff.get("/settings/sdk/history/").content.decode()
+    assert f'id="revision-{revision.pk}"' in page and "+    - id: context-truth" in page
+    response = staff.post(f"/settings/revisions/{revision.pk}/restore/", {"which": "before"})
+    assert response.status_code == 302
+    assert (home / "profiles" / "sdk" / "cordis.patch.yml").read_text() == HAND_WRITTEN
+    restore = PatchRevision.objects.first()
+    assert restore is not None
+    assert (restore.action, restore.restored_from_id, restore.before) == (
+        "restore",
+        revision.pk,
+        saved,
+    )
+
+
+def test_initial_values_show_lists_as_lines() -> None:
+    values = initial_values(CONTEXT_TRUTH, {"compactionRules": ["a", "b"]})
+    assert values["compactionRules"] == "a\nb"
+    assert values["language"] == "en"
