@@ -13,8 +13,16 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from dshweb.core.dshconfig import (
+    active_engine_rows,
+    dump_config,
+    dump_config_schema,
+    find_dsh,
+    validate_patch,
+)
 from dshweb.core.patchfile import read_patch, row_config
 from dshweb.core.truth_settings import CONTEXT_TRUTH
+from dshweb.dashboard import patches
 from dshweb.dashboard.models import PatchRevision
 from dshweb.dashboard.selectors import reset_home_index
 from dshweb.dashboard.settings_forms import initial_values
@@ -161,13 +169,63 @@ def test_broken_file_is_reported_with_line_and_left_alone(home: Path, staff: Cli
     assert path.read_text() == "- id: a\n  config: {x: [1, 2}\n"
 
 
-def test_web_profile_engine_rows_are_not_offered(home: Path, staff: Client) -> None:
+def test_without_dsh_a_web_profile_engine_row_is_not_offered(
+    home: Path, staff: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(patches, "find_dsh", lambda: None)
     url = "/settings/web/compaction-basic/"
     page = staff.get(url)
     assert "would change nothing" in page.content.decode()
     response = staff.post(url, {"thresholdRatio": "0.5", "sha256": "x"})
     assert response.status_code == 200
     assert not (home / "profiles" / "web" / "cordis.patch.yml").exists()
+
+
+needs_dsh = pytest.mark.skipif(find_dsh() is None, reason="the dsh program is not installed")
+
+
+@pytest.mark.dsh
+@needs_dsh
+def test_web_profile_engine_is_saved_into_the_presets_that_run_it(
+    home: Path, staff: Client
+) -> None:
+    url = "/settings/web/compaction-basic/"
+    page = staff.get(url)
+    assert 'id="engine-targets"' in page.content.decode()
+    assert staff.post(url, _form_data(staff, url, thresholdRatio=0.6)).status_code == 302
+    dsh = find_dsh()
+    assert dsh is not None
+    composed = dump_config(home, "web", dsh=dsh)
+    running = [r for r in active_engine_rows(composed) if r.engine == "compaction-basic"]
+    assert running and all(r.preset is not None for r in running)
+    assert all(r.config.get("thresholdRatio") == 0.6 for r in running)
+    top = composed.top("compaction-basic")
+    assert top is not None and top.disabled is True
+    path = home / "profiles" / "web" / "cordis.patch.yml"
+    schema = dump_config_schema(home, "web", dsh=dsh)
+    assert validate_patch(list(read_patch(path).rows), schema) == []
+
+
+@pytest.mark.dsh
+@needs_dsh
+def test_sdk_saves_compose_in_the_real_program(home: Path, staff: Client) -> None:
+    for section, changes in (
+        ("compaction-basic", {"thresholdRatio": 0.6}),
+        ("context-truth", {"quantumPercent": 10, "language": "zh"}),
+    ):
+        url = f"/settings/sdk/{section}/"
+        assert staff.post(url, _form_data(staff, url, **changes)).status_code == 302
+    dsh = find_dsh()
+    assert dsh is not None
+    composed = dump_config(home, "sdk", dsh=dsh)
+    engine = composed.top("compaction-basic")
+    assert engine is not None and engine.runs is True
+    assert engine.config == {"thresholdRatio": 0.6, "headroomTokens": 1000}
+    truth = [row for row in composed.walk() if row.id == "context-truth"]
+    assert [row.config for row in truth] == [{"language": "zh", "quantumPercent": 10}]
+    path = home / "profiles" / "sdk" / "cordis.patch.yml"
+    schema = dump_config_schema(home, "sdk", dsh=dsh)
+    assert validate_patch(list(read_patch(path).rows), schema) == []
 
 
 def test_preview_renders_the_line_for_a_session(home: Path, staff: Client) -> None:

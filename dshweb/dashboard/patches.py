@@ -8,17 +8,28 @@ module records each write as a :class:`PatchRevision`.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.db import transaction
 
+from dshweb.core.dshconfig import (
+    ComposedConfig,
+    EngineRow,
+    active_engine_rows,
+    dump_config,
+    find_dsh,
+    preset_engine_patch,
+)
+from dshweb.core.errors import DshError
 from dshweb.core.patchfile import (
     DEFAULT_PATCH_TEXT,
     read_patch,
     set_row_config,
     write_patch_atomically,
 )
+from dshweb.core.profiles import WEB_APP_BUNDLE, profile_bundles
 from dshweb.core.truth_settings import Schema, minimal_config
 from dshweb.dashboard.models import PatchRevision
 
@@ -101,4 +112,102 @@ def restore(
             before=document.text if document.exists else "",
             after=text,
             restored_from=revision,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class EngineTargets:
+    """Where a save of an engine row must go to reach the engine that runs.
+
+    ``top``: the top-level row runs (an id patch reaches it). ``presets``: the engine
+    runs inside these agent presets (a patch of each preset row reaches it). Neither,
+    with ``reason``: the value would change nothing that runs, so it is not offered.
+    """
+
+    top: bool
+    presets: tuple[EngineRow, ...] = ()
+    composed: ComposedConfig | None = None
+    reason: str | None = None
+
+    @property
+    def reachable(self) -> bool:
+        return self.reason is None
+
+    @property
+    def current(self) -> dict[str, object] | None:
+        """The running engine's config (the default preset's when in presets)."""
+        chosen = sorted(self.presets, key=lambda r: not r.default_preset)
+        return dict(chosen[0].config) if chosen else None
+
+
+def engine_targets(home: Path, profile: str, engine: str) -> EngineTargets:
+    """Ask the real ``dsh`` where ``engine`` runs in ``profile`` (DSH_FACTS §9)."""
+    dsh = find_dsh()
+    web_app = WEB_APP_BUNDLE in profile_bundles(home, profile)
+    if dsh is None:
+        if web_app:
+            return EngineTargets(
+                top=False,
+                reason=(
+                    f"In the {profile!r} profile the top-level {engine} row is disabled: the "
+                    "running engines sit inside the agent presets, which only the `dsh` program "
+                    "can show, and it is not installed here. A value saved here would change "
+                    "nothing, so it is not offered."
+                ),
+            )
+        return EngineTargets(top=True)
+    try:
+        composed = dump_config(home, profile, dsh=dsh)
+    except DshError as error:
+        return EngineTargets(top=False, reason=f"`dsh --dump-config` failed: {error}")
+    rows = [r for r in active_engine_rows(composed) if r.engine == engine]
+    if any(r.preset is None and r.addressable for r in rows):
+        return EngineTargets(top=True, composed=composed)
+    presets = tuple(r for r in rows if r.preset is not None)
+    if presets:
+        return EngineTargets(top=False, presets=presets, composed=composed)
+    return EngineTargets(
+        top=False,
+        composed=composed,
+        reason=(
+            f"No {engine} runs in the {profile!r} profile as `dsh` composes it, so a value "
+            "saved here would change nothing; it is not offered."
+        ),
+    )
+
+
+def save_preset_engines(
+    *,
+    home: Path,
+    profile: str,
+    schema: Schema,
+    config: Mapping[str, object],
+    targets: EngineTargets,
+    expected_sha256: str,
+    user: AbstractBaseUser | AnonymousUser,
+) -> PatchRevision:
+    """Give the engine inside every preset that runs it the config ``config``.
+
+    A patch of a preset row replaces the preset's whole config, so each row written is
+    the composed preset with only the nested engine's config changed.
+    """
+    assert targets.composed is not None
+    path = patch_path(home, profile)
+    document = read_patch(path)
+    text = document.text
+    for target in targets.presets:
+        assert target.preset is not None
+        row = preset_engine_patch(
+            targets.composed, target.preset, schema.plugin_id, minimal_config(schema, config)
+        )
+        text = set_row_config(text, row["id"], row["config"])
+    with transaction.atomic():
+        write_patch_atomically(path, text, expected_sha256=expected_sha256)
+        return PatchRevision.objects.create(
+            profile=profile,
+            path=str(path.relative_to(home)),
+            section=f"{schema.plugin_id} in " + ", ".join(str(t.preset) for t in targets.presets),
+            user=_user(user),
+            before=document.text if document.exists else "",
+            after=text,
         )

@@ -21,6 +21,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from dshweb.core.dshconfig import context_truth_presence
 from dshweb.core.errors import DshError
 from dshweb.core.occupancy import LineSettings, occupancy_line, reading_from_snapshot
 from dshweb.core.patchfile import PatchConflict, read_patch, row_config, unified_diff
@@ -55,17 +56,6 @@ def _profile_or_404(profile: str) -> str:
     if profile not in patches.profile_names(_home()):
         raise Http404(f"no profile {profile!r} in {_home()}")
     return profile
-
-
-def _unreachable(profile: str, section: str) -> str | None:
-    """Why a saved value would not reach the running plugin, if it would not."""
-    if section in ENGINE_ROWS and WEB_APP_BUNDLE in profile_bundles(_home(), profile):
-        return (
-            f"In the {profile!r} profile the top-level {section} row is disabled: the running "
-            "engines sit inside the agent presets, where a patch row cannot reach them "
-            "(DSH_FACTS §9). A value saved here would change nothing, so it is not offered."
-        )
-    return None
 
 
 @staff_only
@@ -120,23 +110,42 @@ def settings_row(request: HttpRequest, profile: str, section: str) -> HttpRespon
             status=409,
         )
     current = row_config(document, section)
+    targets = patches.engine_targets(_home(), profile, section) if section in ENGINE_ROWS else None
+    presence = (
+        context_truth_presence(_home(), profile, None) if section == "context-truth" else None
+    )
+    if targets is not None and targets.presets:
+        current = targets.current
     fixed = fixed_values(schema, current)
     form_class = config_form(schema)
-    unreachable = _unreachable(profile, section)
+    unreachable = targets.reason if targets is not None else None
     conflict = None
     if request.method == "POST" and unreachable is None:
         form = form_class(request.POST)
         if form.is_valid():
+            config = {**form.cleaned_data["config"], **fixed}
+            sha = form.cleaned_data["sha256"]
             try:
-                patches.save_row(
-                    home=_home(),
-                    profile=profile,
-                    schema=schema,
-                    config={**form.cleaned_data["config"], **fixed},
-                    expected_sha256=form.cleaned_data["sha256"],
-                    user=request.user,
-                    insert=current is None,
-                )
+                if targets is not None and targets.presets:
+                    patches.save_preset_engines(
+                        home=_home(),
+                        profile=profile,
+                        schema=schema,
+                        config=config,
+                        targets=targets,
+                        expected_sha256=sha,
+                        user=request.user,
+                    )
+                else:
+                    patches.save_row(
+                        home=_home(),
+                        profile=profile,
+                        schema=schema,
+                        config=config,
+                        expected_sha256=sha,
+                        user=request.user,
+                        insert=presence is not None and presence.needs_insert and current is None,
+                    )
             except PatchConflict as changed:
                 conflict = unified_diff(
                     form.cleaned_data.get("base_text", ""), changed.current_text, path.name
@@ -174,6 +183,8 @@ def settings_row(request: HttpRequest, profile: str, section: str) -> HttpRespon
             "conflict": conflict,
             "sessions": shots,
             "preview": section == "context-truth",
+            "presence": presence,
+            "targets": targets,
         },
     )
 
