@@ -207,3 +207,37 @@ def test_a_changed_profile_patch_marks_every_session_changed(tmp_path: Path) -> 
     index.refresh()
     assert tracker.version > before
     assert index.snapshot(folder).errors[0].startswith("compaction settings ignored:")
+
+
+def test_bands_follow_the_profiles_context_truth_edges(tmp_path: Path) -> None:
+    # used 4000 of a 10,000-token compaction point: 0.4 of it
+    shot = _session(
+        tmp_path,
+        "--a--",
+        "s1",
+        event(0, "request/context", contextWindow=100_000),
+        event(
+            1,
+            "assistant/message",
+            turn=1,
+            step=1,
+            message={"role": "assistant", "content": []},
+            usage={"inputTokens": 4000, "outputTokens": 0},
+        ),
+    )
+    patch = tmp_path / "profiles" / "sdk" / "cordis.patch.yml"
+    patch.parent.mkdir(parents=True)
+    patch.write_text("- id: compaction-basic\n  config: {thresholdRatio: 0.1, headroomTokens: 0}\n")
+    index = HomeIndex(tmp_path)
+    index.refresh()
+    (snapshot,) = index.snapshots()
+    assert index.reading_of(snapshot).band == "ample"
+    patch.write_text(
+        patch.read_text()
+        + "- insert:\n    - id: context-truth\n      name: dsh-context-truth\n"
+        + "      config: {moderateAt: 0.3, tightAt: 0.6}\n"
+    )
+    index.refresh()
+    (snapshot,) = index.snapshots()
+    assert index.reading_of(snapshot).band == "moderate"
+    assert shot.name == "s1"

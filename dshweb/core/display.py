@@ -65,41 +65,57 @@ def context_percent(used: int | None, window: int | None) -> int | None:
     return min(100, round_half_up(max(0, used) / window * 100))
 
 
-_EDGES = ((CRITICAL_AT, "critical"), (TIGHT_AT, "tight"), (MODERATE_AT, "moderate"))
+@dataclass(frozen=True, slots=True)
+class BandRule:
+    """dsh-context-truth's band edges (fractions of the compaction point) and hysteresis:
+    its ``moderateAt``, ``tightAt`` and ``hysteresis`` settings."""
+
+    moderate_at: float = MODERATE_AT
+    tight_at: float = TIGHT_AT
+    hysteresis: float = HYSTERESIS
+
+    def floor(self, band: Band) -> float:
+        """Where ``band`` starts, as a fraction of the compaction point."""
+        return {
+            Band.MODERATE: self.moderate_at,
+            Band.TIGHT: self.tight_at,
+            Band.CRITICAL: CRITICAL_AT,
+        }.get(band, 0.0)
 
 
-def context_band(used: int | None, threshold: int | None, previous: Band | None = None) -> Band:
-    """``ample < 0.5 ≤ moderate < 0.85 ≤ tight < 1.0 ≤ critical`` of the compaction point.
+DEFAULT_RULE = BandRule()
+
+
+def context_band(
+    used: int | None,
+    threshold: int | None,
+    previous: Band | None = None,
+    rule: BandRule = DEFAULT_RULE,
+) -> Band:
+    """``ample < moderateAt ≤ moderate < tightAt ≤ tight < 1.0 ≤ critical`` of the
+    compaction point.
 
     Like dsh-context-truth, a band is entered as soon as its edge is reached but left
-    downward only once the ratio falls ``HYSTERESIS`` below its edge, so a reading that
-    hovers on an edge does not flip the band on every step.
+    downward only once the ratio falls ``hysteresis`` below its edge (at or under
+    ``floor − hysteresis``), so a reading that hovers on an edge does not flip the band.
     """
     if used is None or threshold is None or threshold <= 0:
         return Band.UNKNOWN
     ratio = used / threshold
-    band = Band.AMPLE
-    for edge, name in _EDGES:
-        if ratio >= edge:
-            band = Band(name)
-            break
-    if (
-        previous is not None
-        and _RANK[previous] > _RANK[band]
-        and ratio >= _LOWER_EDGE[previous] - HYSTERESIS
-    ):
-        return previous
-    return band
+    if ratio >= CRITICAL_AT:
+        band = Band.CRITICAL
+    elif ratio >= rule.tight_at:
+        band = Band.TIGHT
+    elif ratio >= rule.moderate_at:
+        band = Band.MODERATE
+    else:
+        band = Band.AMPLE
+    if previous is None or _RANK[band] >= _RANK[previous]:
+        return band
+    return band if ratio <= rule.floor(previous) - rule.hysteresis else previous
 
 
 _RANK = {Band.UNKNOWN: -1, Band.AMPLE: 0, Band.MODERATE: 1, Band.TIGHT: 2, Band.CRITICAL: 3}
-_LOWER_EDGE = {
-    Band.UNKNOWN: 0.0,
-    Band.AMPLE: 0.0,
-    Band.MODERATE: MODERATE_AT,
-    Band.TIGHT: TIGHT_AT,
-    Band.CRITICAL: CRITICAL_AT,
-}
 
 
 def cache_hit_ratio(token_usage: Mapping[str, int]) -> float | None:
@@ -153,7 +169,9 @@ class ContextReading:
     """Where the compaction point sits on the ring, in percent of the window."""
 
 
-def context_reading(snapshot: SessionSnapshot, previous: Band | None = None) -> ContextReading:
+def context_reading(
+    snapshot: SessionSnapshot, previous: Band | None = None, rule: BandRule = DEFAULT_RULE
+) -> ContextReading:
     """The ring and list figures for a snapshot; ``previous`` is the band shown before."""
     used = snapshot.used_tokens
     window = snapshot.context_pressure.get("contextWindow")
@@ -172,7 +190,7 @@ def context_reading(snapshot: SessionSnapshot, previous: Band | None = None) -> 
         percent=percent,
         threshold=threshold,
         headroom=threshold - used if threshold is not None and used is not None else None,
-        band=context_band(used, threshold, previous),
+        band=context_band(used, threshold, previous, rule),
         segments=segments,
         threshold_at=threshold_at,
     )

@@ -14,13 +14,34 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dshweb.core.compaction import EngineConfig
-from dshweb.core.display import Band, ContextReading, context_reading
+from dshweb.core.display import DEFAULT_RULE, Band, BandRule, ContextReading, context_reading
 from dshweb.core.errors import DshError
 from dshweb.core.home import check_home, is_live, locked_files, newest_log, session_logs
-from dshweb.core.profiles import engine_config
+from dshweb.core.profiles import engine_config, layered_config
 from dshweb.core.session import SessionSnapshot, SessionTracker, take_snapshot
+from dshweb.core.truth_settings import CONTEXT_TRUTH, validate
 
 DEFAULT_PROFILE = "sdk"
+TRUTH_ID = CONTEXT_TRUTH.plugin_id
+
+
+def band_rule(config: dict[str, object] | None) -> BandRule:
+    """The band edges a ``context-truth`` config sets (invalid values: the defaults)."""
+    checked = validate(CONTEXT_TRUTH, config or {}).config
+
+    def number(key: str, default: float) -> float:
+        value = checked.get(key)
+        return (
+            float(value)
+            if isinstance(value, int | float) and not isinstance(value, bool)
+            else default
+        )
+
+    return BandRule(
+        number("moderateAt", DEFAULT_RULE.moderate_at),
+        number("tightAt", DEFAULT_RULE.tight_at),
+        number("hysteresis", DEFAULT_RULE.hysteresis),
+    )
 
 
 @dataclass(slots=True)
@@ -33,6 +54,8 @@ class HomeIndex:
     engine: EngineConfig = field(default_factory=EngineConfig)
     profile_error: str | None = None
     bands: dict[str, Band] = field(default_factory=dict)
+    rule: BandRule = DEFAULT_RULE
+    """Band edges from the profile's ``context-truth`` settings."""
     live: frozenset[Path] = frozenset()
 
     def refresh(self, changed: Iterable[Path] | None = None) -> set[Path]:
@@ -88,17 +111,18 @@ class HomeIndex:
         return folders
 
     def _load_engine(self) -> None:
-        engine, error = EngineConfig(), None
+        engine, rule, error = EngineConfig(), DEFAULT_RULE, None
         try:
             engine = EngineConfig.from_config(
                 engine_config(self.home, self.profile, self.extra_patches)
             )
+            rule = band_rule(layered_config(self.home, self.profile, TRUTH_ID, self.extra_patches))
         except (DshError, ValueError, TypeError) as problem:
             error = f"compaction settings ignored: {problem}"
-        if (engine, error) != (self.engine, self.profile_error):
+        if (engine, rule, error) != (self.engine, self.rule, self.profile_error):
             for tracker in self.trackers.values():
-                tracker.touch()  # every compaction point may have moved
-        self.engine, self.profile_error = engine, error
+                tracker.touch()  # every compaction point and band may have moved
+        self.engine, self.rule, self.profile_error = engine, rule, error
 
     def refresh_liveness(self) -> set[Path]:
         """Re-read which sessions some process holds; the folders whose liveness flipped."""
@@ -127,6 +151,6 @@ class HomeIndex:
 
     def reading_of(self, snapshot: SessionSnapshot) -> ContextReading:
         """The ring's reading, its band held with hysteresis across calls."""
-        reading = context_reading(snapshot, self.bands.get(snapshot.session_id))
+        reading = context_reading(snapshot, self.bands.get(snapshot.session_id), self.rule)
         self.bands[snapshot.session_id] = reading.band
         return reading

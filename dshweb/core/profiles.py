@@ -84,20 +84,31 @@ def profile_bundles(home: Path, profile: str) -> list[str]:
     return [str(b) for b in bundles] if isinstance(bundles, list) else []
 
 
+def layered_config(
+    home: Path, profile: str, row_id: str, extra_patches: Sequence[Path] = ()
+) -> dict[str, Any] | None:
+    """The ``config`` the visible patch layers give ``row_id`` (the last one wins, whole).
+
+    ``extra_patches`` are applied last, like ``dsh --patch``. ``None``: no visible layer
+    sets it.
+    """
+    config: dict[str, Any] | None = None
+    layers = [home / "profiles" / profile / "cordis.patch.yml", home / "cordis.patch.yml"]
+    for layer in [*layers, *extra_patches]:
+        for row in _rows_with_id(load_patch(layer), row_id):
+            if isinstance(row.get("config"), dict):
+                config = row["config"]
+    return config
+
+
 def engine_config(
     home: Path, profile: str, extra_patches: Sequence[Path] = ()
 ) -> dict[str, Any] | None:
     """The ``config`` the running ``compaction-basic`` gets from the visible patch layers.
 
-    ``extra_patches`` are applied last, like ``dsh --patch``. ``None`` means no visible
-    layer sets it (the engine runs on its defaults).
+    ``None`` means no visible layer sets it (the engine runs on its defaults), and so
+    does a profile on the web-app bundle, whose engines run inside the agent presets.
     """
     if WEB_APP_BUNDLE in profile_bundles(home, profile):
         return None
-    config: dict[str, Any] | None = None
-    layers = [home / "profiles" / profile / "cordis.patch.yml", home / "cordis.patch.yml"]
-    for layer in [*layers, *extra_patches]:
-        for row in _rows_with_id(load_patch(layer), ENGINE_ID):
-            if isinstance(row.get("config"), dict):
-                config = row["config"]
-    return config
+    return layered_config(home, profile, ENGINE_ID, extra_patches)
