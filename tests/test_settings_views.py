@@ -262,3 +262,24 @@ def test_initial_values_show_lists_as_lines() -> None:
     values = initial_values(CONTEXT_TRUTH, {"compactionRules": ["a", "b"]})
     assert values["compactionRules"] == "a\nb"
     assert values["language"] == "en"
+
+
+@pytest.mark.dsh
+@needs_dsh
+def test_each_value_says_where_it_comes_from(home: Path, staff: Client) -> None:
+    page = staff.get("/settings/sdk/compaction-basic/").content.decode()
+    profile_patch = 'data-source-of="thresholdRatio">Now: profile patch'
+    assert profile_patch in page
+    assert 'data-source-of="retainRatio">Now: default' in page
+
+
+def test_without_dsh_sources_come_from_the_visible_file(
+    home: Path, staff: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(patches, "find_dsh", lambda: None)
+    monkeypatch.setattr("dshweb.dashboard.settings_views.find_dsh", lambda: None)
+    page = staff.get("/settings/sdk/compaction-basic/").content.decode()
+    assert (
+        'data-source-of="headroomTokens">Now: profile patch profiles/sdk/cordis.patch.yml' in page
+    )
+    assert 'data-source-of="retainRatio">Now: default' in page

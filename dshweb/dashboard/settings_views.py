@@ -21,7 +21,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from dshweb.core.dshconfig import context_truth_presence
+from dshweb.core.dshconfig import context_truth_presence, dump_config, find_dsh, value_sources
 from dshweb.core.errors import DshError
 from dshweb.core.occupancy import LineSettings, occupancy_line, reading_from_snapshot
 from dshweb.core.patchfile import PatchConflict, read_patch, row_config, unified_diff
@@ -167,6 +167,7 @@ def settings_row(request: HttpRequest, profile: str, section: str) -> HttpRespon
         if key in form.fields:
             form.fields[key].disabled = True
             form.fields[key].help_text = "Set by a !!js expression in the file; edit it there."
+    sources = _value_sources(profile, section, targets, current)
     shots = home_reading().snapshots
     return render(
         request,
@@ -185,8 +186,34 @@ def settings_row(request: HttpRequest, profile: str, section: str) -> HttpRespon
             "preview": section == "context-truth",
             "presence": presence,
             "targets": targets,
+            "sources": sources,
         },
     )
+
+
+def _value_sources(
+    profile: str, section: str, targets: patches.EngineTargets | None, current: Any
+) -> dict[str, str]:
+    """Where each key's current value comes from, as a phrase per key."""
+    composed = targets.composed if targets is not None else None
+    dsh = find_dsh()
+    if composed is None and dsh is not None:
+        try:
+            composed = dump_config(_home(), profile, dsh=dsh)
+        except DshError:
+            composed = None
+    row = None
+    if composed is not None:
+        if targets is not None and targets.presets:
+            row = sorted(targets.presets, key=lambda t: not t.default_preset)[0].row
+        else:
+            row = next((r for r in composed.walk() if r.id == section), None)
+    if composed is not None and row is not None:
+        found = value_sources(composed, row, home=_home(), profile=profile)
+        return {key: source.describe() for key, source in found.items()}
+    if current:  # without dsh: only the visible layers are known
+        return dict.fromkeys(current, f"profile patch profiles/{profile}/cordis.patch.yml")
+    return {}
 
 
 @staff_only

@@ -66,3 +66,9 @@ def arc(value: float | None) -> str:
 def search_text(snapshot: SessionSnapshot) -> str:
     """What the list's text filter matches: title, id, folder and model, lower-cased."""
     return filters.search_text(snapshot)
+
+
+@register.filter
+def get_item(mapping: dict[str, object] | None, key: str) -> object:
+    """``{{ mapping|get_item:key }}``: a dict value by a key held in a variable."""
+    return None if mapping is None else mapping.get(key)
