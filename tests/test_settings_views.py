@@ -237,6 +237,14 @@ def test_preview_renders_the_line_for_a_session(home: Path, staff: Client) -> No
     data["language"] = "en"
     page = staff.post("/settings/sdk/preview/", data).content.decode()
     assert "Context occupancy" in page
+    # the plugin's own mirror of the engine: 24,000 window, 3,000 reserved, so the point is
+    # min(0.8 x 24000, 24000 - 3000 - headroomTokens) with the typed headroom
+    data["headroomTokens"] = 1000
+    page = staff.post("/settings/sdk/preview/", data).content.decode()
+    assert 'id="preview-ring"' in page and 'data-threshold="19200"' in page
+    data["thresholdRatio"] = 0.5
+    page = staff.post("/settings/sdk/preview/", data).content.decode()
+    assert 'data-threshold="12000"' in page
 
 
 def test_history_and_restore(home: Path, staff: Client) -> None:
@@ -283,3 +291,10 @@ def test_without_dsh_sources_come_from_the_visible_file(
         'data-source-of="headroomTokens">Now: profile patch profiles/sdk/cordis.patch.yml' in page
     )
     assert 'data-source-of="retainRatio">Now: default' in page
+
+
+def test_django_admin_links_to_the_settings(home: Path) -> None:
+    client = Client()
+    client.force_login(User.objects.create_superuser("root", password="x-x-x-x-1"))
+    page = client.get("/admin/").content.decode()
+    assert 'id="dsh-settings-link"' in page and 'href="/settings/"' in page

@@ -72,3 +72,11 @@ def search_text(snapshot: SessionSnapshot) -> str:
 def get_item(mapping: dict[str, object] | None, key: str) -> object:
     """``{{ mapping|get_item:key }}``: a dict value by a key held in a variable."""
     return None if mapping is None else mapping.get(key)
+
+
+@register.filter
+def share(part: float | None, whole: float | None) -> float | None:
+    """``part`` as a percent of ``whole`` (capped at 100), for ring arcs."""
+    if part is None or not whole:
+        return None
+    return min(100.0, max(0.0, float(part) / float(whole) * 100))
