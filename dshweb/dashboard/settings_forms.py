@@ -65,6 +65,8 @@ def _config_value(spec: Field, value: object) -> object:
         return [line.strip() for line in str(value or "").splitlines() if line.strip()]
     if spec.kind is Kind.STRING:
         return str(value or "") or None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # YAML and JavaScript numbers: write 10, not 10.0
     return value
 
 

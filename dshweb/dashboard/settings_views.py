@@ -237,6 +237,7 @@ def settings_preview(request: HttpRequest, profile: str) -> HttpResponse:
         "settings/_preview.html",
         {
             "line": line,
+            "language": checked.config.get("language", "en"),
             "session": snapshot,
             "errors": {**form.errors, **checked.errors},
         },

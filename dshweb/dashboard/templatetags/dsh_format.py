@@ -80,3 +80,13 @@ def share(part: float | None, whole: float | None) -> float | None:
     if part is None or not whole:
         return None
     return min(100.0, max(0.0, float(part) / float(whole) * 100))
+
+
+@register.filter
+def diff_lines(diff: str) -> list[tuple[str, str]]:
+    """A unified diff as (kind, line) pairs: ``add``, ``del``, ``hunk`` or ``same``."""
+    kinds = {"+": "add", "-": "del", "@": "hunk"}
+    return [
+        ("hunk" if line.startswith(("+++", "---")) else kinds.get(line[:1], "same"), line)
+        for line in diff.splitlines()
+    ]
