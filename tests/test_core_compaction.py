@@ -162,3 +162,16 @@ def test_broken_yaml_names_line_and_column(tmp_path: Path) -> None:
     path.write_text("- id: a\n  config: {x: [1, 2}\n")
     with pytest.raises(DshError, match=r"p\.yml is not valid YAML at line 2, column \d+"):
         load_patch(path)
+
+
+def test_web_app_profiles_read_the_engine_from_the_preset_row(tmp_path: Path) -> None:
+    preset = (
+        "- id: preset-ptc\n  config:\n    plugins:\n      - id: compaction-basic\n"
+        "        config: {thresholdRatio: 0.9}\n"
+        "- id: preset-standard\n  config:\n    id: standard\n    plugins:\n"
+        "      - id: compaction\n        name: cordis:group\n        group: true\n"
+        "        config:\n          - id: command-compact\n"
+        "          - id: compaction-basic\n            config: {thresholdRatio: 0.3}\n"
+    )
+    home = _home(tmp_path, ["@deepseek-ai/dsh-base", "@deepseek-ai/dsh-web-app"], preset)
+    assert engine_config(home, "p") == {"thresholdRatio": 0.3}

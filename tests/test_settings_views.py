@@ -21,6 +21,7 @@ from dshweb.core.dshconfig import (
     validate_patch,
 )
 from dshweb.core.patchfile import read_patch, row_config
+from dshweb.core.profiles import engine_config
 from dshweb.core.truth_settings import CONTEXT_TRUTH
 from dshweb.dashboard import patches
 from dshweb.dashboard.models import PatchRevision
@@ -201,6 +202,8 @@ def test_web_profile_engine_is_saved_into_the_presets_that_run_it(
     assert all(r.config.get("thresholdRatio") == 0.6 for r in running)
     top = composed.top("compaction-basic")
     assert top is not None and top.disabled is True
+    # and the dashboard's compaction point for web sessions follows the saved value
+    assert engine_config(home, "web") == {"thresholdRatio": 0.6}
     path = home / "profiles" / "web" / "cordis.patch.yml"
     schema = dump_config_schema(home, "web", dsh=dsh)
     assert validate_patch(list(read_patch(path).rows), schema) == []

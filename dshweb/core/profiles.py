@@ -21,6 +21,7 @@ from dshweb.core.errors import DshError
 
 ENGINE_ID = "compaction-basic"
 WEB_APP_BUNDLE = "@deepseek-ai/dsh-web-app"
+DEFAULT_PRESET = "preset-standard"
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,9 +107,39 @@ def engine_config(
 ) -> dict[str, Any] | None:
     """The ``config`` the running ``compaction-basic`` gets from the visible patch layers.
 
-    ``None`` means no visible layer sets it (the engine runs on its defaults), and so
-    does a profile on the web-app bundle, whose engines run inside the agent presets.
+    ``None`` means no visible layer sets it (the engine runs on its defaults). A profile
+    on the web-app bundle runs its engines inside the agent presets: there only a patch
+    of a preset row reaches them (the settings pages write one for each preset), and
+    the default preset's (``preset-standard``) engine config is the one shown.
     """
-    if WEB_APP_BUNDLE in profile_bundles(home, profile):
+    if WEB_APP_BUNDLE not in profile_bundles(home, profile):
+        return layered_config(home, profile, ENGINE_ID, extra_patches)
+    found: dict[str, dict[str, Any] | None] = {}
+    layers = [home / "profiles" / profile / "cordis.patch.yml", home / "cordis.patch.yml"]
+    for layer in [*layers, *extra_patches]:
+        for row in load_patch(layer):
+            row_id = row.get("id") if isinstance(row, dict) else None
+            config = row.get("config") if isinstance(row, dict) else None
+            if (
+                isinstance(row_id, str)
+                and row_id.startswith("preset-")
+                and isinstance(config, dict)
+            ):
+                found[row_id] = _nested_config(config.get("plugins"), ENGINE_ID)
+    return found.get(DEFAULT_PRESET, next(iter(found.values()), None))
+
+
+def _nested_config(entries: Any, row_id: str) -> dict[str, Any] | None:
+    """The ``config`` of row ``row_id`` inside a preset's ``plugins`` (groups included)."""
+    if not isinstance(entries, list):
         return None
-    return layered_config(home, profile, ENGINE_ID, extra_patches)
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        if entry.get("id") == row_id:
+            config = entry.get("config")
+            return config if isinstance(config, dict) else {}
+        nested = _nested_config(entry.get("config"), row_id)
+        if nested is not None:
+            return nested
+    return None
