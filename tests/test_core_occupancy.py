@@ -31,6 +31,7 @@ from dshweb.core.occupancy import (
     reading_from_snapshot,
     render_lines,
     settle_band,
+    wording_for,
 )
 from dshweb.core.pace import (
     MAX_SAMPLES,
@@ -801,3 +802,18 @@ def test_collector_observes_before_the_fold() -> None:
         meter.fold(event)
     assert collector.last == (1, 2, 768)
     assert collector.samples == (512,)
+
+
+@pytest.mark.parametrize(
+    ("version", "wording"),
+    [
+        (None, Wording.README),
+        ("0.1.3", Wording.SOURCE_0_1_3),
+        ("0.1.2", Wording.SOURCE_0_1_3),
+        ("0.1.4", Wording.README),
+        ("0.2.0-beta.1", Wording.README),
+        ("garbage", Wording.README),
+    ],
+)
+def test_wording_follows_the_installed_version(version: str | None, wording: Wording) -> None:
+    assert wording_for(version) is wording

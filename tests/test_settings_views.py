@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.utils.html import escape
 
 from dshweb.core.dshconfig import (
     active_engine_rows,
@@ -20,12 +21,13 @@ from dshweb.core.dshconfig import (
     find_dsh,
     validate_patch,
 )
+from dshweb.core.occupancy import LineSettings, Wording, occupancy_line, reading_from_snapshot
 from dshweb.core.patchfile import read_patch, row_config
 from dshweb.core.profiles import engine_config
 from dshweb.core.truth_settings import CONTEXT_TRUTH
 from dshweb.dashboard import patches
 from dshweb.dashboard.models import PatchRevision
-from dshweb.dashboard.selectors import reset_home_index
+from dshweb.dashboard.selectors import home_reading, reset_home_index
 from dshweb.dashboard.settings_forms import initial_values
 from tests.conftest import FIXTURE_HOMES
 
@@ -301,3 +303,20 @@ def test_django_admin_links_to_the_settings(home: Path) -> None:
     client.force_login(User.objects.create_superuser("root", password="x-x-x-x-1"))
     page = client.get("/admin/").content.decode()
     assert 'id="dsh-settings-link"' in page and 'href="/settings/"' in page
+
+
+def test_preview_speaks_the_installed_plugin_version(home: Path, staff: Client) -> None:
+    package = home / "profiles" / "sdk" / "node_modules" / "dsh-context-truth" / "package.json"
+    package.parent.mkdir(parents=True)
+    package.write_text('{"name": "dsh-context-truth", "version": "0.1.3"}')
+    data = _form_data(staff, "/settings/sdk/context-truth/")
+    data["session"] = "auto-compact"
+    page = staff.post("/settings/sdk/preview/", data).content.decode()
+    snapshot = home_reading().session("auto-compact")
+    assert snapshot is not None
+    old = occupancy_line(
+        reading_from_snapshot(snapshot), LineSettings.from_config({}, wording=Wording.SOURCE_0_1_3)
+    )
+    new = occupancy_line(reading_from_snapshot(snapshot), LineSettings.from_config({}))
+    assert old.text != new.text
+    assert escape(old.text) in page

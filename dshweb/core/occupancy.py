@@ -40,6 +40,18 @@ class Wording(StrEnum):
     SOURCE_0_1_3 = "0.1.3"
 
 
+def wording_for(installed_version: str | None) -> Wording:
+    """The wording of the plugin version a profile has installed: 0.1.3 and older speak
+    the published source's line; newer (or unknown) ones the README's."""
+    if installed_version is None:
+        return Wording.README
+    try:
+        parts = tuple(int(p) for p in installed_version.split("-")[0].split(".")[:3])
+    except ValueError:
+        return Wording.README
+    return Wording.SOURCE_0_1_3 if parts <= (0, 1, 3) else Wording.README
+
+
 UNVERIFIED = (
     "zh authority clause (README wording)",
     "zh free-window clause",

@@ -8,6 +8,7 @@ line dsh-context-truth would inject for a chosen session under the typed setting
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
@@ -23,7 +24,12 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from dshweb.core.dshconfig import context_truth_presence, dump_config, find_dsh, value_sources
 from dshweb.core.errors import DshError
-from dshweb.core.occupancy import LineSettings, occupancy_line, reading_from_snapshot
+from dshweb.core.occupancy import (
+    LineSettings,
+    occupancy_line,
+    reading_from_snapshot,
+    wording_for,
+)
 from dshweb.core.patchfile import PatchConflict, read_patch, row_config, unified_diff
 from dshweb.core.profiles import WEB_APP_BUNDLE, profile_bundles
 from dshweb.core.truth_settings import SCHEMAS, validate
@@ -191,6 +197,16 @@ def settings_row(request: HttpRequest, profile: str, section: str) -> HttpRespon
     )
 
 
+def installed_truth_version(home: Path, profile: str) -> str | None:
+    """The version of dsh-context-truth installed in the profile, if any."""
+    package = home / "profiles" / profile / "node_modules" / "dsh-context-truth" / "package.json"
+    try:
+        version = json.loads(package.read_text(encoding="utf-8")).get("version")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return version if isinstance(version, str) else None
+
+
 def _value_sources(
     profile: str, section: str, targets: patches.EngineTargets | None, current: Any
 ) -> dict[str, str]:
@@ -230,7 +246,10 @@ def settings_preview(request: HttpRequest, profile: str) -> HttpResponse:
     line = None
     if snapshot is not None:
         line = occupancy_line(
-            reading_from_snapshot(snapshot), LineSettings.from_config(checked.config)
+            reading_from_snapshot(snapshot),
+            LineSettings.from_config(
+                checked.config, wording=wording_for(installed_truth_version(_home(), profile))
+            ),
         )
     return render(
         request,
