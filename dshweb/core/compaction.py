@@ -12,15 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from dshweb.core.meter import SessionMeter
+from dshweb.core.truth_settings import COMPACTION_BASIC
 
-DEFAULTS: dict[str, Any] = {
-    "thresholdRatio": 0.8,
-    "headroomTokens": 65536,
-    "retainRatio": 0.16,
-    "compactionRetries": 1,
-    "maxOverflowRetries": 1,
-    "auto": True,
-}
+DEFAULTS: dict[str, Any] = COMPACTION_BASIC.defaults()
 
 
 @dataclass(frozen=True, slots=True)

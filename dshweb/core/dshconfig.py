@@ -38,6 +38,8 @@ from jsonschema.exceptions import ValidationError
 from dshweb.core.errors import DshError
 from dshweb.core.patchfile import PatchError, find_row, load_entry_list, read_patch
 from dshweb.core.profiles import JsExpr
+from dshweb.core.truth_settings import COMPACTION_BASIC
+from dshweb.core.truth_settings import CONTEXT_TRUTH as CONTEXT_TRUTH_SCHEMA
 
 CONTEXT_TRUTH = "dsh-context-truth"
 CONTEXT_TRUTH_ID = "context-truth"
@@ -51,41 +53,10 @@ ENGINES: Mapping[str, str] = {
 
 KNOWN_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
     "@deepseek-ai/dsh-compaction-basic": {
-        "thresholdRatio": 0.8,
-        "headroomTokens": 65536,
-        "retainRatio": 0.16,
-        "compactionRetries": 1,
-        "maxOverflowRetries": 1,
-        "auto": True,
+        **{k: v for k, v in COMPACTION_BASIC.defaults().items() if v is not None},
         "modelPolicies": [],
     },
-    CONTEXT_TRUTH: {
-        "enabled": True,
-        "language": "en",
-        "order": 100,
-        "quantumPercent": 5,
-        "paceEstimate": True,
-        "paceSamples": 16,
-        "paceMinSamples": 3,
-        "paceMargin": 0.25,
-        "thresholdRatio": 0.8,
-        "headroomTokens": 65536,
-        "reservedCompletionTokens": None,
-        "moderateAt": 0.5,
-        "tightAt": 0.85,
-        "hysteresis": 0.05,
-        "tightAdvice": "none",
-        "authoritative": True,
-        "staleClaimClause": True,
-        "foldClause": True,
-        "freeClause": True,
-        "logBandChanges": True,
-        "patchCompactionPrompt": True,
-        "foldAtIdle": False,
-        "foldAtIdleMarginPercent": 5,
-        "foldAtIdleMethod": "auto",
-        "foldAtIdleCooldownMs": 60000,
-    },
+    CONTEXT_TRUTH: CONTEXT_TRUTH_SCHEMA.defaults(),
 }
 """Defaults the schema does not state (compaction-basic's live in its code, DSH_FACTS §7;
 context-truth's in its README). A schema ``default`` wins over these."""
