@@ -379,6 +379,8 @@ def test_session_page_is_its_live_parts(
         "breakdown",
         "token-usage",
         "compaction-point",
+        "timeline",
+        "ledger",
         "largest-nodes",
         "session-errors",
     ]

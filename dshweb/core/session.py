@@ -21,6 +21,7 @@ from dshweb.core.compaction import (
     reserved_tokens,
 )
 from dshweb.core.home import LogFile
+from dshweb.core.ledger import Ledger, LedgerCollector
 from dshweb.core.meter import SessionMeter, SurfaceNode
 from dshweb.core.pace import PaceCollector
 from dshweb.core.reader import LogTail
@@ -76,6 +77,7 @@ class SessionTracker:
     meter: SessionMeter = field(init=False)
     activity: Activity = field(init=False)
     pace: PaceCollector = field(init=False)
+    ledger: LedgerCollector = field(init=False)
     header: dict[str, Any] = field(init=False)
     error: str | None = field(init=False, default=None)
     version: int = field(init=False, default=0)
@@ -90,6 +92,7 @@ class SessionTracker:
         self.meter = SessionMeter()
         self.activity = Activity()
         self.pace = PaceCollector()
+        self.ledger = LedgerCollector()
         self.header = {}
 
     def refresh(self) -> bool:
@@ -115,6 +118,7 @@ class SessionTracker:
             return
         self.pace.observe(event, self.meter)  # before the fold: the reading as the step began
         self.meter.fold(event)
+        self.ledger.observe(event, self.meter)  # after the fold: the reading it left
         self.activity.fold(event)
 
     @property
@@ -154,6 +158,8 @@ class SessionSnapshot:
     errors: tuple[str, ...]
     pace_samples: tuple[int, ...] = ()
     """Per-step growth of ``measured_tokens`` since the last re-base (dshweb.core.pace)."""
+    ledger: Ledger = field(default_factory=Ledger)
+    """Every fold and the pressure timeline (dshweb.core.ledger)."""
 
     @property
     def used_tokens(self) -> int | None:
@@ -252,4 +258,7 @@ def take_snapshot(
         largest_nodes=tuple(heapq.nlargest(largest, meter.nodes, key=lambda n: n.tokens)),
         errors=tuple(errors),
         pace_samples=tracker.pace.samples,
+        ledger=tracker.ledger.result(
+            meter, threshold=point.threshold_tokens if point is not None else None
+        ),
     )

@@ -8,12 +8,15 @@ from typing import Any
 
 from django.template.loader import render_to_string
 
+from dshweb.core.compact_status import CompactView, RequestRecord, compact_view
 from dshweb.core.display import ContextReading, breakdown_parts, cache_hit_ratio, dom_id
 from dshweb.core.listing import SessionEntry
 from dshweb.core.session import SessionSnapshot
+from dshweb.dashboard.models import CompactionRequest
 
 ROW_TEMPLATE = "dashboard/_session_row.html"
 SESSION_TEMPLATE = "dashboard/_session_live.html"
+COMPACT_TEMPLATE = "dashboard/_compact_status.html"
 
 
 def session_context(snapshot: SessionSnapshot, reading: ContextReading) -> dict[str, Any]:
@@ -22,7 +25,23 @@ def session_context(snapshot: SessionSnapshot, reading: ContextReading) -> dict[
         "reading": reading,
         "breakdown": breakdown_parts(snapshot.context_breakdown),
         "cache_hit": cache_hit_ratio(snapshot.token_usage),
+        "compact": compact_status(snapshot),
     }
+
+
+def compact_status(snapshot: SessionSnapshot) -> CompactView:
+    """The Compact button's status for this session: its latest request and the log."""
+    request = CompactionRequest.objects.filter(session_id=snapshot.session_id).first()
+    record = (
+        None
+        if request is None
+        else RequestRecord(request.state, request.outcome, request.message, request.seq_at_request)
+    )
+    return compact_view(record, snapshot.ledger)
+
+
+def compact_status_html(snapshot: SessionSnapshot) -> str:
+    return render_to_string(COMPACT_TEMPLATE, {"compact": compact_status(snapshot)})
 
 
 def rows_html(entries: list[SessionEntry]) -> str:
@@ -35,7 +54,10 @@ def row_removed_html(session_id: str) -> str:
 
 
 def session_html(snapshot: SessionSnapshot, reading: ContextReading) -> str:
-    return render_to_string(SESSION_TEMPLATE, session_context(snapshot, reading))
+    """The session page's live parts, and the Compact status (which sits in a card of
+    the page that is not pushed, beside the per-user button)."""
+    context = session_context(snapshot, reading)
+    return render_to_string(SESSION_TEMPLATE, context) + render_to_string(COMPACT_TEMPLATE, context)
 
 
 def session_gone_html() -> str:

@@ -35,3 +35,64 @@ class PatchRevision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.path} {self.get_action_display()} {self.created_at:%Y-%m-%d %H:%M:%S}"
+
+
+class EngineSetting(models.Model):
+    """How dshweb reaches DSH's compaction engine (one row). The launch URL holds the
+    DSH web token: it is stored here and never rendered back."""
+
+    class Mode(models.TextChoices):
+        OFF = "off", "not configured"
+        URL = "url", "an existing dsh web (launch URL)"
+        MANAGED = "managed", "a dsh web started and supervised by dshweb"
+
+    mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.OFF)
+    launch_url = models.CharField(max_length=500, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+
+    def __str__(self) -> str:
+        return f"engine: {self.get_mode_display()}"
+
+
+class CompactionRequest(models.Model):
+    """One press of the Compact button: who asked, when, and what DSH answered."""
+
+    class State(models.TextChoices):
+        REQUESTED = "requested"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    session_id = models.CharField(max_length=500)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    requested_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.REQUESTED)
+    outcome = models.CharField(max_length=30, blank=True)
+    message = models.TextField(blank=True, help_text="The result line, or why it failed.")
+    engine_answer = models.TextField(blank=True, help_text="What the engine answered (JSON).")
+    seq_at_request = models.IntegerField(default=-1)
+    projected_before = models.IntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("-requested_at", "-id")
+        permissions = (("compact", "Can ask DSH to compact a session"),)
+        indexes = (models.Index(fields=("session_id", "-requested_at")),)
+
+    def __str__(self) -> str:
+        return f"compact {self.session_id} {self.state}"
+
+    @property
+    def in_flight(self) -> bool:
+        return self.state in (self.State.REQUESTED, self.State.RUNNING)
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.finished_at is None:
+            return None
+        return (self.finished_at - self.requested_at).total_seconds()

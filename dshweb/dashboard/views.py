@@ -10,12 +10,16 @@ them, so the page's script can widen the filter again without a reload.
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
-from django.views.decorators.http import require_safe
+from django.urls import reverse
+from django.views.decorators.http import require_POST, require_safe
 from django_htmx.middleware import HtmxDetails
 
+from dshweb.core.compact_status import CompactView
 from dshweb.core.filters import hidden_sessions, session_filter
+from dshweb.dashboard import compact, fragments
 from dshweb.dashboard.fragments import session_context
 from dshweb.dashboard.selectors import HomeReading, home_reading
 
@@ -72,3 +76,30 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     template = "dashboard/_session.html" if request.htmx else "dashboard/session_detail.html"
     context = session_context(snapshot, reading.readings[session_id])
     return render(request, template, context)
+
+
+@require_POST
+def session_compact(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
+    """Ask DSH's engine to fold this session now (a POST with CSRF, ``compact`` only)."""
+    if not request.user.has_perm("dashboard.compact"):
+        raise PermissionDenied("Your account may not compact sessions.")
+    reading = home_reading()
+    snapshot = reading.session(session_id)
+    if snapshot is None:
+        raise Http404(f"no session {session_id!r}")
+    note = ""
+    try:
+        compact.request_compaction(
+            session_id=session_id,
+            user=request.user,
+            seq=snapshot.last_seq,
+            projected=snapshot.context_pressure.get("projectedTokens"),
+        )
+    except compact.AlreadyRunning:
+        note = "A compaction of this session is already running."
+    if not request.htmx:
+        return HttpResponseRedirect(reverse("dashboard:session-detail", args=[session_id]))
+    view = fragments.compact_status(snapshot)
+    if note:
+        view = CompactView(view.state, note)
+    return render(request, fragments.COMPACT_TEMPLATE, {"compact": view})

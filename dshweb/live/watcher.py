@@ -67,6 +67,8 @@ class HomeWatcher:
     next_due: float | None = None
     """When the earliest change held back by the interval may go out."""
     started: bool = False
+    loop: asyncio.AbstractEventLoop | None = None
+    queue: asyncio.Queue[Notification] | None = None
 
     async def run(self) -> None:
         """Follow the home for ever; start over after any failure."""
@@ -92,6 +94,7 @@ class HomeWatcher:
         self.started = True
         last_liveness = last_rescan = time.monotonic()
         async with _notifications(home) as changes:
+            self.loop, self.queue = asyncio.get_running_loop(), changes
             while True:
                 wait = self.tick
                 if self.next_due is not None:
@@ -115,6 +118,19 @@ class HomeWatcher:
                 if paths == set() and not liveness and not due:
                     continue
                 await self._pass(paths, liveness=liveness)
+
+    def kick(self, session_id: str) -> None:
+        """Publish ``session_id`` again although its log did not change (from any
+        thread): something shown beside it changed, e.g. a compaction request's state."""
+        with self.shared.lock:
+            index = self.shared.index()
+            folders = [f for f, t in index.trackers.items() if t.session_id == session_id]
+            for folder in folders:
+                index.trackers[folder].touch()
+        loop, queue = self.loop, self.queue
+        if loop is not None and queue is not None and folders:
+            batch = {(Change.modified, str(folder)) for folder in folders}
+            loop.call_soon_threadsafe(queue.put_nowait, batch)
 
     def _home(self) -> Path:
         with self.shared.lock:
@@ -233,6 +249,12 @@ def start_watcher() -> HomeWatcher:
         _task = loop.create_task(_watcher.run(), name="dshweb-watcher")
     assert _watcher is not None
     return _watcher
+
+
+def kick_session(session_id: str) -> None:
+    """Ask the running watcher, if any, to publish ``session_id`` again (any thread)."""
+    if _watcher is not None:
+        _watcher.kick(session_id)
 
 
 async def stop_watcher() -> None:

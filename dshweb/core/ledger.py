@@ -1,0 +1,562 @@
+"""The compaction ledger: every fold of a session's context, and its pressure step by step.
+
+A *fold* is one thing that shrank the surface (DSH_FACTS §7):
+
+- a compaction: ``compaction/start`` … ``compaction/summary`` + the replacing checkpoint
+  … ``compaction/end`` (with ``error`` and usually no summary when it failed). It is
+  *manual* when its ``turn`` is null (``/compact``; its ``sourceCommandId`` names the
+  ``command/run``, whose ``command/done`` comes after the end), *overflow* when the
+  provider had just refused the step's request as too large for the window (DSH logs a
+  failed ``assistant/attempt`` whose finish reason carries ``CONTEXT_WINDOW_EXCEEDED``,
+  then compacts inside the same step before retrying), else *automatic* (the pressure
+  check before a step);
+- a pass of the tool-result pruner: consecutive ``compaction/prune`` events, each with
+  its replacing ``tool/result``, and nothing between them that starts a step or adds
+  to the surface.
+
+Per fold the ledger keeps what was shadowed (``shadowedTokenCount``, or the prunes' sum),
+the price of what replaced it, the meter's projected tokens just before and right after,
+and the summariser's own usage and error. A ``/compact`` that folded nothing (refused
+while the agent was busy, or nothing to fold) is kept apart, with its answer.
+
+:class:`LedgerCollector` is fold-side state, fed each event right *after* the meter
+folds it: a few numbers per fold, and the pressure after each usage-bearing event as
+``(seq, time, tokens)``, thinned to at most :data:`MAX_STEP_POINTS` by doubling a stride
+(every fold's before and after points are kept besides). Its state depends only on the
+events folded, never on how they were batched, so a log folded in pieces gives the same
+ledger. :meth:`LedgerCollector.result` freezes it into a :class:`Ledger`, and
+:attr:`Ledger.chart` lays the timeline out for an inline SVG.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from dshweb.core.meter import SURFACE_TYPES, SessionMeter, Usage, event_usage, surface_message
+from dshweb.core.pricing import message_tokens
+
+FoldKind = Literal["automatic", "manual", "overflow", "prune"]
+PointRole = Literal["step", "before", "after", "now"]
+
+MAX_STEP_POINTS = 240
+"""The most step points kept; past it every other one is dropped and the stride doubles."""
+
+CONTEXT_WINDOW_EXCEEDED = "CONTEXT_WINDOW_EXCEEDED"
+"""The failure code of a request the provider refused as too large for the window."""
+
+_ATTEMPT_TYPES = frozenset({"assistant/message", "assistant/attempt"})
+_OVERFLOW_FORGOTTEN = frozenset({"step/start", "turn/start", "turn/end", "session/end-seed"})
+_PASS_ENDS = frozenset(
+    {
+        "step/start",
+        "step/end",
+        "turn/start",
+        "turn/end",
+        "assistant/message",
+        "assistant/attempt",
+        "tool/call",
+        "compaction/start",
+        "compaction/end",
+        "command/run",
+        "session/end-seed",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Fold:
+    """One fold of the context; token figures are ``None`` where the log has none."""
+
+    kind: FoldKind
+    seq: int
+    """``compaction/start``, or the pass's first ``compaction/prune``."""
+    time: int | None
+    turn: int | None = None
+    compaction_id: str | None = None
+    end_seq: int | None = None
+    """``compaction/end``, or the pass's last replacing result; ``None`` while open."""
+    end_time: int | None = None
+    shadowed_tokens: int | None = None
+    shadowed_nodes: int = 0
+    checkpoint_tokens: int | None = None
+    """The price of the replacing message (the prunes' replacements, summed)."""
+    before: int | None = None
+    """The meter's projected tokens just before the fold."""
+    after: int | None = None
+    """The meter's projected tokens right after it."""
+    summary_usage: Usage | None = None
+    summary_model: str | None = None
+    error: str | None = None
+    prunes: int = 0
+    command: str | None = None
+    """The command that asked for it, as typed (``/compact …``)."""
+    command_seq: int | None = None
+    command_kind: str | None = None
+    command_text: str | None = None
+    """``command/done.text``: DSH's own answer (``Compacted 14 history items (~426 tokens).``)."""
+
+    @property
+    def status(self) -> Literal["done", "failed", "open"]:
+        if self.error is not None:
+            return "failed"
+        return "open" if self.end_seq is None else "done"
+
+    @property
+    def dropped(self) -> int | None:
+        """What the fold bought: projected before − after."""
+        if self.before is None or self.after is None:
+            return None
+        return self.before - self.after
+
+    @property
+    def saved(self) -> int | None:
+        """Shadowed − checkpoint: what the fold should buy by the shadow-price rule."""
+        if self.shadowed_tokens is None or self.checkpoint_tokens is None:
+            return None
+        return self.shadowed_tokens - self.checkpoint_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class CompactCommand:
+    """A compaction command that folded nothing, with DSH's answer."""
+
+    seq: int
+    time: int | None
+    command: str
+    kind: str
+    text: str | None
+    done_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimelinePoint:
+    seq: int
+    time: int | None
+    tokens: int
+    role: PointRole
+    fold: int | None = None
+    """The fold's number (1-based, as the ledger lists it) for a before/after point."""
+
+
+@dataclass(frozen=True, slots=True)
+class Ledger:
+    folds: tuple[Fold, ...] = ()
+    refused: tuple[CompactCommand, ...] = ()
+    points: tuple[TimelinePoint, ...] = ()
+    threshold: int | None = None
+    """The compaction point drawn on the timeline (today's, not the one each fold met)."""
+
+    @property
+    def compactions(self) -> int:
+        return sum(1 for f in self.folds if f.kind != "prune" and f.status == "done")
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for f in self.folds if f.status == "failed")
+
+    @property
+    def prune_passes(self) -> int:
+        return sum(1 for f in self.folds if f.kind == "prune")
+
+    @property
+    def dropped(self) -> int:
+        return sum(f.dropped or 0 for f in self.folds)
+
+    @property
+    def chart(self) -> TimelineChart | None:
+        return timeline_chart(self) if self.points else None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _summary_usage(raw: Any) -> Usage | None:
+    if not isinstance(raw, dict) or "inputTokens" not in raw:
+        return None
+    return Usage(
+        int(raw.get("inputTokens") or 0),
+        int(raw.get("outputTokens") or 0),
+        int(raw.get("cacheReadTokens") or 0),
+        int(raw.get("cacheWriteTokens") or 0),
+    )
+
+
+def refused_as_too_large(data: dict[str, Any]) -> bool:
+    """An ``assistant/attempt`` whose stream ends with a context-window failure."""
+    stream = data.get("stream")
+    if not isinstance(stream, list):
+        return False
+    for record in reversed(stream):
+        chunk = record.get("chunk") if isinstance(record, dict) else None
+        if isinstance(chunk, dict) and chunk.get("type") == "finish":
+            reason = chunk.get("reason")
+            failure = reason.get("failure") if isinstance(reason, dict) else None
+            return isinstance(failure, dict) and failure.get("code") == CONTEXT_WINDOW_EXCEEDED
+    return False
+
+
+@dataclass(slots=True)
+class LedgerCollector:
+    """Fold-side state of the ledger; see the module docstring for what it keeps."""
+
+    folds: list[Fold] = field(default_factory=list)
+    open_fold: int | None = None
+    """Index of the compaction waiting for its ``compaction/end``."""
+    pass_open: bool = False
+    """The last fold is a prune pass that may still grow."""
+    armed: str | None = None
+    """``summary`` or ``prune`` when the last event priced a replace to come."""
+    overflow: bool = False
+    """A request was refused as too large and no step has started since."""
+    commands: dict[str, tuple[int, int | None, str, str]] = field(default_factory=dict)
+    """``command/run`` waiting for its ``command/done``: id → (seq, time, name, args)."""
+    command_folds: dict[str, int] = field(default_factory=dict)
+    refused: list[CompactCommand] = field(default_factory=list)
+    steps: list[tuple[int, int | None, int]] = field(default_factory=list)
+    stride: int = 1
+    seen: int = 0
+    last_time: int | None = None
+
+    def observe(self, event: dict[str, Any], meter: SessionMeter) -> None:
+        """Look at ``event`` after ``meter`` has folded it."""
+        kind = event.get("type")
+        seq = _int(event.get("seq"))
+        if seq is None:
+            seq = meter.last_seq
+        time = _int(event.get("time"))
+        if time is not None:
+            self.last_time = time
+        raw = event.get("data")
+        data: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        armed, self.armed = self.armed, None
+        replacing = kind in SURFACE_TYPES and isinstance(event.get("surfaceOp"), dict)
+        if self.pass_open and (kind in _PASS_ENDS or (kind in SURFACE_TYPES and not replacing)):
+            self.pass_open = False
+        if kind in _ATTEMPT_TYPES:
+            self._attempt(event, kind, data, seq, time, meter)
+        elif kind in _OVERFLOW_FORGOTTEN:
+            self.overflow = False
+        elif kind == "compaction/start":
+            self._start(data, seq, time, meter)
+        elif kind == "compaction/summary":
+            self._summary(data)
+        elif kind == "compaction/end":
+            self._end(data, seq, time, meter)
+        elif kind == "compaction/prune":
+            self._prune(data, seq, time, meter)
+        elif kind == "command/run":
+            self._command_run(data, seq, time)
+        elif kind == "command/done":
+            self._command_done(data, seq)
+        elif replacing and armed is not None:
+            self._checkpoint(event, armed, seq, time, meter)
+
+    # -- events --------------------------------------------------------------------------
+
+    def _attempt(
+        self,
+        event: dict[str, Any],
+        kind: object,
+        data: dict[str, Any],
+        seq: int,
+        time: int | None,
+        meter: SessionMeter,
+    ) -> None:
+        if kind == "assistant/message":
+            self.overflow = False
+        elif refused_as_too_large(data):
+            self.overflow = True
+        tokens = meter.projected_tokens
+        if tokens is not None and event_usage(event) is not None:
+            self._step_point(seq, time, tokens)
+
+    def _step_point(self, seq: int, time: int | None, tokens: int) -> None:
+        if self.seen % self.stride == 0:
+            self.steps.append((seq, time, tokens))
+        self.seen += 1
+        if len(self.steps) > MAX_STEP_POINTS:
+            # Kept points are the multiples of the stride in order: keep every other one.
+            del self.steps[1::2]
+            self.stride *= 2
+
+    def _start(self, data: dict[str, Any], seq: int, time: int | None, meter: SessionMeter) -> None:
+        turn = _int(data.get("turn"))
+        kind: FoldKind = "manual" if turn is None else "overflow" if self.overflow else "automatic"
+        self.overflow = False
+        command_id = _str(data.get("sourceCommandId"))
+        run = self.commands.get(command_id) if command_id is not None else None
+        fold = Fold(
+            kind=kind,
+            seq=seq,
+            time=time,
+            turn=turn,
+            compaction_id=_str(data.get("compactionId")),
+            before=meter.projected_tokens,
+            command=_typed(run[2], run[3]) if run is not None else None,
+            command_seq=run[0] if run is not None else None,
+        )
+        self.folds.append(fold)
+        self.open_fold = len(self.folds) - 1
+        if command_id is not None:
+            self.command_folds[command_id] = self.open_fold
+
+    def _open(self, data: dict[str, Any]) -> int | None:
+        index = self.open_fold
+        if index is None:
+            return None
+        wanted = _str(data.get("compactionId"))
+        found = self.folds[index].compaction_id
+        return index if wanted is None or found is None or wanted == found else None
+
+    def _summary(self, data: dict[str, Any]) -> None:
+        index = self._open(data)
+        if index is None:
+            return
+        provider, model = _str(data.get("provider")), _str(data.get("model"))
+        shadowed = data.get("shadowedSeqs")
+        self.folds[index] = replace(
+            self.folds[index],
+            shadowed_tokens=int(data.get("shadowedTokenCount") or 0),
+            shadowed_nodes=len(shadowed) if isinstance(shadowed, list) else 0,
+            summary_usage=_summary_usage(data.get("usage")),
+            summary_model=f"{provider}/{model}" if provider and model else model,
+        )
+        self.armed = "summary"
+
+    def _end(self, data: dict[str, Any], seq: int, time: int | None, meter: SessionMeter) -> None:
+        index = self._open(data)
+        if index is None:
+            return
+        error = data.get("error")
+        self.folds[index] = replace(
+            self.folds[index],
+            end_seq=seq,
+            end_time=time,
+            after=meter.projected_tokens,
+            error=None if error in (None, "") else str(error),
+        )
+        self.open_fold = None
+
+    def _prune(self, data: dict[str, Any], seq: int, time: int | None, meter: SessionMeter) -> None:
+        if not self.pass_open:
+            self.folds.append(
+                Fold(
+                    kind="prune",
+                    seq=seq,
+                    time=time,
+                    shadowed_tokens=0,
+                    checkpoint_tokens=0,
+                    before=meter.projected_tokens,
+                )
+            )
+            self.pass_open = True
+        last = self.folds[-1]
+        shadowed = data.get("shadowedSeqs")
+        self.folds[-1] = replace(
+            last,
+            shadowed_tokens=(last.shadowed_tokens or 0) + int(data.get("shadowedTokenCount") or 0),
+            shadowed_nodes=last.shadowed_nodes
+            + (len(shadowed) if isinstance(shadowed, list) else 0),
+            prunes=last.prunes + 1,
+        )
+        self.armed = "prune"
+
+    def _checkpoint(
+        self, event: dict[str, Any], armed: str, seq: int, time: int | None, meter: SessionMeter
+    ) -> None:
+        price = message_tokens(surface_message(event))  # priced as the meter prices it
+        if armed == "summary":
+            index = self.open_fold
+            if index is not None:
+                self.folds[index] = replace(self.folds[index], checkpoint_tokens=price)
+        elif self.pass_open:
+            last = self.folds[-1]
+            self.folds[-1] = replace(
+                last,
+                checkpoint_tokens=(last.checkpoint_tokens or 0) + price,
+                end_seq=seq,
+                end_time=time,
+                after=meter.projected_tokens,
+            )
+
+    def _command_run(self, data: dict[str, Any], seq: int, time: int | None) -> None:
+        command_id = _str(data.get("commandId"))
+        if command_id is not None:
+            name, args = _str(data.get("name")) or "", _str(data.get("args")) or ""
+            self.commands[command_id] = (seq, time, name, args)
+
+    def _command_done(self, data: dict[str, Any], seq: int) -> None:
+        command_id = _str(data.get("commandId"))
+        if command_id is None:
+            return
+        run = self.commands.pop(command_id, None)
+        index = self.command_folds.pop(command_id, None)
+        kind, text = _str(data.get("kind")) or "", _str(data.get("text"))
+        if index is not None:
+            self.folds[index] = replace(self.folds[index], command_kind=kind, command_text=text)
+        elif run is not None and run[2] == "compact":
+            self.refused.append(
+                CompactCommand(run[0], run[1], _typed(run[2], run[3]), kind, text, seq)
+            )
+
+    # -- result --------------------------------------------------------------------------
+
+    def result(self, meter: SessionMeter, *, threshold: int | None = None) -> Ledger:
+        """The ledger as of the last event folded; ``threshold`` is drawn on the timeline."""
+        points = [TimelinePoint(seq, time, tokens, "step") for seq, time, tokens in self.steps]
+        for number, fold in enumerate(self.folds, start=1):
+            if fold.before is not None:
+                points.append(TimelinePoint(fold.seq, fold.time, fold.before, "before", number))
+            if fold.after is not None and fold.end_seq is not None:
+                points.append(
+                    TimelinePoint(fold.end_seq, fold.end_time, fold.after, "after", number)
+                )
+        points.sort(key=lambda p: (p.seq, p.role != "before"))
+        now = meter.projected_tokens
+        if now is not None and (not points or meter.last_seq > points[-1].seq):
+            points.append(TimelinePoint(meter.last_seq, self.last_time, now, "now"))
+        return Ledger(
+            folds=tuple(self.folds),
+            refused=tuple(self.refused),
+            points=tuple(points),
+            threshold=threshold,
+        )
+
+
+def _typed(name: str, args: str) -> str:
+    return f"/{name} {args}".rstrip()
+
+
+# -- the timeline, laid out -----------------------------------------------------------------
+
+CHART_WIDTH = 720
+CHART_HEIGHT = 240
+_LEFT, _RIGHT, _TOP, _BOTTOM = 56.0, 12.0, 22.0, 26.0
+THRESHOLD_REACH = 2.0
+"""The y axis stretches to the compaction point only when it is at most this × the peak."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    y: float
+    tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class FoldMarker:
+    number: int
+    kind: FoldKind
+    status: str
+    seq: int
+    x: float
+    y_before: float | None
+    y_after: float | None
+    before: int | None
+    after: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineChart:
+    """SVG geometry in a ``CHART_WIDTH × CHART_HEIGHT`` view box (y grows downward)."""
+
+    width: int
+    height: int
+    left: float
+    right: float
+    top: float
+    bottom: float
+    line: str
+    """Path data through every point, in seq order."""
+    area: str
+    """The same line closed down to zero tokens."""
+    count: int
+    first_seq: int
+    last_seq: int
+    ticks: tuple[Tick, ...]
+    threshold_y: float | None
+    """Where the compaction point's line is; ``None`` when it is off the chart."""
+    threshold_above: bool
+    """The compaction point is far above every point, so the y axis does not reach it
+    (the folds would be a flat line at the bottom otherwise)."""
+    markers: tuple[FoldMarker, ...]
+    peak: int
+
+
+def _nice_step(top: float, ticks: int = 4) -> int:
+    """A round tick spacing (1, 2, 2.5 or 5 × 10ⁿ) giving about ``ticks`` ticks up to ``top``."""
+    raw = max(top / ticks, 1.0)
+    power = 10 ** math.floor(math.log10(raw))
+    for factor in (1, 2, 2.5, 5, 10):
+        if factor * power >= raw:
+            return max(1, int(factor * power))
+    return int(10 * power)  # pragma: no cover - the loop always returns
+
+
+def _num(value: float) -> str:
+    return f"{value:.1f}"
+
+
+def timeline_chart(ledger: Ledger) -> TimelineChart:
+    """Lay the ledger's points out: x by seq, y by tokens from zero, the folds marked."""
+    points = ledger.points
+    peak = max(p.tokens for p in points)
+    threshold = ledger.threshold
+    above = threshold is not None and threshold > THRESHOLD_REACH * max(peak, 1)
+    shown = threshold if threshold is not None and not above else 0
+    top_tokens = max(peak, shown, 1) * 1.05
+    step = _nice_step(top_tokens)
+    ceiling = step * math.ceil(top_tokens / step)
+    left, right = _LEFT, CHART_WIDTH - _RIGHT
+    top, bottom = _TOP, CHART_HEIGHT - _BOTTOM
+    first, last = points[0].seq, points[-1].seq
+
+    def x_of(seq: int) -> float:
+        if last == first:
+            return (left + right) / 2
+        return left + min(max(seq - first, 0), last - first) / (last - first) * (right - left)
+
+    def y_of(tokens: int) -> float:
+        return bottom - min(tokens, ceiling) / ceiling * (bottom - top)
+
+    coords = [(x_of(p.seq), y_of(p.tokens)) for p in points]
+    line = "M" + "L".join(f"{_num(x)},{_num(y)}" for x, y in coords)
+    area = f"{line}L{_num(coords[-1][0])},{_num(bottom)}L{_num(coords[0][0])},{_num(bottom)}Z"
+    markers = tuple(
+        FoldMarker(
+            number=number,
+            kind=fold.kind,
+            status=fold.status,
+            seq=fold.seq,
+            x=round(x_of(fold.seq), 1),
+            y_before=round(y_of(fold.before), 1) if fold.before is not None else None,
+            y_after=round(y_of(fold.after), 1) if fold.after is not None else None,
+            before=fold.before,
+            after=fold.after,
+        )
+        for number, fold in enumerate(ledger.folds, start=1)
+    )
+    return TimelineChart(
+        width=CHART_WIDTH,
+        height=CHART_HEIGHT,
+        left=left,
+        right=right,
+        top=top,
+        bottom=bottom,
+        line=line,
+        area=area,
+        count=len(points),
+        first_seq=first,
+        last_seq=last,
+        ticks=tuple(Tick(round(y_of(t), 1), t) for t in range(0, ceiling + 1, step)),
+        threshold_y=round(y_of(threshold), 1) if threshold is not None and not above else None,
+        threshold_above=above,
+        markers=markers,
+        peak=peak,
+    )

@@ -1,0 +1,164 @@
+"""The Compact button's work: reach DSH's engine, ask it to fold a session, record it.
+
+Thin glue: :mod:`dshweb.engine` talks to DSH; this module chooses the engine (the
+environment, else the stored setting), keeps one request in flight per session, runs
+the request off the request thread (a summariser call can take minutes; closing the
+page does not stop it), records every request, and asks the watcher to push the new
+state to open pages.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import threading
+from dataclasses import asdict
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
+from django.db import close_old_connections, transaction
+from django.utils import timezone
+
+from dshweb.dashboard.models import CompactionRequest, EngineSetting
+from dshweb.engine.client import CompactOutcome, CompactStatus, EngineClient
+from dshweb.engine.managed import ManagedEngine
+
+log = logging.getLogger("dshweb.compact")
+
+COMPACT_TIMEOUT = 15 * 60.0
+"""A summariser call can take minutes; past this the request is reported as timed out."""
+MANAGED_START_TIMEOUT = 60.0
+
+
+class AlreadyRunning(Exception):
+    """A compaction of this session is already in flight."""
+
+    def __init__(self, request: CompactionRequest) -> None:
+        super().__init__(f"a compaction of {request.session_id} is already running")
+        self.request = request
+
+
+_managed: ManagedEngine | None = None
+_managed_lock = threading.Lock()
+
+
+def managed_engine() -> ManagedEngine:
+    """The process's one managed ``dsh web`` for the configured home (started lazily)."""
+    global _managed
+    with _managed_lock:
+        home = Path(settings.DSH_HOME)
+        if _managed is None or _managed.home != home:
+            if _managed is not None:
+                _managed.stop()
+            _managed = ManagedEngine(home).start()
+            atexit.register(_managed.stop)
+        return _managed
+
+
+def engine_choice() -> tuple[str, str | None, str]:
+    """(mode, launch URL or None, why not) — the environment wins over the stored row."""
+    url = os.environ.get("DSHWEB_ENGINE_URL", "")
+    if url:
+        return "url", url, ""
+    if os.environ.get("DSHWEB_ENGINE", "") == "managed":
+        mode = "managed"
+    else:
+        row = EngineSetting.objects.first()
+        mode = row.mode if row is not None else EngineSetting.Mode.OFF
+        if mode == EngineSetting.Mode.URL:
+            stored = row.launch_url if row is not None else ""
+            return "url", stored or None, "" if stored else "no launch URL is stored"
+    if mode == "managed":
+        engine = managed_engine()
+        state = engine.wait_running(MANAGED_START_TIMEOUT)
+        return "managed", engine.launch_url, "" if engine.launch_url else state.reason
+    return "off", None, "no DSH engine is configured (Settings → Engine)"
+
+
+def _user(user: AbstractBaseUser | AnonymousUser) -> User | None:
+    return user if isinstance(user, User) else None
+
+
+def request_compaction(
+    *,
+    session_id: str,
+    user: AbstractBaseUser | AnonymousUser,
+    seq: int,
+    projected: int | None,
+) -> CompactionRequest:
+    """Record a request and start it in the background; refuses a second one."""
+    with transaction.atomic():
+        running = (
+            CompactionRequest.objects.select_for_update()
+            .filter(session_id=session_id, state__in=("requested", "running"))
+            .first()
+        )
+        if running is not None:
+            raise AlreadyRunning(running)
+        request = CompactionRequest.objects.create(
+            session_id=session_id,
+            user=_user(user),
+            seq_at_request=seq,
+            projected_before=projected,
+        )
+    thread = threading.Thread(
+        target=run_compaction,
+        args=(request.pk,),
+        name=f"dshweb-compact-{request.pk}",
+        daemon=True,
+    )
+    thread.start()
+    return request
+
+
+def run_compaction(pk: int) -> None:
+    """Ask the engine to compact, then record the answer (in a worker thread)."""
+    close_old_connections()
+    try:
+        request = CompactionRequest.objects.get(pk=pk)
+        outcome = _ask_engine(request.session_id)
+        request.state = (
+            CompactionRequest.State.DONE if outcome.ok else CompactionRequest.State.FAILED
+        )
+        request.outcome = outcome.status.value
+        request.message = outcome.text
+        request.engine_answer = json.dumps(
+            {k: v for k, v in asdict(outcome).items() if k != "details"}
+            | {"details": outcome.details},
+            default=str,
+        )
+        request.finished_at = timezone.now()
+        request.save()
+        _kick(request.session_id)
+    except Exception:
+        log.exception("compaction request %s failed", pk)
+        CompactionRequest.objects.filter(pk=pk).update(
+            state=CompactionRequest.State.FAILED,
+            outcome="dshweb_error",
+            message="dshweb failed while asking the engine; see its log",
+            finished_at=timezone.now(),
+        )
+    finally:
+        close_old_connections()
+
+
+def _ask_engine(session_id: str) -> CompactOutcome:
+    _mode, url, why = engine_choice()
+    if url is None:
+        return CompactOutcome(
+            CompactStatus.ENGINE_ERROR, f"not configured: {why}", code="dshweb/not-configured"
+        )
+    return EngineClient(url, timeout=COMPACT_TIMEOUT).compact(session_id)
+
+
+def _kick(session_id: str) -> None:
+    from dshweb.live.watcher import kick_session
+
+    kick_session(session_id)
+
+
+def latest_request(session_id: str) -> CompactionRequest | None:
+    return CompactionRequest.objects.filter(session_id=session_id).first()

@@ -1,0 +1,432 @@
+"""The engine's door: DSH's web profile API, called from outside (DSH_FACTS §8).
+
+Contract:
+
+- An :class:`EngineClient` is made from the launch URL ``dsh web`` prints,
+  ``http://127.0.0.1:<port>/?token=…``. Only ``http`` on a loopback host is accepted.
+  The token is a secret: it never appears in ``repr()``, in an exception or in a log
+  line. It changes every time ``dsh web`` starts, and so does the cookie.
+- It logs in lazily (``GET /?token=…`` → 303 + ``Set-Cookie: dsh-auth-<id>=…``), keeps
+  the cookie, and logs in again once when the API answers 401 (a refused request was
+  not run, so sending it again is safe).
+- :meth:`EngineClient.rpc` raises an :class:`EngineError`; :meth:`EngineClient.check`
+  and :meth:`EngineClient.compact` never raise for what the network or the engine does:
+  they classify it.
+- A call naming a session attaches it to the engine, which appends to its log and holds
+  its ``session.lock`` until the engine exits. :meth:`EngineClient.check` calls
+  ``session/list``, which DSH describes as "Read all visible Session rows without
+  resuming an Agent": it names no session and writes nothing.
+- Thread-safe: one HTTP connection per call; the cookie is guarded by a lock.
+"""
+
+from __future__ import annotations
+
+import http.client
+import ipaddress
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
+
+from dshweb.core.errors import DshError
+
+COOKIE_PREFIX = "dsh-auth-"
+WRITER_HELD = "session/writer-held"
+"""DSH's error code when another process (an SDK harness, a CLI, another ``dsh web``)
+holds the session's ``session.lock``."""
+BUSY_TEXT = "Compaction is unavailable"
+"""Start of DSH's ``/compact`` answer while the agent is not idle: "Compaction is
+unavailable because this process has an active compaction, or the agent is not idle."."""
+NO_COMMAND = "dshweb/no-command"
+UNEXPECTED = "dshweb/unexpected-answer"
+_METHOD = re.compile(r"[A-Za-z][\w-]*/[A-Za-z][\w/-]*")
+_EXCERPT = 200
+
+
+class EngineError(DshError):
+    """The engine could not be reached, or did not do what was asked."""
+
+
+class LaunchUrlError(EngineError, ValueError):
+    """The launch URL is not a ``dsh web`` URL this client may use."""
+
+
+class EngineUnreachable(EngineError):
+    """Nothing accepted the connection, or it broke before an answer."""
+
+
+class EngineTimeout(EngineError):
+    """The engine accepted the request but did not answer in time (it may still act)."""
+
+
+class TokenRejected(EngineError):
+    """The launch token gave no session cookie, or the API refused the cookie."""
+
+
+class NotDsh(EngineError):
+    """Something answered, but not the way ``dsh web`` does."""
+
+
+class RpcError(EngineError):
+    """The API answered ``ok: false``; ``code``/``message``/``details`` are DSH's."""
+
+    def __init__(self, method: str, code: str, message: str, details: Any) -> None:
+        super().__init__(f"{method}: {code}: {message}")
+        self.method = method
+        self.code = code
+        self.message = message
+        self.details = details
+
+
+class ConnectionStatus(StrEnum):
+    REACHABLE = "reachable"
+    UNREACHABLE = "unreachable"
+    TOKEN_REJECTED = "token_rejected"
+    NOT_DSH = "not_dsh"
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionCheck:
+    """What a "test connection" found; ``sessions`` is how many ``session/list`` listed."""
+
+    status: ConnectionStatus
+    detail: str
+    sessions: int | None = None
+    elapsed: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status is ConnectionStatus.REACHABLE
+
+
+class CompactStatus(StrEnum):
+    DONE = "done"
+    BUSY = "busy"
+    OWNED_ELSEWHERE = "owned_elsewhere"
+    ENGINE_ERROR = "engine_error"
+    UNREACHABLE = "unreachable"
+    TOKEN_REJECTED = "token_rejected"
+    TIMEOUT = "timeout"
+
+
+@dataclass(frozen=True, slots=True)
+class CompactOutcome:
+    """How a ``/compact`` ended.
+
+    ``text`` is DSH's own words when it gave any (``"Compacted 24 history items
+    (~14711 tokens)."``), else ours. ``code`` is DSH's error code for ``ok: false``
+    answers (``session/writer-held``, ``session/not-found``, …) or a ``dshweb/…`` code.
+    """
+
+    status: CompactStatus
+    text: str
+    command_id: str | None = None
+    source_event_seq: int | None = None
+    code: str | None = None
+    details: Any = field(default=None, compare=False)
+    elapsed: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status is CompactStatus.DONE
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    status: int
+    cookies: tuple[str, ...]
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    host: str
+    port: int
+    path: str
+    token: str
+
+
+def _parse_launch_url(launch_url: str) -> _Target:
+    """Split a launch URL; the messages name what is wrong, never the token."""
+    try:
+        parts = urlsplit(launch_url.strip())
+        port = parts.port
+    except ValueError as error:
+        raise LaunchUrlError("the launch URL is malformed (bad port or host)") from error
+    if parts.scheme != "http":
+        raise LaunchUrlError(
+            f"the launch URL must start with http:// (dsh web serves plain HTTP on "
+            f"loopback), not {parts.scheme or 'nothing'}"
+        )
+    host = parts.hostname or ""
+    if not _is_loopback(host):
+        raise LaunchUrlError(
+            f"the launch URL's host must be loopback (127.0.0.1, ::1 or localhost), not {host!r}"
+        )
+    tokens = parse_qs(parts.query).get("token", [])
+    if len(tokens) != 1 or not tokens[0]:
+        raise LaunchUrlError("the launch URL has no ?token=… (copy the whole line dsh web printed)")
+    return _Target(host=host, port=port or 80, path=parts.path or "/", token=tokens[0])
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _excerpt(raw: bytes) -> str:
+    text = raw[:_EXCERPT].decode("utf-8", "replace").strip()
+    return text + ("…" if len(raw) > _EXCERPT else "")
+
+
+class EngineClient:
+    """Talks to one running ``dsh web`` through its launch URL."""
+
+    def __init__(self, launch_url: str, *, timeout: float) -> None:
+        self._target = _parse_launch_url(launch_url)
+        self.timeout = timeout
+        self._cookie: str | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def base_url(self) -> str:
+        """``http://host:port`` without the token (safe to show)."""
+        host = f"[{self._target.host}]" if ":" in self._target.host else self._target.host
+        return f"http://{host}:{self._target.port}"
+
+    def __repr__(self) -> str:
+        return f"EngineClient({self.base_url}, token=***)"
+
+    # --- transport ----------------------------------------------------------------------
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: bytes | None = None,
+        headers: Mapping[str, str],
+        timeout: float,
+    ) -> _Answer:
+        conn = http.client.HTTPConnection(self._target.host, self._target.port, timeout=timeout)
+        try:
+            try:
+                conn.connect()
+            except TimeoutError as error:
+                raise EngineUnreachable(f"{self.base_url} did not accept a connection") from error
+            except OSError as error:
+                reason = error.strerror or type(error).__name__
+                raise EngineUnreachable(f"cannot connect to {self.base_url}: {reason}") from error
+            try:
+                conn.request(method, path, body=body, headers=dict(headers))
+                response = conn.getresponse()
+                raw = response.read()
+            except TimeoutError as error:
+                raise EngineTimeout(
+                    f"{self.base_url} did not answer within {timeout:g} s"
+                ) from error
+            except OSError as error:  # before HTTPException: RemoteDisconnected is both
+                reason = error.strerror or type(error).__name__
+                raise EngineUnreachable(
+                    f"{self.base_url} broke the connection: {reason}"
+                ) from error
+            except http.client.HTTPException as error:
+                raise NotDsh(
+                    f"{self.base_url} did not answer in HTTP ({type(error).__name__})"
+                ) from error
+        finally:
+            conn.close()
+        cookies = tuple(response.headers.get_all("set-cookie") or ())
+        return _Answer(status=response.status, cookies=cookies, body=raw)
+
+    def _login(self, timeout: float) -> str:
+        """``GET /?token=…``; returns the ``dsh-auth-…=…`` cookie pair."""
+        path = f"{self._target.path}?token={quote(self._target.token, safe='')}"
+        answer = self._send("GET", path, headers={}, timeout=timeout)
+        if answer.status == 401:
+            raise TokenRejected(
+                "the engine refused the launch token (HTTP 401); it changes every time "
+                "dsh web starts"
+            )
+        pairs = [c.split(";", 1)[0].strip() for c in answer.cookies]
+        ours = [p for p in pairs if p.startswith(COOKIE_PREFIX) and "=" in p]
+        if answer.status == 303 and ours:
+            return ours[0]
+        if answer.status == 303:
+            raise TokenRejected("the token login answered 303 without a dsh-auth cookie")
+        raise NotDsh(
+            f"{self.base_url} answered the token login with HTTP {answer.status}, "
+            "not dsh web's 303 and cookie"
+        )
+
+    def _cookie_for(self, timeout: float, *, fresh: bool = False) -> str:
+        with self._lock:
+            if self._cookie is None or fresh:
+                self._cookie = self._login(timeout)
+            return self._cookie
+
+    def _forget(self, cookie: str) -> None:
+        with self._lock:
+            if self._cookie == cookie:
+                self._cookie = None
+
+    # --- the API ------------------------------------------------------------------------
+
+    def rpc(self, method: str, args: Mapping[str, Any], *, timeout: float | None = None) -> Any:
+        """``POST /api/<method>``; returns ``result.value`` (``None`` when DSH sends none).
+
+        Raises :class:`RpcError` for ``ok: false`` and the other :class:`EngineError`
+        subclasses for everything else.
+        """
+        if not _METHOD.fullmatch(method):
+            raise ValueError(f"not an API method name: {method!r}")
+        wait = self.timeout if timeout is None else timeout
+        rpc_id = str(uuid.uuid4())
+        body = json.dumps(
+            {
+                "type": "client-request",
+                "rpcId": rpc_id,
+                "method": method,
+                "payload": {"args": dict(args)},
+            }
+        ).encode()
+        answer: _Answer | None = None
+        for attempt in range(2):
+            cookie = self._cookie_for(wait)
+            answer = self._send(
+                "POST",
+                f"/api/{method}",
+                body=body,
+                headers={"content-type": "application/json", "cookie": cookie},
+                timeout=wait,
+            )
+            if answer.status != 401:
+                break
+            self._forget(cookie)
+            if attempt == 1:
+                raise TokenRejected(f"{method}: the engine refused the session cookie (HTTP 401)")
+        assert answer is not None
+        return self._value(method, rpc_id, answer)
+
+    def _excerpt(self, raw: bytes) -> str:
+        """The start of an answer, for a message (an echo of the token is blanked out)."""
+        return _excerpt(raw).replace(self._target.token, "***")
+
+    def _value(self, method: str, rpc_id: str, answer: _Answer) -> Any:
+        if answer.status != 200:
+            raise NotDsh(f"{method}: HTTP {answer.status}: {self._excerpt(answer.body)}")
+        try:
+            envelope = json.loads(answer.body)
+        except ValueError as error:
+            raise NotDsh(
+                f"{method}: the answer is not JSON: {self._excerpt(answer.body)}"
+            ) from error
+        result = envelope.get("result") if isinstance(envelope, dict) else None
+        if (
+            not isinstance(envelope, dict)
+            or envelope.get("type") != "server-response"
+            or envelope.get("rpcId") != rpc_id
+            or not isinstance(result, dict)
+            or not isinstance(result.get("ok"), bool)
+        ):
+            raise NotDsh(f"{method}: not a DSH server-response: {self._excerpt(answer.body)}")
+        if result["ok"]:
+            return result.get("value")
+        problem = result.get("error")
+        problem = problem if isinstance(problem, dict) else {}
+        raise RpcError(
+            method,
+            str(problem.get("code") or "unknown"),
+            str(problem.get("message") or ""),
+            problem.get("details"),
+        )
+
+    def check(self) -> ConnectionCheck:
+        """Log in afresh and list the sessions: is this a DSH engine that takes our token?"""
+        started = time.monotonic()
+
+        def done(
+            status: ConnectionStatus, detail: str, sessions: int | None = None
+        ) -> ConnectionCheck:
+            return ConnectionCheck(status, detail, sessions, time.monotonic() - started)
+
+        try:
+            self._cookie_for(self.timeout, fresh=True)
+            value = self.rpc("session/list", {"_request": {}})
+        except (EngineUnreachable, EngineTimeout) as error:
+            return done(ConnectionStatus.UNREACHABLE, str(error))
+        except TokenRejected as error:
+            return done(ConnectionStatus.TOKEN_REJECTED, str(error))
+        except NotDsh as error:
+            return done(ConnectionStatus.NOT_DSH, str(error))
+        except RpcError as error:
+            return done(ConnectionStatus.REACHABLE, f"DSH answered, but refused {error}")
+        items = value.get("items") if isinstance(value, dict) else None
+        if not isinstance(items, list):
+            return done(ConnectionStatus.NOT_DSH, "session/list answered without items")
+        detail = f"DSH answered; it lists {len(items)} sessions"
+        return done(ConnectionStatus.REACHABLE, detail, len(items))
+
+    def compact(self, session_id: str, *, timeout: float | None = None) -> CompactOutcome:
+        """Run ``/compact`` on one session (DSH_FACTS §7) and say how it ended.
+
+        The session must be idle and not owned by another process. On ``timeout`` the
+        compaction may still finish: the session log tells.
+        """
+        started = time.monotonic()
+        args = {"agentId": session_id, "line": "/compact", "submittedAttachments": []}
+
+        def outcome(status: CompactStatus, text: str, **extra: Any) -> CompactOutcome:
+            return CompactOutcome(status, text, elapsed=time.monotonic() - started, **extra)
+
+        try:
+            value = self.rpc("commands/execute", args, timeout=timeout)
+        except EngineUnreachable as error:
+            return outcome(CompactStatus.UNREACHABLE, str(error))
+        except EngineTimeout as error:
+            return outcome(CompactStatus.TIMEOUT, f"{error}; the compaction may still finish")
+        except TokenRejected as error:
+            return outcome(CompactStatus.TOKEN_REJECTED, str(error))
+        except NotDsh as error:
+            return outcome(CompactStatus.ENGINE_ERROR, str(error), code=UNEXPECTED)
+        except RpcError as error:
+            status = (
+                CompactStatus.OWNED_ELSEWHERE
+                if error.code == WRITER_HELD
+                else CompactStatus.ENGINE_ERROR
+            )
+            return outcome(status, error.message, code=error.code, details=error.details)
+        if value is None:  # DSH's answer when the line names no known command
+            return outcome(
+                CompactStatus.ENGINE_ERROR,
+                "this session's agent has no /compact command",
+                code=NO_COMMAND,
+            )
+        result = value.get("result") if isinstance(value, dict) else None
+        if not isinstance(result, dict):
+            return outcome(
+                CompactStatus.ENGINE_ERROR, f"unexpected answer: {value!r:.200}", code=UNEXPECTED
+            )
+        command_id = value.get("commandId")
+        command_id = command_id if isinstance(command_id, str) else None
+        kind, text = result.get("kind"), str(result.get("text") or "")
+        seq = result.get("sourceEventSeq")
+        if kind == "success":
+            return outcome(
+                CompactStatus.DONE,
+                text,
+                command_id=command_id,
+                source_event_seq=seq if isinstance(seq, int) else None,
+            )
+        status = CompactStatus.BUSY if text.startswith(BUSY_TEXT) else CompactStatus.ENGINE_ERROR
+        return outcome(status, text or f"/compact ended as {kind!r}", command_id=command_id)

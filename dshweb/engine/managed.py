@@ -1,0 +1,349 @@
+"""One ``dsh --profile web`` that dshweb owns: started, watched, restarted, stopped.
+
+Contract:
+
+- :meth:`ManagedEngine.start` starts a supervisor thread. Each launch runs
+  ``dsh --profile web --no-open --host 127.0.0.1 --port <free port>`` in a new process
+  session with ``DSH_HOME=home`` and ``DSH_TELEMETRY_MODE=DISABLED`` (always), on top of
+  this process's environment and ``env_extra`` (so ``DEEPSEEK_BASE_URL`` and
+  ``DEEPSEEK_API_KEY`` pass through).
+- The launch URL is read from the line ``dsh web: http://127.0.0.1:<n>/?token=…``.
+  :attr:`ManagedEngine.launch_url` is a secret, set only while the engine runs; the kept
+  output tail and ``repr()`` have the token blanked out. The token changes with every
+  launch, so make a new :class:`EngineClient` after a restart.
+- States: ``starting`` → ``running``; an exit nobody asked for → ``restarting`` (with
+  the reason) → a back-off of 1 s doubling to 60 s → ``starting``. The back-off starts
+  over after a run that lasted :data:`STABLE_AFTER` seconds. ``failed`` (no restarts)
+  when ``dsh`` cannot be found or run. ``stopped`` after :meth:`ManagedEngine.stop`.
+- :meth:`ManagedEngine.stop` ends the process this object started and only it
+  (SIGTERM, SIGKILL after a timeout); it is idempotent and also runs at interpreter
+  exit. An engine left behind by a killed dshweb keeps its sessions' locks until it
+  is ended by hand.
+- A session the engine attached (every ``/compact``) stays attached, its
+  ``session.lock`` held, until the engine exits.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from types import MappingProxyType
+
+from dshweb.core.dshconfig import find_dsh
+from dshweb.engine.client import EngineClient
+
+log = logging.getLogger("dshweb.engine")
+
+BACKOFF_FIRST = 1.0
+BACKOFF_MAX = 60.0
+STABLE_AFTER = 60.0
+"""A run at least this long resets the back-off to :data:`BACKOFF_FIRST`."""
+STARTUP_TIMEOUT = 60.0
+"""How long a launch may take to print its URL before it is ended and retried."""
+STOP_TIMEOUT = 10.0
+"""How long ``stop()`` waits after SIGTERM before SIGKILL (dsh web exits in ~0.1 s)."""
+OUTPUT_LINES = 200
+_LAUNCH = re.compile(r"dsh web: (http://\S+)")
+_TOKEN = re.compile(r"([?&]token=)[^&\s]+")
+
+
+class EnginePhase(StrEnum):
+    STARTING = "starting"
+    RUNNING = "running"
+    RESTARTING = "restarting"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class EngineState:
+    """Where the managed engine is; ``reason`` says why when it is not running.
+
+    ``retry_in`` is the back-off (seconds) while ``restarting``; ``restarts`` counts
+    launches after the first; ``since`` is the wall-clock time of the change.
+    """
+
+    phase: EnginePhase
+    reason: str = ""
+    pid: int | None = None
+    port: int | None = None
+    restarts: int = 0
+    retry_in: float | None = None
+    since: float = field(default_factory=time.time)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nobody listened on a moment ago."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _blank_token(line: str) -> str:
+    return _TOKEN.sub(r"\1***", line)
+
+
+def _exit_words(code: int) -> str:
+    if code < 0:
+        try:
+            return f"was killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"was killed by signal {-code}"
+    return f"exited with code {code}"
+
+
+class ManagedEngine:
+    """``dsh --profile web`` on ``home``, kept running until :meth:`stop`."""
+
+    def __init__(
+        self,
+        home: Path,
+        *,
+        dsh: Path | None = None,
+        env_extra: Mapping[str, str] = MappingProxyType({}),
+        on_state: Callable[[EngineState], None] | None = None,
+    ) -> None:
+        self.home = Path(home)
+        self._dsh = dsh
+        self._env_extra = dict(env_extra)
+        self._on_state = on_state
+        self._cond = threading.Condition()
+        self._state = EngineState(EnginePhase.STOPPED, "not started")
+        self._launch_url: str | None = None
+        self._proc: subprocess.Popen[str] | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._output: deque[str] = deque(maxlen=OUTPUT_LINES)
+
+    def __repr__(self) -> str:
+        state = self.state
+        return f"ManagedEngine(home={str(self.home)!r}, phase={state.phase}, pid={state.pid})"
+
+    # --- what callers see ---------------------------------------------------------------
+
+    @property
+    def state(self) -> EngineState:
+        with self._cond:
+            return self._state
+
+    @property
+    def launch_url(self) -> str | None:
+        """The secret launch URL while the engine runs, else ``None``."""
+        with self._cond:
+            return self._launch_url if self._state.phase is EnginePhase.RUNNING else None
+
+    def client(self, *, timeout: float) -> EngineClient | None:
+        """A client for the current launch (``None`` unless running)."""
+        url = self.launch_url
+        return EngineClient(url, timeout=timeout) if url else None
+
+    def output_tail(self) -> list[str]:
+        """The last lines ``dsh`` printed (across launches), tokens blanked out."""
+        with self._cond:
+            return list(self._output)
+
+    def wait_running(self, timeout: float) -> EngineState:
+        """Wait until running (or failed/stopped); returns the state reached or current."""
+        settled = (EnginePhase.RUNNING, EnginePhase.FAILED, EnginePhase.STOPPED)
+        with self._cond:
+            self._cond.wait_for(lambda: self._state.phase in settled, timeout)
+            return self._state
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> ManagedEngine:
+        """Start supervising (once; a stopped engine is not started again)."""
+        with self._cond:
+            if self._stopping.is_set():
+                raise RuntimeError("this ManagedEngine was stopped; make a new one")
+            if self._thread is not None:
+                return self
+            self._thread = threading.Thread(
+                target=self._supervise, name="dsh-engine-supervisor", daemon=True
+            )
+        self._set(EngineState(EnginePhase.STARTING, "launching dsh web"))
+        atexit.register(self.stop)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> None:
+        """End the engine process (only ours) and the supervisor; safe to call again."""
+        with self._cond:
+            self._stopping.set()
+            proc = self._proc
+            thread = self._thread
+        if proc is not None:
+            _terminate(proc, timeout)
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout + 5)
+        atexit.unregister(self.stop)
+        if self.state.phase is not EnginePhase.STOPPED:
+            self._set(EngineState(EnginePhase.STOPPED, "stopped"))
+
+    def __enter__(self) -> ManagedEngine:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- the supervisor -----------------------------------------------------------------
+
+    def _set(self, state: EngineState, *, launch_url: str | None = None) -> None:
+        with self._cond:
+            if self._stopping.is_set() and self._state.phase is EnginePhase.STOPPED:
+                return  # stop() has spoken: nothing the supervisor says afterwards counts
+            self._state = state
+            self._launch_url = launch_url
+            self._cond.notify_all()
+        if self._on_state is not None:
+            try:
+                self._on_state(state)
+            except Exception:
+                log.exception("engine state callback failed")
+
+    def _supervise(self) -> None:
+        backoff = BACKOFF_FIRST
+        restarts = 0
+        while not self._stopping.is_set():
+            dsh = self._dsh or find_dsh()
+            if dsh is None:
+                self._fail("no dsh on PATH or beside this Python: pip install deepseek-harness-sdk")
+                return
+            if not self.home.is_dir():
+                self._fail(f"the DSH home {self.home} is not a directory")
+                return
+            port = free_port()
+            self._set(
+                EngineState(EnginePhase.STARTING, "launching dsh web", port=port, restarts=restarts)
+            )
+            try:
+                proc = self._launch(dsh, port)
+            except OSError as error:
+                self._fail(f"cannot run {dsh}: {error.strerror or error}")
+                return
+            if proc is None:
+                break
+            started = time.monotonic()
+            url, reader = self._await_url(proc)
+            if url is not None:
+                running = EngineState(
+                    EnginePhase.RUNNING, "", pid=proc.pid, port=port, restarts=restarts
+                )
+                self._set(running, launch_url=url)
+                log.info("dsh web running on 127.0.0.1:%d (pid %d)", port, proc.pid)
+                code = proc.wait()
+            else:
+                code = _terminate(proc, STOP_TIMEOUT) if proc.poll() is None else proc.wait()
+            reader.join(timeout=5)
+            if proc.stdout is not None:
+                proc.stdout.close()
+            with self._cond:
+                self._proc = None
+            if self._stopping.is_set():
+                break
+            ran = time.monotonic() - started
+            if url is None:
+                reason = self._startup_failure(code, ran)
+            else:
+                reason = f"dsh web {_exit_words(code)} after {ran:.0f} s"
+            if ran >= STABLE_AFTER:
+                backoff = BACKOFF_FIRST
+            restarts += 1
+            log.warning("%s; restarting in %g s", reason, backoff)
+            self._set(
+                EngineState(
+                    EnginePhase.RESTARTING, reason, port=port, restarts=restarts, retry_in=backoff
+                )
+            )
+            if self._stopping.wait(backoff):
+                break
+            backoff = min(backoff * 2, BACKOFF_MAX)
+        self._set(EngineState(EnginePhase.STOPPED, "stopped", restarts=restarts))
+
+    def _fail(self, reason: str) -> None:
+        log.error("dsh web cannot be managed: %s", reason)
+        self._set(EngineState(EnginePhase.FAILED, reason))
+
+    def _launch(self, dsh: Path, port: int) -> subprocess.Popen[str] | None:
+        env = dict(os.environ)
+        env.update(self._env_extra)
+        env.update(DSH_HOME=str(self.home), DSH_TELEMETRY_MODE="DISABLED")
+        argv = [str(dsh), "--profile", "web", "--no-open", "--host", "127.0.0.1"]
+        with self._cond:
+            if self._stopping.is_set():
+                return None
+            self._proc = subprocess.Popen(
+                [*argv, "--port", str(port)],
+                cwd=self.home,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                errors="replace",
+                start_new_session=True,  # a Ctrl-C meant for dshweb must not kill it first
+            )
+            return self._proc
+
+    def _await_url(self, proc: subprocess.Popen[str]) -> tuple[str | None, threading.Thread]:
+        """Read the output (on a thread, to its end) until the launch URL shows."""
+        found: list[str] = []
+        ready = threading.Event()
+        stdout = proc.stdout
+        assert stdout is not None
+
+        def pump() -> None:
+            for line in stdout:
+                match = None if found else _LAUNCH.search(line)
+                if match is not None:
+                    found.append(match.group(1))
+                    ready.set()
+                with self._cond:
+                    self._output.append(_blank_token(line.rstrip()))
+            ready.set()
+
+        reader = threading.Thread(target=pump, name="dsh-engine-output", daemon=True)
+        reader.start()
+        ready.wait(STARTUP_TIMEOUT)
+        return (found[0] if found else None), reader
+
+    def _startup_failure(self, code: int, ran: float) -> str:
+        if ran >= STARTUP_TIMEOUT:
+            return f"dsh web printed no launch URL within {STARTUP_TIMEOUT:g} s"
+        said = [line for line in self.output_tail() if line.startswith("dsh:")]
+        errors = [line.strip() for line in self.output_tail() if line.strip().startswith("Error")]
+        words = "; ".join([*said[-1:], *errors[-1:]])
+        return f"dsh web {_exit_words(code)} before printing its URL" + (
+            f": {words}" if words else ""
+        )
+
+
+def _terminate(proc: subprocess.Popen[str], timeout: float) -> int:
+    """SIGTERM, then SIGKILL after ``timeout``; returns the exit code."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return proc.wait()
+
+
+__all__ = [
+    "EnginePhase",
+    "EngineState",
+    "ManagedEngine",
+    "free_port",
+]
