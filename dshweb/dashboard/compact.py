@@ -23,7 +23,14 @@ from django.db import close_old_connections, transaction
 from django.utils import timezone
 
 from dshweb.dashboard.models import CompactionRequest, EngineSetting
-from dshweb.engine.client import CompactOutcome, CompactStatus, EngineClient
+from dshweb.engine.client import (
+    CompactOutcome,
+    CompactStatus,
+    ConnectionCheck,
+    ConnectionStatus,
+    EngineClient,
+    LaunchUrlError,
+)
 from dshweb.engine.managed import ManagedEngine
 
 log = logging.getLogger("dshweb.compact")
@@ -76,6 +83,26 @@ def engine_choice() -> tuple[str, str | None, str]:
         state = engine.wait_running(MANAGED_START_TIMEOUT)
         return "managed", engine.launch_url, "" if engine.launch_url else state.reason
     return "off", None, "no DSH engine is configured (Settings → Engine)"
+
+
+def environment_engine() -> str | None:
+    """How the environment sets the engine, if it does (it wins over the stored row)."""
+    if os.environ.get("DSHWEB_ENGINE_URL"):
+        return "DSHWEB_ENGINE_URL (a launch URL)"
+    if os.environ.get("DSHWEB_ENGINE") == "managed":
+        return "DSHWEB_ENGINE=managed"
+    return None
+
+
+def test_connection() -> ConnectionCheck:
+    """What the configured engine answers now (never attaches a session)."""
+    _mode, url, why = engine_choice()
+    if url is None:
+        return ConnectionCheck(ConnectionStatus.UNREACHABLE, f"not configured: {why}")
+    try:
+        return EngineClient(url, timeout=10.0).check()
+    except LaunchUrlError as problem:
+        return ConnectionCheck(ConnectionStatus.UNREACHABLE, str(problem))
 
 
 def _user(user: AbstractBaseUser | AnonymousUser) -> User | None:
@@ -151,7 +178,11 @@ def _ask_engine(session_id: str) -> CompactOutcome:
         return CompactOutcome(
             CompactStatus.ENGINE_ERROR, f"not configured: {why}", code="dshweb/not-configured"
         )
-    return EngineClient(url, timeout=COMPACT_TIMEOUT).compact(session_id)
+    try:
+        client = EngineClient(url, timeout=COMPACT_TIMEOUT)
+    except LaunchUrlError as problem:
+        return CompactOutcome(CompactStatus.ENGINE_ERROR, str(problem), code="dshweb/bad-url")
+    return client.compact(session_id)
 
 
 def _kick(session_id: str) -> None:

@@ -14,8 +14,10 @@ from functools import wraps
 from pathlib import Path
 from typing import Any
 
+from django import forms
 from django.conf import settings
 from django.contrib import messages
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
@@ -33,10 +35,11 @@ from dshweb.core.occupancy import (
 from dshweb.core.patchfile import PatchConflict, read_patch, row_config, unified_diff
 from dshweb.core.profiles import WEB_APP_BUNDLE, profile_bundles
 from dshweb.core.truth_settings import SCHEMAS, validate
-from dshweb.dashboard import patches
-from dshweb.dashboard.models import PatchRevision
+from dshweb.dashboard import compact, patches
+from dshweb.dashboard.models import EngineSetting, PatchRevision
 from dshweb.dashboard.selectors import home_reading
 from dshweb.dashboard.settings_forms import config_form, fixed_values, initial_values
+from dshweb.engine.client import EngineClient, LaunchUrlError
 
 View = Callable[..., HttpResponse]
 ENGINE_ROWS = ("compaction-basic", "tool-result-pruner")
@@ -287,3 +290,56 @@ def settings_restore(request: HttpRequest, revision_id: int) -> HttpResponse:
     else:
         messages.success(request, f"Restored {revision.path} as it was {which} that save.")
     return HttpResponseRedirect(reverse("dashboard:settings-history", args=[revision.profile]))
+
+
+class EngineForm(forms.Form):
+    mode = forms.ChoiceField(choices=EngineSetting.Mode.choices, widget=forms.RadioSelect)
+    launch_url = forms.CharField(
+        required=False,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        help_text="Printed by `dsh web`: http://127.0.0.1:<port>/?token=… "
+        "Leave empty to keep the one stored.",
+    )
+
+    def clean_launch_url(self) -> str:
+        url = str(self.cleaned_data.get("launch_url") or "").strip()
+        if url:
+            try:
+                EngineClient(url, timeout=1.0)
+            except LaunchUrlError as problem:
+                raise forms.ValidationError(str(problem)) from problem
+        return url
+
+
+@staff_only
+@require_http_methods(["GET", "POST"])
+def settings_engine(request: HttpRequest) -> HttpResponse:
+    """How the Compact button reaches DSH's engine; the token is never shown back."""
+    row = EngineSetting.objects.first() or EngineSetting()
+    check = None
+    if request.method == "POST":
+        form = EngineForm(request.POST)
+        if form.is_valid():
+            row.mode = form.cleaned_data["mode"]
+            if form.cleaned_data["launch_url"]:
+                row.launch_url = form.cleaned_data["launch_url"]
+            row.updated_by = request.user if isinstance(request.user, User) else None
+            row.save()
+            if "test" in request.POST:
+                check = compact.test_connection()
+            else:
+                messages.success(request, "Saved how dshweb reaches the DSH engine.")
+                return HttpResponseRedirect(request.path)
+    else:
+        form = EngineForm(initial={"mode": row.mode})
+    return render(
+        request,
+        "settings/engine.html",
+        {
+            "form": form,
+            "row": row,
+            "has_url": bool(row.launch_url),
+            "check": check,
+            "environment": compact.environment_engine(),
+        },
+    )

@@ -1,0 +1,259 @@
+"""The Compact button: who may press it, one request in flight per session, the status
+line, the audit record, and — with the real ``dsh web`` and the tests' fake model — a
+session folded through the dashboard, and a busy session refused."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.test import Client
+
+from dshweb.core.compact_status import RequestRecord, compact_view, result_line
+from dshweb.core.ledger import Fold, Ledger
+from dshweb.dashboard.models import CompactionRequest, EngineSetting
+from dshweb.dashboard.selectors import home_reading, reset_home_index
+from dshweb.engine.managed import EnginePhase, ManagedEngine
+from tests.conftest import FIXTURE_HOMES
+from tests.test_engine_client import Setup, SlowTurns, create, prompt, turns_at_least
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+MANUAL = Fold(kind="manual", seq=69, time=1, end_seq=73, before=6152, after=5897)
+OPEN = Fold(kind="manual", seq=69, time=1)
+BROKEN = Fold(kind="manual", seq=69, time=1, end_seq=73, error="summary is not smaller")
+
+
+@pytest.mark.parametrize(
+    ("record", "folds", "state", "text"),
+    [
+        (None, (), "idle", ""),
+        (RequestRecord("requested", "", "", 68), (), "requested", "Compaction requested…"),
+        (
+            RequestRecord("requested", "", "", 68),
+            (OPEN,),
+            "running",
+            "Compacting: DSH's engine is summarising…",
+        ),
+        (RequestRecord("requested", "", "", 70), (MANUAL,), "requested", "Compaction requested…"),
+        (
+            RequestRecord("done", "done", "Compacted 14 history items (~426 tokens).", 68),
+            (MANUAL,),
+            "done",
+            "Compacted 14 history items (~426 tokens); context 6.2K → 5.9K (freed 255)",
+        ),
+        (
+            RequestRecord("failed", "busy", "Compaction is unavailable …", 68),
+            (),
+            "failed",
+            "The session is busy: the agent is not idle. Try again when it is idle.: "
+            "Compaction is unavailable …",
+        ),
+        (
+            RequestRecord("failed", "engine_error", "x", 68),
+            (BROKEN,),
+            "failed",
+            "The compaction failed: summary is not smaller",
+        ),
+        (
+            RequestRecord("failed", "engine_error", "not configured: no engine", 68),
+            (),
+            "failed",
+            "The DSH engine refused: not configured: no engine",
+        ),
+    ],
+)
+def test_status_line(
+    record: RequestRecord | None, folds: tuple[Fold, ...], state: str, text: str
+) -> None:
+    view = compact_view(record, Ledger(folds=folds))
+    assert (view.state, view.text) == (state, text)
+
+
+def test_result_line_without_numbers() -> None:
+    assert result_line("", None) == "Compacted"
+
+
+@pytest.fixture
+def home(tmp_path: Path, settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    import shutil
+
+    target = tmp_path / "home"
+    shutil.copytree(FIXTURE_HOMES / "manual-compact", target)
+    settings.DSH_HOME = target
+    monkeypatch.delenv("DSHWEB_ENGINE_URL", raising=False)
+    monkeypatch.delenv("DSHWEB_ENGINE", raising=False)
+    reset_home_index()
+    yield target
+    reset_home_index()
+
+
+def _user(name: str, *, may_compact: bool) -> Client:
+    user = User.objects.create_user(name, password="x-x-x-x-1")
+    if may_compact:
+        user.user_permissions.add(Permission.objects.get(codename="compact"))
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def _wait_finished(timeout: float = 60) -> CompactionRequest:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        request = CompactionRequest.objects.first()
+        if request is not None and not request.in_flight:
+            return request
+        time.sleep(0.05)
+    raise AssertionError("the compaction request did not finish")
+
+
+URL = "/sessions/manual-compact/compact/"
+
+
+def test_only_users_allowed_to_compact_may(home: Path) -> None:
+    assert Client().post(URL).status_code == 302  # to the login page
+    assert _user("viewer", may_compact=False).post(URL).status_code == 403
+    page = _user("viewer2", may_compact=False).get("/sessions/manual-compact/").content.decode()
+    assert 'id="compact-button"' not in page and 'id="compact-status"' in page
+    assert CompactionRequest.objects.count() == 0
+
+
+def test_the_button_needs_csrf(home: Path) -> None:
+    user = User.objects.create_user("strict", password="x-x-x-x-1")
+    user.user_permissions.add(Permission.objects.get(codename="compact"))
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    assert client.post(URL).status_code == 403
+    assert CompactionRequest.objects.count() == 0
+
+
+def test_without_an_engine_the_request_fails_with_the_reason(home: Path) -> None:
+    client = _user("boss", may_compact=True)
+    assert 'id="compact-button"' in client.get("/sessions/manual-compact/").content.decode()
+    response = client.post(URL, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200
+    request = _wait_finished()
+    assert (request.state, request.outcome) == ("failed", "engine_error")
+    assert "no DSH engine is configured" in request.message
+    assert request.user is not None and request.user.username == "boss"
+    page = client.get("/sessions/manual-compact/").content.decode()
+    assert 'data-state="failed"' in page and "no DSH engine is configured" in page
+
+
+def test_a_second_press_while_one_runs_is_refused(home: Path) -> None:
+    client = _user("boss", may_compact=True)
+    CompactionRequest.objects.create(session_id="manual-compact", state="running")
+    response = client.post(URL, HTTP_HX_REQUEST="true")
+    assert "already running" in response.content.decode()
+    assert CompactionRequest.objects.count() == 1
+
+
+def test_unknown_session_is_404(home: Path) -> None:
+    assert _user("boss", may_compact=True).post("/sessions/nope/compact/").status_code == 404
+
+
+def test_engine_settings_never_show_the_token(home: Path) -> None:
+    admin = Client()
+    admin.force_login(User.objects.create_user("root", password="x-x-x-x-1", is_staff=True))
+    secret = "http://127.0.0.1:9/?token=very-secret-token"
+    response = admin.post("/settings/engine/", {"mode": "url", "launch_url": secret, "test": "1"})
+    page = response.content.decode()
+    assert "very-secret-token" not in page
+    assert 'data-status="unreachable"' in page
+    assert EngineSetting.objects.get().launch_url == secret
+    assert "very-secret-token" not in admin.get("/settings/engine/").content.decode()
+    bad = admin.post(
+        "/settings/engine/", {"mode": "url", "launch_url": "http://example.com/?token=x"}
+    )
+    assert "loopback" in bad.content.decode().lower()
+
+
+# -- with the real dsh web -----------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
+    from dshweb.core.dshconfig import find_dsh
+    from tests.fixtures.fakemodel import FakeModel
+
+    dsh = find_dsh()
+    if dsh is None:
+        pytest.skip("the dsh program is not installed")
+    root = tmp_path_factory.mktemp("compact")
+    home, workspace = root / "home", root / "ws"
+    home.mkdir()
+    workspace.mkdir()
+    script = SlowTurns()
+    with FakeModel(script) as fake, ManagedEngine(home, dsh=dsh, env_extra=fake.env()) as managed:
+        state = managed.wait_running(60)
+        assert state.phase is EnginePhase.RUNNING, (state, managed.output_tail())
+        yield Setup(home, workspace, fake, script, managed)
+
+
+@pytest.fixture
+def live(engine: Setup, settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Setup]:
+    settings.DSH_HOME = engine.home
+    monkeypatch.setenv("DSHWEB_ENGINE_URL", engine.launch_url)
+    reset_home_index()
+    yield engine
+    reset_home_index()
+
+
+@pytest.mark.dsh
+def test_compact_through_the_dashboard(live: Setup) -> None:
+    from tests.fixtures.dshrun import session_logs, wait_for_log
+
+    api = live.client()
+    create(live, api, "s-dash")
+    for turn in (1, 2, 3):
+        prompt(api, "s-dash", f"turn {turn}: " + "words " * 400)
+        wait_for_log(live.home, "s-dash", turns_at_least(turn), timeout=30)
+    before = home_reading().session("s-dash")
+    assert before is not None
+    client = _user("boss", may_compact=True)
+    response = client.post("/sessions/s-dash/compact/", HTTP_HX_REQUEST="true")
+    assert 'id="compact-status"' in response.content.decode()
+    request = _wait_finished()
+    assert (request.state, request.outcome) == ("done", "done"), request.message
+    log = wait_for_log(live.home, "s-dash", lambda log: log.count("command/done") >= 1)
+    (start,) = log.of_type("compaction/start")
+    (end,) = log.of_type("compaction/end")
+    (done,) = log.of_type("command/done")
+    assert start["data"]["turn"] is None and "error" not in end["data"]
+    assert done["data"]["kind"] == "success" and done["data"]["text"] == request.message
+    after = home_reading().session("s-dash")
+    assert after is not None
+    (fold,) = [f for f in after.ledger.folds if f.kind == "manual"]
+    assert request.projected_before == before.context_pressure["projectedTokens"] == fold.before
+    assert after.context_pressure["projectedTokens"] == fold.after
+    assert fold.before is not None and fold.after is not None and fold.after < fold.before
+    assert request.duration_seconds is not None and request.duration_seconds < 60
+    assert f'"command_id": "{done["data"]["commandId"]}"' in request.engine_answer
+    assert live.token not in request.engine_answer
+    page = client.get("/sessions/s-dash/").content.decode()
+    assert 'data-state="done"' in page
+    assert result_line(request.message, fold) in page
+    assert result_line(request.message, fold).startswith(request.message.rstrip("."))
+    assert session_logs(live.home)["s-dash"].count("compaction/end") == 1
+
+
+@pytest.mark.dsh
+def test_compact_while_a_turn_runs_says_busy(live: Setup) -> None:
+    from tests.fixtures.dshrun import wait_for_log
+
+    api = live.client()
+    create(live, api, "s-busy-dash")
+    live.script.arrived.clear()
+    prompt(api, "s-busy-dash", "!slow please")
+    assert live.script.arrived.wait(30)
+    client = _user("boss", may_compact=True)
+    client.post("/sessions/s-busy-dash/compact/", HTTP_HX_REQUEST="true")
+    request = _wait_finished()
+    assert (request.state, request.outcome) == ("failed", "busy")
+    wait_for_log(live.home, "s-busy-dash", turns_at_least(1), timeout=30)
+    page = client.get("/sessions/s-busy-dash/").content.decode()
+    assert "The session is busy" in page and 'data-state="failed"' in page
