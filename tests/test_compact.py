@@ -257,3 +257,15 @@ def test_compact_while_a_turn_runs_says_busy(live: Setup) -> None:
     wait_for_log(live.home, "s-busy-dash", turns_at_least(1), timeout=30)
     page = client.get("/sessions/s-busy-dash/").content.decode()
     assert "The session is busy" in page and 'data-state="failed"' in page
+
+
+def test_admins_see_the_audit(home: Path) -> None:
+    CompactionRequest.objects.create(
+        session_id="manual-compact", state="failed", outcome="busy", message="busy text"
+    )
+    admin_client = Client()
+    admin_client.force_login(User.objects.create_superuser("root", password="x-x-x-x-1"))
+    page = admin_client.get("/admin/dashboard/compactionrequest/").content.decode()
+    assert "manual-compact" in page and "busy" in page
+    viewer = _user("viewer", may_compact=True)
+    assert viewer.get("/admin/dashboard/compactionrequest/").status_code == 302
