@@ -46,7 +46,7 @@ sys.path.insert(0, str(REPO))
 
 from dshweb.core.frames import split_frames  # noqa: E402
 from dshweb.core.home import session_logs  # noqa: E402
-from dshweb.live.watcher import INTERVAL  # noqa: E402
+from dshweb.live.timing import INTERVAL  # noqa: E402
 
 USER, PASSWORD = "bench", "bench-password-not-secret"
 LAST_SEQ = re.compile(rb"last seq (\d+)")

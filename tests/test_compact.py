@@ -47,11 +47,16 @@ BROKEN = Fold(kind="manual", seq=69, time=1, end_seq=73, error="summary is not s
             "Compacted 14 history items (~426 tokens); context 6.2K → 5.9K (freed 255)",
         ),
         (
+            RequestRecord("done", "done", "Compacted 7 history items (~3318 tokens).", 68),
+            (),
+            "done",
+            "Compacted 7 history items (~3,318 tokens)",
+        ),
+        (
             RequestRecord("failed", "busy", "Compaction is unavailable …", 68),
             (),
             "failed",
-            "The session is busy: the agent is not idle. Try again when it is idle.: "
-            "Compaction is unavailable …",
+            "The session is busy: its agent is not idle. Try again when it is idle.",
         ),
         (
             RequestRecord("failed", "engine_error", "x", 68),
@@ -63,7 +68,7 @@ BROKEN = Fold(kind="manual", seq=69, time=1, end_seq=73, error="summary is not s
             RequestRecord("failed", "engine_error", "not configured: no engine", 68),
             (),
             "failed",
-            "The DSH engine refused: not configured: no engine",
+            "The DSH engine refused — not configured: no engine",
         ),
     ],
 )
@@ -237,7 +242,7 @@ def test_compact_through_the_dashboard(live: Setup) -> None:
     page = client.get("/sessions/s-dash/").content.decode()
     assert 'data-state="done"' in page
     assert result_line(request.message, fold) in page
-    assert result_line(request.message, fold).startswith(request.message.rstrip("."))
+    assert result_line(request.message, fold).startswith("Compacted ")
     assert session_logs(live.home)["s-dash"].count("compaction/end") == 1
 
 

@@ -27,7 +27,7 @@ from dshweb.live.watcher import stop_watcher
 from tests.conftest import FIXTURE_HOMES
 from tests.logbuilder import frames_of
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.asyncio]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
 SOURCE = FIXTURE_HOMES / "auto-compact"
@@ -88,6 +88,7 @@ def _attr(html: str, element_id: str, name: str) -> str:
     return value.group(1)
 
 
+@pytest.mark.asyncio
 @pytest.mark.parametrize("path", ["/ws/sessions/", "/ws/sessions/auto-compact/"])
 async def test_anonymous_socket_gets_nothing_but_a_close(home: Path, stop: None, path: str) -> None:
     communicator, connected, _ = await _connect(path, ORIGIN)
@@ -100,6 +101,7 @@ async def test_anonymous_socket_gets_nothing_but_a_close(home: Path, stop: None,
     await communicator.disconnect()
 
 
+@pytest.mark.asyncio
 async def test_foreign_origin_is_refused(home: Path, cookie: bytes, stop: None) -> None:
     communicator, connected, _ = await _connect(
         "/ws/sessions/", (b"origin", b"http://evil.example"), (b"cookie", cookie)
@@ -108,12 +110,14 @@ async def test_foreign_origin_is_refused(home: Path, cookie: bytes, stop: None) 
     await communicator.disconnect()
 
 
+@pytest.mark.asyncio
 async def test_missing_origin_is_refused(home: Path, cookie: bytes, stop: None) -> None:
     communicator, connected, _ = await _connect("/ws/sessions/", (b"cookie", cookie))
     assert connected is False
     await communicator.disconnect()
 
 
+@pytest.mark.asyncio
 async def test_list_socket_sends_rows_then_updates(home: Path, cookie: bytes, stop: None) -> None:
     communicator, connected, _ = await _connect("/ws/sessions/", ORIGIN, (b"cookie", cookie))
     assert connected is True
@@ -132,6 +136,7 @@ async def test_list_socket_sends_rows_then_updates(home: Path, cookie: bytes, st
     await communicator.disconnect()
 
 
+@pytest.mark.asyncio
 async def test_session_socket_follows_appended_frames(
     home: Path, cookie: bytes, stop: None
 ) -> None:
@@ -158,6 +163,7 @@ async def test_session_socket_follows_appended_frames(
     await communicator.disconnect()
 
 
+@pytest.mark.asyncio
 async def test_unknown_session_socket_says_gone(home: Path, cookie: bytes, stop: None) -> None:
     communicator, connected, _ = await _connect("/ws/sessions/nope/", ORIGIN, (b"cookie", cookie))
     assert connected is True
@@ -182,6 +188,7 @@ async def _receive_until(communicator: WebsocketCommunicator, wanted: Any) -> st
             return html
 
 
+@pytest.mark.asyncio
 async def test_a_saved_profile_patch_moves_the_compaction_point(
     home: Path, cookie: bytes, stop: None
 ) -> None:
@@ -203,3 +210,16 @@ async def test_a_saved_profile_patch_moves_the_compaction_point(
     )
     assert _attr(update, "compaction-point", "id") == "compaction-point"
     await communicator.disconnect()
+
+
+def test_subscriptions_count_sockets() -> None:
+    from dshweb.live.groups import Subscriptions
+
+    subs = Subscriptions()
+    assert subs.watched("g") is False
+    subs.add("g")
+    subs.add("g")
+    subs.remove("g")
+    assert subs.watched("g") is True
+    subs.remove("g")
+    assert subs.watched("g") is False

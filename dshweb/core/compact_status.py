@@ -20,7 +20,7 @@ State = Literal["idle", "requested", "running", "done", "failed"]
 _COMPACTED = re.compile(r"Compacted (\d+) history items? \(~(\d+) tokens?\)")
 
 FAILURES = {
-    "busy": "The session is busy: the agent is not idle. Try again when it is idle.",
+    "busy": "The session is busy: its agent is not idle. Try again when it is idle.",
     "owned_elsewhere": "Another DSH process owns this session; ask that process to compact it.",
     "unreachable": "The DSH engine is unreachable",
     "token_rejected": "The DSH engine rejected the launch token; paste a fresh launch URL.",
@@ -55,7 +55,7 @@ def result_line(message: str, fold: Fold | None) -> str:
     """``Compacted N history items (~T tokens); context M → P (freed X)``."""
     found = _COMPACTED.search(message)
     head = (
-        f"Compacted {found.group(1)} history items (~{found.group(2)} tokens)"
+        f"Compacted {int(found.group(1)):,} history items (~{int(found.group(2)):,} tokens)"
         if found
         else message.rstrip(".") or "Compacted"
     )
@@ -86,6 +86,6 @@ def compact_view(record: RequestRecord | None, ledger: Ledger | None) -> Compact
         return CompactView("failed", f"The compaction failed: {fold.error}")
     reason = FAILURES.get(record.outcome, "The compaction failed")
     detail = record.message.strip()
-    return CompactView(
-        "failed", f"{reason}: {detail}" if detail and detail not in reason else reason
-    )
+    if record.outcome == "busy" or not detail:
+        return CompactView("failed", reason)  # DSH's own busy text says the same
+    return CompactView("failed", f"{reason.rstrip('.')} — {detail}")

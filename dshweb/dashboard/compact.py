@@ -131,6 +131,7 @@ def request_compaction(
             seq_at_request=seq,
             projected_before=projected,
         )
+    _kick(session_id)  # open pages show "requested" at once
     thread = threading.Thread(
         target=run_compaction,
         args=(request.pk,),

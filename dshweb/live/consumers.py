@@ -14,7 +14,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 
 from dshweb.dashboard import fragments
 from dshweb.dashboard.selectors import shared_home
-from dshweb.live.groups import SESSIONS_GROUP, session_group
+from dshweb.live.groups import SESSIONS_GROUP, session_group, subscriptions
 from dshweb.live.watcher import start_watcher
 
 UNAUTHORIZED = 4401
@@ -35,12 +35,14 @@ class _PageConsumer(AsyncWebsocketConsumer):
             return
         self.group = self.group_name()
         await self.channel_layer.group_add(self.group, self.channel_name)
+        subscriptions.add(self.group)
         await self.accept()
         html = await sync_to_async(self.current_html, thread_sensitive=False)()
         await self.send(text_data=html)
 
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "group"):
+            subscriptions.remove(self.group)
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def fragment_html(self, event: dict[str, Any]) -> None:

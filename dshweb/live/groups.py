@@ -4,6 +4,8 @@ name allows only a few ASCII characters and a session id may hold anything)."""
 from __future__ import annotations
 
 import hashlib
+import threading
+from collections import Counter
 
 SESSIONS_GROUP = "dshweb.sessions"
 MESSAGE_TYPE = "fragment.html"  # handled by the consumers' ``fragment_html``
@@ -15,3 +17,29 @@ def session_group(session_id: str) -> str:
 
 def fragment_message(html: str) -> dict[str, str]:
     return {"type": MESSAGE_TYPE, "html": html}
+
+
+class Subscriptions:
+    """How many sockets of this process follow each group, so the watcher renders only
+    what someone is watching (the in-memory channel layer lives in this process too)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: Counter[str] = Counter()
+
+    def add(self, group: str) -> None:
+        with self._lock:
+            self._counts[group] += 1
+
+    def remove(self, group: str) -> None:
+        with self._lock:
+            self._counts[group] -= 1
+            if self._counts[group] <= 0:
+                del self._counts[group]
+
+    def watched(self, group: str) -> bool:
+        with self._lock:
+            return self._counts[group] > 0 if group in self._counts else False
+
+
+subscriptions = Subscriptions()

@@ -29,20 +29,19 @@ from watchfiles import Change, watch
 from dshweb.core.listing import SessionEntry
 from dshweb.dashboard import fragments
 from dshweb.dashboard.selectors import SharedHome, shared_home
-from dshweb.live.groups import SESSIONS_GROUP, fragment_message, session_group
+from dshweb.live.groups import SESSIONS_GROUP, fragment_message, session_group, subscriptions
+from dshweb.live.timing import (
+    BACKOFF_MAX,
+    INTERVAL,
+    LIVENESS_EVERY,
+    MISSING_HOME_RETRY,
+    NOTIFY_MAX_MS,
+    NOTIFY_STEP_MS,
+    RESCAN_EVERY,
+    TICK,
+)
 
 log = logging.getLogger("dshweb.live")
-
-INTERVAL = 0.2
-NOTIFY_STEP_MS = 5
-"""Quiet time that ends a batch of file notifications."""
-NOTIFY_MAX_MS = 40
-"""Longest a batch may be held while writes keep coming (watchfiles' default is 1.6 s)."""
-TICK = 0.25
-LIVENESS_EVERY = 1.0
-RESCAN_EVERY = 10.0
-MISSING_HOME_RETRY = 2.0
-BACKOFF_MAX = 30.0
 
 
 @dataclass(slots=True)
@@ -177,11 +176,12 @@ class HomeWatcher:
                 if quiet:
                     continue
                 self.sent_at[folder] = now
-                entry = SessionEntry(snapshot, reading, depth=0, orphan=False)
-                outbox.add(SESSIONS_GROUP, fragments.rows_html([entry]))
-                outbox.add(
-                    session_group(snapshot.session_id), fragments.session_html(snapshot, reading)
-                )
+                if subscriptions.watched(SESSIONS_GROUP):
+                    entry = SessionEntry(snapshot, reading, depth=0, orphan=False)
+                    outbox.add(SESSIONS_GROUP, fragments.rows_html([entry]))
+                group = session_group(snapshot.session_id)
+                if subscriptions.watched(group):  # render only what a socket shows
+                    outbox.add(group, fragments.session_html(snapshot, reading))
         return outbox
 
 

@@ -147,6 +147,11 @@ def browser() -> Iterator[Browser]:
 @pytest.fixture(scope="package")
 def signed_in(browser: Browser, server: DshwebServer) -> StorageState:
     """The cookies of one sign-in through the real login form."""
+    return sign_in(browser, server)
+
+
+def sign_in(browser: Browser, server: DshwebServer) -> StorageState:
+    """Sign in as ``USERNAME`` through ``server``'s login form; the cookies it set."""
     context = browser.new_context(base_url=server.url)
     page = context.new_page()
     page.goto("/accounts/login/")

@@ -47,6 +47,8 @@ class DshwebServer:
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     starts: int = 0
+    extra_env: dict[str, str] = field(default_factory=dict)
+    """Set on top of :meth:`env`'s own variables (e.g. ``DSHWEB_ENGINE_URL``)."""
 
     @property
     def url(self) -> str:
@@ -66,6 +68,7 @@ class DshwebServer:
             DJANGO_SETTINGS_MODULE="dshweb.settings",
             PYTHONUNBUFFERED="1",
         )
+        env.update(self.extra_env)
         return env
 
     def prepare(self) -> None:

@@ -1,0 +1,16 @@
+"""The watcher's timing constants (plain values: the load benchmark reads them without
+setting Django up)."""
+
+from __future__ import annotations
+
+INTERVAL = 0.2
+"""At most one update per session per interval (5 per second)."""
+NOTIFY_STEP_MS = 5
+"""Quiet time that ends a batch of file notifications."""
+NOTIFY_MAX_MS = 40
+"""Longest a batch may be held while writes keep coming (watchfiles' default is 1.6 s)."""
+TICK = 0.25
+LIVENESS_EVERY = 1.0
+RESCAN_EVERY = 10.0
+MISSING_HOME_RETRY = 2.0
+BACKOFF_MAX = 30.0

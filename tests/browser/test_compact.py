@@ -1,0 +1,225 @@
+"""The Compact button in the browser, against the real ``dsh web`` and the fake model.
+
+A ``dsh web`` (:class:`~dshweb.engine.managed.ManagedEngine`, the tests' fake model in its
+environment) runs on its own empty DSH home; a dshweb server of this module's own watches
+that home with ``DSHWEB_ENGINE_URL`` set to the engine's launch URL. Sessions are made
+and prompted through the engine's API, as ``tests/test_engine_client.py`` does.
+
+This module overrides the package's ``server`` and ``signed_in`` fixtures with its own
+(same names, module scope), so the package's ``new_context``/``page`` fixtures sign in
+to this server and save its output when a test fails.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, StorageState, expect
+
+from dshweb.core.display import context_reading, format_tokens
+from dshweb.core.index import HomeIndex
+from dshweb.core.ledger import Fold
+from dshweb.core.session import SessionSnapshot
+from dshweb.engine.managed import EnginePhase, ManagedEngine
+from tests.browser.conftest import SameDocument, sign_in
+from tests.browser.homes import PROFILE
+from tests.browser.server import DshwebServer, ServerError
+from tests.fixtures.fakemodel import ModelRequest, Reply
+from tests.test_engine_client import Setup, SlowTurns, create, prompt, turns_at_least
+
+pytestmark = [pytest.mark.browser, pytest.mark.dsh]
+
+COMPACT_MS = 30_000
+"""Longest wait for a compaction to show (the fake model summarises at once)."""
+HOLD = 30.0
+"""Longest a held ``!slow`` turn stays in flight if a test never releases it."""
+DONE = re.compile(
+    r"Compacted ([\d,]+) history items \(~([\d,]+) tokens\); context (\S+) → (\S+) \(freed (\S+)\)"
+)
+
+RECORD_STATES = """() => {
+  const seen = [];
+  const note = () => {
+    const status = document.getElementById('compact-status');
+    if (status && seen[seen.length - 1] !== status.dataset.state) seen.push(status.dataset.state);
+  };
+  note();
+  new MutationObserver(note).observe(document.body, {
+    subtree: true, childList: true, attributes: true, attributeFilter: ['data-state'],
+  });
+  window.__compactStates = seen;
+}"""
+"""Record each state ``#compact-status`` shows, from now on (the element is swapped)."""
+
+
+class HeldTurns(SlowTurns):
+    """:class:`SlowTurns` whose ``!slow`` turn stays in flight until ``release`` is set
+    (instead of for a fixed delay), so a click made while it runs cannot come too late."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def __call__(self, request: ModelRequest) -> Reply:
+        reply = super().__call__(request)
+        if request.last_user_text.startswith("!slow") and not request.after_tool_result:
+            self.release.wait(HOLD)
+            return dataclasses.replace(reply, delay=0.0)
+        return reply
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
+    """The real ``dsh web`` on an empty home, answering through the fake model."""
+    from dshweb.core.dshconfig import find_dsh
+    from tests.fixtures.fakemodel import FakeModel
+
+    dsh = find_dsh()
+    if dsh is None:
+        pytest.skip("the dsh program is not installed")
+    root = tmp_path_factory.mktemp("browser-compact")
+    home, workspace = root / "home", root / "ws"
+    home.mkdir()
+    workspace.mkdir()
+    script = HeldTurns()
+    with FakeModel(script) as fake, ManagedEngine(home, dsh=dsh, env_extra=fake.env()) as managed:
+        try:
+            state = managed.wait_running(60)
+            assert state.phase is EnginePhase.RUNNING, (state, managed.output_tail())
+            yield Setup(home, workspace, fake, script, managed)
+        finally:
+            script.release.set()
+        assert fake.errors == []
+
+
+@pytest.fixture(scope="module")
+def server(engine: Setup, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DshwebServer]:
+    """dshweb watching the engine's home, with the engine's launch URL."""
+    running = DshwebServer(
+        engine.home,
+        tmp_path_factory.mktemp("dshweb-compact-data"),
+        extra_env={"DSHWEB_ENGINE_URL": engine.launch_url},
+    )
+    try:
+        running.prepare()
+        running.start()
+    except ServerError as error:
+        pytest.fail(str(error), pytrace=False)
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def signed_in(browser: Browser, server: DshwebServer) -> StorageState:
+    """The superuser (it has ``dashboard.compact``) signed in to this module's server."""
+    return sign_in(browser, server)
+
+
+def _snapshot(home: Path, session_id: str) -> SessionSnapshot:
+    """What dshweb's core folds from the session's log now."""
+    index = HomeIndex(home, profile=PROFILE)
+    index.refresh()
+    (folder,) = [f for f, t in index.trackers.items() if t.session_id == session_id]
+    return index.snapshot(folder)
+
+
+def _open(page: Page, session_id: str) -> SameDocument:
+    """Open the session's page, wait for its socket, and start recording the states."""
+    page.goto(f"/sessions/{session_id}/")
+    expect(page.locator("#live-status")).to_have_attribute("data-state", "open")
+    expect(page.locator("#compact-status")).to_have_attribute("data-state", "idle")
+    page.evaluate(RECORD_STATES)
+    return SameDocument(page)
+
+
+def _states(page: Page) -> list[str]:
+    return [str(state) for state in page.evaluate("window.__compactStates")]
+
+
+def test_compact_folds_the_session_and_the_page_follows(
+    page: Page, engine: Setup, artifacts: Path
+) -> None:
+    from tests.fixtures.dshrun import wait_for_log
+
+    api = engine.client()
+    create(engine, api, "b-compact")
+    for turn in (1, 2, 3):
+        prompt(api, "b-compact", f"turn {turn}: " + "words " * 400)
+        wait_for_log(engine.home, "b-compact", turns_at_least(turn), timeout=30)
+    before = context_reading(_snapshot(engine.home, "b-compact")).used
+    assert before is not None
+
+    same = _open(page, "b-compact")
+    ring = page.locator("#context-ring")
+    expect(ring).to_have_attribute("data-used", str(before))
+    page.click("#compact-button")
+
+    status = page.locator("#compact-status")
+    expect(status).to_have_attribute("data-state", "done", timeout=COMPACT_MS)
+    expect(status).to_have_text(DONE, timeout=COMPACT_MS)
+    snapshot = _snapshot(engine.home, "b-compact")
+    (fold,) = [f for f in snapshot.ledger.folds if f.kind == "manual"]
+    after = context_reading(snapshot).used
+    assert fold.before == before and fold.after == after, (fold, before, after)
+    expect(ring).to_have_attribute("data-used", str(after))
+    assert after is not None and after < before
+    expect(status).to_have_text(_done_text(status.text_content() or "", fold))
+    states = _states(page)
+    assert states[0] == "idle" and states[-1] == "done" and "failed" not in states, states
+    assert set(states) <= {"idle", "requested", "running", "done"}, states
+    print(f"compact states seen: {states}")
+    same.check()
+    page.screenshot(path=artifacts / "compact-done.png", full_page=True)
+
+
+def _done_text(shown: str, fold: Fold) -> str:
+    """The line the page must show: DSH's counts as shown, the context figures from the
+    fold in the log."""
+    found = DONE.fullmatch(shown)
+    assert found is not None, shown
+    assert fold.before is not None and fold.after is not None
+    return (
+        f"Compacted {found[1]} history items (~{found[2]} tokens); "
+        f"context {format_tokens(fold.before)} → {format_tokens(fold.after)} "
+        f"(freed {format_tokens(fold.before - fold.after)})"
+    )
+
+
+def test_compact_while_a_turn_runs_fails_as_busy(
+    page: Page, engine: Setup, artifacts: Path
+) -> None:
+    from tests.fixtures.dshrun import wait_for_log
+
+    api = engine.client()
+    create(engine, api, "b-busy")
+    prompt(api, "b-busy", "hello")
+    wait_for_log(engine.home, "b-busy", turns_at_least(1), timeout=30)
+    same = _open(page, "b-busy")
+
+    script = engine.script
+    assert isinstance(script, HeldTurns)
+    script.arrived.clear()
+    script.release.clear()
+    try:
+        prompt(api, "b-busy", "!slow please")
+        assert script.arrived.wait(30)
+        page.click("#compact-button")
+        status = page.locator("#compact-status")
+        expect(status).to_have_attribute("data-state", "failed", timeout=COMPACT_MS)
+        expect(status).to_have_text(
+            "The session is busy: its agent is not idle. Try again when it is idle."
+        )
+    finally:
+        script.release.set()
+    wait_for_log(engine.home, "b-busy", turns_at_least(2), timeout=30)
+    states = _states(page)
+    assert states[0] == "idle" and states[-1] == "failed" and "done" not in states, states
+    print(f"compact states seen: {states}")
+    expect(status).to_have_attribute("data-state", "failed")
+    same.check()
+    page.screenshot(path=artifacts / "compact-busy.png", full_page=True)
