@@ -17,19 +17,19 @@ from django.template.loader import render_to_string
 
 from dshweb.core.compaction import EngineConfig
 from dshweb.core.display import context_reading
+from dshweb.core.folds import Fold
 from dshweb.core.home import LogFile, session_logs
 from dshweb.core.index import HomeIndex
 from dshweb.core.ledger import (
     CONTEXT_WINDOW_EXCEEDED,
     MAX_STEP_POINTS,
-    Fold,
     Ledger,
     LedgerCollector,
-    timeline_chart,
 )
 from dshweb.core.meter import SessionMeter, Usage
 from dshweb.core.reader import LogTail
 from dshweb.core.session import SessionTracker, take_snapshot
+from dshweb.core.timeline import timeline_chart
 from tests.conftest import FIXTURE_HOMES, all_homes, session_log_paths
 from tests.logbuilder import event, frame, header
 

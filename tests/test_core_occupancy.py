@@ -15,24 +15,20 @@ from typing import Any
 import pytest
 
 from dshweb.core.compaction import EngineConfig
+from dshweb.core.config_schema import validate
 from dshweb.core.display import Band
 from dshweb.core.home import LogFile
 from dshweb.core.meter import SessionMeter
 from dshweb.core.occupancy import (
-    LineSettings,
     LineState,
     Reading,
-    Wording,
-    display_step,
-    format_tokens,
-    headroom_step,
-    js_round,
     occupancy_line,
     reading_from_snapshot,
     render_lines,
     settle_band,
-    wording_for,
 )
+from dshweb.core.occupancy_figures import display_step, format_tokens, headroom_step, js_round
+from dshweb.core.occupancy_settings import LineSettings, Wording, wording_for
 from dshweb.core.pace import (
     MAX_SAMPLES,
     PaceCollector,
@@ -43,7 +39,7 @@ from dshweb.core.pace import (
 )
 from dshweb.core.reader import LogTail
 from dshweb.core.session import SessionTracker, take_snapshot
-from dshweb.core.truth_settings import CONTEXT_TRUTH, validate
+from dshweb.core.truth_settings import CONTEXT_TRUTH
 from tests.conftest import all_homes, session_log_paths
 
 WINDOW = 1_000_000

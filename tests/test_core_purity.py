@@ -11,7 +11,9 @@ CORE = Path(__file__).resolve().parent.parent / "dshweb" / "core"
 FORBIDDEN = ("django", "channels", "daphne", "django_htmx", "dshweb.dashboard", "dshweb.settings")
 
 
-@pytest.mark.parametrize("module", sorted(CORE.glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "module", sorted(CORE.rglob("*.py")), ids=lambda p: str(p.relative_to(CORE))
+)
 def test_core_module_imports_no_framework(module: Path) -> None:
     imported: list[str] = []
     for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):

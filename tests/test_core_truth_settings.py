@@ -6,19 +6,15 @@ import re
 
 import pytest
 
+from dshweb.core.config_schema import NON_FIELD, Kind, Schema, minimal_config, validate
 from dshweb.core.profiles import JsExpr
 from dshweb.core.truth_settings import (
     COMPACTION_BASIC,
     CONTEXT_TRUTH,
     DEFAULT_COMPACTION_RULES,
-    NON_FIELD,
     PRUNE_MARKER,
     SCHEMAS,
     TOOL_RESULT_PRUNER,
-    Kind,
-    Schema,
-    minimal_config,
-    validate,
 )
 from tests.conftest import REPO
 

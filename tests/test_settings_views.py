@@ -21,7 +21,8 @@ from dshweb.core.dshconfig import (
     find_dsh,
     validate_patch,
 )
-from dshweb.core.occupancy import LineSettings, Wording, occupancy_line, reading_from_snapshot
+from dshweb.core.occupancy import occupancy_line, reading_from_snapshot
+from dshweb.core.occupancy_settings import LineSettings, Wording
 from dshweb.core.patchfile import read_patch, row_config
 from dshweb.core.profiles import engine_config
 from dshweb.core.truth_settings import CONTEXT_TRUTH

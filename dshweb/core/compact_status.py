@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from dshweb.core.display import format_tokens
-from dshweb.core.ledger import Fold, Ledger
+from dshweb.core.folds import Fold
+from dshweb.core.ledger import Ledger
 
 State = Literal["idle", "requested", "running", "done", "failed"]
 

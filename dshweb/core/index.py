@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dshweb.core.compaction import EngineConfig
+from dshweb.core.config_schema import validate
 from dshweb.core.display import DEFAULT_RULE, Band, BandRule, ContextReading, context_reading
 from dshweb.core.errors import DshError
 from dshweb.core.home import check_home, is_live, locked_files, newest_log, session_logs
 from dshweb.core.profiles import engine_config, layered_config
 from dshweb.core.session import SessionSnapshot, SessionTracker, take_snapshot
-from dshweb.core.truth_settings import CONTEXT_TRUTH, validate
+from dshweb.core.truth_settings import CONTEXT_TRUTH
 
 DEFAULT_PROFILE = "sdk"
 TRUTH_ID = CONTEXT_TRUTH.plugin_id

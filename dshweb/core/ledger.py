@@ -14,10 +14,8 @@ A *fold* is one thing that shrank the surface (DSH_FACTS §7):
   its replacing ``tool/result``, and nothing between them that starts a step or adds
   to the surface.
 
-Per fold the ledger keeps what was shadowed (``shadowedTokenCount``, or the prunes' sum),
-the price of what replaced it, the meter's projected tokens just before and right after,
-and the summariser's own usage and error. A ``/compact`` that folded nothing (refused
-while the agent was busy, or nothing to fold) is kept apart, with its answer.
+Each fold is recorded as a :class:`~dshweb.core.folds.Fold`, and a ``/compact`` that
+folded nothing as a :class:`~dshweb.core.folds.CompactCommand`.
 
 :class:`LedgerCollector` is fold-side state, fed each event right *after* the meter
 folds it: a few numbers per fold, and the pressure after each usage-bearing event as
@@ -25,20 +23,18 @@ folds it: a few numbers per fold, and the pressure after each usage-bearing even
 (every fold's before and after points are kept besides). Its state depends only on the
 events folded, never on how they were batched, so a log folded in pieces gives the same
 ledger. :meth:`LedgerCollector.result` freezes it into a :class:`Ledger`, and
-:attr:`Ledger.chart` lays the timeline out for an inline SVG.
+:attr:`Ledger.chart` lays the timeline out for an inline SVG (:mod:`dshweb.core.timeline`).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
+from dshweb.core.folds import CompactCommand, Fold, FoldKind
 from dshweb.core.meter import SURFACE_TYPES, SessionMeter, Usage, event_usage, surface_message
 from dshweb.core.pricing import message_tokens
-
-FoldKind = Literal["automatic", "manual", "overflow", "prune"]
-PointRole = Literal["step", "before", "after", "now"]
+from dshweb.core.timeline import TimelineChart, TimelinePoint, timeline_chart
 
 MAX_STEP_POINTS = 240
 """The most step points kept; past it every other one is dropped and the stride doubles."""
@@ -63,81 +59,6 @@ _PASS_ENDS = frozenset(
         "session/end-seed",
     }
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Fold:
-    """One fold of the context; token figures are ``None`` where the log has none."""
-
-    kind: FoldKind
-    seq: int
-    """``compaction/start``, or the pass's first ``compaction/prune``."""
-    time: int | None
-    turn: int | None = None
-    compaction_id: str | None = None
-    end_seq: int | None = None
-    """``compaction/end``, or the pass's last replacing result; ``None`` while open."""
-    end_time: int | None = None
-    shadowed_tokens: int | None = None
-    shadowed_nodes: int = 0
-    checkpoint_tokens: int | None = None
-    """The price of the replacing message (the prunes' replacements, summed)."""
-    before: int | None = None
-    """The meter's projected tokens just before the fold."""
-    after: int | None = None
-    """The meter's projected tokens right after it."""
-    summary_usage: Usage | None = None
-    summary_model: str | None = None
-    error: str | None = None
-    prunes: int = 0
-    command: str | None = None
-    """The command that asked for it, as typed (``/compact …``)."""
-    command_seq: int | None = None
-    command_kind: str | None = None
-    command_text: str | None = None
-    """``command/done.text``: DSH's own answer (``Compacted 14 history items (~426 tokens).``)."""
-
-    @property
-    def status(self) -> Literal["done", "failed", "open"]:
-        if self.error is not None:
-            return "failed"
-        return "open" if self.end_seq is None else "done"
-
-    @property
-    def dropped(self) -> int | None:
-        """What the fold bought: projected before − after."""
-        if self.before is None or self.after is None:
-            return None
-        return self.before - self.after
-
-    @property
-    def saved(self) -> int | None:
-        """Shadowed − checkpoint: what the fold should buy by the shadow-price rule."""
-        if self.shadowed_tokens is None or self.checkpoint_tokens is None:
-            return None
-        return self.shadowed_tokens - self.checkpoint_tokens
-
-
-@dataclass(frozen=True, slots=True)
-class CompactCommand:
-    """A compaction command that folded nothing, with DSH's answer."""
-
-    seq: int
-    time: int | None
-    command: str
-    kind: str
-    text: str | None
-    done_seq: int
-
-
-@dataclass(frozen=True, slots=True)
-class TimelinePoint:
-    seq: int
-    time: int | None
-    tokens: int
-    role: PointRole
-    fold: int | None = None
-    """The fold's number (1-based, as the ledger lists it) for a before/after point."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -432,131 +353,3 @@ class LedgerCollector:
 
 def _typed(name: str, args: str) -> str:
     return f"/{name} {args}".rstrip()
-
-
-# -- the timeline, laid out -----------------------------------------------------------------
-
-CHART_WIDTH = 720
-CHART_HEIGHT = 240
-_LEFT, _RIGHT, _TOP, _BOTTOM = 56.0, 12.0, 22.0, 26.0
-THRESHOLD_REACH = 2.0
-"""The y axis stretches to the compaction point only when it is at most this × the peak."""
-
-
-@dataclass(frozen=True, slots=True)
-class Tick:
-    y: float
-    tokens: int
-
-
-@dataclass(frozen=True, slots=True)
-class FoldMarker:
-    number: int
-    kind: FoldKind
-    status: str
-    seq: int
-    x: float
-    y_before: float | None
-    y_after: float | None
-    before: int | None
-    after: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class TimelineChart:
-    """SVG geometry in a ``CHART_WIDTH × CHART_HEIGHT`` view box (y grows downward)."""
-
-    width: int
-    height: int
-    left: float
-    right: float
-    top: float
-    bottom: float
-    line: str
-    """Path data through every point, in seq order."""
-    area: str
-    """The same line closed down to zero tokens."""
-    count: int
-    first_seq: int
-    last_seq: int
-    ticks: tuple[Tick, ...]
-    threshold_y: float | None
-    """Where the compaction point's line is; ``None`` when it is off the chart."""
-    threshold_above: bool
-    """The compaction point is far above every point, so the y axis does not reach it
-    (the folds would be a flat line at the bottom otherwise)."""
-    markers: tuple[FoldMarker, ...]
-    peak: int
-
-
-def _nice_step(top: float, ticks: int = 4) -> int:
-    """A round tick spacing (1, 2, 2.5 or 5 × 10ⁿ) giving about ``ticks`` ticks up to ``top``."""
-    raw = max(top / ticks, 1.0)
-    power = 10 ** math.floor(math.log10(raw))
-    for factor in (1, 2, 2.5, 5, 10):
-        if factor * power >= raw:
-            return max(1, int(factor * power))
-    return int(10 * power)  # pragma: no cover - the loop always returns
-
-
-def _num(value: float) -> str:
-    return f"{value:.1f}"
-
-
-def timeline_chart(ledger: Ledger) -> TimelineChart:
-    """Lay the ledger's points out: x by seq, y by tokens from zero, the folds marked."""
-    points = ledger.points
-    peak = max(p.tokens for p in points)
-    threshold = ledger.threshold
-    above = threshold is not None and threshold > THRESHOLD_REACH * max(peak, 1)
-    shown = threshold if threshold is not None and not above else 0
-    top_tokens = max(peak, shown, 1) * 1.05
-    step = _nice_step(top_tokens)
-    ceiling = step * math.ceil(top_tokens / step)
-    left, right = _LEFT, CHART_WIDTH - _RIGHT
-    top, bottom = _TOP, CHART_HEIGHT - _BOTTOM
-    first, last = points[0].seq, points[-1].seq
-
-    def x_of(seq: int) -> float:
-        if last == first:
-            return (left + right) / 2
-        return left + min(max(seq - first, 0), last - first) / (last - first) * (right - left)
-
-    def y_of(tokens: int) -> float:
-        return bottom - min(tokens, ceiling) / ceiling * (bottom - top)
-
-    coords = [(x_of(p.seq), y_of(p.tokens)) for p in points]
-    line = "M" + "L".join(f"{_num(x)},{_num(y)}" for x, y in coords)
-    area = f"{line}L{_num(coords[-1][0])},{_num(bottom)}L{_num(coords[0][0])},{_num(bottom)}Z"
-    markers = tuple(
-        FoldMarker(
-            number=number,
-            kind=fold.kind,
-            status=fold.status,
-            seq=fold.seq,
-            x=round(x_of(fold.seq), 1),
-            y_before=round(y_of(fold.before), 1) if fold.before is not None else None,
-            y_after=round(y_of(fold.after), 1) if fold.after is not None else None,
-            before=fold.before,
-            after=fold.after,
-        )
-        for number, fold in enumerate(ledger.folds, start=1)
-    )
-    return TimelineChart(
-        width=CHART_WIDTH,
-        height=CHART_HEIGHT,
-        left=left,
-        right=right,
-        top=top,
-        bottom=bottom,
-        line=line,
-        area=area,
-        count=len(points),
-        first_seq=first,
-        last_seq=last,
-        ticks=tuple(Tick(round(y_of(t), 1), t) for t in range(0, ceiling + 1, step)),
-        threshold_y=round(y_of(threshold), 1) if threshold is not None and not above else None,
-        threshold_above=above,
-        markers=markers,
-        peak=peak,
-    )

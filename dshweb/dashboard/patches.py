@@ -14,6 +14,7 @@ from pathlib import Path
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.db import transaction
 
+from dshweb.core.config_schema import Schema, minimal_config
 from dshweb.core.dshconfig import (
     ComposedConfig,
     EngineRow,
@@ -30,7 +31,6 @@ from dshweb.core.patchfile import (
     write_patch_atomically,
 )
 from dshweb.core.profiles import WEB_APP_BUNDLE, profile_bundles
-from dshweb.core.truth_settings import Schema, minimal_config
 from dshweb.dashboard.models import PatchRevision
 
 PATCH_NAME = "cordis.patch.yml"

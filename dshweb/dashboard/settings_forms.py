@@ -2,7 +2,7 @@
 
 Field names are the config keys exactly. A form only converts what a person typed into
 config values; every rule (bounds, choices, cross-field checks) is the schema's, run by
-:func:`dshweb.core.truth_settings.validate`, whose messages land on the right field.
+:func:`dshweb.core.config_schema.validate`, whose messages land on the right field.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 from django import forms
 
+from dshweb.core.config_schema import NON_FIELD, Field, Kind, Schema, validate
 from dshweb.core.profiles import JsExpr
-from dshweb.core.truth_settings import NON_FIELD, Field, Kind, Schema, validate
 
 
 def _form_field(spec: Field) -> forms.Field:

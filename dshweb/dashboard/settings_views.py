@@ -24,17 +24,14 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from dshweb.core.config_schema import validate
 from dshweb.core.dshconfig import context_truth_presence, dump_config, find_dsh, value_sources
 from dshweb.core.errors import DshError
-from dshweb.core.occupancy import (
-    LineSettings,
-    occupancy_line,
-    reading_from_snapshot,
-    wording_for,
-)
+from dshweb.core.occupancy import occupancy_line, reading_from_snapshot
+from dshweb.core.occupancy_settings import LineSettings, wording_for
 from dshweb.core.patchfile import PatchConflict, read_patch, row_config, unified_diff
 from dshweb.core.profiles import WEB_APP_BUNDLE, profile_bundles
-from dshweb.core.truth_settings import SCHEMAS, validate
+from dshweb.core.truth_settings import SCHEMAS
 from dshweb.dashboard import compact, patches
 from dshweb.dashboard.models import EngineSetting, PatchRevision
 from dshweb.dashboard.selectors import home_reading

@@ -22,8 +22,8 @@ import pytest
 from playwright.sync_api import Browser, Page, StorageState, expect
 
 from dshweb.core.display import context_reading, format_tokens
+from dshweb.core.folds import Fold
 from dshweb.core.index import HomeIndex
-from dshweb.core.ledger import Fold
 from dshweb.core.session import SessionSnapshot
 from dshweb.engine.managed import EnginePhase, ManagedEngine
 from tests.browser.conftest import SameDocument, sign_in

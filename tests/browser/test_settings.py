@@ -17,7 +17,8 @@ from playwright.sync_api import Page, expect
 
 from dshweb.core.home import session_logs
 from dshweb.core.index import HomeIndex
-from dshweb.core.occupancy import LineSettings, OccupancyLine, occupancy_line, reading_from_snapshot
+from dshweb.core.occupancy import OccupancyLine, occupancy_line, reading_from_snapshot
+from dshweb.core.occupancy_settings import LineSettings
 from dshweb.core.patchfile import read_patch, row_config
 from tests.browser.conftest import PROFILES_FROM, BrowserHome, SameDocument
 from tests.browser.homes import PROFILE

@@ -1,0 +1,117 @@
+"""Running the real ``dsh`` for what only it knows: the composed tree and the schema.
+
+Contract: :func:`find_dsh` locates the executable. :func:`dump_config` and
+:func:`dump_config_schema` run it on a home with ``DSH_HOME`` set and telemetry off,
+inside a timeout; any failure (not found, timed out, non-zero exit, output that is not
+what was asked for) raises :class:`DshConfigError` carrying what ``dsh`` said on
+stderr without the JavaScript stack. A profile folder that does not exist is an error
+unless ``create=True`` lets ``dsh`` create a shipped profile.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dshweb.core.dshconfig.composed import ComposedConfig, parse_dump
+from dshweb.core.dshconfig.errors import DshConfigError
+
+DUMP_TIMEOUT = 60.0
+SCHEMA_TIMEOUT = 120.0
+
+
+def find_dsh() -> Path | None:
+    """``dsh`` on PATH, else the one installed beside the running Python (a venv's bin)."""
+    found = shutil.which("dsh")
+    if found:
+        return Path(found)
+    beside = Path(sys.executable).with_name("dsh")
+    return beside if beside.is_file() and os.access(beside, os.X_OK) else None
+
+
+def _problem(stderr: str) -> str:
+    """What ``dsh`` said, without the JavaScript stack."""
+    lines = [line for line in stderr.splitlines() if not line.lstrip().startswith("at ")]
+    return "\n".join(line for line in lines if line.strip())[-2000:]
+
+
+def _run_dsh(
+    dsh: Path, home: Path, args: Sequence[str], timeout: float, *, any_exit: bool = False
+) -> tuple[str, str]:
+    env = dict(os.environ)
+    env.update(DSH_HOME=str(home), DSH_TELEMETRY_MODE="DISABLED")
+    argv = [str(dsh), *args]
+    try:
+        done = subprocess.run(
+            argv, env=env, cwd=home, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except FileNotFoundError as error:
+        raise DshConfigError(f"cannot run {dsh}: not found") from error
+    except subprocess.TimeoutExpired as error:
+        raise DshConfigError(f"`{' '.join(args)}` did not finish within {timeout:g} s") from error
+    except OSError as error:
+        raise DshConfigError(f"cannot run {dsh}: {error.strerror}") from error
+    if done.returncode != 0 and not (any_exit and done.stdout.strip()):
+        said = _problem(done.stderr) or "(nothing on stderr)"
+        raise DshConfigError(f"`dsh {' '.join(args)}` failed (exit {done.returncode}):\n{said}")
+    return done.stdout, done.stderr
+
+
+def _profile_dir(home: Path, profile: str, *, create: bool) -> Path:
+    folder = home / "profiles" / profile
+    if not create and not folder.is_dir():
+        raise DshConfigError(f"profile {profile!r} does not exist in {home}")
+    return folder
+
+
+def dump_config(
+    home: Path,
+    profile: str,
+    *,
+    dsh: Path,
+    patches: Sequence[Path] = (),
+    create: bool = False,
+    timeout: float = DUMP_TIMEOUT,
+) -> ComposedConfig:
+    """``dsh --profile <profile> --dump-config`` on ``home``, parsed.
+
+    ``patches`` are extra ``--patch`` overlays (applied last). ``dsh`` creates a shipped
+    profile (``sdk``, ``web``, …) that does not exist yet; that happens only with
+    ``create=True``, otherwise a missing profile folder is an error.
+    """
+    _profile_dir(home, profile, create=create)
+    args = ["--profile", profile, "--dump-config"]
+    for patch in patches:
+        args += ["--patch", str(patch)]
+    out, err = _run_dsh(dsh, home, args, timeout)
+    warnings = [line.strip() for line in err.splitlines() if line.strip()]
+    return parse_dump(out, warnings=warnings, profile=profile)
+
+
+def dump_config_schema(
+    home: Path, profile: str, *, dsh: Path, create: bool = False, timeout: float = SCHEMA_TIMEOUT
+) -> dict[str, Any]:
+    """``dsh --profile <profile> --dump-config-schema`` (it needs a profile: the schema
+    lists that profile's rows and their config schemas).
+
+    ``dsh`` exits 1 whenever a module of the profile cannot be imported (the stock web
+    profile always has two) yet prints the whole schema; those problems are in
+    ``schema["x-cordis"]["diagnostics"]``, and only a run without a schema fails.
+    """
+    _profile_dir(home, profile, create=create)
+    args = ["--profile", profile, "--dump-config-schema"]
+    out, err = _run_dsh(dsh, home, args, timeout, any_exit=True)
+    try:
+        schema = json.loads(out)
+    except ValueError as error:
+        said = _problem(err) or "(nothing on stderr)"
+        raise DshConfigError(f"`dsh {' '.join(args)}` printed no JSON:\n{said}") from error
+    if not isinstance(schema, dict) or "patchList" not in schema.get("$defs", {}):
+        raise DshConfigError("dsh --dump-config-schema printed no patch schema")
+    return schema

@@ -1,0 +1,83 @@
+"""The ledger's records: one fold of a session's context, and a ``/compact`` that folded nothing.
+
+Per fold (:class:`Fold`) the ledger keeps what was shadowed (``shadowedTokenCount``, or the
+prunes' sum), the price of what replaced it, the meter's projected tokens just before and
+right after, and the summariser's own usage and error; a figure the log does not give is
+``None``. A ``/compact`` that folded nothing (refused while the agent was busy, or nothing
+to fold) is kept apart as a :class:`CompactCommand`, with its answer. Both are frozen
+values; :mod:`dshweb.core.ledger` says what counts as a fold and builds them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from dshweb.core.meter import Usage
+
+FoldKind = Literal["automatic", "manual", "overflow", "prune"]
+
+
+@dataclass(frozen=True, slots=True)
+class Fold:
+    """One fold of the context; token figures are ``None`` where the log has none."""
+
+    kind: FoldKind
+    seq: int
+    """``compaction/start``, or the pass's first ``compaction/prune``."""
+    time: int | None
+    turn: int | None = None
+    compaction_id: str | None = None
+    end_seq: int | None = None
+    """``compaction/end``, or the pass's last replacing result; ``None`` while open."""
+    end_time: int | None = None
+    shadowed_tokens: int | None = None
+    shadowed_nodes: int = 0
+    checkpoint_tokens: int | None = None
+    """The price of the replacing message (the prunes' replacements, summed)."""
+    before: int | None = None
+    """The meter's projected tokens just before the fold."""
+    after: int | None = None
+    """The meter's projected tokens right after it."""
+    summary_usage: Usage | None = None
+    summary_model: str | None = None
+    error: str | None = None
+    prunes: int = 0
+    command: str | None = None
+    """The command that asked for it, as typed (``/compact …``)."""
+    command_seq: int | None = None
+    command_kind: str | None = None
+    command_text: str | None = None
+    """``command/done.text``: DSH's own answer (``Compacted 14 history items (~426 tokens).``)."""
+
+    @property
+    def status(self) -> Literal["done", "failed", "open"]:
+        if self.error is not None:
+            return "failed"
+        return "open" if self.end_seq is None else "done"
+
+    @property
+    def dropped(self) -> int | None:
+        """What the fold bought: projected before − after."""
+        if self.before is None or self.after is None:
+            return None
+        return self.before - self.after
+
+    @property
+    def saved(self) -> int | None:
+        """Shadowed − checkpoint: what the fold should buy by the shadow-price rule."""
+        if self.shadowed_tokens is None or self.checkpoint_tokens is None:
+            return None
+        return self.shadowed_tokens - self.checkpoint_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class CompactCommand:
+    """A compaction command that folded nothing, with DSH's answer."""
+
+    seq: int
+    time: int | None
+    command: str
+    kind: str
+    text: str | None
+    done_seq: int

@@ -1,0 +1,105 @@
+"""What shapes the occupancy line besides the reading: the plugin's settings and its wording.
+
+:class:`LineSettings` holds the ``context-truth`` settings the line depends on, built from a
+validated config by :meth:`LineSettings.from_config` (an unusable value takes the default,
+as the plugin does). :class:`Wording` names which plugin version's line is rendered (see
+:mod:`dshweb.core.occupancy`); :func:`wording_for` picks it from an installed version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Wording(StrEnum):
+    README = "readme"
+    SOURCE_0_1_3 = "0.1.3"
+
+
+def wording_for(installed_version: str | None) -> Wording:
+    """The wording of the plugin version a profile has installed: 0.1.3 and older speak
+    the published source's line; newer (or unknown) ones the README's."""
+    if installed_version is None:
+        return Wording.README
+    try:
+        parts = tuple(int(p) for p in installed_version.split("-")[0].split(".")[:3])
+    except ValueError:
+        return Wording.README
+    return Wording.SOURCE_0_1_3 if parts <= (0, 1, 3) else Wording.README
+
+
+@dataclass(frozen=True, slots=True)
+class LineSettings:
+    """The plugin settings that shape the line (key names in the comments)."""
+
+    language: str = "en"
+    show_point: bool = True  # showAutoCompactionPoint
+    threshold_ratio: float = 0.8  # thresholdRatio
+    headroom_tokens: float = 65536  # headroomTokens
+    reserved_completion_tokens: float | None = None  # reservedCompletionTokens
+    moderate_at: float = 0.5
+    tight_at: float = 0.85
+    hysteresis: float = 0.05
+    quantum_percent: float = 5
+    authoritative: bool = True
+    stale_claim_clause: bool = True
+    fold_clause: bool = True
+    free_clause: bool = True
+    tight_advice: str = "none"  # none | inform | stop
+    pace_estimate: bool = True
+    pace_samples: int = 16
+    pace_min_samples: int = 3
+    pace_margin: float = 0.25
+    wording: Wording = Wording.README
+
+    @classmethod
+    def from_config(
+        cls, config: Mapping[str, object], *, wording: Wording = Wording.README
+    ) -> LineSettings:
+        """From a ``context-truth`` config (``validate(...).config``); a missing or
+        unusable value (a ``!!js`` expression) takes the default."""
+        base = cls()
+
+        def number(key: str, default: float) -> float:
+            value = config.get(key)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                return default
+            return value
+
+        def flag(key: str, default: bool) -> bool:
+            value = config.get(key)
+            return value if isinstance(value, bool) else default
+
+        def whole(key: str, default: int) -> int:
+            value = config.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+        reserved = config.get("reservedCompletionTokens")
+        advice = config.get("tightAdvice")
+        return cls(
+            language="zh" if config.get("language") == "zh" else "en",
+            show_point=flag("showAutoCompactionPoint", base.show_point),
+            threshold_ratio=number("thresholdRatio", base.threshold_ratio),
+            headroom_tokens=max(0, number("headroomTokens", base.headroom_tokens)),
+            reserved_completion_tokens=(
+                max(0, reserved)
+                if isinstance(reserved, int | float) and not isinstance(reserved, bool)
+                else None
+            ),
+            moderate_at=number("moderateAt", base.moderate_at),
+            tight_at=number("tightAt", base.tight_at),
+            hysteresis=max(0, number("hysteresis", base.hysteresis)),
+            quantum_percent=max(0, number("quantumPercent", base.quantum_percent)),
+            authoritative=flag("authoritative", base.authoritative),
+            stale_claim_clause=flag("staleClaimClause", base.stale_claim_clause),
+            fold_clause=flag("foldClause", base.fold_clause),
+            free_clause=flag("freeClause", base.free_clause),
+            tight_advice=advice if advice in ("none", "inform", "stop") else "none",
+            pace_estimate=flag("paceEstimate", base.pace_estimate),
+            pace_samples=whole("paceSamples", base.pace_samples),
+            pace_min_samples=whole("paceMinSamples", base.pace_min_samples),
+            pace_margin=number("paceMargin", base.pace_margin),
+            wording=wording,
+        )

@@ -1,0 +1,215 @@
+"""Reading a patch file: its text, its sha256 and its rows as plain Python.
+
+Contract:
+
+- :func:`read_patch` returns the file's text, the sha256 of its bytes and its rows
+  (``!!js`` scalars become :class:`JsExpr`). A missing file reads as the file ``dsh``
+  creates (:data:`DEFAULT_PATCH_TEXT`) with the sha256 of no bytes; one that does not
+  parse raises :class:`PatchSyntaxError` with a 1-based line and column.
+- :func:`find_row` names the row that decides a row id's config: the last one that has
+  a ``config`` key, else the last one naming the id (top level or inside ``- insert:``).
+- Parsing follows YAML 1.2 like DSH's own loader (``yes`` is a string, ``1_000`` too,
+  dates stay text). The siblings share :func:`parse_patch` (rows and node tree),
+  :func:`plain_loader`, :func:`locate_row` and :func:`sha256_hex`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ruamel.yaml import YAML
+from ruamel.yaml.constructor import ConstructorError, SafeConstructor
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.nodes import Node, ScalarNode, SequenceNode
+from ruamel.yaml.reader import ReaderError
+
+from dshweb.core.errors import DshError
+from dshweb.core.profiles import JsExpr
+
+DEFAULT_PATCH_TEXT = (
+    "# Your patch layer for this dsh profile, applied after every bundle layer:\n"
+    "# a top-level YAML array of loader patch entries (id-targeted config\n"
+    "# overrides, disables, and insert lists; `!!js` expressions allowed).\n"
+    "[]\n"
+)
+"""What ``dsh`` writes into a new profile's ``cordis.patch.yml``."""
+
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+"""The sha256 a missing file reads with."""
+
+JS_TAG = "tag:yaml.org,2002:js"
+
+
+class PatchError(DshError):
+    """A patch file that cannot be read or edited as asked."""
+
+
+class PatchSyntaxError(PatchError):
+    """The file is not valid YAML; ``line`` and ``column`` are 1-based."""
+
+    def __init__(self, message: str, *, line: int, column: int) -> None:
+        super().__init__(f"{message} at line {line}, column {column}")
+        self.line = line
+        self.column = column
+
+
+@dataclass(frozen=True, slots=True)
+class PatchDocument:
+    path: Path | None
+    text: str
+    sha256: str
+    exists: bool
+    rows: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PatchRow:
+    """One row of a patch file that targets or inserts ``id``.
+
+    ``where`` is ``"top"`` for a top-level ``- id:`` row (``index`` is its position)
+    and ``"insert"`` for a row inside the ``- insert:`` list at ``index``
+    (``insert_index`` is its position there).
+    """
+
+    id: str
+    where: Literal["top", "insert"]
+    index: int
+    insert_index: int | None
+    data: Mapping[str, Any]
+
+    @property
+    def config(self) -> dict[str, Any] | None:
+        config = self.data.get("config")
+        return dict(config) if isinstance(config, dict) else None
+
+
+class _PlainConstructor(SafeConstructor):
+    """Plain Python values; ``!!js`` as :class:`JsExpr`, dates as the text DSH keeps."""
+
+
+def _construct_js(constructor: SafeConstructor, node: Node) -> JsExpr:
+    if not isinstance(node, ScalarNode):
+        raise ConstructorError(None, None, "a !!js tag must be on a scalar", node.start_mark)
+    return JsExpr(str(node.value))
+
+
+def _construct_text(constructor: SafeConstructor, node: Node) -> str:
+    return str(node.value)
+
+
+def _construct_int(constructor: SafeConstructor, node: Node) -> int | str:
+    if "_" in str(node.value):  # DSH's loader (js-yaml, JSON schema) keeps `1_000` a string
+        return str(node.value)
+    return int(constructor.construct_yaml_int(node))
+
+
+_PlainConstructor.add_constructor(JS_TAG, _construct_js)
+_PlainConstructor.add_constructor("tag:yaml.org,2002:timestamp", _construct_text)
+_PlainConstructor.add_constructor("tag:yaml.org,2002:int", _construct_int)
+
+
+def plain_loader() -> YAML:
+    yaml = YAML(typ="safe", pure=True)
+    yaml.Constructor = _PlainConstructor
+    return yaml
+
+
+def _syntax_error(error: YAMLError, text: str, name: str) -> PatchSyntaxError:
+    if isinstance(error, MarkedYAMLError):
+        mark = error.problem_mark or error.context_mark
+        problem = error.problem or error.context or "invalid YAML"
+        if mark is not None:
+            return PatchSyntaxError(
+                f"{name}: {problem}", line=mark.line + 1, column=mark.column + 1
+            )
+    if isinstance(error, ReaderError):
+        line = text.count("\n", 0, error.position) + 1
+        column = error.position - (text.rfind("\n", 0, error.position) + 1) + 1
+        return PatchSyntaxError(f"{name}: {error.reason}", line=line, column=column)
+    return PatchSyntaxError(f"{name}: {error}", line=1, column=1)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedPatch:
+    root: Node | None
+    rows: tuple[Any, ...]
+
+
+def parse_patch(text: str, name: str = "patch") -> ParsedPatch:
+    yaml = plain_loader()
+    try:
+        root = yaml.compose(text)
+        value = None if root is None else yaml.constructor.construct_document(root)
+    except YAMLError as error:
+        raise _syntax_error(error, text, name) from error
+    if value is None:
+        return ParsedPatch(root, ())
+    if not isinstance(value, list) or not isinstance(root, SequenceNode):
+        raise PatchError(f"{name} is not a YAML list of patch rows")
+    return ParsedPatch(root, tuple(value))
+
+
+def load_entry_list(text: str, name: str = "patch") -> tuple[list[Any], list[int]]:
+    """The rows of an entry or patch list as plain values, and the 0-based line where
+    each row starts (to pair rows with the comments ``dsh --dump-config`` puts above)."""
+    parsed = parse_patch(text, name)
+    starts = [] if parsed.root is None else [int(n.start_mark.line) for n in parsed.root.value]
+    return list(parsed.rows), starts
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_patch(path: Path) -> PatchDocument:
+    """The patch file at ``path``; raises :class:`PatchSyntaxError` if it does not parse."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return PatchDocument(path, DEFAULT_PATCH_TEXT, EMPTY_SHA256, False, ())
+    except OSError as error:
+        raise PatchError(f"cannot read {path}: {error.strerror}") from error
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise PatchError(f"{path} is not UTF-8 text") from error
+    return PatchDocument(path, text, sha256_hex(data), True, parse_patch(text, str(path)).rows)
+
+
+def locate_row(rows: Sequence[Any], row_id: str) -> tuple[int, int | None] | None:
+    """Where the row that decides ``row_id``'s config is: the last one that has a
+    ``config`` key, else the last one naming ``row_id``."""
+    found: list[tuple[int, int | None, bool]] = []
+    for index, row in enumerate(rows):
+        if not isinstance(row, dict):
+            continue
+        inserted = row.get("insert")
+        if isinstance(inserted, list):
+            for inner, item in enumerate(inserted):
+                if isinstance(item, dict) and item.get("id") == row_id:
+                    found.append((index, inner, "config" in item))
+        elif row.get("id") == row_id:
+            found.append((index, None, "config" in row))
+    with_config = [f for f in found if f[2]]
+    candidates = with_config or found
+    return (candidates[-1][0], candidates[-1][1]) if candidates else None
+
+
+def find_row(doc: PatchDocument, row_id: str) -> PatchRow | None:
+    """The row of ``doc`` that sets ``row_id``'s config (see :func:`set_row_config`)."""
+    where = locate_row(doc.rows, row_id)
+    if where is None:
+        return None
+    index, inner = where
+    data = doc.rows[index] if inner is None else doc.rows[index]["insert"][inner]
+    return PatchRow(row_id, "top" if inner is None else "insert", index, inner, data)
+
+
+def row_config(doc: PatchDocument, row_id: str) -> dict[str, Any] | None:
+    """The ``config`` this file gives ``row_id`` (``None``: the file sets none)."""
+    row = find_row(doc, row_id)
+    return None if row is None else row.config
