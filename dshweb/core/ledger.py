@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dshweb.core.folds import CompactCommand, Fold, FoldKind
-from dshweb.core.meter import SURFACE_TYPES, SessionMeter, Usage, event_usage, surface_message
+from dshweb.core.meter import SURFACE_TYPES, SessionMeter, parse_usage, surface_message
 from dshweb.core.pricing import message_tokens
 from dshweb.core.timeline import TimelineChart, TimelinePoint, timeline_chart
 
@@ -96,17 +96,6 @@ def _int(value: Any) -> int | None:
 
 def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
-
-
-def _summary_usage(raw: Any) -> Usage | None:
-    if not isinstance(raw, dict) or "inputTokens" not in raw:
-        return None
-    return Usage(
-        int(raw.get("inputTokens") or 0),
-        int(raw.get("outputTokens") or 0),
-        int(raw.get("cacheReadTokens") or 0),
-        int(raw.get("cacheWriteTokens") or 0),
-    )
 
 
 def refused_as_too_large(data: dict[str, Any]) -> bool:
@@ -195,7 +184,7 @@ class LedgerCollector:
         elif refused_as_too_large(data):
             self.overflow = True
         tokens = meter.projected_tokens
-        if tokens is not None and event_usage(event) is not None:
+        if tokens is not None and seq == meter.sampled_seq:
             self._step_point(seq, time, tokens)
 
     def _step_point(self, seq: int, time: int | None, tokens: int) -> None:
@@ -246,7 +235,7 @@ class LedgerCollector:
             self.folds[index],
             shadowed_tokens=int(data.get("shadowedTokenCount") or 0),
             shadowed_nodes=len(shadowed) if isinstance(shadowed, list) else 0,
-            summary_usage=_summary_usage(data.get("usage")),
+            summary_usage=parse_usage(data.get("usage")),
             summary_model=f"{provider}/{model}" if provider and model else model,
         )
         self.armed = "summary"

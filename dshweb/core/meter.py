@@ -71,7 +71,8 @@ class Anchor:
     provider_total: int
 
 
-def _usage(raw: Any) -> Usage | None:
+def parse_usage(raw: Any) -> Usage | None:
+    """A usage record (``inputTokens``, …) as :class:`Usage`; ``None`` if it is not one."""
     if not isinstance(raw, dict) or "inputTokens" not in raw:
         return None
     return Usage(
@@ -87,7 +88,7 @@ def event_usage(event: dict[str, Any]) -> Usage | None:
     data = event.get("data")
     if not isinstance(data, dict):
         return None
-    found = _usage(data.get("usage"))
+    found = parse_usage(data.get("usage"))
     if found is not None:
         return found
     stream = data.get("stream")
@@ -95,7 +96,7 @@ def event_usage(event: dict[str, Any]) -> Usage | None:
         for record in reversed(stream):
             chunk = record.get("chunk") if isinstance(record, dict) else None
             if isinstance(chunk, dict) and chunk.get("type") == "usage":
-                return _usage(chunk.get("usage"))
+                return parse_usage(chunk.get("usage"))
     return None
 
 
@@ -140,6 +141,8 @@ class SessionMeter:
     context_window: int | None = None
     pressure_tokens: int | None = None
     sampled_surface_tokens: int | None = None
+    sampled_seq: int | None = None
+    """The seq of the last event that carried usage (collectors read it, not re-parse)."""
     systems: list[tuple[int, int]] = field(default_factory=list)
     tools_tokens: int = 0
     header: dict[str, Any] | None = None
@@ -201,6 +204,7 @@ class SessionMeter:
         self.last_sample = (turn, step, usage)
         self.pressure_tokens = usage.prompt
         self.sampled_surface_tokens = self.surface_tokens
+        self.sampled_seq = event.get("seq")
         if kind == "assistant/message" and self.header is not None:
             self.anchor = Anchor(
                 header=self.header,
