@@ -18,9 +18,15 @@ from dshweb.core.folds import Fold
 from dshweb.core.ledger import Ledger
 from dshweb.dashboard.models import CompactionRequest, EngineSetting
 from dshweb.dashboard.selectors import home_reading, reset_home_index
-from dshweb.engine.managed import EnginePhase, ManagedEngine
 from tests.conftest import FIXTURE_HOMES
-from tests.test_engine_client import Setup, SlowTurns, create, prompt, turns_at_least
+from tests.test_engine_client import (
+    Setup,
+    SlowTurns,
+    create,
+    engine_setup,
+    prompt,
+    turns_at_least,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -183,21 +189,8 @@ def test_engine_settings_never_show_the_token(home: Path) -> None:
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
-    from dshweb.core.dshconfig import find_dsh
-    from tests.fixtures.fakemodel import FakeModel
-
-    dsh = find_dsh()
-    if dsh is None:
-        pytest.skip("the dsh program is not installed")
-    root = tmp_path_factory.mktemp("compact")
-    home, workspace = root / "home", root / "ws"
-    home.mkdir()
-    workspace.mkdir()
-    script = SlowTurns()
-    with FakeModel(script) as fake, ManagedEngine(home, dsh=dsh, env_extra=fake.env()) as managed:
-        state = managed.wait_running(60)
-        assert state.phase is EnginePhase.RUNNING, (state, managed.output_tail())
-        yield Setup(home, workspace, fake, script, managed)
+    with engine_setup(tmp_path_factory.mktemp("compact"), SlowTurns()) as ready:
+        yield ready
 
 
 @pytest.fixture

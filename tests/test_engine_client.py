@@ -344,18 +344,29 @@ def dsh() -> Path:
     return found
 
 
-@pytest.fixture(scope="module")
-def setup(dsh: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
-    root = tmp_path_factory.mktemp("engine")
+@contextlib.contextmanager
+def engine_setup(root: Path, script: SlowTurns) -> Iterator[Setup]:
+    """A real ``dsh web`` (managed) on an empty home under ``root``, answered by the fake
+    model through ``script``; skips when there is no ``dsh``."""
+    dsh = find_dsh()
+    if dsh is None:
+        pytest.skip(
+            "no `dsh` on PATH or beside this Python: pip install deepseek-harness-sdk==0.2.1rc2"
+        )
     home, workspace = root / "home", root / "ws"
     home.mkdir()
     workspace.mkdir()
-    script = SlowTurns()
     with FakeModel(script) as fake, ManagedEngine(home, dsh=dsh, env_extra=fake.env()) as engine:
         state = engine.wait_running(60)
         assert state.phase is EnginePhase.RUNNING, (state, engine.output_tail())
         yield Setup(home, workspace, fake, script, engine)
         assert fake.errors == []
+
+
+@pytest.fixture(scope="module")
+def setup(dsh: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
+    with engine_setup(tmp_path_factory.mktemp("engine"), SlowTurns()) as ready:
+        yield ready
 
 
 def session_dir(home: Path, session_id: str) -> Path:

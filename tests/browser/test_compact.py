@@ -25,12 +25,18 @@ from dshweb.core.display import context_reading, format_tokens
 from dshweb.core.folds import Fold
 from dshweb.core.index import HomeIndex
 from dshweb.core.session import SessionSnapshot
-from dshweb.engine.managed import EnginePhase, ManagedEngine
 from tests.browser.conftest import SameDocument, sign_in
 from tests.browser.homes import PROFILE
 from tests.browser.server import DshwebServer, ServerError
 from tests.fixtures.fakemodel import ModelRequest, Reply
-from tests.test_engine_client import Setup, SlowTurns, create, prompt, turns_at_least
+from tests.test_engine_client import (
+    Setup,
+    SlowTurns,
+    create,
+    engine_setup,
+    prompt,
+    turns_at_least,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.dsh]
 
@@ -76,25 +82,12 @@ class HeldTurns(SlowTurns):
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     """The real ``dsh web`` on an empty home, answering through the fake model."""
-    from dshweb.core.dshconfig import find_dsh
-    from tests.fixtures.fakemodel import FakeModel
-
-    dsh = find_dsh()
-    if dsh is None:
-        pytest.skip("the dsh program is not installed")
-    root = tmp_path_factory.mktemp("browser-compact")
-    home, workspace = root / "home", root / "ws"
-    home.mkdir()
-    workspace.mkdir()
     script = HeldTurns()
-    with FakeModel(script) as fake, ManagedEngine(home, dsh=dsh, env_extra=fake.env()) as managed:
+    with engine_setup(tmp_path_factory.mktemp("browser-compact"), script) as ready:
         try:
-            state = managed.wait_running(60)
-            assert state.phase is EnginePhase.RUNNING, (state, managed.output_tail())
-            yield Setup(home, workspace, fake, script, managed)
+            yield ready
         finally:
-            script.release.set()
-        assert fake.errors == []
+            script.release.set()  # before the engine stops: a held turn would keep it busy
 
 
 @pytest.fixture(scope="module")
