@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
 import zstandard
 
 from dshweb.core.frames import split_frames
+from dshweb.core.home import LogFile
+from dshweb.core.session import SessionTracker
 
 _compressor = zstandard.ZstdCompressor(write_checksum=True, write_content_size=False)
 
@@ -46,3 +49,20 @@ def header(session_id: str = "s-1", version: int = 4) -> dict[str, Any]:
 
 def event(seq: int, kind: str = "turn/start", **data: Any) -> dict[str, Any]:
     return {"type": kind, "seq": seq, "time": 1000 + seq, "data": data}
+
+
+def fold_in_pieces(data: bytes, seed: int, folder: Path) -> SessionTracker:
+    """A tracker that read ``data`` as a log appended in ~25 random byte pieces (cuts
+    anywhere, mid-frame included), refreshing after each piece."""
+    rng = random.Random(seed)
+    cuts = sorted(rng.sample(range(1, len(data)), k=min(25, len(data) - 1)))
+    path = folder / "session.v4.jsonl.zstd"
+    path.write_bytes(b"")
+    tracker = SessionTracker(LogFile(path, 4, compressed=True))
+    start = 0
+    for cut in [*cuts, len(data)]:
+        with path.open("ab") as handle:
+            handle.write(data[start:cut])
+        start = cut
+        tracker.refresh()
+    return tracker

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import shutil
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from dshweb.core.meter import SessionMeter
 from dshweb.core.reader import LogTail
 from dshweb.core.session import SessionTracker
 from tests.conftest import all_homes, session_log_paths
-from tests.logbuilder import event, frame, header
+from tests.logbuilder import event, fold_in_pieces, frame, header
 
 LOGS = [path for home in all_homes() for path in session_log_paths(home)]
 
@@ -25,20 +24,9 @@ def _tracker(path: Path) -> SessionTracker:
 @pytest.mark.parametrize("log", LOGS, ids=[p.parent.name for p in LOGS])
 @pytest.mark.parametrize("seed", range(3))
 def test_random_byte_splits_give_the_same_state(log: Path, seed: int, tmp_path: Path) -> None:
-    data = log.read_bytes()
     whole = _tracker(log)
     whole.refresh()
-    rng = random.Random(seed)
-    cuts = sorted(rng.sample(range(1, len(data)), k=min(25, len(data) - 1)))
-    path = tmp_path / "session.v4.jsonl.zstd"
-    path.write_bytes(b"")
-    tracker = _tracker(path)
-    start = 0
-    for cut in [*cuts, len(data)]:
-        with path.open("ab") as handle:
-            handle.write(data[start:cut])
-        start = cut
-        tracker.refresh()
+    tracker = fold_in_pieces(log.read_bytes(), seed, tmp_path)
     assert tracker.meter == whole.meter
     assert tracker.activity == whole.activity
     assert tracker.meter.host_state() == whole.meter.host_state()

@@ -7,7 +7,6 @@ its own; the tables below hold the figures those events give.
 
 from __future__ import annotations
 
-import random
 import re
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from dshweb.core.reader import LogTail
 from dshweb.core.session import SessionTracker, take_snapshot
 from dshweb.core.timeline import timeline_chart
 from tests.conftest import FIXTURE_HOMES, all_homes, session_log_paths
-from tests.logbuilder import event, frame, header
+from tests.logbuilder import event, fold_in_pieces, frame, header
 
 LOGS = [path for home in all_homes() for path in session_log_paths(home)]
 
@@ -248,17 +247,7 @@ def _assert_splits_agree(data: bytes, seed: int, tmp_path: Path) -> None:
     whole_path = tmp_path / "whole.v4.jsonl.zstd"
     whole_path.write_bytes(data)
     whole = _tracker(whole_path)
-    rng = random.Random(seed)
-    cuts = sorted(rng.sample(range(1, len(data)), k=min(25, len(data) - 1)))
-    path = tmp_path / "session.v4.jsonl.zstd"
-    path.write_bytes(b"")
-    tracker = SessionTracker(LogFile(path, 4, compressed=True))
-    start = 0
-    for cut in [*cuts, len(data)]:
-        with path.open("ab") as handle:
-            handle.write(data[start:cut])
-        start = cut
-        tracker.refresh()
+    tracker = fold_in_pieces(data, seed, tmp_path)
     assert tracker.ledger == whole.ledger
     home = tmp_path
     engine = EngineConfig()
