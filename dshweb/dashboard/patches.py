@@ -26,6 +26,7 @@ from dshweb.core.dshconfig import (
 from dshweb.core.errors import DshError
 from dshweb.core.patchfile import (
     DEFAULT_PATCH_TEXT,
+    PatchDocument,
     read_patch,
     set_row_config,
     write_patch_atomically,
@@ -78,15 +79,44 @@ def save_row(
         minimal_config(schema, config),
         insert_name=INSERTED_PLUGINS.get(schema.plugin_id) if insert else None,
     )
+    return _write_and_record(
+        path,
+        document,
+        text,
+        expected_sha256=expected_sha256,
+        profile=profile,
+        rel_path=str(path.relative_to(home)),
+        section=schema.plugin_id,
+        user=user,
+    )
+
+
+def _write_and_record(
+    path: Path,
+    document: PatchDocument,
+    text: str,
+    *,
+    expected_sha256: str,
+    profile: str,
+    rel_path: str,
+    section: str,
+    user: AbstractBaseUser | AnonymousUser,
+    restored_from: PatchRevision | None = None,
+) -> PatchRevision:
+    """Write ``text`` over ``document`` (unless it changed on disk) and record the save."""
     with transaction.atomic():
         write_patch_atomically(path, text, expected_sha256=expected_sha256)
         return PatchRevision.objects.create(
             profile=profile,
-            path=str(path.relative_to(home)),
-            section=schema.plugin_id,
+            path=rel_path,
+            section=section,
+            action=PatchRevision.Action.SAVE
+            if restored_from is None
+            else PatchRevision.Action.RESTORE,
             user=_user(user),
             before=document.text if document.exists else "",
             after=text,
+            restored_from=restored_from,
         )
 
 
@@ -101,18 +131,17 @@ def restore(
     path = home / revision.path
     document = read_patch(path)
     text = (revision.before if which == "before" else revision.after) or DEFAULT_PATCH_TEXT
-    with transaction.atomic():
-        write_patch_atomically(path, text, expected_sha256=document.sha256)
-        return PatchRevision.objects.create(
-            profile=revision.profile,
-            path=revision.path,
-            section=revision.section,
-            action=PatchRevision.Action.RESTORE,
-            user=_user(user),
-            before=document.text if document.exists else "",
-            after=text,
-            restored_from=revision,
-        )
+    return _write_and_record(
+        path,
+        document,
+        text,
+        expected_sha256=document.sha256,
+        profile=revision.profile,
+        rel_path=revision.path,
+        section=revision.section,
+        user=user,
+        restored_from=revision,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,13 +230,14 @@ def save_preset_engines(
             targets.composed, target.preset, schema.plugin_id, minimal_config(schema, config)
         )
         text = set_row_config(text, row["id"], row["config"])
-    with transaction.atomic():
-        write_patch_atomically(path, text, expected_sha256=expected_sha256)
-        return PatchRevision.objects.create(
-            profile=profile,
-            path=str(path.relative_to(home)),
-            section=f"{schema.plugin_id} in " + ", ".join(str(t.preset) for t in targets.presets),
-            user=_user(user),
-            before=document.text if document.exists else "",
-            after=text,
-        )
+    presets = ", ".join(str(t.preset) for t in targets.presets)
+    return _write_and_record(
+        path,
+        document,
+        text,
+        expected_sha256=expected_sha256,
+        profile=profile,
+        rel_path=str(path.relative_to(home)),
+        section=f"{schema.plugin_id} in {presets}",
+        user=user,
+    )
