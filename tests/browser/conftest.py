@@ -117,14 +117,18 @@ def server(
     home: BrowserHome, live_session: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[DshwebServer]:
     """dshweb on a free port of 127.0.0.1, watching ``home``."""
-    running = DshwebServer(home.path, tmp_path_factory.mktemp("dshweb-data"))
+    yield from serving(DshwebServer(home.path, tmp_path_factory.mktemp("dshweb-data")))
+
+
+def serving(server: DshwebServer) -> Iterator[DshwebServer]:
+    """Prepare and start ``server`` for a fixture (its output on failure), then stop it."""
     try:
-        running.prepare()
-        running.start()
+        server.prepare()
+        server.start()
     except ServerError as error:
         pytest.fail(str(error), pytrace=False)
-    yield running
-    running.stop()
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="package")

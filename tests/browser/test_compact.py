@@ -25,9 +25,9 @@ from dshweb.core.display import context_reading, format_tokens
 from dshweb.core.folds import Fold
 from dshweb.core.index import HomeIndex
 from dshweb.core.session import SessionSnapshot
-from tests.browser.conftest import SameDocument, sign_in
+from tests.browser.conftest import SameDocument, serving, sign_in
 from tests.browser.homes import PROFILE
-from tests.browser.server import DshwebServer, ServerError
+from tests.browser.server import DshwebServer
 from tests.fixtures.fakemodel import ModelRequest, Reply
 from tests.test_engine_client import (
     Setup,
@@ -93,18 +93,13 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
 @pytest.fixture(scope="module")
 def server(engine: Setup, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DshwebServer]:
     """dshweb watching the engine's home, with the engine's launch URL."""
-    running = DshwebServer(
-        engine.home,
-        tmp_path_factory.mktemp("dshweb-compact-data"),
-        extra_env={"DSHWEB_ENGINE_URL": engine.launch_url},
+    yield from serving(
+        DshwebServer(
+            engine.home,
+            tmp_path_factory.mktemp("dshweb-compact-data"),
+            extra_env={"DSHWEB_ENGINE_URL": engine.launch_url},
+        )
     )
-    try:
-        running.prepare()
-        running.start()
-    except ServerError as error:
-        pytest.fail(str(error), pytrace=False)
-    yield running
-    running.stop()
 
 
 @pytest.fixture(scope="module")
