@@ -134,6 +134,21 @@ def test_shadow_price_rule() -> None:
     assert meter.surface_tokens == 216 - 50 + (2 + 4 + 4)
 
 
+def test_unpriced_system_replace_moves_only_the_breakdown_surface() -> None:
+    meter = _fold(_msg(0, "system/message", "s" * 400), _msg(1, "user/message", "u" * 40))
+    assert (meter.surface_tokens, meter.breakdown_surface_tokens) == (104 + 18, 104 + 18)
+    # dsh web re-prompting the session: the system message replaced in place, unpriced
+    meter.fold(_msg(2, "system/message", "t" * 800, {"op": "replace", "startSeq": 0, "endSeq": 0}))
+    assert meter.surface_tokens == 122  # contextPressure: an unpriced replace costs nothing
+    assert meter.breakdown_surface_tokens == 122 + (204 - 104)
+    assert meter.context_breakdown_view() == {
+        "systemTokens": 204,
+        "toolsTokens": 0,
+        "messageTokens": 18,
+    }
+    assert meter.host_state()["contextBreakdown"]["surfaceTokens"] == 222
+
+
 def test_usage_same_step_replaces_and_retry_forgets() -> None:
     def answer(seq: int, step: int, inp: int) -> dict[str, object]:
         return {

@@ -144,6 +144,8 @@ class SessionMeter:
     sampled_seq: int | None = None
     """The seq of the last event that carried usage (collectors read it, not re-parse)."""
     systems: list[tuple[int, int]] = field(default_factory=list)
+    breakdown_surface_tokens: int = 0
+    """contextBreakdown's own surface sum: it also prices an unpriced system replace."""
     tools_tokens: int = 0
     header: dict[str, Any] | None = None
     claim: Claim | None = None
@@ -233,6 +235,7 @@ class SessionMeter:
         op = event["surfaceOp"]
         if op == "append":
             self.surface_tokens += price
+            self.breakdown_surface_tokens += price
             self.nodes.append(node)
             self.nodes_tokens += price
             if kind == "system/message":
@@ -251,9 +254,15 @@ class SessionMeter:
             claim = None
         if claim is not None:
             self.surface_tokens += price - claim.tokens
+            self.breakdown_surface_tokens += price - claim.tokens
             if claim.shadowed:
                 self.systems = [s for s in self.systems if s[0] not in claim.shadowed]
         elif start == end and any(s == start for s, _ in self.systems):
+            # An unpriced in-place system update (dsh web re-prompting a session):
+            # contextPressure's surface is unchanged, contextBreakdown's moves by the
+            # difference (DSH_FACTS §6), so from here on the two sums differ.
+            old = next(t for s, t in self.systems if s == start)
+            self.breakdown_surface_tokens += price - old
             self.systems = [(s, price if s == start else t) for s, t in self.systems]
 
     def _replace_nodes(self, node: SurfaceNode, start: Any, end: Any) -> None:
@@ -305,7 +314,7 @@ class SessionMeter:
         return {
             "systemTokens": system,
             "toolsTokens": self.tools_tokens,
-            "messageTokens": max(0, self.surface_tokens - system),
+            "messageTokens": max(0, self.breakdown_surface_tokens - system),
         }
 
     def host_state(self) -> dict[str, Any]:
@@ -327,7 +336,7 @@ class SessionMeter:
             "contextPressure": pressure,
             "contextBreakdown": {
                 "systems": [{"seq": s, "tokens": t} for s, t in self.systems],
-                "surfaceTokens": self.surface_tokens,
+                "surfaceTokens": self.breakdown_surface_tokens,
                 "breakdown": self.context_breakdown_view(),
             },
         }
