@@ -9,9 +9,11 @@ from typing import Any
 
 import zstandard
 
+from dshweb.core.decode import event_from_dict
 from dshweb.core.frames import split_frames
 from dshweb.core.home import LogFile
 from dshweb.core.session import SessionTracker
+from dshweb.core.wire import AnyEvent
 
 _compressor = zstandard.ZstdCompressor(write_checksum=True, write_content_size=False)
 
@@ -66,3 +68,19 @@ def fold_in_pieces(data: bytes, seed: int, folder: Path) -> SessionTracker:
         start = cut
         tracker.refresh()
     return tracker
+
+
+def typed(record: Any) -> AnyEvent:
+    """The wire record of an event given as a dict (a record is returned as it is)."""
+    return event_from_dict(record) if isinstance(record, dict) else record
+
+
+def log_records(path: Path) -> list[dict[str, Any]]:
+    """Every event of a complete log as the dict DSH wrote (the header line left out)."""
+    data = path.read_bytes()
+    if path.suffix == ".zstd":
+        chunks, error = split_frames(data, 0)
+        assert error is None
+        data = b"".join(c.text for c in chunks)
+    lines = [json.loads(line) for line in data.splitlines() if line.strip()]
+    return [line for line in lines if line.get("type") != "session"]

@@ -13,6 +13,7 @@ from dshweb.core.errors import DshError
 from dshweb.core.meter import SessionMeter
 from dshweb.core.profiles import JsExpr, engine_config, load_patch
 from tests.conftest import CORPUS_HOME
+from tests.logbuilder import typed
 
 
 def test_default_point_for_a_one_million_window() -> None:
@@ -50,27 +51,34 @@ def _header(tools: str = "t") -> dict[str, object]:
 
 def _meter_with_anchor(provider_prompt: int) -> SessionMeter:
     meter = SessionMeter()
-    meter.fold({"type": "request/header", "seq": 0, "data": {"header": _header()}})
+    meter.fold(typed({"type": "request/header", "seq": 0, "data": {"header": _header()}}))
     meter.fold(
-        {
-            "type": "user/message",
-            "seq": 1,
-            "surfaceOp": "append",
-            "data": {"role": "user", "content": [{"type": "text", "text": "a" * 400}]},
-        }
+        typed(
+            {
+                "type": "user/message",
+                "seq": 1,
+                "surfaceOp": "append",
+                "data": {"role": "user", "content": [{"type": "text", "text": "a" * 400}]},
+            }
+        )
     )
     meter.fold(
-        {
-            "type": "assistant/message",
-            "seq": 2,
-            "surfaceOp": "append",
-            "data": {
-                "turn": 1,
-                "step": 1,
-                "message": {"role": "assistant", "content": [{"type": "text", "text": "b" * 40}]},
-                "usage": {"inputTokens": provider_prompt, "outputTokens": 10},
-            },
-        }
+        typed(
+            {
+                "type": "assistant/message",
+                "seq": 2,
+                "surfaceOp": "append",
+                "data": {
+                    "turn": 1,
+                    "step": 1,
+                    "message": {
+                        "role": "assistant",
+                        "content": [{"type": "text", "text": "b" * 40}],
+                    },
+                    "usage": {"inputTokens": provider_prompt, "outputTokens": 10},
+                },
+            }
+        )
     )
     return meter
 
@@ -79,12 +87,16 @@ def test_measure_uses_the_provider_total_when_it_is_larger() -> None:
     meter = _meter_with_anchor(provider_prompt=5000)
     assert measured_tokens(meter) == 5010
     meter.fold(
-        {
-            "type": "tool/result",
-            "seq": 3,
-            "surfaceOp": "append",
-            "data": {"message": {"role": "tool", "content": [{"type": "text", "text": "c" * 40}]}},
-        }
+        typed(
+            {
+                "type": "tool/result",
+                "seq": 3,
+                "surfaceOp": "append",
+                "data": {
+                    "message": {"role": "tool", "content": [{"type": "text", "text": "c" * 40}]}
+                },
+            }
+        )
     )
     assert measured_tokens(meter) == 5010 + (10 + 4 + 4)
 
@@ -97,7 +109,7 @@ def test_measure_falls_back_to_the_estimate() -> None:
 
 def test_measure_without_anchor_after_header_change() -> None:
     meter = _meter_with_anchor(provider_prompt=5000)
-    meter.fold({"type": "request/header", "seq": 3, "data": {"header": _header("other")}})
+    meter.fold(typed({"type": "request/header", "seq": 3, "data": {"header": _header("other")}}))
     assert measured_tokens(meter) == meter.tools_tokens + meter.nodes_tokens
 
 

@@ -12,7 +12,7 @@ from dshweb.core.meter import SessionMeter
 from dshweb.core.reader import LogTail
 from dshweb.core.session import SessionTracker
 from tests.conftest import all_homes, session_log_paths
-from tests.logbuilder import event, fold_in_pieces, frame, header
+from tests.logbuilder import event, fold_in_pieces, frame, header, typed
 
 LOGS = [path for home in all_homes() for path in session_log_paths(home)]
 
@@ -68,7 +68,7 @@ def _msg(seq: int, kind: str, text: str, op: object = "append") -> dict[str, obj
 def _fold(*events: dict[str, object]) -> SessionMeter:
     meter = SessionMeter()
     for item in events:
-        meter.fold(item)
+        meter.fold(typed(item))
     return meter
 
 
@@ -79,20 +79,26 @@ def test_replace_is_positional_not_numeric() -> None:
         _msg(59, "user/message", "b" * 40),
         _msg(60, "user/message", "c" * 40),
     )
-    meter.fold(_msg(71, "user/message", "ckpt", {"op": "replace", "startSeq": 10, "endSeq": 10}))
+    meter.fold(
+        typed(_msg(71, "user/message", "ckpt", {"op": "replace", "startSeq": 10, "endSeq": 10}))
+    )
     assert [n.seq for n in meter.nodes] == [71, 59, 60]
     meter.fold(
-        {
-            "type": "compaction/summary",
-            "seq": 72,
-            "data": {
-                "shadowedRange": {"start": 71, "end": 59},
-                "shadowedSeqs": [71, 59],
-                "shadowedTokenCount": 20,
-            },
-        }
+        typed(
+            {
+                "type": "compaction/summary",
+                "seq": 72,
+                "data": {
+                    "shadowedRange": {"start": 71, "end": 59},
+                    "shadowedSeqs": [71, 59],
+                    "shadowedTokenCount": 20,
+                },
+            }
+        )
     )
-    meter.fold(_msg(73, "user/message", "z", {"op": "replace", "startSeq": 71, "endSeq": 59}))
+    meter.fold(
+        typed(_msg(73, "user/message", "z", {"op": "replace", "startSeq": 71, "endSeq": 59}))
+    )
     assert [n.seq for n in meter.nodes] == [73, 60]
     assert meter.problems == []
 
@@ -101,36 +107,42 @@ def test_shadow_price_rule() -> None:
     meter = _fold(_msg(0, "user/message", "a" * 400), _msg(1, "user/message", "b" * 400))
     assert meter.surface_tokens == 2 * (100 + 4 + 4)
     # a replace with no armed claim adds nothing
-    meter.fold(_msg(2, "user/message", "c", {"op": "replace", "startSeq": 0, "endSeq": 0}))
+    meter.fold(typed(_msg(2, "user/message", "c", {"op": "replace", "startSeq": 0, "endSeq": 0})))
     assert meter.surface_tokens == 216
     # a claim is cleared by any other event in between
     meter.fold(
-        {
-            "type": "compaction/prune",
-            "seq": 3,
-            "data": {
-                "shadowedRange": {"start": 1, "end": 1},
-                "shadowedSeqs": [1],
-                "shadowedTokenCount": 108,
-            },
-        }
+        typed(
+            {
+                "type": "compaction/prune",
+                "seq": 3,
+                "data": {
+                    "shadowedRange": {"start": 1, "end": 1},
+                    "shadowedSeqs": [1],
+                    "shadowedTokenCount": 108,
+                },
+            }
+        )
     )
-    meter.fold({"type": "turn/start", "seq": 4, "data": {"turn": 2}})
-    meter.fold(_msg(5, "user/message", "d", {"op": "replace", "startSeq": 1, "endSeq": 1}))
+    meter.fold(typed({"type": "turn/start", "seq": 4, "data": {"turn": 2}}))
+    meter.fold(typed(_msg(5, "user/message", "d", {"op": "replace", "startSeq": 1, "endSeq": 1})))
     assert meter.surface_tokens == 216
     # an armed claim for exactly the range re-prices
     meter.fold(
-        {
-            "type": "compaction/prune",
-            "seq": 6,
-            "data": {
-                "shadowedRange": {"start": 5, "end": 5},
-                "shadowedSeqs": [5],
-                "shadowedTokenCount": 50,
-            },
-        }
+        typed(
+            {
+                "type": "compaction/prune",
+                "seq": 6,
+                "data": {
+                    "shadowedRange": {"start": 5, "end": 5},
+                    "shadowedSeqs": [5],
+                    "shadowedTokenCount": 50,
+                },
+            }
+        )
     )
-    meter.fold(_msg(7, "user/message", "e" * 8, {"op": "replace", "startSeq": 5, "endSeq": 5}))
+    meter.fold(
+        typed(_msg(7, "user/message", "e" * 8, {"op": "replace", "startSeq": 5, "endSeq": 5}))
+    )
     assert meter.surface_tokens == 216 - 50 + (2 + 4 + 4)
 
 
@@ -138,7 +150,9 @@ def test_unpriced_system_replace_moves_only_the_breakdown_surface() -> None:
     meter = _fold(_msg(0, "system/message", "s" * 400), _msg(1, "user/message", "u" * 40))
     assert (meter.surface_tokens, meter.breakdown_surface_tokens) == (104 + 18, 104 + 18)
     # dsh web re-prompting the session: the system message replaced in place, unpriced
-    meter.fold(_msg(2, "system/message", "t" * 800, {"op": "replace", "startSeq": 0, "endSeq": 0}))
+    meter.fold(
+        typed(_msg(2, "system/message", "t" * 800, {"op": "replace", "startSeq": 0, "endSeq": 0}))
+    )
     assert meter.surface_tokens == 122  # contextPressure: an unpriced replace costs nothing
     assert meter.breakdown_surface_tokens == 122 + (204 - 104)
     assert meter.context_breakdown_view() == {
@@ -171,14 +185,14 @@ def test_usage_same_step_replaces_and_retry_forgets() -> None:
 
     meter = _fold(answer(0, 1, 100), answer(1, 1, 120))
     assert meter.token_usage_view()["uncachedInputTokens"] == 120
-    meter.fold({"type": "llm/retry-started", "seq": 2, "data": {"turn": 1, "step": 1}})
-    meter.fold(answer(3, 1, 130))
+    meter.fold(typed({"type": "llm/retry-started", "seq": 2, "data": {"turn": 1, "step": 1}}))
+    meter.fold(typed(answer(3, 1, 130)))
     assert meter.token_usage_view() == {
         "uncachedInputTokens": 250,
         "outputTokens": 2,
         "cacheReadTokens": 0,
         "cacheWriteTokens": 0,
     }
-    meter.fold(answer(4, 2, 5))
+    meter.fold(typed(answer(4, 2, 5)))
     assert meter.token_usage_view()["uncachedInputTokens"] == 255
     assert meter.pressure_tokens == 5

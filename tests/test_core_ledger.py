@@ -26,19 +26,16 @@ from dshweb.core.ledger import (
     LedgerCollector,
 )
 from dshweb.core.meter import SessionMeter, Usage
-from dshweb.core.reader import LogTail
 from dshweb.core.session import SessionTracker, take_snapshot
 from dshweb.core.timeline import timeline_chart
 from tests.conftest import FIXTURE_HOMES, all_homes, session_log_paths
-from tests.logbuilder import event, fold_in_pieces, frame, header
+from tests.logbuilder import event, fold_in_pieces, frame, header, log_records, typed
 
 LOGS = [path for home in all_homes() for path in session_log_paths(home)]
 
 
 def _events(path: Path) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    LogTail(path, compressed=True).read(found.append, lambda: None)
-    return found
+    return log_records(path)
 
 
 def _fixture_log(name: str) -> Path:
@@ -49,8 +46,8 @@ def _fixture_log(name: str) -> Path:
 def _ledger(events: list[dict[str, Any]], threshold: int | None = None) -> Ledger:
     meter, collector = SessionMeter(), LedgerCollector()
     for item in events:
-        meter.fold(item)
-        collector.observe(item, meter)
+        meter.fold(typed(item))
+        collector.observe(typed(item), meter)
     return collector.result(meter, threshold=threshold)
 
 
@@ -178,7 +175,7 @@ def _expected_from_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     current: dict[str, Any] | None = None
     for item in events:
         kind, data = item["type"], item.get("data") or {}
-        meter.fold(item)
+        meter.fold(typed(item))
         if kind == "compaction/start":
             current = {"seq": item["seq"], "before": meter.projected_tokens}
             found.append(current)

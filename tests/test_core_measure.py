@@ -10,15 +10,15 @@ made without compacting happened with ``measure() < threshold``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from dshweb.core.compaction import EngineConfig, compaction_point, measured_tokens, reserved_tokens
+from dshweb.core.compaction import EngineConfig, compaction_point, measured_tokens
 from dshweb.core.home import session_logs
 from dshweb.core.meter import SessionMeter
 from dshweb.core.profiles import engine_config
 from dshweb.core.reader import LogTail
+from dshweb.core.wire import AnyEvent, AssistantMessage, CompactionPrune, CompactionStart, StepStart
 from tests.conftest import FIXTURE_HOMES
 
 HOMES = sorted(p for p in FIXTURE_HOMES.glob("*") if (p / "sessions").is_dir())
@@ -31,18 +31,21 @@ def _decisions(log: Path) -> tuple[list[int], list[int], int | None]:
     meter = SessionMeter()
     pruned_in_step = False
 
-    def on_event(event: dict[str, Any]) -> None:
+    def on_event(event: AnyEvent) -> None:
         nonlocal pruned_in_step
-        kind = event["type"]
-        data = event.get("data") or {}
-        if kind == "step/start":
+        if isinstance(event, StepStart):
             pruned_in_step = False
-        elif kind == "compaction/prune" and not pruned_in_step:
+        elif isinstance(event, CompactionPrune) and not pruned_in_step:
             pruned_in_step = True
             folded.append(measured_tokens(meter))
-        elif kind == "compaction/start" and data.get("turn") is not None and not pruned_in_step:
+        elif (
+            isinstance(event, CompactionStart)
+            and event.data is not None
+            and event.data.turn is not None
+            and not pruned_in_step
+        ):
             folded.append(measured_tokens(meter))
-        elif kind == "assistant/message":
+        elif isinstance(event, AssistantMessage):
             passed.append(measured_tokens(meter))
         meter.fold(event)
 
@@ -50,7 +53,7 @@ def _decisions(log: Path) -> tuple[list[int], list[int], int | None]:
     if meter.context_window is None:
         return folded, passed, None
     point = compaction_point(
-        context_window=meter.context_window, reserved=reserved_tokens(meter.header), engine=engine
+        context_window=meter.context_window, reserved=meter.reserved_tokens, engine=engine
     )
     return folded, passed, point.threshold_tokens
 

@@ -37,10 +37,10 @@ from dshweb.core.pace import (
     rung_below,
     settle_rung,
 )
-from dshweb.core.reader import LogTail
 from dshweb.core.session import SessionTracker, take_snapshot
 from dshweb.core.truth_settings import CONTEXT_TRUTH
 from tests.conftest import all_homes, session_log_paths
+from tests.logbuilder import log_records, typed
 
 WINDOW = 1_000_000
 MAX_TOKENS = 256_000
@@ -751,15 +751,15 @@ def _synthetic_log() -> list[dict[str, Any]]:
 
 def test_collector_takes_deltas_between_step_boundaries() -> None:
     events = _synthetic_log()
-    assert pace_samples(events[:10]) == (512, 768, 762)
-    assert pace_samples(events) == (362,)
+    assert pace_samples(map(typed, events[:10])) == (512, 768, 762)
+    assert pace_samples(map(typed, events)) == (362,)
 
 
 def test_collector_keeps_a_bounded_history() -> None:
     events: list[dict[str, Any]] = []
     for n in range(MAX_SAMPLES + 10):
         events += [_text(2 * n, "user/message", 8), _answer(2 * n + 1, n + 1, 1, chars=8)]
-    assert len(pace_samples(events)) == MAX_SAMPLES
+    assert len(pace_samples(map(typed, events))) == MAX_SAMPLES
 
 
 LOGS = [path for home in all_homes() for path in session_log_paths(home)]
@@ -770,7 +770,7 @@ def test_tracker_snapshot_carries_the_samples(log: Path) -> None:
     tracker = SessionTracker(LogFile(log, 4, compressed=True))
     tracker.refresh()
     snapshot = take_snapshot(tracker, home=log.parent, live=False, engine=EngineConfig())
-    assert snapshot.pace_samples == pace_samples(_events(log))
+    assert snapshot.pace_samples == pace_samples(map(typed, _events(log)))
     assert all(delta >= 0 for delta in snapshot.pace_samples)
     reading = reading_from_snapshot(snapshot)
     assert reading.used == snapshot.measured_tokens
@@ -782,20 +782,18 @@ def test_tracker_snapshot_carries_the_samples(log: Path) -> None:
 def test_some_real_session_has_enough_samples_for_an_estimate() -> None:
     if not LOGS:
         pytest.skip("no real logs")
-    assert max(len(pace_samples(_events(log))) for log in LOGS) >= 3
+    assert max(len(pace_samples(map(typed, _events(log)))) for log in LOGS) >= 3
 
 
 def _events(log: Path) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
-    LogTail(log, compressed=True).read(events.append, events.clear)
-    return events
+    return log_records(log)
 
 
 def test_collector_observes_before_the_fold() -> None:
     collector, meter = PaceCollector(), SessionMeter()
     for event in _synthetic_log()[:5]:
-        collector.observe(event, meter)
-        meter.fold(event)
+        collector.observe(typed(event), meter)
+        meter.fold(typed(event))
     assert collector.last == (1, 2, 768)
     assert collector.samples == (512,)
 

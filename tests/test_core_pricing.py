@@ -1,25 +1,43 @@
-"""The host's pricing heuristic, case by case (DSH_FACTS §5)."""
+"""The host's pricing heuristic, case by case (DSH_FACTS §5), on both decoding paths."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
-from dshweb.core.pricing import (
-    block_tokens,
-    canonical_header,
-    js_len,
-    json_len,
-    loads_js,
-    message_tokens,
-    tools_tokens,
-)
+from dshweb.core.decode import decode_event
+from dshweb.core.jsjson import js_len, js_number, js_stringify, json_len, loads_js
+from dshweb.core.pricing import header_key, message_price, message_tokens, tools_tokens
+from dshweb.core.structs import HAVE_MSGSPEC
+from dshweb.core.wire import Header, Message, RequestHeader, UserMessage
+
+PATHS = [pytest.param(True, id="msgspec"), pytest.param(False, id="stdlib")]
+if not HAVE_MSGSPEC:  # pragma: no cover - the suite installs msgspec
+    PATHS = PATHS[1:]
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _message(message: dict[str, Any], fast: bool) -> Message:
+    line = _line({"type": "user/message", "seq": 0, "data": message, "surfaceOp": "append"})
+    event = decode_event(line, fast=fast)
+    assert isinstance(event, UserMessage) and event.data is not None
+    return event.data
+
+
+def _header(header: dict[str, Any], fast: bool) -> Header | None:
+    event = decode_event(_line({"type": "request/header", "data": {"header": header}}), fast=fast)
+    assert isinstance(event, RequestHeader) and event.data is not None
+    return event.data.header
 
 
 @pytest.mark.parametrize(
     ("text", "length"),
-    [("", 0), ("abc", 3), ("数据", 2), ("😀", 2), ("𠀀𪚥", 4), ("a😀b", 4)],
+    [("", 0), ("abc", 3), ("数据", 2), ("😀", 2), ("𠀀𪚥", 4), ("a😀b", 4), ("\ud800", 1)],
 )
 def test_js_length_counts_utf16_units(text: str, length: int) -> None:
     assert js_len(text) == length
@@ -32,17 +50,41 @@ def test_js_length_counts_utf16_units(text: str, length: int) -> None:
         ({"z": 1, "a": 2}, '{"z":1,"a":2}'),
         ({"t": "数"}, '{"t":"数"}'),
         ({"n": "a\nb"}, '{"n":"a\\nb"}'),
+        ({"s": "x\ud800"}, '{"s":"x\\ud800"}'),
+        ([True, None, False, 2.5], "[true,null,false,2.5]"),
     ],
 )
-def test_json_length_is_json_stringify(value: Any, text: str) -> None:
+def test_json_text_is_json_stringify(value: Any, text: str) -> None:
+    assert js_stringify(value) == text
     assert json_len(value) == len(text)
 
 
-def test_integral_floats_print_like_javascript() -> None:
+@pytest.mark.parametrize(
+    ("number", "text"),
+    [
+        (1.0, "1"),
+        (-0.0, "0"),
+        (2.5, "2.5"),
+        (1e21, "1e+21"),
+        (1e20, "100000000000000000000"),
+        (1.5e-7, "1.5e-7"),
+        (0.00001, "0.00001"),
+        (1e-6, "0.000001"),
+        (123.456, "123.456"),
+        (-1.25e22, "-1.25e+22"),
+        (float("inf"), "null"),
+    ],
+)
+def test_numbers_print_like_javascript(number: float, text: str) -> None:
+    assert js_number(number) == text
+
+
+def test_integral_floats_parse_like_javascript() -> None:
     assert loads_js('{"x":1.0,"y":2.5}') == {"x": 1, "y": 2.5}
     assert json_len(loads_js('{"x":1.0}')) == len('{"x":1}')
 
 
+@pytest.mark.parametrize("fast", PATHS)
 @pytest.mark.parametrize(
     ("block", "tokens"),
     [
@@ -59,42 +101,62 @@ def test_integral_floats_print_like_javascript() -> None:
             4 + -(-len('{"type":"image","data":"QUJD"}') // 4),
         ),
         ({"type": "tool-result", "value": 1}, 4 + -(-len('{"type":"tool-result","value":1}') // 4)),
+        (
+            {"type": "tool-addition", "toolName": "数"},
+            4 + -(-len('{"type":"tool-addition","toolName":"数"}') // 4),
+        ),
     ],
 )
-def test_block_prices(block: dict[str, Any], tokens: int) -> None:
-    assert block_tokens(block) == tokens
+def test_block_prices(block: dict[str, Any], tokens: int, fast: bool) -> None:
+    assert message_tokens(_message({"role": "user", "content": [block]}, fast)) == tokens + 4
 
 
-def test_message_is_blocks_plus_four() -> None:
+@pytest.mark.parametrize("fast", PATHS)
+def test_message_is_blocks_plus_four(fast: bool) -> None:
     message = {
         "role": "user",
         "content": [{"type": "text", "text": "abcd"}, {"type": "text", "text": "ab"}],
     }
-    assert message_tokens(message) == (1 + 4) + (1 + 4) + 4
+    assert message_price(_message(message, fast)) == ((1 + 4) + (1 + 4) + 4, "abcd ab")
 
 
-def test_system_message_has_no_per_block_overhead() -> None:
+@pytest.mark.parametrize("fast", PATHS)
+def test_string_content_is_one_text_block(fast: bool) -> None:
+    assert message_price(_message({"role": "user", "content": "abcde"}, fast)) == (
+        2 + 4 + 4,
+        "abcde",
+    )
+
+
+@pytest.mark.parametrize("fast", PATHS)
+def test_system_message_has_no_per_block_overhead(fast: bool) -> None:
     message = {
         "role": "system",
         "content": [{"type": "text", "text": "a" * 10}, {"type": "text", "text": "b" * 7}],
     }
-    assert message_tokens(message) == -(-17 // 4) + 4
+    assert message_tokens(_message(message, fast)) == -(-17 // 4) + 4
 
 
+@pytest.mark.parametrize("fast", PATHS)
 @pytest.mark.parametrize("role", ["system", "assistant", "developer"])
-def test_empty_content_costs_nothing(role: str) -> None:
-    assert message_tokens({"role": role, "content": []}) == 0
+def test_empty_content_costs_nothing(role: str, fast: bool) -> None:
+    assert message_tokens(_message({"role": role, "content": []}, fast)) == 0
 
 
-def test_tools_price_uses_canonical_header() -> None:
+@pytest.mark.parametrize("fast", PATHS)
+def test_tools_price_and_the_canonical_header(fast: bool) -> None:
     tools = [{"name": "bash", "description": "run", "parameters": {"type": "object"}}]
-    header = {
-        "config": {"model": "m"},
-        "adapterDefaults": {"reasoningEffort": False},
-        "tools": tools,
-    }
-    assert canonical_header(header) == {"config": {"model": "m"}, "tools": tools}
+    header = _header(
+        {"config": {"model": "m"}, "adapterDefaults": {"reasoningEffort": False}, "tools": tools},
+        fast,
+    )
     assert tools_tokens(header) == -(-json_len(tools) // 4) + 4
-    assert tools_tokens({"config": {}, "tools": []}) == 0
-    kept = canonical_header({"config": {}, "adapterDefaults": {"maxTokens": True}})
-    assert kept == {"config": {}, "adapterDefaults": {"maxTokens": True}}
+    assert tools_tokens(_header({"config": {}, "tools": []}, fast)) == 0
+    # unmarked adapter defaults are not part of the canonical header; marked ones are
+    same = _header({"config": {"model": "m"}, "tools": tools}, fast)
+    assert header_key(header) == header_key(same)
+    marked = _header(
+        {"config": {"model": "m"}, "adapterDefaults": {"maxTokens": True}, "tools": tools}, fast
+    )
+    assert header_key(marked) != header_key(same)
+    assert header_key(_header({"config": {"model": "n"}, "tools": tools}, fast)) != header_key(same)

@@ -34,8 +34,9 @@ from dshweb.core.replay import (
     replay_dir,
 )
 from dshweb.core.session import SessionTracker
+from dshweb.core.wire import AnyEvent
 from tests.conftest import REPO
-from tests.logbuilder import event, frame, header
+from tests.logbuilder import event, frame, header, log_records
 
 SOURCE = REPO / "dshweb" / "demo" / "replay" / "session.v4.jsonl.zstd"
 START = 1_750_000_000.0
@@ -71,12 +72,16 @@ def _lines(text: bytes) -> list[dict[str, Any]]:
 
 
 def _events_of(path: Path) -> list[dict[str, Any]]:
-    """Every event in a log, read by dshweb's own reader."""
-    events: list[dict[str, Any]] = []
+    """Every event in a log, whole; dshweb's own reader finds the same ones in order."""
+    events: list[AnyEvent] = []
     tail = LogTail(path, compressed=True)
     batch = tail.read(events.append, lambda: None)
     assert batch.error is None
-    return events
+    found = log_records(path)
+    assert [(e.kind, e.seq, e.time) for e in events] == [
+        (e["type"], e["seq"], e["time"]) for e in found
+    ]
+    return found
 
 
 def _tracker(path: Path) -> SessionTracker:

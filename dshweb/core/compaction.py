@@ -54,12 +54,6 @@ class CompactionPoint:
         }
 
 
-def reserved_tokens(header: dict[str, Any] | None) -> int:
-    config = (header or {}).get("config") or {}
-    value = config.get("maxTokens")
-    return int(value) if isinstance(value, int | float) else 0
-
-
 def compaction_point(
     *, context_window: int, reserved: int, engine: EngineConfig
 ) -> CompactionPoint:

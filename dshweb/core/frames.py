@@ -28,7 +28,7 @@ _BLOCK_RESERVED = 3
 _local = threading.local()
 
 
-def _decompressor() -> zstandard.ZstdDecompressor:
+def decompressor() -> zstandard.ZstdDecompressor:
     """This thread's decompressor: one must never be used by two threads at once."""
     try:
         return _local.decompressor  # type: ignore[no-any-return]
@@ -46,8 +46,11 @@ class Chunk:
     text: bytes
 
 
-def _frame_length(buf: bytes | memoryview, pos: int, file_offset: int) -> int | None:
-    """Length of the zstd frame starting at ``pos``, or None when it is not complete yet."""
+def _frame_length(
+    buf: bytes | bytearray | memoryview, pos: int, file_offset: int
+) -> tuple[int, int] | None:
+    """Length and block count of the zstd frame starting at ``pos``, or None when it is
+    not complete yet (a skippable frame counts no blocks)."""
     avail = len(buf) - pos
     if avail < 4:
         if bytes(buf[pos : pos + avail]) != ZSTD_MAGIC[:avail]:
@@ -59,7 +62,7 @@ def _frame_length(buf: bytes | memoryview, pos: int, file_offset: int) -> int | 
             if avail < 8:
                 return None
             size = 8 + int.from_bytes(buf[pos + 4 : pos + 8], "little")
-            return size if size <= avail else None
+            return (size, 0) if size <= avail else None
         raise LogError("not a zstd frame (bad magic)", offset=file_offset + pos)
     if avail < 5:
         return None
@@ -71,6 +74,7 @@ def _frame_length(buf: bytes | memoryview, pos: int, file_offset: int) -> int | 
     fcs_size = 1 if fcs_flag == 0 and single_segment else _FCS_SIZES[fcs_flag]
     header = 5 + (0 if single_segment else 1) + _DID_SIZES[fhd & 0x03] + fcs_size
     at = pos + header
+    blocks = 0
     while True:
         if len(buf) < at + 3:
             return None
@@ -79,36 +83,35 @@ def _frame_length(buf: bytes | memoryview, pos: int, file_offset: int) -> int | 
         if kind == _BLOCK_RESERVED:
             raise LogError("corrupt zstd frame (reserved block type)", offset=file_offset + pos)
         at += 3 + (1 if kind == 1 else block >> 3)
+        blocks += 1
         if block & 0x01:
             break
     if fhd & 0x04:
         at += 4
-    return at - pos if at <= len(buf) else None
+    return (at - pos, blocks) if at <= len(buf) else None
 
 
-def frame_spans(buf: bytes, file_offset: int) -> tuple[list[tuple[int, int]], LogError | None]:
-    """(start, end) of every complete frame at the start of ``buf``, without decoding, and
-    the error that stopped the scan early (a bad frame header), if any."""
-    spans: list[tuple[int, int]] = []
-    view = memoryview(buf)
+def frame_spans(
+    buf: bytes | bytearray, file_offset: int
+) -> tuple[list[tuple[int, int, int]], LogError | None]:
+    """(start, end, blocks) of every complete frame at the start of ``buf``, without
+    decoding, and the error that stopped the scan early (a bad frame header), if any.
+    A frame of ``blocks`` blocks decodes to at most ``blocks`` × 128 KiB."""
+    spans: list[tuple[int, int, int]] = []
     pos = 0
-    while pos < len(buf):
-        try:
-            length = _frame_length(view, pos, file_offset)
-        except LogError as error:
-            return spans, error
-        if length is None:
-            break
-        spans.append((pos, pos + length))
-        pos += length
+    with memoryview(buf) as view:  # released on return: the caller may resize ``buf``
+        while pos < len(buf):
+            try:
+                found = _frame_length(view, pos, file_offset)
+            except LogError as error:
+                error.__traceback__ = None
+                return spans, error
+            if found is None:
+                break
+            length, blocks = found
+            spans.append((pos, pos + length, blocks))
+            pos += length
     return spans, None
-
-
-def decode_frames(data: bytes) -> bytes:
-    """Decode a run of complete frames in one call (raises ``zstandard.ZstdError``)."""
-    reader = _decompressor().stream_reader(data, read_across_frames=True, read_size=1 << 20)
-    with reader:
-        return reader.read()
 
 
 def split_frames(buf: bytes, file_offset: int) -> tuple[list[Chunk], LogError | None]:
@@ -119,11 +122,11 @@ def split_frames(buf: bytes, file_offset: int) -> tuple[list[Chunk], LogError | 
     """
     chunks: list[Chunk] = []
     spans, error = frame_spans(buf, file_offset)
-    for start, end in spans:
+    for start, end, _blocks in spans:
         if buf[start : start + 4] != ZSTD_MAGIC:
             continue  # a skippable frame
         try:
-            text = _decompressor().decompressobj().decompress(buf[start:end])
+            text = decompressor().decompressobj().decompress(buf[start:end])
         except zstandard.ZstdError as bad:
             return chunks, LogError(f"corrupt zstd frame ({bad})", offset=file_offset + start)
         chunks.append(Chunk(file_offset + start, file_offset + end, text))

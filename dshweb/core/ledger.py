@@ -32,9 +32,31 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dshweb.core.folds import CompactCommand, Fold, FoldKind
-from dshweb.core.meter import SURFACE_TYPES, SessionMeter, parse_usage, surface_message
-from dshweb.core.pricing import message_tokens
+from dshweb.core.meter import SessionMeter, stream_chunks, to_usage
 from dshweb.core.timeline import TimelineChart, TimelinePoint, timeline_chart
+from dshweb.core.wire import (
+    SURFACE,
+    AnyEvent,
+    AssistantAttempt,
+    AssistantMessage,
+    CommandData,
+    CommandDone,
+    CommandRun,
+    CompactionData,
+    CompactionEnd,
+    CompactionPrune,
+    CompactionStart,
+    CompactionSummary,
+    EndSeed,
+    Replace,
+    ShadowData,
+    StepEnd,
+    StepStart,
+    SurfaceData,
+    ToolCall,
+    TurnEnd,
+    TurnStart,
+)
 
 MAX_STEP_POINTS = 240
 """The most step points kept; past it every other one is dropped and the stride doubles."""
@@ -42,21 +64,22 @@ MAX_STEP_POINTS = 240
 CONTEXT_WINDOW_EXCEEDED = "CONTEXT_WINDOW_EXCEEDED"
 """The failure code of a request the provider refused as too large for the window."""
 
-_ATTEMPT_TYPES = frozenset({"assistant/message", "assistant/attempt"})
-_OVERFLOW_FORGOTTEN = frozenset({"step/start", "turn/start", "turn/end", "session/end-seed"})
+_SURFACE = frozenset(SURFACE)
+_ATTEMPTS = frozenset({AssistantMessage, AssistantAttempt})
+_OVERFLOW_FORGOTTEN = frozenset({StepStart, TurnStart, TurnEnd, EndSeed})
 _PASS_ENDS = frozenset(
     {
-        "step/start",
-        "step/end",
-        "turn/start",
-        "turn/end",
-        "assistant/message",
-        "assistant/attempt",
-        "tool/call",
-        "compaction/start",
-        "compaction/end",
-        "command/run",
-        "session/end-seed",
+        StepStart,
+        StepEnd,
+        TurnStart,
+        TurnEnd,
+        AssistantMessage,
+        AssistantAttempt,
+        ToolCall,
+        CompactionStart,
+        CompactionEnd,
+        CommandRun,
+        EndSeed,
     }
 )
 
@@ -98,15 +121,19 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def refused_as_too_large(data: dict[str, Any]) -> bool:
+def _count(data: ShadowData) -> int:
+    value = data.shadowed_token_count
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def refused_as_too_large(data: SurfaceData | None) -> bool:
     """An ``assistant/attempt`` whose stream ends with a context-window failure."""
-    stream = data.get("stream")
-    if not isinstance(stream, list):
+    if data is None:
         return False
-    for record in reversed(stream):
-        chunk = record.get("chunk") if isinstance(record, dict) else None
-        if isinstance(chunk, dict) and chunk.get("type") == "finish":
-            reason = chunk.get("reason")
+    for record in reversed(stream_chunks(data)):
+        chunk = record.chunk
+        if chunk is not None and chunk.type == "finish":
+            reason = chunk.reason
             failure = reason.get("failure") if isinstance(reason, dict) else None
             return isinstance(failure, dict) and failure.get("code") == CONTEXT_WINDOW_EXCEEDED
     return False
@@ -134,58 +161,46 @@ class LedgerCollector:
     seen: int = 0
     last_time: int | None = None
 
-    def observe(self, event: dict[str, Any], meter: SessionMeter) -> None:
+    def observe(self, event: AnyEvent, meter: SessionMeter) -> None:
         """Look at ``event`` after ``meter`` has folded it."""
-        kind = event.get("type")
-        seq = _int(event.get("seq"))
+        cls = type(event)
+        seq = event.seq
         if seq is None:
             seq = meter.last_seq
-        time = _int(event.get("time"))
+        time = event.time
         if time is not None:
             self.last_time = time
-        raw = event.get("data")
-        data: dict[str, Any] = raw if isinstance(raw, dict) else {}
         armed, self.armed = self.armed, None
-        replacing = kind in SURFACE_TYPES and isinstance(event.get("surfaceOp"), dict)
-        if self.pass_open and (kind in _PASS_ENDS or (kind in SURFACE_TYPES and not replacing)):
+        replacing = cls in _SURFACE and isinstance(event.surface_op, Replace)  # type: ignore[union-attr]
+        if self.pass_open and (cls in _PASS_ENDS or (cls in _SURFACE and not replacing)):
             self.pass_open = False
-        if kind in _ATTEMPT_TYPES:
-            self._attempt(event, kind, data, seq, time, meter)
-        elif kind in _OVERFLOW_FORGOTTEN:
+        data: Any = getattr(event, "data", None)
+        if cls in _ATTEMPTS:
+            if cls is AssistantMessage:
+                self.overflow = False
+            elif refused_as_too_large(data):
+                self.overflow = True
+            tokens = meter.projected_tokens
+            if tokens is not None and seq == meter.sampled_seq:
+                self._step_point(seq, time, tokens)
+        elif cls in _OVERFLOW_FORGOTTEN:
             self.overflow = False
-        elif kind == "compaction/start":
-            self._start(data, seq, time, meter)
-        elif kind == "compaction/summary":
-            self._summary(data)
-        elif kind == "compaction/end":
-            self._end(data, seq, time, meter)
-        elif kind == "compaction/prune":
-            self._prune(data, seq, time, meter)
-        elif kind == "command/run":
-            self._command_run(data, seq, time)
-        elif kind == "command/done":
-            self._command_done(data, seq)
+        elif cls is CompactionStart:
+            self._start(data or CompactionData(), seq, time, meter)
+        elif cls is CompactionSummary:
+            self._summary(data or ShadowData())
+        elif cls is CompactionEnd:
+            self._end(data or CompactionData(), seq, time, meter)
+        elif cls is CompactionPrune:
+            self._prune(data or ShadowData(), seq, time, meter)
+        elif cls is CommandRun:
+            self._command_run(data or CommandData(), seq, time)
+        elif cls is CommandDone:
+            self._command_done(data or CommandData(), seq)
         elif replacing and armed is not None:
-            self._checkpoint(event, armed, seq, time, meter)
+            self._checkpoint(armed, seq, time, meter)
 
     # -- events --------------------------------------------------------------------------
-
-    def _attempt(
-        self,
-        event: dict[str, Any],
-        kind: object,
-        data: dict[str, Any],
-        seq: int,
-        time: int | None,
-        meter: SessionMeter,
-    ) -> None:
-        if kind == "assistant/message":
-            self.overflow = False
-        elif refused_as_too_large(data):
-            self.overflow = True
-        tokens = meter.projected_tokens
-        if tokens is not None and seq == meter.sampled_seq:
-            self._step_point(seq, time, tokens)
 
     def _step_point(self, seq: int, time: int | None, tokens: int) -> None:
         if self.seen % self.stride == 0:
@@ -196,18 +211,18 @@ class LedgerCollector:
             del self.steps[1::2]
             self.stride *= 2
 
-    def _start(self, data: dict[str, Any], seq: int, time: int | None, meter: SessionMeter) -> None:
-        turn = _int(data.get("turn"))
+    def _start(self, data: CompactionData, seq: int, time: int | None, meter: SessionMeter) -> None:
+        turn = _int(data.turn)
         kind: FoldKind = "manual" if turn is None else "overflow" if self.overflow else "automatic"
         self.overflow = False
-        command_id = _str(data.get("sourceCommandId"))
+        command_id = _str(data.source_command_id)
         run = self.commands.get(command_id) if command_id is not None else None
         fold = Fold(
             kind=kind,
             seq=seq,
             time=time,
             turn=turn,
-            compaction_id=_str(data.get("compactionId")),
+            compaction_id=_str(data.compaction_id),
             before=meter.projected_tokens,
             command=_typed(run[2], run[3]) if run is not None else None,
             command_seq=run[0] if run is not None else None,
@@ -217,34 +232,33 @@ class LedgerCollector:
         if command_id is not None:
             self.command_folds[command_id] = self.open_fold
 
-    def _open(self, data: dict[str, Any]) -> int | None:
+    def _open(self, data: CompactionData | ShadowData) -> int | None:
         index = self.open_fold
         if index is None:
             return None
-        wanted = _str(data.get("compactionId"))
+        wanted = _str(data.compaction_id)
         found = self.folds[index].compaction_id
         return index if wanted is None or found is None or wanted == found else None
 
-    def _summary(self, data: dict[str, Any]) -> None:
+    def _summary(self, data: ShadowData) -> None:
         index = self._open(data)
         if index is None:
             return
-        provider, model = _str(data.get("provider")), _str(data.get("model"))
-        shadowed = data.get("shadowedSeqs")
+        provider, model = _str(data.provider), _str(data.model)
         self.folds[index] = replace(
             self.folds[index],
-            shadowed_tokens=int(data.get("shadowedTokenCount") or 0),
-            shadowed_nodes=len(shadowed) if isinstance(shadowed, list) else 0,
-            summary_usage=parse_usage(data.get("usage")),
+            shadowed_tokens=_count(data),
+            shadowed_nodes=len(data.shadowed_seqs or ()),
+            summary_usage=to_usage(data.usage),
             summary_model=f"{provider}/{model}" if provider and model else model,
         )
         self.armed = "summary"
 
-    def _end(self, data: dict[str, Any], seq: int, time: int | None, meter: SessionMeter) -> None:
+    def _end(self, data: CompactionData, seq: int, time: int | None, meter: SessionMeter) -> None:
         index = self._open(data)
         if index is None:
             return
-        error = data.get("error")
+        error = data.error
         self.folds[index] = replace(
             self.folds[index],
             end_seq=seq,
@@ -254,7 +268,7 @@ class LedgerCollector:
         )
         self.open_fold = None
 
-    def _prune(self, data: dict[str, Any], seq: int, time: int | None, meter: SessionMeter) -> None:
+    def _prune(self, data: ShadowData, seq: int, time: int | None, meter: SessionMeter) -> None:
         if not self.pass_open:
             self.folds.append(
                 Fold(
@@ -268,20 +282,16 @@ class LedgerCollector:
             )
             self.pass_open = True
         last = self.folds[-1]
-        shadowed = data.get("shadowedSeqs")
         self.folds[-1] = replace(
             last,
-            shadowed_tokens=(last.shadowed_tokens or 0) + int(data.get("shadowedTokenCount") or 0),
-            shadowed_nodes=last.shadowed_nodes
-            + (len(shadowed) if isinstance(shadowed, list) else 0),
+            shadowed_tokens=(last.shadowed_tokens or 0) + _count(data),
+            shadowed_nodes=last.shadowed_nodes + len(data.shadowed_seqs or ()),
             prunes=last.prunes + 1,
         )
         self.armed = "prune"
 
-    def _checkpoint(
-        self, event: dict[str, Any], armed: str, seq: int, time: int | None, meter: SessionMeter
-    ) -> None:
-        price = message_tokens(surface_message(event))  # priced as the meter prices it
+    def _checkpoint(self, armed: str, seq: int, time: int | None, meter: SessionMeter) -> None:
+        price = meter.last_price  # the replacing node, as the meter priced it
         if armed == "summary":
             index = self.open_fold
             if index is not None:
@@ -296,19 +306,19 @@ class LedgerCollector:
                 after=meter.projected_tokens,
             )
 
-    def _command_run(self, data: dict[str, Any], seq: int, time: int | None) -> None:
-        command_id = _str(data.get("commandId"))
+    def _command_run(self, data: CommandData, seq: int, time: int | None) -> None:
+        command_id = _str(data.command_id)
         if command_id is not None:
-            name, args = _str(data.get("name")) or "", _str(data.get("args")) or ""
+            name, args = _str(data.name) or "", _str(data.args) or ""
             self.commands[command_id] = (seq, time, name, args)
 
-    def _command_done(self, data: dict[str, Any], seq: int) -> None:
-        command_id = _str(data.get("commandId"))
+    def _command_done(self, data: CommandData, seq: int) -> None:
+        command_id = _str(data.command_id)
         if command_id is None:
             return
         run = self.commands.pop(command_id, None)
         index = self.command_folds.pop(command_id, None)
-        kind, text = _str(data.get("kind")) or "", _str(data.get("text"))
+        kind, text = _str(data.kind) or "", _str(data.text)
         if index is not None:
             self.folds[index] = replace(self.folds[index], command_kind=kind, command_text=text)
         elif run is not None and run[2] == "compact":

@@ -12,13 +12,29 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dshweb.core.pricing import canonical_header, message_tokens, tools_tokens
-
-SURFACE_TYPES = frozenset(
-    {"system/message", "developer/message", "user/message", "assistant/message", "tool/result"}
+from dshweb.core.decode import raw_list
+from dshweb.core.pricing import header_config, header_key, message_price, tools_tokens
+from dshweb.core.wire import (
+    SURFACE,
+    AnyEvent,
+    AssistantAttempt,
+    AssistantMessage,
+    CompactionPrune,
+    CompactionSummary,
+    Message,
+    Replace,
+    RequestContext,
+    RequestHeader,
+    RetryStarted,
+    StreamRecord,
+    SurfaceData,
+    SurfaceEvent,
+    SystemMessage,
 )
-_USAGE_TYPES = frozenset({"assistant/message", "assistant/attempt"})
-_PREVIEW_CHARS = 80
+from dshweb.core.wire import Usage as WireUsage
+
+_SURFACE = frozenset(SURFACE)
+_USAGE = frozenset({AssistantMessage, AssistantAttempt})
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +71,8 @@ class Usage:
 class Claim:
     """A shadow price armed by ``compaction/summary`` or ``compaction/prune``."""
 
-    start: int
-    end: int
+    start: Any
+    end: Any
     tokens: int
     shadowed: frozenset[int]
 
@@ -65,68 +81,47 @@ class Claim:
 class Anchor:
     """The last assistant message with usage: what ``measure()`` re-bases on."""
 
-    header: dict[str, Any]
+    header: bytes
     surface_before: int
     price: int
     provider_total: int
 
 
-def parse_usage(raw: Any) -> Usage | None:
-    """A usage record (``inputTokens``, …) as :class:`Usage`; ``None`` if it is not one."""
-    if not isinstance(raw, dict) or "inputTokens" not in raw:
+def to_usage(raw: WireUsage | None) -> Usage | None:
+    """A usage record as :class:`Usage`; ``None`` if it is not one."""
+    if raw is None or raw.input_tokens is None:
         return None
     return Usage(
-        int(raw.get("inputTokens") or 0),
-        int(raw.get("outputTokens") or 0),
-        int(raw.get("cacheReadTokens") or 0),
-        int(raw.get("cacheWriteTokens") or 0),
+        raw.input_tokens,
+        raw.output_tokens or 0,
+        raw.cache_read_tokens or 0,
+        raw.cache_write_tokens or 0,
     )
 
 
-def event_usage(event: dict[str, Any]) -> Usage | None:
+def stream_chunks(data: SurfaceData) -> list[StreamRecord]:
+    return raw_list(data.stream, StreamRecord)
+
+
+def event_usage(data: SurfaceData | None) -> Usage | None:
     """``data.usage`` of an assistant message, else the last usage chunk in its stream."""
-    data = event.get("data")
-    if not isinstance(data, dict):
+    if data is None:
         return None
-    found = parse_usage(data.get("usage"))
+    found = to_usage(data.usage)
     if found is not None:
         return found
-    stream = data.get("stream")
-    if isinstance(stream, list):
-        for record in reversed(stream):
-            chunk = record.get("chunk") if isinstance(record, dict) else None
-            if isinstance(chunk, dict) and chunk.get("type") == "usage":
-                return parse_usage(chunk.get("usage"))
+    for record in reversed(stream_chunks(data)):
+        chunk = record.chunk
+        if chunk is not None and chunk.type == "usage":
+            return to_usage(chunk.usage)
     return None
 
 
-def surface_message(event: dict[str, Any]) -> Any:
-    data = event.get("data")
-    if event.get("type") == "user/message":
+def surface_message(event: SurfaceEvent) -> Message | None:
+    data = event.data
+    if isinstance(data, Message):
         return data
-    return data.get("message") if isinstance(data, dict) else None
-
-
-def _preview(message: Any) -> str:
-    if not isinstance(message, dict):
-        return ""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content[:_PREVIEW_CHARS]
-    parts: list[str] = []
-    size = 0
-    for block in content or ():
-        if not isinstance(block, dict):
-            continue
-        text = block.get("text")
-        if not isinstance(text, str):
-            kind = block.get("type")
-            text = f"[{kind} {block.get('name', '')}]".replace(" ]", "]")
-        parts.append(text[: _PREVIEW_CHARS - size])
-        size += len(parts[-1])
-        if size >= _PREVIEW_CHARS:
-            break
-    return " ".join(" ".join(parts).split())[:_PREVIEW_CHARS]
+    return data.message if data is not None else None
 
 
 @dataclass(slots=True)
@@ -147,7 +142,13 @@ class SessionMeter:
     breakdown_surface_tokens: int = 0
     """contextBreakdown's own surface sum: it also prices an unpriced system replace."""
     tools_tokens: int = 0
-    header: dict[str, Any] | None = None
+    header: bytes | None = None
+    """The canonical request header (:func:`~dshweb.core.pricing.header_key`)."""
+    reserved_tokens: int = 0
+    """``maxTokens`` of the request header's config: the completion DSH reserves."""
+    model: str | None = None
+    last_price: int = 0
+    """Price of the last surface node folded (the ledger's checkpoint price)."""
     claim: Claim | None = None
     nodes: list[SurfaceNode] = field(default_factory=list)
     nodes_tokens: int = 0
@@ -156,40 +157,55 @@ class SessionMeter:
 
     # -- folding -------------------------------------------------------------------------
 
-    def fold(self, event: dict[str, Any]) -> None:
-        """Fold one event (the envelope as logged)."""
-        kind = event.get("type")
-        seq = event.get("seq")
-        if isinstance(seq, int):
+    def fold(self, event: AnyEvent) -> None:
+        """Fold one event."""
+        seq = event.seq
+        if seq is not None:
             self.last_seq = seq
         self.events += 1
         claim, self.claim = self.claim, None
-        if kind in _USAGE_TYPES:
-            self._sample(event, kind)
-        if kind in SURFACE_TYPES and "surfaceOp" in event:
-            self._surface(event, kind, claim)
-        elif kind == "compaction/summary" or kind == "compaction/prune":
-            self._arm(event)
-        elif kind == "request/header":
-            data = event.get("data") or {}
-            self.header = canonical_header(data.get("header"))
-            self.tools_tokens = tools_tokens(data.get("header"))
-        elif kind == "request/context":
-            window = (event.get("data") or {}).get("contextWindow")
-            if isinstance(window, int):
+        cls = type(event)
+        if cls in _USAGE:
+            self._sample(event)  # type: ignore[arg-type]
+        if cls in _SURFACE:
+            if event.surface_op is not None:  # type: ignore[union-attr]
+                self._surface(event, claim)  # type: ignore[arg-type]
+        elif cls is CompactionSummary or cls is CompactionPrune:
+            self._arm(event)  # type: ignore[arg-type]
+        elif cls is RequestHeader:
+            data = event.data  # type: ignore[union-attr]
+            header = data.header if data is not None else None
+            self.header = header_key(header)
+            self.tools_tokens = tools_tokens(header)
+            config = header_config(header)
+            max_tokens = config.max_tokens
+            self.reserved_tokens = (
+                int(max_tokens)
+                if isinstance(max_tokens, int | float) and not isinstance(max_tokens, bool)
+                else 0
+            )
+            self.model = config.model if isinstance(config.model, str) else self.model
+        elif cls is RequestContext:
+            data = event.data  # type: ignore[union-attr]
+            window = data.context_window if data is not None else None
+            if isinstance(window, int) and not isinstance(window, bool):
                 self.context_window = window
-        elif kind == "llm/retry-started":
-            data = event.get("data") or {}
+        elif cls is RetryStarted:
+            data = event.data  # type: ignore[union-attr]
             last = self.last_sample
-            if last is not None and (last[0], last[1]) == (data.get("turn"), data.get("step")):
+            if (
+                data is not None
+                and last is not None
+                and (last[0], last[1]) == (data.turn, data.step)
+            ):
                 self.last_sample = None
 
-    def _sample(self, event: dict[str, Any], kind: str) -> None:
-        usage = event_usage(event)
-        if usage is None:
+    def _sample(self, event: AssistantMessage | AssistantAttempt) -> None:
+        data = event.data
+        usage = event_usage(data)
+        if usage is None or data is None:
             return
-        data = event["data"]
-        turn, step = data.get("turn"), data.get("step")
+        turn, step = data.turn, data.step
         new = (usage.input, usage.output, usage.cache_read, usage.cache_write)
         last = self.last_sample
         if last is not None and (last[0], last[1]) == (turn, step):
@@ -206,45 +222,46 @@ class SessionMeter:
         self.last_sample = (turn, step, usage)
         self.pressure_tokens = usage.prompt
         self.sampled_surface_tokens = self.surface_tokens
-        self.sampled_seq = event.get("seq")
-        if kind == "assistant/message" and self.header is not None:
+        self.sampled_seq = event.seq
+        if type(event) is AssistantMessage and self.header is not None:
             self.anchor = Anchor(
                 header=self.header,
                 surface_before=self.nodes_tokens,
-                price=message_tokens(surface_message(event)),
+                price=message_price(data.message)[0],
                 provider_total=usage.prompt + usage.output,
             )
 
-    def _arm(self, event: dict[str, Any]) -> None:
-        data = event.get("data") or {}
-        shadowed_range = data.get("shadowedRange") or {}
-        shadowed = data.get("shadowedSeqs") or ()
+    def _arm(self, event: CompactionSummary | CompactionPrune) -> None:
+        data = event.data
+        shadowed_range = data.shadowed_range if data is not None else None
+        shadowed = (data.shadowed_seqs if data is not None else None) or ()
+        count = data.shadowed_token_count if data is not None else None
         system_seqs = {s for s, _ in self.systems}
         self.claim = Claim(
-            start=shadowed_range.get("start", -1),
-            end=shadowed_range.get("end", -1),
-            tokens=int(data.get("shadowedTokenCount") or 0),
+            start=shadowed_range.start if shadowed_range is not None else -1,
+            end=shadowed_range.end if shadowed_range is not None else -1,
+            tokens=int(count) if isinstance(count, int | float) else 0,
             shadowed=frozenset(s for s in shadowed if s in system_seqs),
         )
 
-    def _surface(self, event: dict[str, Any], kind: str, claim: Claim | None) -> None:
-        message = surface_message(event)
-        price = message_tokens(message)
-        seq = event.get("seq", -1)
-        node = SurfaceNode(seq, kind, price, _preview(message))
-        op = event["surfaceOp"]
+    def _surface(self, event: SurfaceEvent, claim: Claim | None) -> None:
+        price, preview = message_price(surface_message(event))
+        seq = event.seq if event.seq is not None else -1
+        self.last_price = price
+        node = SurfaceNode(seq, event.kind, price, preview)
+        op = event.surface_op
         if op == "append":
             self.surface_tokens += price
             self.breakdown_surface_tokens += price
             self.nodes.append(node)
             self.nodes_tokens += price
-            if kind == "system/message":
+            if type(event) is SystemMessage:
                 self.systems.append((seq, price))
             return
-        if not isinstance(op, dict) or op.get("op") != "replace":
-            self.problems.append(f"seq {seq}: unknown surfaceOp {op!r} ignored")
+        if not isinstance(op, Replace) or op.op != "replace":
+            self.problems.append(f"seq {seq}: unknown surfaceOp {_op_text(op)} ignored")
             return
-        start, end = op.get("startSeq"), op.get("endSeq")
+        start, end = op.start_seq, op.end_seq
         self._replace_nodes(node, start, end)
         if claim is not None and (claim.start, claim.end) != (start, end):
             self.problems.append(
@@ -340,6 +357,12 @@ class SessionMeter:
                 "breakdown": self.context_breakdown_view(),
             },
         }
+
+
+def _op_text(op: object) -> str:
+    if isinstance(op, Replace):
+        return f"{{op: {op.op!r}}}"
+    return repr(op)
 
 
 _BUCKETS = ("uncachedInputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")

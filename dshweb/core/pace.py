@@ -20,10 +20,10 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from dshweb.core.compaction import measured_tokens
 from dshweb.core.meter import SessionMeter
+from dshweb.core.wire import AnyEvent, AssistantAttempt, AssistantMessage
 
 RUNGS = (1, 2, 3, 5, 8, 13, 20)
 """The step counts the line can promise; the last one reads "20+"."""
@@ -31,7 +31,7 @@ RUNGS = (1, 2, 3, 5, 8, 13, 20)
 MAX_SAMPLES = 256
 """The most samples kept (the ``paceSamples`` setting cannot ask for more)."""
 
-_USAGE_TYPES = frozenset({"assistant/message", "assistant/attempt"})
+_USAGE = frozenset({AssistantMessage, AssistantAttempt})
 
 
 @dataclass(slots=True)
@@ -42,14 +42,14 @@ class PaceCollector:
     last: tuple[object, object, int] | None = None
     """``(turn, step, reading)`` of the last step boundary seen."""
 
-    def observe(self, event: dict[str, Any], meter: SessionMeter) -> None:
+    def observe(self, event: AnyEvent, meter: SessionMeter) -> None:
         """Look at ``event`` before ``meter`` folds it."""
-        if event.get("type") not in _USAGE_TYPES:
+        if type(event) not in _USAGE:
             return
-        data = event.get("data")
-        if not isinstance(data, dict):
+        data = event.data  # type: ignore[union-attr]
+        if data is None:
             return
-        turn, step = data.get("turn"), data.get("step")
+        turn, step = data.turn, data.step
         if not isinstance(turn, int) or not isinstance(step, int):
             return
         last = self.last
@@ -70,7 +70,7 @@ class PaceCollector:
         return tuple(self.deltas)
 
 
-def pace_samples(events: Iterable[dict[str, Any]]) -> tuple[int, ...]:
+def pace_samples(events: Iterable[AnyEvent]) -> tuple[int, ...]:
     """The samples of a whole log's events, folded from scratch."""
     meter, collector = SessionMeter(), PaceCollector()
     for event in events:

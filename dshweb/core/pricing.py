@@ -1,103 +1,109 @@
 """DSH's token pricing heuristic, exactly as the host computes it (DSH_FACTS §5).
 
-Lengths are JavaScript string lengths (UTF-16 code units) and ``JSON(x)`` is
-``JSON.stringify``: compact, key order kept, non-ASCII unescaped. Logs must be parsed
-with :func:`loads_js` so that numbers print back as JavaScript prints them.
+Lengths are JavaScript string lengths (UTF-16 code units); a block priced by its JSON is
+priced by the host's own JSON text of it (:func:`~dshweb.core.decode.raw_length`).
+Prices are read off wire records (:mod:`dshweb.core.wire`), never off re-encoded values.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-_JS_SAFE = 2**53
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+from dshweb.core.decode import raw_as, raw_key, raw_length, raw_present, raw_value
+from dshweb.core.jsjson import js_len, json_len
+from dshweb.core.wire import AdapterDefaults, Block, Header, HeaderConfig, Message
 
-
-def _js_float(text: str) -> float | int:
-    value = float(text)
-    if value.is_integer() and abs(value) < _JS_SAFE:
-        return int(value)
-    return value
-
-
-_decoder = json.JSONDecoder(parse_float=_js_float)
-
-
-def loads_js(line: str | bytes) -> Any:
-    """``json.loads`` that keeps integral numbers integral, as JavaScript does (``1.0`` → 1)."""
-    text = line.decode() if isinstance(line, bytes) else line
-    return _decoder.decode(text)
-
-
-def js_len(text: str) -> int:
-    """JavaScript ``.length``: code points beyond the BMP count twice."""
-    if text.isascii():
-        return len(text)
-    return len(text.encode("utf-16-le")) // 2
-
-
-def json_len(value: Any) -> int:
-    """``JSON.stringify(value).length``."""
-    return js_len(_dumps(value))
+PREVIEW_CHARS = 80
+_EMPTY_TOOLS = frozenset({b"[]", b"null", b"false", b'""', b"0", b"{}"})
 
 
 def _ceil4(n: int) -> int:
     return -(-n // 4)
 
 
-def block_tokens(block: Any) -> int:
-    kind = block.get("type") if isinstance(block, dict) else None
-    if kind in ("text", "reasoning"):
-        return _ceil4(js_len(str(block.get("text", "")))) + 4
-    if kind == "tool-call":
-        return (
-            _ceil4(js_len(str(block.get("name", ""))))
-            + _ceil4(js_len(str(block.get("arguments", ""))))
-            + 4
-        )
-    if kind == "image" and "offloaded" in block:
-        block = {k: v for k, v in block.items() if k != "offloaded"}
-    return 4 + _ceil4(json_len(block))
+def block_tokens(raw: Any, block: Block | None) -> int:
+    """Price of one content block (``block`` is ``raw`` decoded, ``None`` if not an object)."""
+    kind = block.type if block is not None else None
+    if block is not None and (kind == "text" or kind == "reasoning"):
+        return _ceil4(js_len(block.text or "")) + 4
+    if block is not None and kind == "tool-call":
+        return _ceil4(js_len(block.name or "")) + _ceil4(js_len(block.arguments or "")) + 4
+    if kind == "image":
+        value = raw_value(raw)
+        if isinstance(value, dict) and "offloaded" in value:
+            del value["offloaded"]
+            return 4 + _ceil4(json_len(value))
+    return 4 + _ceil4(raw_length(raw))
 
 
-def _block_chars(block: Any) -> int:
-    if isinstance(block, dict) and block.get("type") == "text":
-        return js_len(str(block.get("text", "")))
-    return json_len(block)
-
-
-def message_tokens(message: Any) -> int:
-    """Price of one surface message (system messages have their own rule)."""
-    if not isinstance(message, dict):
-        return 0
-    content = message.get("content")
+def message_price(message: Message | None) -> tuple[int, str]:
+    """Price of one surface message (system messages have their own rule) and the first
+    :data:`PREVIEW_CHARS` characters of its text, whitespace folded."""
+    if message is None:
+        return 0, ""
+    content = message.content
     if isinstance(content, str):
-        content = [{"type": "text", "text": content}]
+        text = content
+        chars = js_len(text)
+        price = (_ceil4(chars) + 4) + 4 if message.role != "system" else _ceil4(chars) + 4
+        return price, text[:PREVIEW_CHARS]
     if not content:
-        return 0 if message.get("role") in ("system", "developer", "assistant") else 4
-    if message.get("role") == "system":
-        return _ceil4(sum(_block_chars(b) for b in content)) + 4
-    return sum(block_tokens(b) for b in content) + 4
+        return (0 if message.role in ("system", "developer", "assistant") else 4), ""
+    system = message.role == "system"
+    total = 0
+    parts: list[str] = []
+    size = 0
+    for raw in content:
+        block = raw_as(raw, Block)
+        if system:
+            is_text = block is not None and block.type == "text"
+            total += js_len(block.text or "") if is_text and block is not None else raw_length(raw)
+        else:
+            total += block_tokens(raw, block)
+        if size < PREVIEW_CHARS and block is not None:
+            piece = block.text if isinstance(block.text, str) else _label(block)
+            parts.append(piece[: PREVIEW_CHARS - size])
+            size += len(parts[-1])
+    price = _ceil4(total) + 4 if system else total + 4
+    return price, " ".join(" ".join(parts).split())[:PREVIEW_CHARS]
 
 
-def canonical_header(header: Any) -> dict[str, Any]:
-    """The request header as the meter compares it: config, marked defaults, tools."""
-    if not isinstance(header, dict):
-        return {}
-    canonical: dict[str, Any] = {"config": header.get("config")}
-    defaults = header.get("adapterDefaults")
-    if isinstance(defaults, dict) and (
-        defaults.get("reasoningEffort") is True or defaults.get("maxTokens") is True
-    ):
-        canonical["adapterDefaults"] = defaults
-    tools = header.get("tools")
-    if tools:
-        canonical["tools"] = tools
-    return canonical
+def _label(block: Block) -> str:
+    return f"[{block.type} {block.name or ''}]".replace(" ]", "]")
 
 
-def tools_tokens(header: Any) -> int:
+def message_tokens(message: Message | None) -> int:
+    return message_price(message)[0]
+
+
+def header_key(header: Header | None) -> bytes:
+    """The canonical request header as ``measure()`` compares it: config, the adapter
+    defaults only when they mark ``reasoningEffort`` or ``maxTokens``, tools if any."""
+    if header is None:
+        return b"\x00"
+    parts = [raw_key(header.config)]
+    defaults = raw_as(header.adapter_defaults, AdapterDefaults)
+    if defaults is not None and (defaults.reasoning_effort is True or defaults.max_tokens is True):
+        parts.append(raw_key(header.adapter_defaults))
+    else:
+        parts.append(b"")
+    parts.append(raw_key(header.tools) if has_tools(header) else b"")
+    return b"\x00".join(parts)
+
+
+def has_tools(header: Header | None) -> bool:
+    if header is None or not raw_present(header.tools):
+        return False
+    return raw_key(header.tools) not in _EMPTY_TOOLS
+
+
+def tools_tokens(header: Header | None) -> int:
     """Price of a request header's tool schemas: 0 without tools."""
-    tools = canonical_header(header).get("tools")
-    return _ceil4(json_len(tools)) + 4 if tools else 0
+    if header is None or not has_tools(header):
+        return 0
+    return _ceil4(raw_length(header.tools)) + 4
+
+
+def header_config(header: Header | None) -> HeaderConfig:
+    found = raw_as(header.config, HeaderConfig) if header is not None else None
+    return found if found is not None else HeaderConfig()

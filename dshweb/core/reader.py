@@ -1,30 +1,41 @@
-"""Follow one session log from a byte offset and fold new events as they are parsed.
+"""Follow one session log from a byte offset and fold new events as they are decoded.
 
 :class:`LogTail` remembers which file it reads (by device and inode) and the offset of
-the first byte not yet consumed. ``read()`` decodes every complete frame (or complete
-line of a plain ``.jsonl`` log) since the last call and hands each event to the caller
-at once, so no batch of parsed events is ever held. A file that shrank or was replaced
-calls ``on_reset`` first so the caller can start its fold again; a corrupt frame or
-line stops the tail there with a :class:`LogError` naming its byte offset and seq.
+the first byte not yet consumed. ``read()`` streams what was appended since the last
+call: it reads the file in pieces of :data:`READ_SIZE`, decodes each complete frame (or
+complete line of a plain ``.jsonl`` log) on its own, and hands each event to the caller
+at once as a wire record (:mod:`dshweb.core.wire`). Neither the file nor its decoded
+text is ever held whole: memory stays at a piece, a frame and a line, whatever the size
+of the log. A file that shrank or was replaced calls ``on_reset`` first so the caller
+can start its fold again; a corrupt frame or line stops the tail there with a
+:class:`LogError` naming its byte offset and seq.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import zstandard
 
+from dshweb.core.decode import LineError, decode_event
 from dshweb.core.errors import LogError
-from dshweb.core.frames import decode_frames, frame_spans, split_frames
-from dshweb.core.pricing import loads_js
+from dshweb.core.frames import ZSTD_MAGIC, decompressor, frame_spans
+from dshweb.core.jsjson import loads_js
+from dshweb.core.wire import PACKED_TYPES, AnyEvent, Other
 
-PACKED_TYPES = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
+READ_SIZE = 1 << 20
+"""Bytes read from the file at a time."""
+OUT_SIZE = 1 << 20
+"""Decoded bytes taken from a large frame at a time."""
+_SMALL_FRAME_BLOCKS = 8
+"""A frame of at most this many blocks (≤ 1 MiB decoded) is decoded in one call."""
 
-Event = dict[str, Any]
+Header = dict[str, Any]
+OnEvent = Callable[[AnyEvent], object]
 
 
 @dataclass(slots=True)
@@ -32,12 +43,12 @@ class Batch:
     """What one ``read()`` found."""
 
     reset: bool = False
-    header: Event | None = None
+    header: Header | None = None
     events: int = 0
     error: LogError | None = None
 
 
-def expand_packed(row: Event) -> Iterator[Event]:
+def expand_packed(row: dict[str, Any]) -> Iterator[Other]:
     """The stream-chunk events a v0/v1 packed row stands for, one per chunk."""
     seq0, time = row.get("seq0"), row.get("time0", 0)
     if not isinstance(seq0, int):
@@ -47,7 +58,14 @@ def expand_packed(row: Event) -> Iterator[Event]:
     for index in range(len(deltas) + 1):
         if index:
             time += deltas[index - 1]
-        yield {"type": kind, "seq": seq0 + index, "time": time}
+        yield Other(type=kind, seq=seq0 + index, time=time if isinstance(time, int) else None)
+
+
+class _Stop(Exception):
+    """A bad line: the tail stops at the start of the frame (or line) holding it."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
 
 
 @dataclass(slots=True)
@@ -59,7 +77,7 @@ class LogTail:
     next_seq: int = 0
     error: LogError | None = None
 
-    def read(self, on_event: Callable[[Event], object], on_reset: Callable[[], object]) -> Batch:
+    def read(self, on_event: OnEvent, on_reset: Callable[[], object]) -> Batch:
         batch = Batch()
         try:
             with self.path.open("rb") as handle:
@@ -73,80 +91,115 @@ class LogTail:
                 if self.error is not None or st.st_size == self.offset:
                     return batch
                 handle.seek(self.offset)
-                data = handle.read()
+                if self.compressed:
+                    self._read_frames(handle, on_event, batch)
+                else:
+                    self._read_lines(handle, on_event, batch)
         except OSError as error:
             batch.error = LogError(f"cannot read log: {error.strerror}", offset=self.offset)
             return batch
-        end, text, batch.error = self._complete(data)
-        bad = self._parse(text, on_event, batch)
-        if bad is not None:
-            end, batch.error = self._locate(data, bad)
-        self.offset += end
         self.error = batch.error
         return batch
 
-    def _complete(self, data: bytes) -> tuple[int, bytes, LogError | None]:
-        """Bytes of complete frames (or lines), their decoded text, and a frame error."""
-        if not self.compressed:
-            end = data.rfind(b"\n") + 1
-            return end, data[:end], None
-        spans, error = frame_spans(data, self.offset)
-        end = spans[-1][1] if spans else 0
-        try:
-            return end, decode_frames(data[:end]), error
-        except zstandard.ZstdError:
-            chunks, error = split_frames(data[:end], self.offset)
-            end = chunks[-1].end - self.offset if chunks else 0
-            return end, b"".join(c.text for c in chunks), error
+    # -- containers ---------------------------------------------------------------------
 
-    def _parse(self, text: bytes, on_event: Callable[[Event], object], batch: Batch) -> int | None:
-        """Fold every line; the index of the first line that is not an event, if any."""
-        for index, line in enumerate(text.split(b"\n")):
+    def _read_frames(self, handle: IO[bytes], on_event: OnEvent, batch: Batch) -> None:
+        first = self.offset == 0
+        buf = bytearray()
+        while True:
+            piece = handle.read(READ_SIZE)
+            if not piece:
+                return
+            buf += piece
+            spans, error = frame_spans(buf, self.offset)
+            for start, end, blocks in spans:
+                if buf[start : start + 4] == ZSTD_MAGIC:  # else a skippable frame
+                    where = self.offset + start
+                    try:
+                        lines = self._frame_lines(bytes(buf[start:end]), blocks)
+                        self._fold_lines(lines, on_event, batch, first)
+                    except zstandard.ZstdError as bad:
+                        batch.error = LogError(f"corrupt zstd frame ({bad})", offset=where)
+                    except _Stop as stop:
+                        batch.error = LogError(stop.reason, offset=where, seq=self.next_seq)
+                    if batch.error is not None:
+                        self.offset = where
+                        return
+                first = False
+            consumed = spans[-1][1] if spans else 0
+            del buf[:consumed]
+            self.offset += consumed
+            if error is not None:
+                batch.error = error
+                return
+
+    @staticmethod
+    def _frame_lines(frame: bytes, blocks: int) -> Iterator[bytes]:
+        """The lines of one frame; a large frame is decoded a piece at a time (a corrupt
+        one may then have handed over its first lines before its error shows)."""
+        if blocks <= _SMALL_FRAME_BLOCKS:
+            yield from decompressor().decompressobj().decompress(frame).split(b"\n")
+            return
+        carry = b""
+        with decompressor().stream_reader(frame) as reader:
+            while True:
+                piece = reader.read(OUT_SIZE)
+                if not piece:
+                    break
+                lines = (carry + piece).split(b"\n")
+                carry = lines.pop()
+                yield from lines
+        yield carry  # a last line without its newline still counts
+
+    def _read_lines(self, handle: IO[bytes], on_event: OnEvent, batch: Batch) -> None:
+        first = self.offset == 0
+        carry = b""
+        while True:
+            piece = handle.read(READ_SIZE)
+            if not piece:
+                return
+            lines = (carry + piece).split(b"\n")
+            carry = lines.pop()
+            for line in lines:
+                try:
+                    self._fold_lines((line,), on_event, batch, first)
+                except _Stop as stop:
+                    batch.error = LogError(stop.reason, offset=self.offset, seq=self.next_seq)
+                    return
+                first = False
+                self.offset += len(line) + 1
+
+    # -- lines --------------------------------------------------------------------------
+
+    def _fold_lines(
+        self,
+        lines: Iterable[bytes],
+        on_event: OnEvent,
+        batch: Batch,
+        first: bool,
+    ) -> None:
+        for line in lines:
             if not line:
                 continue
             try:
-                record = loads_js(line)
-            except (ValueError, UnicodeDecodeError):
-                return index
-            if not isinstance(record, dict) or not isinstance(record.get("type"), str):
-                return index
-            kind = record["type"]
-            if kind == "session" and self.offset == 0 and batch.header is None:
-                batch.header = record
-                continue
-            seq = record.get("seq")
-            if kind in PACKED_TYPES and "seq0" in record:
-                for event in expand_packed(record):
-                    on_event(event)
-                    batch.events += 1
-                    seq = event["seq"]
-            else:
-                on_event(record)
-                batch.events += 1
-            if isinstance(seq, int):
-                self.next_seq = seq + 1
-        return None
+                event = decode_event(line)
+            except LineError as bad:
+                raise _Stop(bad.reason) from None
+            if type(event) is Other:
+                kind = event.type
+                if kind == "session" and first and batch.header is None:
+                    batch.header = loads_js(line)
+                    continue
+                if kind in PACKED_TYPES:
+                    row = loads_js(line)
+                    if "seq0" in row:
+                        for chunk in expand_packed(row):
+                            self._deliver(chunk, on_event, batch)
+                        continue
+            self._deliver(event, on_event, batch)
 
-    def _locate(self, data: bytes, bad_line: int) -> tuple[int, LogError]:
-        """Where the frame (or line) holding line ``bad_line`` starts, and why it is bad."""
-        if self.compressed:
-            chunks, _ = split_frames(data, self.offset)
-            seen = 0
-            for chunk in chunks:
-                count = chunk.text.count(b"\n")
-                if bad_line < seen + count:
-                    start, line = chunk.offset, chunk.text.split(b"\n")[bad_line - seen]
-                    break
-                seen += count
-            else:  # pragma: no cover - the line came from one of these frames
-                raise AssertionError("bad line outside every frame")
-        else:
-            lines = data.split(b"\n")
-            start = self.offset + sum(len(x) + 1 for x in lines[:bad_line])
-            line = lines[bad_line]
-        try:
-            loads_js(line)
-            reason = "line is not an event object"
-        except (ValueError, UnicodeDecodeError) as error:
-            reason = f"malformed JSON line ({error})"
-        return start - self.offset, LogError(reason, offset=start, seq=self.next_seq)
+    def _deliver(self, event: AnyEvent, on_event: OnEvent, batch: Batch) -> None:
+        on_event(event)
+        batch.events += 1
+        if event.seq is not None:
+            self.next_seq = event.seq + 1

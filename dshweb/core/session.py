@@ -18,13 +18,13 @@ from dshweb.core.compaction import (
     EngineConfig,
     compaction_point,
     measured_tokens,
-    reserved_tokens,
 )
 from dshweb.core.home import LogFile
 from dshweb.core.ledger import Ledger, LedgerCollector
 from dshweb.core.meter import SessionMeter, SurfaceNode
 from dshweb.core.pace import PaceCollector
 from dshweb.core.reader import LogTail
+from dshweb.core.wire import AnyEvent, CompactionEnd, CompactionPrune, SessionTitle, TurnStart
 
 
 @dataclass(slots=True)
@@ -32,7 +32,6 @@ class Activity:
     """Counters a person wants beside the projections."""
 
     title: str | None = None
-    model: str | None = None
     first_time: int | None = None
     last_time: int | None = None
     turns: int = 0
@@ -40,29 +39,26 @@ class Activity:
     failed_compactions: int = 0
     prunes: int = 0
 
-    def fold(self, event: dict[str, Any]) -> None:
-        kind = event.get("type")
-        time = event.get("time")
-        if isinstance(time, int):
+    def fold(self, event: AnyEvent) -> None:
+        time = event.time
+        if time is not None:
             if self.first_time is None:
                 self.first_time = time
             self.last_time = time
-        data = event.get("data")
-        if not isinstance(data, dict):
-            return
-        if kind == "turn/start":
+        cls = type(event)
+        if cls is TurnStart:
             self.turns += 1
-        elif kind == "session/title" and isinstance(data.get("title"), str):
-            self.title = data["title"]
-        elif kind == "request/header":
-            model = ((data.get("header") or {}).get("config") or {}).get("model")
-            self.model = model if isinstance(model, str) else self.model
-        elif kind == "compaction/end":
-            if data.get("error"):
+        elif cls is SessionTitle:
+            data = event.data  # type: ignore[union-attr]
+            if data is not None and isinstance(data.title, str):
+                self.title = data.title
+        elif cls is CompactionEnd:
+            data = event.data  # type: ignore[union-attr]
+            if data is not None and data.error:
                 self.failed_compactions += 1
             else:
                 self.compactions += 1
-        elif kind == "compaction/prune":
+        elif cls is CompactionPrune:
             self.prunes += 1
 
 
@@ -112,9 +108,9 @@ class SessionTracker:
         """Mark the snapshot changed (a new version) for a reason outside the log."""
         self.version = next(_versions)
 
-    def _fold(self, event: dict[str, Any]) -> None:
+    def _fold(self, event: AnyEvent) -> None:
         stop = self.stop_after_seq
-        if stop is not None and event.get("seq", -1) > stop:
+        if stop is not None and (event.seq if event.seq is not None else -1) > stop:
             return
         self.pace.observe(event, self.meter)  # before the fold: the reading as the step began
         self.meter.fold(event)
@@ -219,7 +215,7 @@ def take_snapshot(
     point = (
         compaction_point(
             context_window=meter.context_window,
-            reserved=reserved_tokens(meter.header),
+            reserved=meter.reserved_tokens,
             engine=engine,
         )
         if meter.context_window is not None
@@ -241,7 +237,7 @@ def take_snapshot(
         origin=_str(header.get("origin")),
         live=live,
         title=activity.title,
-        model=activity.model,
+        model=meter.model,
         last_seq=meter.last_seq,
         events=meter.events,
         first_time=activity.first_time,

@@ -1,0 +1,295 @@
+"""The lines of a DSH log, as much of each as the fold reads (DSH_FACTS §3).
+
+Each event type the fold reads has a record here; every other type decodes to
+:class:`Other` (its type, seq and time). Parts the fold only measures are kept as
+:class:`~dshweb.core.structs.Raw`, the exact JSON text the host wrote, so its
+``JSON.stringify`` length is its length; parts it never reads (the stream of an assistant
+message that carries its usage, plugin payloads) are skipped, not built.
+
+:func:`decode_line` is the one entry: msgspec decodes a line straight into these records
+when installed; otherwise, or for a line msgspec refuses (a field of an unexpected type),
+``json.loads`` and the lenient :func:`~dshweb.core.structs.convert` build the same ones.
+Both paths give equal records for every line (a test holds them to it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Union
+
+from dshweb.core.structs import Raw, Struct
+
+# -- records ------------------------------------------------------------------------------
+
+
+class Usage(Struct, rename="camel"):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+
+
+class Block(Struct):
+    """One content block; a block of another type is priced by its JSON text."""
+
+    type: str | None = None
+    text: str | None = None
+    name: str | None = None
+    arguments: str | None = None
+    offloaded: Any = None
+
+
+class Message(Struct):
+    role: str | None = None
+    content: Union[list[Raw], str, None] = None  # noqa: UP007 - msgspec reads the Union
+
+
+class Replace(Struct, rename="camel"):
+    op: str | None = None
+    start_seq: Any = None
+    end_seq: Any = None
+
+
+class Range(Struct):
+    start: Any = None
+    end: Any = None
+
+
+class Step(Struct):
+    turn: Any = None
+    step: Any = None
+
+
+class SurfaceData(Struct):
+    turn: Any = None
+    step: Any = None
+    message: Message | None = None
+    usage: Usage | None = None
+    stream: Raw = Raw()
+
+
+class Header(Struct, rename="camel"):
+    config: Raw = Raw()
+    adapter_defaults: Raw = Raw()
+    tools: Raw = Raw()
+
+
+class HeaderData(Struct):
+    header: Header | None = None
+
+
+class HeaderConfig(Struct, rename="camel"):
+    model: Any = None
+    max_tokens: Any = None
+
+
+class AdapterDefaults(Struct, rename="camel"):
+    reasoning_effort: Any = None
+    max_tokens: Any = None
+
+
+class ContextData(Struct, rename="camel"):
+    context_window: Any = None
+
+
+class ShadowData(Struct, rename="camel"):
+    compaction_id: Any = None
+    shadowed_range: Range | None = None
+    shadowed_seqs: list[int] | None = None
+    shadowed_token_count: Any = None
+    provider: Any = None
+    model: Any = None
+    usage: Usage | None = None
+
+
+class CompactionData(Struct, rename="camel"):
+    compaction_id: Any = None
+    turn: Any = None
+    source_command_id: Any = None
+    error: Any = None
+
+
+class CommandData(Struct, rename="camel"):
+    command_id: Any = None
+    name: Any = None
+    args: Any = None
+    kind: Any = None
+    text: Any = None
+
+
+class TitleData(Struct):
+    title: Any = None
+
+
+class StreamChunk(Struct):
+    type: Any = None
+    usage: Usage | None = None
+    reason: Any = None
+
+
+class StreamRecord(Struct):
+    chunk: StreamChunk | None = None
+
+
+# -- events -------------------------------------------------------------------------------
+
+
+class Event(Struct, tag_field="type", kw_only=True, rename="camel"):
+    kind: ClassVar[str] = ""
+    seq: int | None = None
+    time: int | None = None
+
+
+class Other(Struct):
+    """An event of a type the fold does not read."""
+
+    type: str
+    seq: int | None = None
+    time: int | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.type
+
+
+class SystemMessage(Event, tag="system/message"):
+    kind: ClassVar[str] = "system/message"
+    data: SurfaceData | None = None
+    surface_op: Union[str, Replace, None] = None  # noqa: UP007
+
+
+class DeveloperMessage(Event, tag="developer/message"):
+    kind: ClassVar[str] = "developer/message"
+    data: SurfaceData | None = None
+    surface_op: Union[str, Replace, None] = None  # noqa: UP007
+
+
+class AssistantMessage(Event, tag="assistant/message"):
+    kind: ClassVar[str] = "assistant/message"
+    data: SurfaceData | None = None
+    surface_op: Union[str, Replace, None] = None  # noqa: UP007
+
+
+class ToolResult(Event, tag="tool/result"):
+    kind: ClassVar[str] = "tool/result"
+    data: SurfaceData | None = None
+    surface_op: Union[str, Replace, None] = None  # noqa: UP007
+
+
+class UserMessage(Event, tag="user/message"):
+    """``data`` is the message itself."""
+
+    kind: ClassVar[str] = "user/message"
+    data: Message | None = None
+    surface_op: Union[str, Replace, None] = None  # noqa: UP007
+
+
+class AssistantAttempt(Event, tag="assistant/attempt"):
+    kind: ClassVar[str] = "assistant/attempt"
+    data: SurfaceData | None = None
+
+
+class RequestHeader(Event, tag="request/header"):
+    kind: ClassVar[str] = "request/header"
+    data: HeaderData | None = None
+
+
+class RequestContext(Event, tag="request/context"):
+    kind: ClassVar[str] = "request/context"
+    data: ContextData | None = None
+
+
+class CompactionSummary(Event, tag="compaction/summary"):
+    kind: ClassVar[str] = "compaction/summary"
+    data: ShadowData | None = None
+
+
+class CompactionPrune(Event, tag="compaction/prune"):
+    kind: ClassVar[str] = "compaction/prune"
+    data: ShadowData | None = None
+
+
+class CompactionStart(Event, tag="compaction/start"):
+    kind: ClassVar[str] = "compaction/start"
+    data: CompactionData | None = None
+
+
+class CompactionEnd(Event, tag="compaction/end"):
+    kind: ClassVar[str] = "compaction/end"
+    data: CompactionData | None = None
+
+
+class CommandRun(Event, tag="command/run"):
+    kind: ClassVar[str] = "command/run"
+    data: CommandData | None = None
+
+
+class CommandDone(Event, tag="command/done"):
+    kind: ClassVar[str] = "command/done"
+    data: CommandData | None = None
+
+
+class RetryStarted(Event, tag="llm/retry-started"):
+    kind: ClassVar[str] = "llm/retry-started"
+    data: Step | None = None
+
+
+class SessionTitle(Event, tag="session/title"):
+    kind: ClassVar[str] = "session/title"
+    data: TitleData | None = None
+
+
+class Marker(Event):
+    """An event the fold reads only by its type (turns, steps, seeds, tool calls)."""
+
+
+class TurnStart(Marker, tag="turn/start"):
+    kind: ClassVar[str] = "turn/start"
+
+
+class TurnEnd(Marker, tag="turn/end"):
+    kind: ClassVar[str] = "turn/end"
+
+
+class StepStart(Marker, tag="step/start"):
+    kind: ClassVar[str] = "step/start"
+
+
+class StepEnd(Marker, tag="step/end"):
+    kind: ClassVar[str] = "step/end"
+
+
+class ToolCall(Marker, tag="tool/call"):
+    kind: ClassVar[str] = "tool/call"
+
+
+class EndSeed(Marker, tag="session/end-seed"):
+    kind: ClassVar[str] = "session/end-seed"
+
+
+SURFACE = (SystemMessage, DeveloperMessage, AssistantMessage, ToolResult, UserMessage)
+SurfaceEvent = SystemMessage | DeveloperMessage | AssistantMessage | ToolResult | UserMessage
+KNOWN: tuple[type[Event], ...] = (
+    *SURFACE,
+    AssistantAttempt,
+    RequestHeader,
+    RequestContext,
+    CompactionSummary,
+    CompactionPrune,
+    CompactionStart,
+    CompactionEnd,
+    CommandRun,
+    CommandDone,
+    RetryStarted,
+    SessionTitle,
+    TurnStart,
+    TurnEnd,
+    StepStart,
+    StepEnd,
+    ToolCall,
+    EndSeed,
+)
+BY_KIND: dict[str, type[Event]] = {cls.kind: cls for cls in KNOWN}
+PACKED_TYPES = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
+"""v0/v1 rows standing for runs of stream chunks (``seq0``, ``time0``, ``dt[]``)."""
+
+AnyEvent = Event | Other
