@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import os
 import secrets
-from pathlib import Path
 
 import django_stubs_ext
 
-from dshweb.core.home import dsh_home
-from dshweb.live.demo import ensure_demo_home
+from dshweb import environment
 
 django_stubs_ext.monkeypatch()  # ModelAdmin[Model] and friends at run time
 
-BASE_DIR = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(os.environ.get("DSHWEB_DATA_DIR") or BASE_DIR / "var")
+BASE_DIR = environment.BASE_DIR
+DATA_DIR = environment.data_dir()
 
 
 def _secret_key() -> str:
@@ -121,11 +119,10 @@ STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns when it is mi
 WHITENOISE_USE_FINDERS = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-_configured_home = dsh_home()
-DSH_HOME_IS_DEMO = not _configured_home.exists() and os.environ.get("DSHWEB_NO_DEMO") != "1"
 # The demo is a writable copy of the bundled home: a recorded session is replayed into it.
-DSH_HOME = ensure_demo_home(DATA_DIR / "demo-home") if DSH_HOME_IS_DEMO else _configured_home
-DSH_PROFILE = os.environ.get("DSHWEB_PROFILE", "sdk")
+_home = environment.home_choice()
+DSH_HOME, DSH_HOME_IS_DEMO = _home.path, _home.is_demo
+DSH_PROFILE = environment.profile()
 
 LOGGING = {
     "version": 1,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from io import StringIO
@@ -13,6 +14,9 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
+from dshweb.cli.snapshot import snapshots
+from dshweb.core.home import encode_segment
+from dshweb.core.reader import LogTail
 from tests.conftest import REPO, all_homes, host_caches
 
 REQUIRED = {
@@ -130,3 +134,45 @@ def test_without_a_home_the_bundled_demo_is_shown(tmp_path: Path) -> None:
     result = _manage("--json", env=env)
     assert result.returncode == 1
     assert "absent does not exist" in result.stderr
+
+
+def test_session_reads_only_its_own_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    homes = [h for h in all_homes() if len(host_caches(h)) == 1][:3]
+    if len(homes) < 2:
+        pytest.skip("needs two one-session homes")
+    for home in homes:  # one home holding every session
+        shutil.copytree(home / "sessions", tmp_path / "sessions", dirs_exist_ok=True)
+    wanted = next(iter(host_caches(homes[0])))
+    opened: list[Path] = []
+    real_read = LogTail.read
+
+    def read(tail: LogTail, *args: Any) -> Any:
+        opened.append(tail.path)
+        return real_read(tail, *args)
+
+    monkeypatch.setattr(LogTail, "read", read)
+    (shot,) = snapshots(home=tmp_path, profile="sdk", session=wanted)
+    assert shot.session_id == wanted
+    assert [p.parent.name for p in opened] == [encode_segment(wanted)]
+    opened.clear()
+    assert len(snapshots(home=tmp_path, profile="sdk")) == len(homes)
+    assert len(opened) == len(homes)
+
+
+def test_the_command_starts_without_django(tmp_path: Path) -> None:
+    (tmp_path / "sessions").mkdir()
+    probe = (
+        "import sys, runpy\n"
+        "sys.argv = ['manage.py', 'dsh_snapshot', '--json', '--home', sys.argv[1]]"
+        "\ntry:\n    runpy.run_path('manage.py', run_name='__main__')\nexcept SystemExit:\n    pass"
+        "\nprint(sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'daphne')))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert result.stdout.splitlines() == ["[]", "[]"]

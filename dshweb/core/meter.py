@@ -151,6 +151,8 @@ class SessionMeter:
     """Price of the last surface node folded (the ledger's checkpoint price)."""
     claim: Claim | None = None
     nodes: list[SurfaceNode] = field(default_factory=list)
+    node_seqs: list[int] = field(default_factory=list)
+    """The seqs of ``nodes``, in order (a replace finds its range here)."""
     nodes_tokens: int = 0
     anchor: Anchor | None = None
     problems: list[str] = field(default_factory=list)
@@ -165,11 +167,14 @@ class SessionMeter:
         self.events += 1
         claim, self.claim = self.claim, None
         cls = type(event)
+        priced = None
+        if cls in _SURFACE and event.surface_op is not None:  # type: ignore[union-attr]
+            priced = message_price(surface_message(event))  # type: ignore[arg-type]
         if cls in _USAGE:
-            self._sample(event)  # type: ignore[arg-type]
+            self._sample(event, priced)  # type: ignore[arg-type]
         if cls in _SURFACE:
-            if event.surface_op is not None:  # type: ignore[union-attr]
-                self._surface(event, claim)  # type: ignore[arg-type]
+            if priced is not None:
+                self._surface(event, claim, priced)  # type: ignore[arg-type]
         elif cls is CompactionSummary or cls is CompactionPrune:
             self._arm(event)  # type: ignore[arg-type]
         elif cls is RequestHeader:
@@ -200,7 +205,9 @@ class SessionMeter:
             ):
                 self.last_sample = None
 
-    def _sample(self, event: AssistantMessage | AssistantAttempt) -> None:
+    def _sample(
+        self, event: AssistantMessage | AssistantAttempt, priced: tuple[int, str] | None
+    ) -> None:
         data = event.data
         usage = event_usage(data)
         if usage is None or data is None:
@@ -227,7 +234,7 @@ class SessionMeter:
             self.anchor = Anchor(
                 header=self.header,
                 surface_before=self.nodes_tokens,
-                price=message_price(data.message)[0],
+                price=priced[0] if priced is not None else message_price(data.message)[0],
                 provider_total=usage.prompt + usage.output,
             )
 
@@ -244,8 +251,8 @@ class SessionMeter:
             shadowed=frozenset(s for s in shadowed if s in system_seqs),
         )
 
-    def _surface(self, event: SurfaceEvent, claim: Claim | None) -> None:
-        price, preview = message_price(surface_message(event))
+    def _surface(self, event: SurfaceEvent, claim: Claim | None, priced: tuple[int, str]) -> None:
+        price, preview = priced
         seq = event.seq if event.seq is not None else -1
         self.last_price = price
         node = SurfaceNode(seq, event.kind, price, preview)
@@ -254,6 +261,7 @@ class SessionMeter:
             self.surface_tokens += price
             self.breakdown_surface_tokens += price
             self.nodes.append(node)
+            self.node_seqs.append(seq)
             self.nodes_tokens += price
             if type(event) is SystemMessage:
                 self.systems.append((seq, price))
@@ -283,7 +291,7 @@ class SessionMeter:
             self.systems = [(s, price if s == start else t) for s, t in self.systems]
 
     def _replace_nodes(self, node: SurfaceNode, start: Any, end: Any) -> None:
-        seqs = [n.seq for n in self.nodes]
+        seqs = self.node_seqs
         try:
             first, last = seqs.index(start), seqs.index(end)
         except ValueError:
@@ -295,6 +303,7 @@ class SessionMeter:
             first, last = last, first
         removed = sum(n.tokens for n in self.nodes[first : last + 1])
         self.nodes[first : last + 1] = [node]
+        seqs[first : last + 1] = [node.seq]
         self.nodes_tokens += node.tokens - removed
 
     # -- views ---------------------------------------------------------------------------

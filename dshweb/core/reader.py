@@ -116,7 +116,7 @@ class LogTail:
                 if buf[start : start + 4] == ZSTD_MAGIC:  # else a skippable frame
                     where = self.offset + start
                     try:
-                        lines = self._frame_lines(bytes(buf[start:end]), blocks)
+                        lines = self._frame_lines(buf[start:end], blocks)
                         self._fold_lines(lines, on_event, batch, first)
                     except zstandard.ZstdError as bad:
                         batch.error = LogError(f"corrupt zstd frame ({bad})", offset=where)
@@ -134,7 +134,7 @@ class LogTail:
                 return
 
     @staticmethod
-    def _frame_lines(frame: bytes, blocks: int) -> Iterator[bytes]:
+    def _frame_lines(frame: bytes | bytearray, blocks: int) -> Iterator[bytes]:
         """The lines of one frame; a large frame is decoded a piece at a time (a corrupt
         one may then have handed over its first lines before its error shows)."""
         if blocks <= _SMALL_FRAME_BLOCKS:
@@ -194,12 +194,11 @@ class LogTail:
                     row = loads_js(line)
                     if "seq0" in row:
                         for chunk in expand_packed(row):
-                            self._deliver(chunk, on_event, batch)
+                            on_event(chunk)
+                            batch.events += 1
+                            self.next_seq = chunk.seq + 1  # type: ignore[operator]
                         continue
-            self._deliver(event, on_event, batch)
-
-    def _deliver(self, event: AnyEvent, on_event: OnEvent, batch: Batch) -> None:
-        on_event(event)
-        batch.events += 1
-        if event.seq is not None:
-            self.next_seq = event.seq + 1
+            on_event(event)
+            batch.events += 1
+            if event.seq is not None:
+                self.next_seq = event.seq + 1

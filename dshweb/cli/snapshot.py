@@ -1,0 +1,116 @@
+"""``manage.py dsh_snapshot``: every session's projections, as the host computes them.
+
+It needs nothing of Django, so ``manage.py`` runs it without starting Django (it starts
+in a fraction of a second); the management command of the same name wraps it for
+``call_command``. With ``--session`` only that session's folder is read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol, TextIO
+
+from dshweb.core.errors import DshError
+from dshweb.core.home import encode_segment
+from dshweb.core.index import HomeIndex
+from dshweb.core.session import SessionSnapshot
+
+HELP = "Print the token usage, context pressure and breakdown of DSH sessions."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--home", type=Path, help="DSH home (default: the dashboard's)")
+    parser.add_argument("--session", help="only this session id")
+    parser.add_argument("--at-seq", type=int, help="fold only events with seq <= N")
+    parser.add_argument("--profile", help="profile whose compaction settings apply")
+    parser.add_argument(
+        "--patch",
+        type=Path,
+        action="append",
+        default=[],
+        help="extra patch file applied last, like dsh --patch (repeatable)",
+    )
+    parser.add_argument("--json", action="store_true", help="print a JSON array")
+
+
+class SnapshotError(Exception):
+    """A one-line reason the command cannot answer (it exits 1)."""
+
+
+def session_folders(home: Path, session_id: str) -> list[Path]:
+    """The folders that can hold ``session_id`` (one per project folder that has it)."""
+    name = encode_segment(session_id)
+    root = home / "sessions"
+    try:
+        projects = sorted(p for p in root.iterdir() if p.is_dir())
+    except OSError:
+        return []
+    return [p / name for p in projects if (p / name).is_dir()]
+
+
+def snapshots(
+    *,
+    home: Path,
+    profile: str,
+    session: str | None = None,
+    at_seq: int | None = None,
+    patches: Sequence[Path] = (),
+) -> list[SessionSnapshot]:
+    index = HomeIndex(
+        home.expanduser(), profile=profile, stop_after_seq=at_seq, extra_patches=tuple(patches)
+    )
+    try:
+        index.refresh(session_folders(index.home, session) if session is not None else None)
+    except DshError as error:
+        raise SnapshotError(str(error)) from error
+    shots = index.snapshots()
+    if session is not None:
+        shots = [s for s in shots if s.session_id == session]
+        if not shots:
+            raise SnapshotError(f"no session {session!r} in {home}")
+    return shots
+
+
+class Out(Protocol):
+    def write(self, text: str, /) -> object: ...
+
+
+def write(shots: list[SessionSnapshot], out: Out, *, as_json: bool) -> None:
+    if as_json:
+        out.write(json.dumps([s.as_json() for s in shots], ensure_ascii=False, indent=2) + "\n")
+        return
+    for shot in shots:
+        used = shot.used_tokens
+        window = shot.context_pressure.get("contextWindow")
+        gauge = f"{used}/{window}" if used is not None and window else "-"
+        problems = f"  ERROR: {'; '.join(shot.errors)}" if shot.errors else ""
+        out.write(
+            f"{shot.session_id}\t{'live' if shot.live else 'idle'}\t{gauge}\t"
+            f"{shot.events} events{problems}\n"
+        )
+
+
+def main(argv: Sequence[str], out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
+    parser = argparse.ArgumentParser(prog="manage.py dsh_snapshot", description=HELP)
+    add_arguments(parser)
+    options = parser.parse_args(argv)
+    from dshweb import environment
+
+    home = options.home or environment.home_choice().path
+    try:
+        shots = snapshots(
+            home=home,
+            profile=options.profile or environment.profile(),
+            session=options.session,
+            at_seq=options.at_seq,
+            patches=options.patch,
+        )
+    except SnapshotError as error:
+        err.write(f"CommandError: {error}\n")
+        return 1
+    write(shots, out, as_json=options.json)
+    return 0
