@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import functools
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +16,7 @@ from dshweb.core.home import LogFile
 from dshweb.core.session import SessionTracker
 from dshweb.core.structs import HAVE_MSGSPEC
 from dshweb.core.wire import CompactionPrune, Other, UserMessage
-from tests.conftest import all_homes, session_log_paths
+from tests.conftest import REPO, all_homes, session_log_paths
 
 LOGS = [path for home in all_homes() for path in session_log_paths(home)]
 
@@ -81,3 +84,36 @@ def test_surface_op_and_message(fast: bool) -> None:
     assert event.surface_op is not None and not isinstance(event.surface_op, str)
     assert (event.surface_op.start_seq, event.surface_op.end_seq) == (3, 2)
     assert event.data is not None and event.data.content == "数"
+
+
+_WITHOUT_MSGSPEC = """
+import json, sys
+sys.modules["msgspec"] = None  # as on a machine where it is not installed
+from pathlib import Path
+from dshweb.core import structs
+from dshweb.core.home import LogFile
+from dshweb.core.session import SessionTracker
+assert not structs.HAVE_MSGSPEC
+out = {}
+for name in sys.argv[1:]:
+    tracker = SessionTracker(LogFile(Path(name), 4, compressed=True))
+    tracker.refresh()
+    out[name] = [tracker.meter.host_state(), tracker.meter.events, tracker.error]
+print(json.dumps(out))
+"""
+
+
+def test_without_msgspec_the_same_numbers() -> None:
+    logs = [str(p) for p in LOGS]
+    done = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_MSGSPEC, *logs],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    found = json.loads(done.stdout)
+    for name in logs:
+        tracker = _fold(Path(name))
+        assert found[name] == [tracker.meter.host_state(), tracker.meter.events, None], name
