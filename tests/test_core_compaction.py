@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from dshweb.core.compaction import EngineConfig, compaction_point, measured_tokens
+from dshweb.core.dshyaml import JsExpr
 from dshweb.core.errors import DshError
 from dshweb.core.meter import SessionMeter
-from dshweb.core.profiles import JsExpr, engine_config, load_patch
+from dshweb.core.profiles import engine_config, load_patch
 from tests.conftest import CORPUS_HOME
 from tests.logbuilder import typed
 
@@ -172,7 +173,7 @@ def test_js_expressions_are_kept_as_text(tmp_path: Path) -> None:
 def test_broken_yaml_names_line_and_column(tmp_path: Path) -> None:
     path = tmp_path / "p.yml"
     path.write_text("- id: a\n  config: {x: [1, 2}\n")
-    with pytest.raises(DshError, match=r"p\.yml is not valid YAML at line 2, column \d+"):
+    with pytest.raises(DshError, match=r"p\.yml: .* at line 2, column \d+"):
         load_patch(path)
 
 

@@ -161,6 +161,13 @@ def test_unpriced_system_replace_moves_only_the_breakdown_surface() -> None:
         "messageTokens": 18,
     }
     assert meter.host_state()["contextBreakdown"]["surfaceTokens"] == 222
+    # the node is now known by the replacing seq: a later replace names that one
+    assert meter.systems == [(2, 204)]
+    meter.fold(
+        typed(_msg(3, "system/message", "v" * 40, {"op": "replace", "startSeq": 2, "endSeq": 2}))
+    )
+    assert (meter.systems, meter.breakdown_surface_tokens) == ([(3, 14)], 222 - 204 + 14)
+    assert meter.surface_tokens == 122
 
 
 def test_usage_same_step_replaces_and_retry_forgets() -> None:

@@ -206,7 +206,21 @@ def test_a_changed_profile_patch_marks_every_session_changed(tmp_path: Path) -> 
     patch.write_text("- id: compaction-basic\n  config: [broken\n")
     index.refresh()
     assert tracker.version > before
-    assert index.snapshot(folder).errors[0].startswith("compaction settings ignored:")
+    broken = index.snapshot(folder)
+    assert broken.errors[0].startswith("DSH cannot load profile 'sdk': ")
+    assert "line 3, column 1" in broken.errors[0]
+    assert broken.point is None  # dsh does not start with this profile: no point to draw
+    # a config the engine refuses: DSH runs without compaction, so there is no point
+    patch.write_text("- id: compaction-basic\n  config: {thresholdRatio: yes}\n")
+    index.refresh()
+    refused = index.snapshot(folder)
+    assert refused.point is None
+    assert refused.errors == (
+        "compaction-basic does not start with profile 'sdk': thresholdRatio must be a number",
+    )
+    patch.write_text("- id: compaction-basic\n  config: {headroomTokens: 1_000}\n")
+    index.refresh()
+    assert index.snapshot(folder).point is None  # 1_000 is a string to DSH, not 1000
 
 
 def test_bands_follow_the_profiles_context_truth_edges(tmp_path: Path) -> None:

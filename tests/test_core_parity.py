@@ -11,10 +11,6 @@ Three kinds of host answers are compared, each at its own seq, by folding the ho
   ``tests/fixtures/corpus-checkpoints.json`` for the shared corpus when it is present):
   what ``dsh web``'s ``session/projections`` answered for the log cut after ``seq``
   (public values).
-
-Where our meter is known to disagree with the host, the case is marked ``xfail(strict)``
-with the exact disagreement (see :func:`_known_divergence`), so a fix shows up as an
-unexpected pass that must remove the mark.
 """
 
 from __future__ import annotations
@@ -37,11 +33,7 @@ CHECKPOINTS = "checkpoints.json"
 CORPUS_CHECKPOINTS = REPO / "tests" / "fixtures" / "corpus-checkpoints.json"
 
 
-# --- the logs, read here only to name the known divergences ----------------------------
-
-
-def _events(home: Path, session_id: str) -> tuple[dict[str, Any], ...]:
-    return _log(home, session_id)[1]
+# --- the logs ----------------------------------------------------------------------
 
 
 @cache
@@ -58,49 +50,6 @@ def _log(home: Path, session_id: str) -> tuple[dict[str, Any], tuple[dict[str, A
         if lines and lines[0].get("id") == session_id:
             return lines[0], tuple(lines[1:])
     raise LookupError(f"{session_id} not in {home}")
-
-
-def _unpriced_system_replaces(home: Path, session_id: str, seq: int) -> list[dict[str, Any]]:
-    """``system/message`` replaces through ``seq`` with no shadow price before them."""
-    events = _events(home, session_id)
-    found = []
-    for before, event in zip((None, *events), events, strict=False):
-        if event["seq"] > seq:
-            break
-        op = event.get("surfaceOp")
-        if event["type"] != "system/message" or not isinstance(op, dict):
-            continue
-        if before is None or before["type"] not in ("compaction/summary", "compaction/prune"):
-            found.append(event)
-    return found
-
-
-RE_KEYED = (
-    "known divergence: after an unpriced system/message replace the host's contextBreakdown "
-    "state names the surviving system node by the REPLACING event's seq "
-    "(systems[i] = {seq: <replace seq>, tokens}); our meter keeps the replaced node's seq"
-)
-REPRICED = (
-    "known divergence: a later unpriced system replace names the node an earlier one "
-    "left (startSeq == endSeq == <earlier replace's seq>); the host finds it and reprices "
-    "it (breakdown surfaceTokens += new - old, systemTokens = new); our meter looks the "
-    "seq up among the original seqs, finds nothing and changes neither"
-)
-
-
-def _known_divergence(home: Path, session_id: str, seq: int, *, values: bool) -> str | None:
-    replaces = _unpriced_system_replaces(home, session_id, seq)
-    replace_seqs = {e["seq"] for e in replaces}
-    if any(e["surfaceOp"]["startSeq"] in replace_seqs for e in replaces):
-        return REPRICED
-    if replaces and not values:
-        return RE_KEYED
-    return None
-
-
-def _marks(home: Path, session_id: str, seq: int, *, values: bool) -> list[Any]:
-    reason = _known_divergence(home, session_id, seq, values=values)
-    return [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
 
 
 # --- our fold at a seq ------------------------------------------------------------------
@@ -186,18 +135,16 @@ def _id(home: Path, session_id: str, seq: int) -> str:
     return f"{home.name}/{session_id}@{seq}"
 
 
-def _final_cases(*, values: bool) -> list[Any]:
+def _final_cases() -> list[Any]:
     cases = []
     for home in all_homes():
         for session_id, rows in host_caches(home).items():
-            seq = rows["contextPressure"]["seq"]
             cases.append(
                 pytest.param(
                     home,
                     session_id,
                     rows,
                     id=f"{home.name}/{session_id}",
-                    marks=_marks(home, session_id, seq, values=values),
                 )
             )
     return cases
@@ -227,7 +174,6 @@ def _state_cases() -> list[Any]:
             point["seq"],
             point["rows"],
             id=_id(home, point["sessionId"], point["seq"]),
-            marks=_marks(home, point["sessionId"], point["seq"], values=False),
         )
         for home, point in _live_points()
     ]
@@ -244,7 +190,6 @@ def _value_cases() -> list[Any]:
                 for key in PROJECTIONS
             },
             id="live:" + _id(home, point["sessionId"], point["seq"]),
-            marks=_marks(home, point["sessionId"], point["seq"], values=True),
         )
         for home, point in _live_points()
     ]
@@ -255,15 +200,13 @@ def _value_cases() -> list[Any]:
             point["seq"],
             point["values"],
             id="replayed:" + _id(home, point["sessionId"], point["seq"]),
-            marks=_marks(home, point["sessionId"], point["seq"], values=True),
         )
         for home, point in _replayed_points()
     ]
     return cases
 
 
-CASES = _final_cases(values=False)
-VIEW_CASES = _final_cases(values=True)
+CASES = _final_cases()
 STATE_CASES = _state_cases()
 VALUE_CASES = _value_cases()
 
@@ -286,7 +229,7 @@ def test_fold_equals_host_state(home: Path, session_id: str, rows: dict[str, Any
         assert state[key] == rows[key]["val"], key
 
 
-@pytest.mark.parametrize(("home", "session_id", "rows"), VIEW_CASES)
+@pytest.mark.parametrize(("home", "session_id", "rows"), CASES)
 def test_views_follow_from_host_state(home: Path, session_id: str, rows: dict[str, Any]) -> None:
     seq = rows["contextPressure"]["seq"]
     index = HomeIndex(home, stop_after_seq=seq)
@@ -349,7 +292,7 @@ def test_every_fixture_session_has_checkpoints_inside(home: Path) -> None:
     data = _checkpoints(home / CHECKPOINTS)
     assert data["live"] or data["replayed"], f"no {CHECKPOINTS} in {home.name}"
     for session_id in host_caches(home):
-        events = _events(home, session_id)
+        events = _log(home, session_id)[1]
         seqs = sorted(
             {
                 point["seq"]

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from dshweb.core.dshyaml import JsExpr
 from dshweb.core.errors import DshError
 from dshweb.core.patchfile import (
     DEFAULT_PATCH_TEXT,
@@ -28,7 +29,6 @@ from dshweb.core.patchfile import (
     unified_diff,
     write_patch_atomically,
 )
-from dshweb.core.profiles import JsExpr
 
 PATCHES = Path(__file__).resolve().parent / "fixtures" / "patches"
 WEB_PATCH = (PATCHES / "web-cordis.patch.yml").read_text(encoding="utf-8")
@@ -122,7 +122,7 @@ def test_find_row_tells_where_the_row_is(tmp_path: Path) -> None:
         ("- id: x\n  config:\n    a: 1\n    a: 2\n", 4, 5),  # dsh: duplicated key (4:5)
         ("- id: x\n\tconfig: 1\n", 2, 1),  # dsh: tab in indentation (2:1)
         ("- id: x\n  config: {a: 1\n- id: y\n", 3, 5),
-        ("- id: x\n  config: !!js {a: 1}\n", 2, 11),
+        ("- id: x\n  config: !!js {a: 1}\n", 2, 22),  # dsh: unknown tag, at the end of the node
         ("- id: 'x\n", 2, 1),
     ],
 )
@@ -141,7 +141,7 @@ def test_a_file_that_does_not_parse_names_line_and_column(
 def test_a_mapping_is_not_a_patch_list(tmp_path: Path) -> None:
     path = tmp_path / "p.yml"
     path.write_text("id: compaction-basic\n")
-    with pytest.raises(PatchError, match="not a YAML list"):
+    with pytest.raises(PatchError, match="must be a top-level YAML array of loader patch entries"):
         read_patch(path)
 
 

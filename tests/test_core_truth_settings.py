@@ -7,7 +7,7 @@ import re
 import pytest
 
 from dshweb.core.config_schema import NON_FIELD, Kind, Schema, minimal_config, validate
-from dshweb.core.profiles import JsExpr
+from dshweb.core.dshyaml import JsExpr
 from dshweb.core.truth_settings import (
     COMPACTION_BASIC,
     CONTEXT_TRUTH,

@@ -11,10 +11,17 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from dshweb.core.config_schema import validate
+from dshweb.core.dshyaml import JsExpr
+from dshweb.core.errors import DshError
 from dshweb.core.meter import SessionMeter
 from dshweb.core.truth_settings import COMPACTION_BASIC
 
 DEFAULTS: dict[str, Any] = COMPACTION_BASIC.defaults()
+
+
+class EngineConfigError(DshError):
+    """A ``compaction-basic`` config DSH refuses: the engine does not start at all."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,8 +33,23 @@ class EngineConfig:
 
     @classmethod
     def from_config(cls, config: dict[str, Any] | None) -> EngineConfig:
-        """The engine's effective settings from a row's (whole, replacing) ``config``."""
-        merged = {**DEFAULTS, **(config or {})}
+        """The engine's effective settings from a row's (whole, replacing) ``config``.
+
+        Raises :class:`EngineConfigError` for a config the engine refuses (it then does
+        not start: DSH logs ``invalid config`` and runs without compaction) or one set
+        by a ``!!js`` expression, which dshweb does not evaluate.
+        """
+        checked = validate(COMPACTION_BASIC, config or {})
+        problems = [f"{key} {message}" for key, message in checked.errors.items()]
+        problems += [f"unknown key {key!r}" for key in checked.unknown]
+        problems += [
+            f"{key} is a !!js expression, which dshweb does not evaluate"
+            for key, value in checked.config.items()
+            if isinstance(value, JsExpr)
+        ]
+        if problems:
+            raise EngineConfigError("; ".join(problems))
+        merged = {**DEFAULTS, **checked.config}
         retain = merged.get("retainTokens")
         return cls(
             threshold_ratio=float(merged["thresholdRatio"]),

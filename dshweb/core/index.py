@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dshweb.core.compaction import EngineConfig
+from dshweb.core.compaction import EngineConfig, EngineConfigError
 from dshweb.core.config_schema import validate
 from dshweb.core.display import DEFAULT_RULE, Band, BandRule, ContextReading, context_reading
 from dshweb.core.errors import DshError
@@ -52,7 +52,8 @@ class HomeIndex:
     stop_after_seq: int | None = None
     extra_patches: tuple[Path, ...] = ()
     trackers: dict[Path, SessionTracker] = field(default_factory=dict)
-    engine: EngineConfig = field(default_factory=EngineConfig)
+    engine: EngineConfig | None = field(default_factory=EngineConfig)
+    """``None`` when DSH would not run the engine (see ``profile_error``): no point."""
     profile_error: str | None = None
     bands: dict[str, Band] = field(default_factory=dict)
     rule: BandRule = DEFAULT_RULE
@@ -112,14 +113,17 @@ class HomeIndex:
         return folders
 
     def _load_engine(self) -> None:
-        engine, rule, error = EngineConfig(), DEFAULT_RULE, None
+        engine: EngineConfig | None = None
+        rule, error = DEFAULT_RULE, None
         try:
+            rule = band_rule(layered_config(self.home, self.profile, TRUTH_ID, self.extra_patches))
             engine = EngineConfig.from_config(
                 engine_config(self.home, self.profile, self.extra_patches)
             )
-            rule = band_rule(layered_config(self.home, self.profile, TRUTH_ID, self.extra_patches))
-        except (DshError, ValueError, TypeError) as problem:
-            error = f"compaction settings ignored: {problem}"
+        except EngineConfigError as problem:
+            error = f"compaction-basic does not start with profile {self.profile!r}: {problem}"
+        except DshError as problem:
+            error = f"DSH cannot load profile {self.profile!r}: {problem}"
         if (engine, rule, error) != (self.engine, self.rule, self.profile_error):
             for tracker in self.trackers.values():
                 tracker.touch()  # every compaction point and band may have moved

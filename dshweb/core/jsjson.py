@@ -44,7 +44,9 @@ def loads_js(line: str | bytes) -> Any:
 def js_number(value: float) -> str:
     """``JSON.stringify`` of a number (``Number.prototype.toString``; non-finite → null)."""
     if isinstance(value, int):
-        return str(value)
+        if abs(value) < 10**21:
+            return str(value)
+        value = float(value)
     if not math.isfinite(value):
         return "null"
     if value == 0:

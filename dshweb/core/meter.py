@@ -283,12 +283,17 @@ class SessionMeter:
             if claim.shadowed:
                 self.systems = [s for s in self.systems if s[0] not in claim.shadowed]
         elif start == end and any(s == start for s, _ in self.systems):
-            # An unpriced in-place system update (dsh web re-prompting a session):
+            # An unpriced in-place system update (dsh rewriting its prompt, DSH_FACTS §6):
             # contextPressure's surface is unchanged, contextBreakdown's moves by the
-            # difference (DSH_FACTS §6), so from here on the two sums differ.
+            # difference, so from here on the two sums differ. The node is now known by
+            # the replacing event's seq; a replacement that is not a system message
+            # takes it off the system list.
             old = next(t for s, t in self.systems if s == start)
             self.breakdown_surface_tokens += price - old
-            self.systems = [(s, price if s == start else t) for s, t in self.systems]
+            if type(event) is SystemMessage:
+                self.systems = [(seq, price) if s == start else (s, t) for s, t in self.systems]
+            else:
+                self.systems = [(s, t) for s, t in self.systems if s != start]
 
     def _replace_nodes(self, node: SurfaceNode, start: Any, end: Any) -> None:
         seqs = self.node_seqs

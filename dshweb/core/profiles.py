@@ -1,5 +1,9 @@
 """Profile patch layers as far as they set the compaction engine (DSH_FACTS §9).
 
+Every layer is read the one way DSH reads it (:mod:`dshweb.core.dshyaml`); a layer DSH
+would refuse raises its :class:`~dshweb.core.patchfile.parse.PatchError` (file, reason,
+line and column).
+
 Layers, in order: each bundle's patch (inside the ``dsh`` executable, so unseen here),
 ``profiles/<p>/cordis.patch.yml``, then ``$DSH_HOME/cordis.patch.yml``. A row's
 ``config`` replaces the whole config. Profiles built on the web-app bundle disable the
@@ -11,56 +15,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from dshweb.core.errors import DshError
+from dshweb.core.patchfile.parse import read_patch
 
 ENGINE_ID = "compaction-basic"
 WEB_APP_BUNDLE = "@deepseek-ai/dsh-web-app"
 DEFAULT_PRESET = "preset-standard"
 
 
-@dataclass(frozen=True, slots=True)
-class JsExpr:
-    """A ``!!js`` expression from a patch: kept as text, never evaluated."""
-
-    source: str
-
-
-class _PatchLoader(yaml.SafeLoader):
-    pass
-
-
-def _js(loader: yaml.SafeLoader, node: yaml.Node) -> JsExpr:
-    return JsExpr(str(loader.construct_scalar(node)))  # type: ignore[arg-type]
-
-
-_PatchLoader.add_constructor("tag:yaml.org,2002:js", _js)
-
-
 def load_patch(path: Path) -> list[Any]:
-    """The rows of one patch file ([] when it does not exist)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    except OSError as error:
-        raise DshError(f"cannot read {path}: {error.strerror}") from error
-    try:
-        rows = yaml.load(text, Loader=_PatchLoader)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise DshError(f"{path} is not valid YAML{where}") from error
-    if rows is None:
-        return []
-    if not isinstance(rows, list):
-        raise DshError(f"{path} is not a YAML list of patch rows")
-    return rows
+    """The rows of one patch file, read as DSH reads them ([] when it does not exist)."""
+    return list(read_patch(path).rows)
 
 
 def _rows_with_id(rows: list[Any], row_id: str) -> list[dict[str, Any]]:
@@ -118,7 +85,7 @@ def engine_config(
     layers = [home / "profiles" / profile / "cordis.patch.yml", home / "cordis.patch.yml"]
     for layer in [*layers, *extra_patches]:
         for row in load_patch(layer):
-            row_id = row.get("id") if isinstance(row, dict) else None
+            row_id = row.get("id")
             config = row.get("config") if isinstance(row, dict) else None
             if (
                 isinstance(row_id, str)

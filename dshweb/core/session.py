@@ -207,7 +207,7 @@ def take_snapshot(
     *,
     home: Path,
     live: bool,
-    engine: EngineConfig,
+    engine: EngineConfig | None,
     largest: int = 8,
     extra_errors: tuple[str, ...] = (),
 ) -> SessionSnapshot:
@@ -218,7 +218,7 @@ def take_snapshot(
             reserved=meter.reserved_tokens,
             engine=engine,
         )
-        if meter.context_window is not None
+        if meter.context_window is not None and engine is not None
         else None
     )
     try:

@@ -14,7 +14,7 @@ from typing import Any
 from django import forms
 
 from dshweb.core.config_schema import NON_FIELD, Field, Kind, Schema, validate
-from dshweb.core.profiles import JsExpr
+from dshweb.core.dshyaml import JsExpr
 
 
 def _form_field(spec: Field) -> forms.Field:

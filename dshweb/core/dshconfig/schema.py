@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from dshweb.core.dshconfig.presence import CONTEXT_TRUTH
-from dshweb.core.profiles import JsExpr
+from dshweb.core.dshyaml import JsExpr
 from dshweb.core.truth_settings import COMPACTION_BASIC
 from dshweb.core.truth_settings import CONTEXT_TRUTH as CONTEXT_TRUTH_SCHEMA
 

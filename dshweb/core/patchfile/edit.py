@@ -13,10 +13,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from dshweb.core.dshyaml import construct
 from dshweb.core.patchfile.emit import emit_entry, emit_mapping
-from dshweb.core.patchfile.parse import PatchError, locate_row, parse_patch, plain_loader
+from dshweb.core.patchfile.parse import PatchError, locate_row, parse_patch
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -66,7 +67,7 @@ def _first_on_line(text: str, index: int) -> bool:
 
 
 def _plain(node: Node) -> Any:
-    return plain_loader().constructor.construct_document(node)
+    return construct(node)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -196,7 +197,7 @@ def set_row_config(
     plugin is mounted twice), else as ``- id: <row_id>`` overriding a bundle's row.
     """
     nl = "\r\n" if "\r\n" in text else "\n"
-    before = parse_patch(text)
+    before = parse_patch(text, empty_ok=True)
     where = locate_row(before.rows, row_id)
     if where is None:
         new_row = _new_row(row_id, config, insert_name)

@@ -25,8 +25,8 @@ from ruamel.yaml.scalarstring import (
     SingleQuotedScalarString,
 )
 
+from dshweb.core.dshyaml import JsExpr
 from dshweb.core.patchfile.parse import JS_TAG
-from dshweb.core.profiles import JsExpr
 
 FOLD_WIDTH = 80
 

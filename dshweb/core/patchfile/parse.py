@@ -8,9 +8,11 @@ Contract:
   parse raises :class:`PatchSyntaxError` with a 1-based line and column.
 - :func:`find_row` names the row that decides a row id's config: the last one that has
   a ``config`` key, else the last one naming the id (top level or inside ``- insert:``).
-- Parsing follows YAML 1.2 like DSH's own loader (``yes`` is a string, ``1_000`` too,
-  dates stay text). The siblings share :func:`parse_patch` (rows and node tree),
-  :func:`plain_loader`, :func:`locate_row` and :func:`sha256_hex`.
+- Rows are read exactly as DSH reads them (:mod:`dshweb.core.dshyaml`: js-yaml's JSON
+  schema, ``yes`` and ``1_000`` are strings, duplicate keys are errors), and the editor
+  splices into the node tree those rows were built from: one parse, DSH's. The siblings
+  share :func:`parse_patch` (rows and node tree), :func:`locate_row` and
+  :func:`sha256_hex`.
 """
 
 from __future__ import annotations
@@ -21,14 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ruamel.yaml import YAML
-from ruamel.yaml.constructor import ConstructorError, SafeConstructor
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
-from ruamel.yaml.nodes import Node, ScalarNode, SequenceNode
-from ruamel.yaml.reader import ReaderError
+from yaml.nodes import SequenceNode
 
+from dshweb.core.dshyaml import DshYamlError, check_patch_rows, compose_yaml, construct
 from dshweb.core.errors import DshError
-from dshweb.core.profiles import JsExpr
 
 DEFAULT_PATCH_TEXT = (
     "# Your patch layer for this dsh profile, applied after every bundle layer:\n"
@@ -87,78 +85,39 @@ class PatchRow:
         return dict(config) if isinstance(config, dict) else None
 
 
-class _PlainConstructor(SafeConstructor):
-    """Plain Python values; ``!!js`` as :class:`JsExpr`, dates as the text DSH keeps."""
-
-
-def _construct_js(constructor: SafeConstructor, node: Node) -> JsExpr:
-    if not isinstance(node, ScalarNode):
-        raise ConstructorError(None, None, "a !!js tag must be on a scalar", node.start_mark)
-    return JsExpr(str(node.value))
-
-
-def _construct_text(constructor: SafeConstructor, node: Node) -> str:
-    return str(node.value)
-
-
-def _construct_int(constructor: SafeConstructor, node: Node) -> int | str:
-    if "_" in str(node.value):  # DSH's loader (js-yaml, JSON schema) keeps `1_000` a string
-        return str(node.value)
-    return int(constructor.construct_yaml_int(node))
-
-
-_PlainConstructor.add_constructor(JS_TAG, _construct_js)
-_PlainConstructor.add_constructor("tag:yaml.org,2002:timestamp", _construct_text)
-_PlainConstructor.add_constructor("tag:yaml.org,2002:int", _construct_int)
-
-
-def plain_loader() -> YAML:
-    yaml = YAML(typ="safe", pure=True)
-    yaml.Constructor = _PlainConstructor
-    return yaml
-
-
-def _syntax_error(error: YAMLError, text: str, name: str) -> PatchSyntaxError:
-    if isinstance(error, MarkedYAMLError):
-        mark = error.problem_mark or error.context_mark
-        problem = error.problem or error.context or "invalid YAML"
-        if mark is not None:
-            return PatchSyntaxError(
-                f"{name}: {problem}", line=mark.line + 1, column=mark.column + 1
-            )
-    if isinstance(error, ReaderError):
-        line = text.count("\n", 0, error.position) + 1
-        column = error.position - (text.rfind("\n", 0, error.position) + 1) + 1
-        return PatchSyntaxError(f"{name}: {error.reason}", line=line, column=column)
-    return PatchSyntaxError(f"{name}: {error}", line=1, column=1)
-
-
 @dataclass(frozen=True, slots=True)
 class ParsedPatch:
-    root: Node | None
+    root: SequenceNode | None
+    """``None`` only for a text with no document (``parse_patch(..., empty_ok=True)``)."""
     rows: tuple[Any, ...]
 
 
-def parse_patch(text: str, name: str = "patch") -> ParsedPatch:
-    yaml = plain_loader()
+def parse_patch(text: str, name: str = "patch", *, empty_ok: bool = False) -> ParsedPatch:
+    """The rows as DSH reads them, and the node tree they were built from.
+
+    A text with no document at all (empty, or comments only) is refused as DSH refuses
+    it, unless ``empty_ok`` (the editor, about to write the first row, says so)."""
     try:
-        root = yaml.compose(text)
-        value = None if root is None else yaml.constructor.construct_document(root)
-    except YAMLError as error:
-        raise _syntax_error(error, text, name) from error
-    if value is None:
-        return ParsedPatch(root, ())
-    if not isinstance(value, list) or not isinstance(root, SequenceNode):
-        raise PatchError(f"{name} is not a YAML list of patch rows")
-    return ParsedPatch(root, tuple(value))
+        root = compose_yaml(text)
+        if root is None and empty_ok:
+            return ParsedPatch(None, ())
+        rows = check_patch_rows(None if root is None else construct(root))
+    except DshYamlError as error:
+        if error.line is None or error.column is None:
+            raise PatchError(f"{name}: {error.reason}") from None
+        raise PatchSyntaxError(
+            f"{name}: {error.reason}", line=error.line, column=error.column
+        ) from None
+    assert isinstance(root, SequenceNode)
+    return ParsedPatch(root, tuple(rows))
 
 
 def load_entry_list(text: str, name: str = "patch") -> tuple[list[Any], list[int]]:
     """The rows of an entry or patch list as plain values, and the 0-based line where
     each row starts (to pair rows with the comments ``dsh --dump-config`` puts above)."""
     parsed = parse_patch(text, name)
-    starts = [] if parsed.root is None else [int(n.start_mark.line) for n in parsed.root.value]
-    return list(parsed.rows), starts
+    assert parsed.root is not None
+    return list(parsed.rows), [int(n.start_mark.line) for n in parsed.root.value]
 
 
 def sha256_hex(data: bytes) -> str:
@@ -173,10 +132,7 @@ def read_patch(path: Path) -> PatchDocument:
         return PatchDocument(path, DEFAULT_PATCH_TEXT, EMPTY_SHA256, False, ())
     except OSError as error:
         raise PatchError(f"cannot read {path}: {error.strerror}") from error
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise PatchError(f"{path} is not UTF-8 text") from error
+    text = data.decode("utf-8", "replace")  # as DSH reads it: a bad byte is U+FFFD
     return PatchDocument(path, text, sha256_hex(data), True, parse_patch(text, str(path)).rows)
 
 
