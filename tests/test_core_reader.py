@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from dshweb.core.frames import frame_spans
 from dshweb.core.home import LogFile
 from dshweb.core.reader import LogTail
 from dshweb.core.session import SessionTracker
@@ -265,3 +266,29 @@ def test_many_threads_read_at_once(real_log: Path) -> None:
     for thread in threads:
         thread.join(timeout=120)
     assert results == [True] * 90
+
+
+def test_a_large_multi_block_frame_streams_to_the_same_state(tmp_path: Path) -> None:
+    """A migration writes every event as one frame of many blocks: it is decoded a piece at
+    a time, and folds to the same state as the same events in small frames."""
+    events = [
+        event(seq, "user/message", role="user", content=[{"type": "text", "text": f"{seq} " * 900}])
+        | {"surfaceOp": "append"}
+        for seq in range(800)
+    ]
+    big = frame(*events)
+    blocks = frame_spans(big, 0)[0][0][2]
+    assert blocks > 8  # ≥ 2 MB of text: past the one-call size
+    one = _write(tmp_path / "one.zstd", frame(header()) + big)
+    many = _write(tmp_path / "many.zstd", frame(header()) + b"".join(frame(e) for e in events))
+    streamed, small = _fold_all(one), _fold_all(many)
+    assert streamed.error is None
+    assert streamed.meter.events == 800
+    assert streamed.meter == small.meter
+    torn = _write(tmp_path / "torn.zstd", frame(header()) + big[: len(big) // 2])
+    tracker = _fold_all(torn)
+    assert (tracker.error, tracker.meter.events) == (None, 0)
+    with torn.open("ab") as handle:
+        handle.write(big[len(big) // 2 :])
+    tracker.refresh()
+    assert tracker.meter == small.meter

@@ -61,6 +61,17 @@ def expand_packed(row: dict[str, Any]) -> Iterator[Other]:
         yield Other(type=kind, seq=seq0 + index, time=time if isinstance(time, int) else None)
 
 
+def _split_lines(read: Callable[[int], bytes], size: int) -> Iterator[bytes]:
+    """The newline-terminated lines of a stream read ``size`` bytes at a time, then
+    whatever follows the last newline (empty when the stream ends with one)."""
+    carry = b""
+    while piece := read(size):
+        lines = (carry + piece).split(b"\n")
+        carry = lines.pop()
+        yield from lines
+    yield carry
+
+
 class _Stop(Exception):
     """A bad line: the tail stops at the start of the frame (or line) holding it."""
 
@@ -140,34 +151,23 @@ class LogTail:
         if blocks <= _SMALL_FRAME_BLOCKS:
             yield from decompressor().decompressobj().decompress(frame).split(b"\n")
             return
-        carry = b""
         with decompressor().stream_reader(frame) as reader:
-            while True:
-                piece = reader.read(OUT_SIZE)
-                if not piece:
-                    break
-                lines = (carry + piece).split(b"\n")
-                carry = lines.pop()
-                yield from lines
-        yield carry  # a last line without its newline still counts
+            yield from _split_lines(reader.read, OUT_SIZE)  # a last line without its
+            # newline still counts: the frame is complete
 
     def _read_lines(self, handle: IO[bytes], on_event: OnEvent, batch: Batch) -> None:
         first = self.offset == 0
-        carry = b""
-        while True:
-            piece = handle.read(READ_SIZE)
-            if not piece:
+        lines = _split_lines(handle.read, READ_SIZE)
+        line = next(lines)
+        for after in lines:  # the bytes after the last newline are not a line yet
+            try:
+                self._fold_lines((line,), on_event, batch, first)
+            except _Stop as stop:
+                batch.error = LogError(stop.reason, offset=self.offset, seq=self.next_seq)
                 return
-            lines = (carry + piece).split(b"\n")
-            carry = lines.pop()
-            for line in lines:
-                try:
-                    self._fold_lines((line,), on_event, batch, first)
-                except _Stop as stop:
-                    batch.error = LogError(stop.reason, offset=self.offset, seq=self.next_seq)
-                    return
-                first = False
-                self.offset += len(line) + 1
+            first = False
+            self.offset += len(line) + 1
+            line = after
 
     # -- lines --------------------------------------------------------------------------
 
