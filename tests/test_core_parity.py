@@ -287,12 +287,23 @@ def _fixture_homes() -> list[Path]:
 
 @pytest.mark.parametrize("home", _fixture_homes(), ids=lambda home: home.name)
 def test_every_fixture_session_has_checkpoints_inside(home: Path) -> None:
-    """At least three distinct seqs per session, and one in every turn (or command) that
-    follows a system replace, a fold or a re-attachment, at or after that event."""
+    """At least three distinct seqs per session where the host's full state was caught
+    live (all three rows folded through that seq), and a checkpoint (live or replayed) in
+    every turn (or command) that follows a system replace, a fold or a re-attachment, at
+    or after that event."""
     data = _checkpoints(home / CHECKPOINTS)
     assert data["live"] or data["replayed"], f"no {CHECKPOINTS} in {home.name}"
     for session_id in host_caches(home):
         events = _log(home, session_id)[1]
+        full = sorted(
+            {
+                point["seq"]
+                for point in data["live"]
+                if point["sessionId"] == session_id
+                and all(point["rows"][key]["seq"] == point["seq"] for key in PROJECTIONS)
+            }
+        )
+        assert len(full) >= 3, f"{session_id}: live full states at {full}"
         seqs = sorted(
             {
                 point["seq"]
