@@ -598,3 +598,23 @@ def test_bootstrap_will_not_take_over_a_plain_admin_user(django_user_model: Any)
     with pytest.raises(CommandError, match="not a superuser"):
         call_command("dshweb_bootstrap", stdout=StringIO())
     assert not django_user_model.objects.filter(is_superuser=True).exists()
+
+
+@pytest.mark.django_db
+def test_a_profile_dsh_refuses_is_named_on_the_session_page(
+    user_client: Client, home: Path
+) -> None:
+    patch = home / "profiles" / "sdk" / "cordis.patch.yml"
+    patch.write_text(
+        "- id: compaction-basic\n  config:\n    retainTokens: 1\n    retainTokens: 2\n"
+    )
+    html = user_client.get("/sessions/quick-001/").content.decode()
+    assert Elements(html).by_id["session-errors"]["data-count"] == "1"
+    where = f"{patch}: duplicated mapping key at line 4, column 5"
+    assert f"DSH cannot load profile &#x27;sdk&#x27;: {where}" in html
+    threshold = html.split("<dt>Threshold</dt>", 1)[1].split("</dd>", 1)[0]
+    assert "<data" not in threshold  # no compaction point: dsh would not start
+    patch.write_text("- id: compaction-basic\n  config: {headroomTokens: 4096}\n")
+    html = user_client.get("/sessions/quick-001/").content.decode()
+    assert Elements(html).by_id["session-errors"]["data-count"] == "0"
+    assert "<data" in html.split("<dt>Threshold</dt>", 1)[1].split("</dd>", 1)[0]
