@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from dshweb.core.home import dsh_home
 
@@ -39,3 +40,75 @@ def home_choice() -> HomeChoice:
 
 def profile() -> str:
     return os.environ.get("DSHWEB_PROFILE") or DEFAULT_PROFILE
+
+
+# Behind HTTPS and a reverse proxy (README "Behind HTTPS"): settings.py turns these into
+# Django's CSRF_TRUSTED_ORIGINS, SECURE_PROXY_SSL_HEADER, secure cookies, HSTS and redirect.
+
+DEFAULT_HSTS_SECONDS = 365 * 24 * 3600
+
+
+class ConfigurationError(ValueError):
+    """An environment variable holds a value dshweb cannot use; the message says which."""
+
+
+@dataclass(frozen=True, slots=True)
+class HttpsSetup:
+    behind_tls_proxy: bool
+    """``DSHWEB_BEHIND_TLS_PROXY=1``: a proxy on this host terminates TLS."""
+    trusted_origins: tuple[str, ...]
+    """``DSHWEB_TRUSTED_ORIGINS``: ``scheme://host[:port]`` origins besides the server's own."""
+    hsts_seconds: int
+    """``DSHWEB_HSTS_SECONDS``: HSTS max-age sent behind the proxy (0: none)."""
+
+
+def https_setup() -> HttpsSetup:
+    return HttpsSetup(
+        behind_tls_proxy=_switch("DSHWEB_BEHIND_TLS_PROXY"),
+        trusted_origins=trusted_origins(os.environ.get("DSHWEB_TRUSTED_ORIGINS", "")),
+        hsts_seconds=_seconds("DSHWEB_HSTS_SECONDS", DEFAULT_HSTS_SECONDS),
+    )
+
+
+def trusted_origins(value: str) -> tuple[str, ...]:
+    """Comma-separated origins, each ``http(s)://host[:port]`` (Django's ``*.`` wildcard
+    allowed); anything else is refused rather than silently never matching."""
+    origins = []
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        origin = item.rstrip("/")
+        if not _is_origin(origin):
+            raise ConfigurationError(
+                f"DSHWEB_TRUSTED_ORIGINS: {item!r} is not an origin; write it as "
+                "scheme://host[:port], e.g. https://dsh.example.com"
+            )
+        origins.append(origin)
+    return tuple(origins)
+
+
+def _is_origin(text: str) -> bool:
+    parts = urlsplit(text)
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:  # not a number, or out of range
+        return False
+    extra = parts.path or parts.query or parts.fragment or parts.username or parts.password
+    return port_ok and parts.scheme in ("http", "https") and bool(parts.hostname) and not extra
+
+
+def _switch(name: str) -> bool:
+    # A security switch spelled "true" or "yes" must not silently mean off.
+    value = os.environ.get(name, "")
+    if value not in ("", "0", "1"):
+        raise ConfigurationError(f"{name}: {value!r} is neither 1 (on) nor 0 (off)")
+    return value == "1"
+
+
+def _seconds(name: str, default: int) -> int:
+    value = os.environ.get(name, "")
+    if not value:
+        return default
+    if not value.isascii() or not value.isdigit():
+        raise ConfigurationError(f"{name}: {value!r} is not a whole number of seconds")
+    return int(value)

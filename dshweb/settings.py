@@ -133,3 +133,26 @@ LOGGING = {
         "watchfiles": {"level": "WARNING"},  # it logs every batch of changes at INFO
     },
 }
+
+# --- Behind HTTPS and a reverse proxy (README "Behind HTTPS") ---------------------------
+_https = environment.https_setup()
+# Origins besides the server's own that may POST forms; the WebSocket origin check accepts
+# the same list.
+CSRF_TRUSTED_ORIGINS = list(_https.trusted_origins)
+if _https.behind_tls_proxy:
+    # The proxy terminates TLS and says so; daphne only listens on 127.0.0.1, so no one
+    # but the proxy (and local users) can set this header.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = _https.hsts_seconds
+    # includeSubDomains and preload bind every name under the domain to HTTPS for good:
+    # the domain owner's decision, made at the proxy, not dshweb's.
+    SILENCED_SYSTEM_CHECKS = ["security.W005", "security.W021"]
+
+# Failed sign-ins (dshweb/accounts/throttle.py): after this many failures for one username
+# from one address, each within the cool-off of the last, that pair is refused until the
+# cool-off has passed. Counted in the default cache (local memory, per process).
+LOGIN_THROTTLE_FAILURES = 5
+LOGIN_THROTTLE_SECONDS = 300

@@ -49,6 +49,10 @@ class DshwebServer:
     starts: int = 0
     extra_env: dict[str, str] = field(default_factory=dict)
     """Set on top of :meth:`env`'s own variables (e.g. ``DSHWEB_ENGINE_URL``)."""
+    daphne_options: list[str] = field(default_factory=list)
+    """Given to daphne before the address (e.g. ``--proxy-headers``)."""
+    probe_headers: dict[str, str] = field(default_factory=dict)
+    """Sent with the readiness probe (e.g. ``X-Forwarded-Proto`` behind a TLS proxy)."""
 
     @property
     def url(self) -> str:
@@ -101,7 +105,8 @@ class DshwebServer:
         """Start Daphne and wait until the login page answers."""
         assert self.process is None, "already running"
         self.starts += 1
-        command = [sys.executable, "-m", "daphne", "-b", HOST, "-p", str(self.port), APP]
+        command = [sys.executable, "-m", "daphne", *self.daphne_options]
+        command += ["-b", HOST, "-p", str(self.port), APP]
         with self.log_path.open("ab") as log:
             log.write(f"=== start {self.starts} on port {self.port}\n".encode())
             log.flush()
@@ -130,7 +135,10 @@ class DshwebServer:
                     + self.output()
                 )
             try:
-                with urllib.request.urlopen(f"{self.url}/accounts/login/", timeout=2) as reply:
+                probe = urllib.request.Request(
+                    f"{self.url}/accounts/login/", headers=self.probe_headers
+                )
+                with urllib.request.urlopen(probe, timeout=2) as reply:
                     if reply.status == 200:
                         return
                     last_error = f"HTTP {reply.status}"
