@@ -32,6 +32,8 @@ class LineError(ValueError):
 
 
 def _lenient(line: bytes | str) -> AnyEvent:
+    if isinstance(line, bytes):  # as DSH reads its own log: a bad byte is U+FFFD
+        line = line.decode("utf-8", "replace")
     try:
         record = loads_js(line)
     except (ValueError, UnicodeDecodeError, RecursionError) as error:
@@ -102,7 +104,12 @@ def raw_value(raw: Any) -> Any:
     """The parsed value (``None`` when the key was missing)."""
     if isinstance(raw, RawValue):
         return None if raw.value is RawValue.MISSING else raw.value
-    return loads_js(bytes(raw)) if len(raw) else None
+    if not len(raw):
+        return None
+    try:
+        return loads_js(bytes(raw).decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return None  # msgspec skipped past what json cannot read (too deep)
 
 
 def raw_length(raw: Any) -> int:
@@ -112,7 +119,7 @@ def raw_length(raw: Any) -> int:
     text = bytes(raw)
     if text.isascii():
         return len(text)
-    return js_len(text.decode("utf-8", "surrogatepass"))
+    return js_len(text.decode("utf-8", "replace"))
 
 
 def raw_key(raw: Any) -> bytes:
@@ -130,7 +137,7 @@ def raw_as(raw: Any, cls: type[T]) -> T | None:
         return None
     try:
         return _decoder(cls).decode(raw)  # type: ignore[no-any-return]
-    except msgspec.ValidationError:
+    except (msgspec.ValidationError, msgspec.DecodeError):
         value = raw_value(raw)
         return convert(value, cls) if isinstance(value, dict) else None
 
@@ -144,7 +151,7 @@ def raw_list(raw: Any, cls: type[T]) -> list[T]:
     else:
         try:
             return _decoder(list[cls]).decode(raw)  # type: ignore[no-any-return,valid-type]
-        except msgspec.ValidationError:
+        except (msgspec.ValidationError, msgspec.DecodeError):
             value = raw_value(raw)
     if not isinstance(value, list):
         return []

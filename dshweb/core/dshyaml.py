@@ -40,6 +40,9 @@ from dshweb.core.jsjson import js_number
 
 MAX_DEPTH = 100
 """js-yaml's ``maxDepth``."""
+MAX_VALUES = 100_000
+"""The most values a document may expand to through its aliases (js-yaml has no bound;
+an alias bomb costs DSH seconds and then fails, dshweb refuses it at once)."""
 
 _PLAIN = "tag:dshweb:plain"
 """The tag an untagged plain scalar carries until it is resolved."""
@@ -332,8 +335,31 @@ def compose_yaml(text: str) -> Node | None:
         loader.dispose()
 
 
+def _expanded(node: Node, sizes: dict[int, int], path: set[int]) -> int:
+    """How many values ``node`` stands for once every alias is expanded."""
+    found = sizes.get(id(node))
+    if found is not None:
+        return found
+    if id(node) in path:
+        raise _error("circular structure (an alias inside its own anchor)", node.start_mark)
+    size = 1
+    if isinstance(node, SequenceNode | MappingNode):
+        path.add(id(node))
+        children = node.value if isinstance(node, SequenceNode) else sum(node.value, ())
+        for child in children:
+            size += _expanded(child, sizes, path)
+            if size > MAX_VALUES:
+                raise _error(
+                    f"aliases expand this document past {MAX_VALUES} values", node.start_mark
+                )
+        path.discard(id(node))
+    sizes[id(node)] = size
+    return size
+
+
 def construct(node: Node) -> Any:
-    """The value of a composed node, as DSH builds it."""
+    """The value of a composed node, as DSH builds it (an alias bomb is refused)."""
+    _expanded(node, {}, set())
     return _construct(node, {}, set())
 
 

@@ -40,23 +40,32 @@ class LogFile:
 
 
 def newest_log(session_dir: Path) -> LogFile | None:
-    """The highest ``session.vN`` generation in a session folder (``*.tmp`` ignored)."""
+    """The highest ``session.vN`` generation in a session folder (``*.tmp`` ignored; only
+    regular files count)."""
     best: LogFile | None = None
     try:
-        names = os.listdir(session_dir)
+        with os.scandir(session_dir) as scan:
+            entries = list(scan)
     except OSError:
         return None
-    for name in names:
-        match = _LOG_NAME.match(name)
-        if match is None:
-            continue
-        candidate = LogFile(session_dir / name, int(match[1] or 0), bool(match[2]))
+    for entry in entries:
+        match = _LOG_NAME.match(entry.name)
+        if match is None or not _regular(entry):
+            continue  # only a regular file is a log: a FIFO or device would block a read
+        candidate = LogFile(session_dir / entry.name, int(match[1] or 0), bool(match[2]))
         if best is None or (candidate.version, candidate.compressed) > (
             best.version,
             best.compressed,
         ):
             best = candidate
     return best
+
+
+def _regular(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file()
+    except OSError:
+        return False
 
 
 _SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-")

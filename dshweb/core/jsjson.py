@@ -18,6 +18,14 @@ _dumps_str = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+def printable(text: str) -> str:
+    """``text`` safe to show and to encode as UTF-8: a lone surrogate (valid in a
+    JavaScript string, not in UTF-8) becomes U+FFFD."""
+    if text.isascii() or not _LONE_SURROGATE.search(text):
+        return text
+    return _LONE_SURROGATE.sub("\ufffd", text)
+
+
 def js_len(text: str) -> int:
     """JavaScript ``.length``: code points beyond the BMP count twice."""
     if text.isascii():

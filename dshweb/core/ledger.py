@@ -122,8 +122,7 @@ def _str(value: Any) -> str | None:
 
 
 def _count(data: ShadowData) -> int:
-    value = data.shadowed_token_count
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+    return data.shadowed_token_count or 0
 
 
 def refused_as_too_large(data: SurfaceData | None) -> bool:

@@ -183,17 +183,12 @@ class SessionMeter:
             self.header = header_key(header)
             self.tools_tokens = tools_tokens(header)
             config = header_config(header)
-            max_tokens = config.max_tokens
-            self.reserved_tokens = (
-                int(max_tokens)
-                if isinstance(max_tokens, int | float) and not isinstance(max_tokens, bool)
-                else 0
-            )
-            self.model = config.model if isinstance(config.model, str) else self.model
+            self.reserved_tokens = config.max_tokens or 0
+            self.model = config.model if config.model is not None else self.model
         elif cls is RequestContext:
             data = event.data  # type: ignore[union-attr]
             window = data.context_window if data is not None else None
-            if isinstance(window, int) and not isinstance(window, bool):
+            if window is not None:
                 self.context_window = window
         elif cls is RetryStarted:
             data = event.data  # type: ignore[union-attr]
@@ -247,7 +242,7 @@ class SessionMeter:
         self.claim = Claim(
             start=shadowed_range.start if shadowed_range is not None else -1,
             end=shadowed_range.end if shadowed_range is not None else -1,
-            tokens=int(count) if isinstance(count, int | float) else 0,
+            tokens=count or 0,
             shadowed=frozenset(s for s in shadowed if s in system_seqs),
         )
 

@@ -14,6 +14,7 @@ can start its fold again; a corrupt frame or line stops the tail there with a
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,12 @@ OUT_SIZE = 1 << 20
 """Decoded bytes taken from a large frame at a time."""
 _SMALL_FRAME_BLOCKS = 8
 """A frame of at most this many blocks (≤ 1 MiB decoded) is decoded in one call."""
+MAX_LINE = 64 << 20
+"""The longest line read (the longest real DSH line known is about 5 MB)."""
+MAX_FRAME = 1 << 30
+"""The most one frame may decode to (a migration writes a whole log as one frame)."""
+MAX_FRAME_BYTES = 256 << 20
+"""The largest compressed frame read."""
 
 Header = dict[str, Any]
 OnEvent = Callable[[AnyEvent], object]
@@ -50,26 +57,51 @@ class Batch:
 
 def expand_packed(row: dict[str, Any]) -> Iterator[Other]:
     """The stream-chunk events a v0/v1 packed row stands for, one per chunk."""
-    seq0, time = row.get("seq0"), row.get("time0", 0)
+    seq0, time, deltas = row.get("seq0"), row.get("time0"), row.get("dt")
     if not isinstance(seq0, int):
         return
-    deltas = row.get("dt") or []
+    if not isinstance(deltas, list) or not all(isinstance(d, int) for d in deltas):
+        deltas = []  # not what DSH writes: the row stands for one chunk
     kind = str(row["type"]).removesuffix("s")
     for index in range(len(deltas) + 1):
-        if index:
+        if index and isinstance(time, int):
             time += deltas[index - 1]
         yield Other(type=kind, seq=seq0 + index, time=time if isinstance(time, int) else None)
 
 
-def _split_lines(read: Callable[[int], bytes], size: int) -> Iterator[bytes]:
-    """The newline-terminated lines of a stream read ``size`` bytes at a time, then
-    whatever follows the last newline (empty when the stream ends with one)."""
+def _split_lines(
+    read: Callable[[int], bytes], size: int, limit: int, *, tail: bool
+) -> Iterator[bytes]:
+    """The newline-terminated lines of a stream read ``size`` bytes at a time, then (with
+    ``tail``) whatever follows the last newline. Stops with :class:`_Stop` past ``limit``
+    bytes in all, or at a line longer than :data:`MAX_LINE`, before holding more of it."""
     carry = b""
+    total = 0
     while piece := read(size):
+        total += len(piece)
+        if total > limit:
+            raise _Stop(f"frame decodes to more than {limit >> 20} MiB (the limit)")
         lines = (carry + piece).split(b"\n")
         carry = lines.pop()
-        yield from lines
-    yield carry
+        for line in lines:
+            if len(line) > MAX_LINE:
+                raise _Stop(f"line longer than {MAX_LINE >> 20} MiB (the limit)")
+            yield line
+        if len(carry) > MAX_LINE:
+            raise _Stop(f"line longer than {MAX_LINE >> 20} MiB (the limit)")
+    if tail:
+        yield carry
+
+
+def _whole(line: bytes) -> dict[str, Any]:
+    """Every field of a line (the header, a packed row), as the stdlib path reads it."""
+    try:
+        record = loads_js(line.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        raise _Stop("malformed JSON line") from None
+    if not isinstance(record, dict):
+        raise _Stop("line is not an event object")
+    return record
 
 
 class _Stop(Exception):
@@ -91,9 +123,17 @@ class LogTail:
     def read(self, on_event: OnEvent, on_reset: Callable[[], object]) -> Batch:
         batch = Batch()
         try:
-            with self.path.open("rb") as handle:
-                st = os.fstat(handle.fileno())
+            # Never block: a FIFO (or a device) named like a log would stall a plain open.
+            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            with os.fdopen(fd, "rb") as handle:
+                st = os.fstat(fd)
                 identity = (st.st_dev, st.st_ino)
+                if not stat.S_ISREG(st.st_mode):
+                    if identity != self.identity:
+                        self.identity, self.offset, self.next_seq = identity, 0, 0
+                    batch.error = LogError("not a regular file", offset=0)
+                    self.error = batch.error
+                    return batch
                 if identity != self.identity or st.st_size < self.offset:
                     if self.identity is not None:
                         batch.reset = True
@@ -140,6 +180,9 @@ class LogTail:
             consumed = spans[-1][1] if spans else 0
             del buf[:consumed]
             self.offset += consumed
+            if error is None and len(buf) > MAX_FRAME_BYTES:
+                limit = MAX_FRAME_BYTES >> 20
+                error = LogError(f"frame larger than {limit} MiB (the limit)", offset=self.offset)
             if error is not None:
                 batch.error = error
                 return
@@ -152,22 +195,18 @@ class LogTail:
             yield from decompressor().decompressobj().decompress(frame).split(b"\n")
             return
         with decompressor().stream_reader(frame) as reader:
-            yield from _split_lines(reader.read, OUT_SIZE)  # a last line without its
-            # newline still counts: the frame is complete
+            # the frame is complete: a last line without its newline still counts
+            yield from _split_lines(reader.read, OUT_SIZE, MAX_FRAME, tail=True)
 
     def _read_lines(self, handle: IO[bytes], on_event: OnEvent, batch: Batch) -> None:
         first = self.offset == 0
-        lines = _split_lines(handle.read, READ_SIZE)
-        line = next(lines)
-        for after in lines:  # the bytes after the last newline are not a line yet
-            try:
+        try:  # the bytes after the last newline are not a line yet
+            for line in _split_lines(handle.read, READ_SIZE, 1 << 62, tail=False):
                 self._fold_lines((line,), on_event, batch, first)
-            except _Stop as stop:
-                batch.error = LogError(stop.reason, offset=self.offset, seq=self.next_seq)
-                return
-            first = False
-            self.offset += len(line) + 1
-            line = after
+                first = False
+                self.offset += len(line) + 1
+        except _Stop as stop:
+            batch.error = LogError(stop.reason, offset=self.offset, seq=self.next_seq)
 
     # -- lines --------------------------------------------------------------------------
 
@@ -188,10 +227,10 @@ class LogTail:
             if type(event) is Other:
                 kind = event.type
                 if kind == "session" and first and batch.header is None:
-                    batch.header = loads_js(line)
+                    batch.header = _whole(line)
                     continue
                 if kind in PACKED_TYPES:
-                    row = loads_js(line)
+                    row = _whole(line)
                     if "seq0" in row:
                         for chunk in expand_packed(row):
                             on_event(chunk)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ from dshweb.core.compaction import (
     measured_tokens,
 )
 from dshweb.core.home import LogFile
+from dshweb.core.jsjson import printable
 from dshweb.core.ledger import Ledger, LedgerCollector
 from dshweb.core.meter import SessionMeter, SurfaceNode
 from dshweb.core.pace import PaceCollector
@@ -199,7 +200,11 @@ class SessionSnapshot:
 
 
 def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
+    return printable(value) if isinstance(value, str) else None
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
 def take_snapshot(
@@ -227,17 +232,18 @@ def take_snapshot(
         path = str(tracker.log.path)
     created = header.get("createdAt")
     errors = ([tracker.error] if tracker.error else []) + meter.problems + list(extra_errors)
+    nodes = heapq.nlargest(largest, meter.nodes, key=lambda n: n.tokens)
     return SessionSnapshot(
-        session_id=tracker.session_id,
-        path=path,
-        format_version=int(header.get("version", tracker.log.version)),
+        session_id=printable(tracker.session_id),
+        path=printable(path),
+        format_version=_int(header.get("version"), tracker.log.version),
         cwd=_str(header.get("cwd")),
-        created_at=created if isinstance(created, int) else None,
+        created_at=_int(created, 0) if isinstance(created, int) else None,
         parent_session=_str(header.get("parentSession")),
         origin=_str(header.get("origin")),
         live=live,
-        title=activity.title,
-        model=meter.model,
+        title=_str(activity.title),
+        model=_str(meter.model),
         last_seq=meter.last_seq,
         events=meter.events,
         first_time=activity.first_time,
@@ -251,8 +257,8 @@ def take_snapshot(
         context_breakdown=meter.context_breakdown_view(),
         point=point,
         measured_tokens=measured_tokens(meter),
-        largest_nodes=tuple(heapq.nlargest(largest, meter.nodes, key=lambda n: n.tokens)),
-        errors=tuple(errors),
+        largest_nodes=tuple(replace(n, preview=printable(n.preview)) for n in nodes),
+        errors=tuple(printable(e) for e in errors),
         pace_samples=tracker.pace.samples,
         ledger=tracker.ledger.result(
             meter, threshold=point.threshold_tokens if point is not None else None

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import types
 import typing
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar, Union, get_args, get_origin
 
-__all__ = ["HAVE_MSGSPEC", "Raw", "Struct", "convert"]
+__all__ = ["HAVE_MSGSPEC", "Raw", "SafeInt", "Struct", "convert"]
 
 try:  # pragma: no cover - which branch runs depends on the machine
     import msgspec
@@ -103,14 +103,22 @@ class PlainStruct:
         return f"{type(self).__name__}({inner})"
 
 
+SAFE = 2**53
+"""JavaScript's safe integers: DSH never writes a count past them; a log that does gets
+the field's default instead (and no float overflow further on)."""
+
 if TYPE_CHECKING:
     from msgspec import Raw, Struct
+
+    SafeInt = int
 elif HAVE_MSGSPEC:
     Raw = msgspec.Raw
     Struct = msgspec.Struct
+    SafeInt = Annotated[int, msgspec.Meta(ge=-SAFE, le=SAFE)]
 else:
     Raw = RawValue
     Struct = PlainStruct
+    SafeInt = int
 
 
 _hints: dict[type, dict[str, Any]] = {}
@@ -135,6 +143,8 @@ def _fit(value: Any, hint: Any) -> Any:
     if hint is Raw or hint is RawValue:
         return RawValue(value)
     origin = get_origin(hint)
+    if origin is Annotated:
+        return _fit(value, get_args(hint)[0])
     if origin is Union or origin is types.UnionType:
         for member in get_args(hint):
             try:
@@ -161,8 +171,8 @@ def _fit(value: Any, hint: Any) -> Any:
         if isinstance(value, bool):
             return value
         raise _Unfit
-    if hint is int:
-        if isinstance(value, int) and not isinstance(value, bool):
+    if hint is int:  # SafeInt's range, as msgspec checks it
+        if isinstance(value, int) and not isinstance(value, bool) and -SAFE <= value <= SAFE:
             return value
         raise _Unfit
     if hint is float:

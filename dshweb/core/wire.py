@@ -16,16 +16,16 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Union
 
-from dshweb.core.structs import Raw, Struct
+from dshweb.core.structs import Raw, SafeInt, Struct
 
 # -- records ------------------------------------------------------------------------------
 
 
 class Usage(Struct, rename="camel"):
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_tokens: int | None = None
-    cache_write_tokens: int | None = None
+    input_tokens: SafeInt | None = None
+    output_tokens: SafeInt | None = None
+    cache_read_tokens: SafeInt | None = None
+    cache_write_tokens: SafeInt | None = None
 
 
 class Block(Struct):
@@ -78,8 +78,8 @@ class HeaderData(Struct):
 
 
 class HeaderConfig(Struct, rename="camel"):
-    model: Any = None
-    max_tokens: Any = None
+    model: str | None = None
+    max_tokens: SafeInt | None = None
 
 
 class AdapterDefaults(Struct, rename="camel"):
@@ -88,14 +88,14 @@ class AdapterDefaults(Struct, rename="camel"):
 
 
 class ContextData(Struct, rename="camel"):
-    context_window: Any = None
+    context_window: SafeInt | None = None
 
 
 class ShadowData(Struct, rename="camel"):
     compaction_id: Any = None
     shadowed_range: Range | None = None
-    shadowed_seqs: list[int] | None = None
-    shadowed_token_count: Any = None
+    shadowed_seqs: list[SafeInt] | None = None
+    shadowed_token_count: SafeInt | None = None
     provider: Any = None
     model: Any = None
     usage: Usage | None = None
@@ -135,16 +135,16 @@ class StreamRecord(Struct):
 
 class Event(Struct, tag_field="type", kw_only=True, rename="camel"):
     kind: ClassVar[str] = ""
-    seq: int | None = None
-    time: int | None = None
+    seq: SafeInt | None = None
+    time: SafeInt | None = None
 
 
 class Other(Struct):
     """An event of a type the fold does not read."""
 
     type: str
-    seq: int | None = None
-    time: int | None = None
+    seq: SafeInt | None = None
+    time: SafeInt | None = None
 
     @property
     def kind(self) -> str:

@@ -46,8 +46,14 @@ def ratio(value: float | None) -> str:
 
 @register.filter
 def epoch_ms(value: int | None) -> datetime | None:
-    """DSH event time (epoch milliseconds) → an aware UTC datetime for ``|date``."""
-    return None if value is None else datetime.fromtimestamp(value / 1000, tz=UTC)
+    """DSH event time (epoch milliseconds) → an aware UTC datetime for ``|date``; a time
+    no calendar can show (a log can hold any number) is shown as unknown."""
+    if value is None:
+        return None
+    try:
+        return datetime.fromtimestamp(value / 1000, tz=UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
 
 
 @register.filter
