@@ -90,6 +90,10 @@ DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": DATA_DIR / "db.sqlite3",
+        # Writers queue instead of failing: every transaction takes the write lock when it
+        # begins (a deferred one upgrading under another writer fails at once with
+        # "database is locked"), and waits up to 20 s for it.
+        "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20},
     }
 }
 

@@ -4,6 +4,9 @@ session folded through the dashboard, and a busy session refused."""
 
 from __future__ import annotations
 
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +19,7 @@ from django.test import Client
 from dshweb.core.compact_status import RequestRecord, compact_view, result_line
 from dshweb.core.folds import Fold
 from dshweb.core.ledger import Ledger
+from dshweb.dashboard import compact
 from dshweb.dashboard.models import CompactionRequest, EngineSetting
 from dshweb.dashboard.selectors import home_reading, reset_home_index
 from tests.conftest import FIXTURE_HOMES
@@ -158,10 +162,61 @@ def test_without_an_engine_the_request_fails_with_the_reason(home: Path) -> None
 
 def test_a_second_press_while_one_runs_is_refused(home: Path) -> None:
     client = _user("boss", may_compact=True)
-    CompactionRequest.objects.create(session_id="manual-compact", state="running")
+    CompactionRequest.objects.create(
+        session_id="manual-compact", state="running", owner=compact.process_owner()
+    )
     response = client.post(URL, HTTP_HX_REQUEST="true")
     assert "already running" in response.content.decode()
     assert CompactionRequest.objects.count() == 1
+
+
+def _dead_pid() -> int:
+    """The pid of a real process that has exited."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+@pytest.mark.parametrize("owner", ["dead", "reused pid", "before owners"])
+def test_a_request_a_stopped_dshweb_left_in_flight_is_closed_with_a_reason(
+    home: Path, owner: str
+) -> None:
+    here = compact.process_owner().rsplit(":", 2)
+    recorded = {
+        "dead": f"{here[0]}:{_dead_pid()}:gone",
+        "reused pid": f"{here[0]}:{here[1]}:an-earlier-process",
+        "before owners": "",
+    }[owner]
+    stale = CompactionRequest.objects.create(
+        session_id="manual-compact", state="requested", owner=recorded
+    )
+    client = _user("boss", may_compact=True)
+    response = client.post(URL, HTTP_HX_REQUEST="true")
+    assert "already running" not in response.content.decode()
+    stale.refresh_from_db()
+    assert (stale.state, stale.outcome) == ("failed", "abandoned")
+    assert stale.message.startswith("dshweb stopped while this ran")
+    assert stale.finished_at is not None
+    assert CompactionRequest.objects.count() == 2
+    assert _wait_finished().outcome == "engine_error"  # the new press ran (no engine here)
+
+
+def test_an_engine_that_never_answers_fails_the_press_in_seconds(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("dshweb.engine.client.LOGIN_TIMEOUT", 2.0, raising=False)
+    listener = socket.create_server(("127.0.0.1", 0))  # the kernel accepts; nobody answers
+    try:
+        port = listener.getsockname()[1]
+        monkeypatch.setenv("DSHWEB_ENGINE_URL", f"http://127.0.0.1:{port}/?token=t")
+        started = time.monotonic()
+        _user("boss", may_compact=True).post(URL, HTTP_HX_REQUEST="true")
+        request = _wait_finished(timeout=20)
+    finally:
+        listener.close()
+    assert time.monotonic() - started < 10
+    assert (request.state, request.outcome) == ("failed", "unreachable")
+    assert "does not answer (hung?)" in request.message
 
 
 def test_unknown_session_is_404(home: Path) -> None:

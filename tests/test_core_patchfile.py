@@ -404,7 +404,7 @@ def test_a_failed_write_leaves_the_file_and_no_temp_file(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", refuse)
-    with pytest.raises(OSError):
+    with pytest.raises(PatchError, match="was not written: No space left on device"):
         write_patch_atomically(path, "[]\n", expected_sha256=doc.sha256)
     assert path.read_text() == WEB_PATCH
     assert leftovers(tmp_path) == []

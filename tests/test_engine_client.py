@@ -18,6 +18,7 @@ import json
 import os
 import re
 import signal
+import socket
 import stat
 import threading
 import time
@@ -577,3 +578,92 @@ def test_the_managed_engine_comes_back_after_a_kill_and_stops(
     assert engine.state.phase is EnginePhase.STOPPED and engine.launch_url is None
     engine.stop()
     assert engine.state.phase is EnginePhase.STOPPED and seen[-1].phase is EnginePhase.STOPPED
+
+
+class Trickle:
+    """A real TCP server on 127.0.0.1 that logs in like ``dsh web`` and then answers the
+    API one byte every ``pause`` seconds, for ever (or accepts and says nothing at all)."""
+
+    def __init__(self, *, pause: float = 0.1, silent: bool = False) -> None:
+        self.pause, self.silent = pause, silent
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.listener.getsockname()[1])
+        self.stopped = threading.Event()
+        self.sent = 0
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            head = b""
+            while b"\r\n\r\n" not in head and not self.stopped.is_set():
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                head += chunk
+            if self.silent:
+                self.stopped.wait()
+                return
+            try:
+                if head.startswith(b"GET "):
+                    conn.sendall(
+                        b"HTTP/1.1 303 See Other\r\nlocation: ./\r\n"
+                        b"set-cookie: dsh-auth-x=v1; Path=/\r\ncontent-length: 0\r\n\r\n"
+                    )
+                    return
+                conn.sendall(b"HTTP/1.1 200 OK\r\n")
+                while not self.stopped.wait(self.pause):
+                    conn.sendall(b"x-drip: a\r\n"[self.sent % 11 : self.sent % 11 + 1])
+                    self.sent += 1
+            except OSError:
+                return
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.listener.close()
+
+
+def _finishes_within(seconds: float, call: Callable[[], Any]) -> Any:
+    """``call()``'s result, or an assertion failure when it is still running after
+    ``seconds`` (the call goes on in a daemon thread)."""
+    results: list[Any] = []
+    worker = threading.Thread(target=lambda: results.append(call()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), f"still waiting after {seconds} s"
+    return results[0]
+
+
+def test_an_engine_that_trickles_bytes_still_times_out_by_the_deadline() -> None:
+    server = Trickle(pause=0.1)
+    try:
+        client = EngineClient(url(server.port), timeout=5)
+        started = time.monotonic()
+        outcome = _finishes_within(15, lambda: client.compact("s-1", timeout=1.0))
+        elapsed = time.monotonic() - started
+    finally:
+        server.close()
+    assert outcome.status is CompactStatus.TIMEOUT
+    assert outcome.text.endswith("did not answer within 1 s; the compaction may still finish")
+    assert server.sent >= 5 and elapsed < 3
+
+
+def test_an_engine_that_accepts_but_never_answers_fails_in_seconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("dshweb.engine.client.LOGIN_TIMEOUT", 1.0, raising=False)
+    server = Trickle(silent=True)
+    try:
+        client = EngineClient(url(server.port), timeout=15 * 60)
+        outcome = _finishes_within(15, lambda: client.compact("s-1"))
+    finally:
+        server.close()
+    assert outcome.status is CompactStatus.UNREACHABLE
+    assert "does not answer (hung?)" in outcome.text and TOKEN not in outcome.text

@@ -223,3 +223,18 @@ def test_subscriptions_count_sockets() -> None:
     assert subs.watched("g") is True
     subs.remove("g")
     assert subs.watched("g") is False
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("path", ["/ws/nope/", "/ws/", "/", "/ws/sessions"])
+async def test_an_unknown_socket_path_is_closed_as_not_found(
+    home: Path, cookie: bytes, stop: None, path: str
+) -> None:
+    for headers in ((ORIGIN, (b"cookie", cookie)), (ORIGIN,)):
+        communicator, connected, _ = await _connect(path, *headers)
+        assert connected is True
+        assert await communicator.receive_output(timeout=WAIT) == {
+            "type": "websocket.close",
+            "code": 4404,
+        }
+        await communicator.disconnect()

@@ -321,3 +321,80 @@ def test_preview_speaks_the_installed_plugin_version(home: Path, staff: Client) 
     new = occupancy_line(reading_from_snapshot(snapshot), LineSettings.from_config({}))
     assert old.text != new.text
     assert escape(old.text) in page
+
+
+def _home_files(home: Path) -> dict[str, tuple[str, int]]:
+    """Every file and link of the home: its sha256 (or link target) and mode."""
+    import hashlib
+    import os
+
+    found: dict[str, tuple[str, int]] = {}
+    for folder, dirs, files in os.walk(home):
+        for name in [*dirs, *files]:
+            path = Path(folder) / name
+            info = path.lstat()
+            if path.is_symlink():
+                digest = os.readlink(path)
+            elif path.is_file():
+                digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            else:
+                digest = "dir"
+            found[str(path.relative_to(home))] = (digest, info.st_mode)
+    return found
+
+
+@pytest.mark.dsh
+@needs_dsh
+def test_a_get_of_any_settings_page_changes_nothing_on_disk(home: Path, staff: Client) -> None:
+    # dsh rewrites a cordis.yml that is not its own text each time it composes a profile.
+    (home / "profiles" / "sdk" / "cordis.yml").write_text("# mine, by hand\n[]\n")
+    before = _home_files(home)
+    pages = ["/settings/", "/settings/engine/"]
+    for profile in ("sdk", "web"):
+        pages += [
+            f"/settings/{profile}/{s}/"
+            for s in ("context-truth", "compaction-basic", "tool-result-pruner")
+        ]
+        pages.append(f"/settings/{profile}/history/")
+    for url in pages:
+        assert staff.get(url).status_code == 200, url
+    assert _home_files(home) == before
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "words"),
+    [
+        ("quantumPercent", "9" * 400, "quantumPercent"),
+        ("order", "9" * 400, "order"),
+        ("paceSamples", "1" + "0" * 309, "paceSamples"),
+        ("paceMargin", "1e999", "paceMargin"),
+        ("sha256", "", "__all__"),
+        ("sha256", "x" * 100_000, "__all__"),
+        ("compactionRules", "- " + "x" * 200_000, "compactionRules"),
+    ],
+)
+def test_absurd_input_is_a_field_error_never_a_500(
+    home: Path, staff: Client, key: str, value: str, words: str
+) -> None:
+    url = "/settings/sdk/context-truth/"
+    before = (home / "profiles" / "sdk" / "cordis.patch.yml").read_bytes()
+    response = staff.post(url, _form_data(staff, url, **{key: value}))
+    assert response.status_code == 200
+    errors = response.context["form"].errors
+    assert words in errors, errors
+    assert (home / "profiles" / "sdk" / "cordis.patch.yml").read_bytes() == before
+
+
+def test_a_profile_folder_without_write_permission_is_a_clear_page(
+    home: Path, staff: Client
+) -> None:
+    url = "/settings/sdk/context-truth/"
+    data = _form_data(staff, url, quantumPercent=10)
+    folder = home / "profiles" / "sdk"
+    folder.chmod(0o555)
+    try:
+        response = staff.post(url, data)
+    finally:
+        folder.chmod(0o755)
+    assert response.status_code == 200
+    assert "sdk/ has no write permission (mode 0555)" in response.content.decode()

@@ -27,6 +27,7 @@ FAILURES = {
     "token_rejected": "The DSH engine rejected the launch token; paste a fresh launch URL.",
     "timeout": "The DSH engine did not answer in time",
     "engine_error": "The DSH engine refused",
+    "abandoned": "dshweb stopped while this ran; the session log shows whether DSH folded it.",
 }
 
 
@@ -87,6 +88,6 @@ def compact_view(record: RequestRecord | None, ledger: Ledger | None) -> Compact
         return CompactView("failed", f"The compaction failed: {fold.error}")
     reason = FAILURES.get(record.outcome, "The compaction failed")
     detail = record.message.strip()
-    if record.outcome == "busy" or not detail:
+    if record.outcome in ("busy", "abandoned") or not detail:
         return CompactView("failed", reason)  # DSH's own busy text says the same
     return CompactView("failed", f"{reason.rstrip('.')} — {detail}")

@@ -154,6 +154,12 @@ def _same(value: object, default: Value) -> bool:
     return type(value) in (int, float) and type(default) in (int, float) and value == default
 
 
+MAX_SAFE_INTEGER = 2**53 - 1
+"""Past this JavaScript (DSH) cannot hold a whole number exactly: larger ones are refused."""
+MAX_TEXT = 20_000
+"""The longest text a config value (or one entry of a list) may be, in characters."""
+
+
 def _check(spec: Field, value: object) -> tuple[object, str | None]:
     if value is None:
         if spec.nullable:
@@ -164,6 +170,8 @@ def _check(spec: Field, value: object) -> tuple[object, str | None]:
     if spec.kind is Kind.STRING:
         if not isinstance(value, str) or not value.strip():
             return None, "must be a non-empty text"
+        if len(value) > MAX_TEXT:
+            return None, f"must be at most {MAX_TEXT:,} characters"
         return value, None
     if spec.kind is Kind.CHOICE:
         if value in spec.choices:
@@ -174,11 +182,15 @@ def _check(spec: Field, value: object) -> tuple[object, str | None]:
             return None, "must be a list of texts"
         if not all(isinstance(item, str) and item.strip() for item in value):
             return None, "every entry must be a non-empty text"
+        if sum(len(item) for item in value) > MAX_TEXT:
+            return None, f"must be at most {MAX_TEXT:,} characters in all"
         return list(value), None
     return _check_number(spec, value)
 
 
 def _check_number(spec: Field, value: object) -> tuple[object, str | None]:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
+        return None, f"must be between -{MAX_SAFE_INTEGER} and {MAX_SAFE_INTEGER}"
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None, "must be a number"
     number: int | float = value

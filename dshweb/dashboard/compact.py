@@ -5,6 +5,10 @@ environment, else the stored setting), keeps one request in flight per session, 
 the request off the request thread (a summariser call can take minutes; closing the
 page does not stop it), records every request, and asks the watcher to push the new
 state to open pages.
+
+A request records the process that runs it. One left in flight by a process that is
+gone (a crash, a kill) is closed with a reason when dshweb starts and before any new
+press, so it never blocks the button for ever.
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ import atexit
 import json
 import logging
 import os
+import socket
 import threading
+import uuid
 from dataclasses import asdict
 from pathlib import Path
 
@@ -36,7 +42,12 @@ from dshweb.engine.managed import ManagedEngine
 log = logging.getLogger("dshweb.compact")
 
 COMPACT_TIMEOUT = 15 * 60.0
-"""A summariser call can take minutes; past this the request is reported as timed out."""
+"""A summariser call can take minutes; past this overall deadline the request is reported
+as timed out (an engine that answers nothing at all fails at the login, in seconds)."""
+ABANDONED = "abandoned"
+ABANDONED_TEXT = "dshweb stopped while this ran"
+_PROCESS_TOKEN = uuid.uuid4().hex
+_IN_FLIGHT = (CompactionRequest.State.REQUESTED, CompactionRequest.State.RUNNING)
 MANAGED_START_TIMEOUT = 60.0
 
 
@@ -109,6 +120,51 @@ def _user(user: AbstractBaseUser | AnonymousUser) -> User | None:
     return user if isinstance(user, User) else None
 
 
+def process_owner() -> str:
+    """``host:pid:token`` of this process (the token tells a reused pid apart)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_PROCESS_TOKEN}"
+
+
+def _owner_alive(owner: str) -> bool:
+    if not owner:
+        return False  # recorded before requests named their process
+    host, _, rest = owner.partition(":")
+    pid_text, _, token = rest.partition(":")
+    if host != socket.gethostname():
+        return True  # another machine's process: nothing here can tell
+    if not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid == os.getpid():
+        return token == _PROCESS_TOKEN
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, someone else's
+    return True
+
+
+def close_abandoned_requests() -> int:
+    """Close every in-flight request whose process is gone; returns how many."""
+    stale = [
+        row.pk
+        for row in CompactionRequest.objects.filter(state__in=_IN_FLIGHT).only("pk", "owner")
+        if not _owner_alive(row.owner)
+    ]
+    if not stale:
+        return 0
+    closed = CompactionRequest.objects.filter(pk__in=stale, state__in=_IN_FLIGHT).update(
+        state=CompactionRequest.State.FAILED,
+        outcome=ABANDONED,
+        message=f"{ABANDONED_TEXT}; the session log shows whether DSH folded it",
+        finished_at=timezone.now(),
+    )
+    log.warning("closed %d compaction request(s) left in flight by a stopped dshweb", closed)
+    return closed
+
+
 def request_compaction(
     *,
     session_id: str,
@@ -117,6 +173,7 @@ def request_compaction(
     projected: int | None,
 ) -> CompactionRequest:
     """Record a request and start it in the background; refuses a second one."""
+    close_abandoned_requests()
     with transaction.atomic():
         running = (
             CompactionRequest.objects.select_for_update()
@@ -130,6 +187,7 @@ def request_compaction(
             user=_user(user),
             seq_at_request=seq,
             projected_before=projected,
+            owner=process_owner(),
         )
     _kick(session_id)  # open pages show "requested" at once
     thread = threading.Thread(

@@ -78,6 +78,12 @@ class CompactionRequest(models.Model):
     engine_answer = models.TextField(blank=True, help_text="What the engine answered (JSON).")
     seq_at_request = models.IntegerField(default=-1)
     projected_before = models.IntegerField(null=True, blank=True)
+    owner = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="The dshweb process running it (host:pid:start token); a request whose "
+        "process is gone is closed with a reason.",
+    )
 
     class Meta:
         ordering = ("-requested_at", "-id")

@@ -7,13 +7,22 @@ config values; every rule (bounds, choices, cross-field checks) is the schema's,
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
 from django import forms
 
-from dshweb.core.config_schema import NON_FIELD, Field, Kind, Schema, validate
+from dshweb.core.config_schema import (
+    MAX_SAFE_INTEGER,
+    MAX_TEXT,
+    NON_FIELD,
+    Field,
+    Kind,
+    Schema,
+    validate,
+)
 from dshweb.core.dshyaml import JsExpr
 
 
@@ -21,10 +30,14 @@ def _form_field(spec: Field) -> forms.Field:
     common: dict[str, Any] = {"help_text": spec.help, "label": spec.key}
     if spec.kind is Kind.BOOL:
         return forms.BooleanField(required=False, **common)
+    # Bounds keep absurd input (a 400-digit number) a field error, not an overflow.
+    low, high = -MAX_SAFE_INTEGER, MAX_SAFE_INTEGER
     if spec.kind is Kind.INT:
-        return forms.IntegerField(required=not spec.nullable, **common)
+        return forms.IntegerField(
+            required=not spec.nullable, min_value=low, max_value=high, **common
+        )
     if spec.kind is Kind.FLOAT:
-        return forms.FloatField(required=not spec.nullable, **common)
+        return forms.FloatField(required=not spec.nullable, min_value=low, max_value=high, **common)
     if spec.kind is Kind.CHOICE:
         return forms.ChoiceField(choices=[(c, c) for c in spec.choices], **common)
     if spec.kind is Kind.STRINGS:
@@ -32,22 +45,33 @@ def _form_field(spec: Field) -> forms.Field:
             required=False,
             widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
             strip=False,
+            max_length=MAX_TEXT,
             **common,
         )
-    return forms.CharField(required=False, **common)
+    return forms.CharField(required=False, max_length=MAX_TEXT, **common)
+
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class ConfigForm(forms.Form):
     """A plugin row's config; ``schema`` is set on each generated subclass."""
 
     schema: Schema
-    sha256 = forms.CharField(widget=forms.HiddenInput)
+    sha256 = forms.CharField(widget=forms.HiddenInput, required=False, max_length=64)
     """The patch file's hash when the form was shown: a save checks it has not changed."""
-    base_text = forms.CharField(widget=forms.HiddenInput, required=False, strip=False)
+    base_text = forms.CharField(
+        widget=forms.HiddenInput, required=False, strip=False, max_length=2_000_000
+    )
     """The file as shown, so a refused save can show what changed on disk since."""
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
+        if not _SHA256.fullmatch(str(cleaned.get("sha256") or "")):
+            # A hidden field: its error is shown with the form's own errors.
+            self.add_error(
+                None, "The form lost the file's version; reload the page and save again."
+            )
         raw = {
             spec.key: _config_value(spec, cleaned[spec.key])
             for spec in self.schema.fields

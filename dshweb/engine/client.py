@@ -16,6 +16,10 @@ Contract:
   its ``session.lock`` until the engine exits. :meth:`EngineClient.check` calls
   ``session/list``, which DSH describes as "Read all visible Session rows without
   resuming an Agent": it names no session and writes nothing.
+- Every call has an overall deadline, not a per-read timeout: a watchdog shuts the
+  socket when it passes, so an engine that trickles one byte a second still times out.
+  The login (instant on a live engine) gets at most :data:`LOGIN_TIMEOUT`: an engine
+  that accepts connections but answers nothing is reported in seconds.
 - Thread-safe: one HTTP connection per call; the cookie is guarded by a lock.
 """
 
@@ -25,10 +29,12 @@ import http.client
 import ipaddress
 import json
 import re
+import socket
 import threading
 import time
 import uuid
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -47,6 +53,8 @@ NO_COMMAND = "dshweb/no-command"
 UNEXPECTED = "dshweb/unexpected-answer"
 _METHOD = re.compile(r"[A-Za-z][\w-]*/[A-Za-z][\w/-]*")
 _EXCERPT = 200
+LOGIN_TIMEOUT = 10.0
+"""Longest wait for the token login, whatever the call's own deadline."""
 
 
 class EngineError(DshError):
@@ -216,15 +224,38 @@ class EngineClient:
         *,
         body: bytes | None = None,
         headers: Mapping[str, str],
-        timeout: float,
+        deadline: float,
+        budget: float,
     ) -> _Answer:
-        conn = http.client.HTTPConnection(self._target.host, self._target.port, timeout=timeout)
+        """One HTTP exchange that ends by ``deadline`` (``time.monotonic()``), whatever the
+        engine does; ``budget`` is the whole call's allowance, for the message."""
+        remaining = deadline - time.monotonic()
+        late = f"{self.base_url} did not answer within {budget:g} s"
+        if remaining <= 0:
+            raise EngineTimeout(late)
+        conn = http.client.HTTPConnection(self._target.host, self._target.port, timeout=remaining)
+        expired = threading.Event()
+
+        def expire() -> None:  # wakes a read that is still trickling in
+            expired.set()
+            sock = conn.sock
+            if isinstance(sock, socket.socket):
+                with suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+        watchdog = threading.Timer(remaining, expire)
+        watchdog.daemon = True
+        watchdog.start()
         try:
             try:
                 conn.connect()
             except TimeoutError as error:
                 raise EngineUnreachable(f"{self.base_url} did not accept a connection") from error
             except OSError as error:
+                if expired.is_set():
+                    raise EngineUnreachable(
+                        f"{self.base_url} did not accept a connection"
+                    ) from error
                 reason = error.strerror or type(error).__name__
                 raise EngineUnreachable(f"cannot connect to {self.base_url}: {reason}") from error
             try:
@@ -232,27 +263,40 @@ class EngineClient:
                 response = conn.getresponse()
                 raw = response.read()
             except TimeoutError as error:
-                raise EngineTimeout(
-                    f"{self.base_url} did not answer within {timeout:g} s"
-                ) from error
+                raise EngineTimeout(late) from error
             except OSError as error:  # before HTTPException: RemoteDisconnected is both
+                if expired.is_set():
+                    raise EngineTimeout(late) from error
                 reason = error.strerror or type(error).__name__
                 raise EngineUnreachable(
                     f"{self.base_url} broke the connection: {reason}"
                 ) from error
             except http.client.HTTPException as error:
+                if expired.is_set():
+                    raise EngineTimeout(late) from error
                 raise NotDsh(
                     f"{self.base_url} did not answer in HTTP ({type(error).__name__})"
                 ) from error
+            if expired.is_set():  # a body read to the end of a shut socket is cut short
+                raise EngineTimeout(late)
         finally:
+            watchdog.cancel()
             conn.close()
         cookies = tuple(response.headers.get_all("set-cookie") or ())
         return _Answer(status=response.status, cookies=cookies, body=raw)
 
-    def _login(self, timeout: float) -> str:
+    def _login(self, deadline: float) -> str:
         """``GET /?token=…``; returns the ``dsh-auth-…=…`` cookie pair."""
         path = f"{self._target.path}?token={quote(self._target.token, safe='')}"
-        answer = self._send("GET", path, headers={}, timeout=timeout)
+        budget = min(deadline - time.monotonic(), LOGIN_TIMEOUT)
+        try:
+            answer = self._send(
+                "GET", path, headers={}, deadline=time.monotonic() + budget, budget=budget
+            )
+        except EngineTimeout as error:  # nothing was asked of it yet
+            raise EngineUnreachable(
+                f"{error}: the engine accepts connections but does not answer (hung?)"
+            ) from error
         if answer.status == 401:
             raise TokenRejected(
                 "the engine refused the launch token (HTTP 401); it changes every time "
@@ -269,10 +313,10 @@ class EngineClient:
             "not dsh web's 303 and cookie"
         )
 
-    def _cookie_for(self, timeout: float, *, fresh: bool = False) -> str:
+    def _cookie_for(self, deadline: float, *, fresh: bool = False) -> str:
         with self._lock:
             if self._cookie is None or fresh:
-                self._cookie = self._login(timeout)
+                self._cookie = self._login(deadline)
             return self._cookie
 
     def _forget(self, cookie: str) -> None:
@@ -291,6 +335,7 @@ class EngineClient:
         if not _METHOD.fullmatch(method):
             raise ValueError(f"not an API method name: {method!r}")
         wait = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + wait
         rpc_id = str(uuid.uuid4())
         body = json.dumps(
             {
@@ -302,13 +347,14 @@ class EngineClient:
         ).encode()
         answer: _Answer | None = None
         for attempt in range(2):
-            cookie = self._cookie_for(wait)
+            cookie = self._cookie_for(deadline)
             answer = self._send(
                 "POST",
                 f"/api/{method}",
                 body=body,
                 headers={"content-type": "application/json", "cookie": cookie},
-                timeout=wait,
+                deadline=deadline,
+                budget=wait,
             )
             if answer.status != 401:
                 break
@@ -361,7 +407,7 @@ class EngineClient:
             return ConnectionCheck(status, detail, sessions, time.monotonic() - started)
 
         try:
-            self._cookie_for(self.timeout, fresh=True)
+            self._cookie_for(time.monotonic() + self.timeout, fresh=True)
             value = self.rpc("session/list", {"_request": {}})
         except (EngineUnreachable, EngineTimeout) as error:
             return done(ConnectionStatus.UNREACHABLE, str(error))

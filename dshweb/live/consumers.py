@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from channels.generic.websocket import AsyncWebsocketConsumer
+from channels.generic.websocket import AsyncWebsocketConsumer, WebsocketConsumer
 
 from dshweb.dashboard import fragments
 from dshweb.dashboard.selectors import shared_home
@@ -82,3 +82,12 @@ class SessionConsumer(_PageConsumer):
         if snapshot is None:
             return fragments.session_gone_html()
         return fragments.session_html(snapshot, reading.readings[self.session_id])
+
+
+class UnknownPathConsumer(WebsocketConsumer):
+    """Any other socket path: accepted, then closed with "not found" (a refused handshake
+    would be retried as a network error, and no route at all is a traceback)."""
+
+    def connect(self) -> None:
+        self.accept()
+        self.close(code=NOT_FOUND)

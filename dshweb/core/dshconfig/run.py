@@ -6,6 +6,11 @@ inside a timeout; any failure (not found, timed out, non-zero exit, output that 
 what was asked for) raises :class:`DshConfigError` carrying what ``dsh`` said on
 stderr without the JavaScript stack. A profile folder that does not exist is an error
 unless ``create=True`` lets ``dsh`` create a shipped profile.
+
+Reading changes nothing on disk: ``dsh`` rewrites a profile's ``cordis.yml`` (and may
+write other files of the profile) whenever it composes it, so without ``create=True``
+it runs on a scratch home: the profile's own files copied, everything else (patch
+files, folders, the rest of the home) linked, so the layers it names are the real ones.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +70,31 @@ def _run_dsh(
     return done.stdout, done.stderr
 
 
+PATCH_FILE = "cordis.patch.yml"
+
+
+@contextmanager
+def _reading_home(home: Path, profile: str, *, create: bool) -> Iterator[Path]:
+    """The home ``dsh`` may run on: ``home`` itself with ``create=True``, else a scratch
+    home where only links and copies can be written to (removed afterwards)."""
+    if create:
+        yield home
+        return
+    with tempfile.TemporaryDirectory(prefix="dshweb-dsh-") as scratch:
+        root = Path(scratch)
+        for entry in home.iterdir():
+            if entry.name != "profiles":
+                (root / entry.name).symlink_to(entry)
+        source, target = home / "profiles" / profile, root / "profiles" / profile
+        target.mkdir(parents=True)
+        for entry in source.iterdir():
+            if entry.is_file() and not entry.is_symlink() and entry.name != PATCH_FILE:
+                shutil.copy2(entry, target / entry.name)
+            else:
+                (target / entry.name).symlink_to(entry)
+        yield root  # dsh names the layers it read under this root: the callers map it back
+
+
 def _profile_dir(home: Path, profile: str, *, create: bool) -> Path:
     folder = home / "profiles" / profile
     if not create and not folder.is_dir():
@@ -89,7 +121,9 @@ def dump_config(
     args = ["--profile", profile, "--dump-config"]
     for patch in patches:
         args += ["--patch", str(patch)]
-    out, err = _run_dsh(dsh, home, args, timeout)
+    with _reading_home(home, profile, create=create) as where:
+        out, err = _run_dsh(dsh, where, args, timeout)
+    out, err = out.replace(str(where), str(home)), err.replace(str(where), str(home))
     warnings = [line.strip() for line in err.splitlines() if line.strip()]
     return parse_dump(out, warnings=warnings, profile=profile)
 
@@ -106,7 +140,9 @@ def dump_config_schema(
     """
     _profile_dir(home, profile, create=create)
     args = ["--profile", profile, "--dump-config-schema"]
-    out, err = _run_dsh(dsh, home, args, timeout, any_exit=True)
+    with _reading_home(home, profile, create=create) as where:
+        out, err = _run_dsh(dsh, where, args, timeout, any_exit=True)
+    out, err = out.replace(str(where), str(home)), err.replace(str(where), str(home))
     try:
         schema = json.loads(out)
     except ValueError as error:

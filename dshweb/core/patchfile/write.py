@@ -16,6 +16,7 @@ import tempfile
 from contextlib import suppress
 from pathlib import Path
 
+from dshweb.core.patchfile.lock import folder_refusal, patch_file_lock
 from dshweb.core.patchfile.parse import PatchError, sha256_hex
 
 NEW_FILE_MODE = 0o644
@@ -47,6 +48,16 @@ def write_patch_atomically(path: Path, new_text: str, *, expected_sha256: str) -
     temp file. The sha256 is checked again just before the swap, so only a writer
     racing inside that last instant can be missed.
     """
+    if (reason := folder_refusal(path)) is not None:
+        raise PatchError(reason)
+    try:
+        with patch_file_lock(path):  # one writer at a time: the compare-and-swap holds
+            _swap(path, new_text, expected_sha256)
+    except OSError as error:
+        raise PatchError(f"{path.name} was not written: {error.strerror or error}") from error
+
+
+def _swap(path: Path, new_text: str, expected_sha256: str) -> None:
     target = Path(os.path.realpath(path))
     current, exists = _current(target)
     _check_unchanged(path, current, expected_sha256)
