@@ -1,8 +1,8 @@
 """ASGI entry point: Django for HTTP, Channels for the dashboard's WebSockets.
 
-Sockets pass the allowed-hosts origin check and Django's session login before any
-consumer runs. The home watcher starts on the server's event loop with the first
-connection of any kind.
+Sockets pass the exact origin check (:mod:`dshweb.live.origin`: scheme, host and port of
+this server) and Django's session login before any consumer runs. The home watcher
+starts on the server's event loop with the first connection of any kind.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ django_asgi = get_asgi_application()  # sets Django up before the imports below
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from dshweb.live.origin import SameOriginValidator  # noqa: E402
 from dshweb.live.routing import websocket_urlpatterns  # noqa: E402
 from dshweb.live.startup import StartLiveServices  # noqa: E402
 
@@ -25,9 +25,7 @@ application = StartLiveServices(
     ProtocolTypeRouter(
         {
             "http": django_asgi,
-            "websocket": AllowedHostsOriginValidator(
-                AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-            ),
+            "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
         }
     )
 )

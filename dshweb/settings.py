@@ -13,12 +13,14 @@ import secrets
 
 import django_stubs_ext
 
-from dshweb import environment
+from dshweb import environment, private_data
 
 django_stubs_ext.monkeypatch()  # ModelAdmin[Model] and friends at run time
 
 BASE_DIR = environment.BASE_DIR
 DATA_DIR = environment.data_dir()
+# 0700 folder, 0600 secrets (shared hosts); the app logs what had to be tightened.
+DATA_DIR_PRIVACY_CHANGES = private_data.make_private(DATA_DIR)
 
 
 def _secret_key() -> str:
@@ -28,10 +30,11 @@ def _secret_key() -> str:
     try:
         return path.read_text().strip()
     except FileNotFoundError:
-        DATA_DIR.mkdir(parents=True, exist_ok=True)
         key = secrets.token_urlsafe(50)
-        path.touch(mode=0o600)
-        path.write_text(key)
+        try:
+            private_data.write_secret(path, key)
+        except FileExistsError:  # another process made it first
+            return path.read_text().strip()
         return key
 
 

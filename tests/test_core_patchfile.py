@@ -20,6 +20,7 @@ from dshweb.core.patchfile import (
     EMPTY_SHA256,
     PatchConflict,
     PatchError,
+    PatchNotWritable,
     PatchSyntaxError,
     find_row,
     load_entry_list,
@@ -28,6 +29,7 @@ from dshweb.core.patchfile import (
     set_row_config,
     unified_diff,
     write_patch_atomically,
+    write_refusal,
 )
 
 PATCHES = Path(__file__).resolve().parent / "fixtures" / "patches"
@@ -410,15 +412,54 @@ def test_a_failed_write_leaves_the_file_and_no_temp_file(
     assert leftovers(tmp_path) == []
 
 
-def test_a_symlinked_file_is_written_through(tmp_path: Path) -> None:
-    real = tmp_path / "dotfiles" / "web.patch.yml"
+def test_a_symlinked_file_is_refused_and_its_target_kept(tmp_path: Path) -> None:
+    real = tmp_path / "outside" / "web.patch.yml"
     real.parent.mkdir()
     real.write_text(WEB_PATCH)
-    link = tmp_path / "cordis.patch.yml"
+    link = tmp_path / "home" / "cordis.patch.yml"
+    link.parent.mkdir()
     link.symlink_to(real)
     doc = read_patch(link)
-    write_patch_atomically(link, "[]\n", expected_sha256=doc.sha256)
-    assert link.is_symlink() and real.read_text() == "[]\n"
+    with pytest.raises(PatchNotWritable, match="is a symbolic link"):
+        write_patch_atomically(link, "[]\n", expected_sha256=doc.sha256)
+    assert link.is_symlink() and real.read_text() == WEB_PATCH
+    assert leftovers(tmp_path / "home") == [] and leftovers(real.parent) == []
+
+
+def test_a_dangling_symlink_is_refused_and_nothing_created(tmp_path: Path) -> None:
+    link = tmp_path / "cordis.patch.yml"
+    link.symlink_to(tmp_path / "elsewhere" / "made.yml")
+    (tmp_path / "elsewhere").mkdir()
+    doc = read_patch(link)
+    assert not doc.exists
+    with pytest.raises(PatchNotWritable, match="is a symbolic link"):
+        write_patch_atomically(link, "[]\n", expected_sha256=doc.sha256)
+    assert list((tmp_path / "elsewhere").iterdir()) == []
+    assert link.is_symlink() and leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize("mode", [0o444, 0o400, 0o000])
+def test_a_read_only_file_is_refused(tmp_path: Path, mode: int) -> None:
+    path = tmp_path / "cordis.patch.yml"
+    path.write_text(WEB_PATCH)
+    doc = read_patch(path)
+    os.chmod(path, mode)  # the tests run as root, where only the mode bits can tell
+    with pytest.raises(PatchNotWritable, match=f"read-only \\(mode {mode:04o}\\)"):
+        write_patch_atomically(path, "[]\n", expected_sha256=doc.sha256)
+    assert stat.S_IMODE(path.stat().st_mode) == mode
+    os.chmod(path, 0o644)
+    assert path.read_text() == WEB_PATCH and leftovers(tmp_path) == []
+
+
+def test_write_refusal(tmp_path: Path) -> None:
+    path = tmp_path / "cordis.patch.yml"
+    assert write_refusal(path) is None  # missing: created on save
+    path.write_text("[]\n")
+    os.chmod(path, 0o200)  # writable by its owner only: allowed
+    assert write_refusal(path) is None
+    folder = tmp_path / "folder.yml"
+    folder.mkdir()
+    assert "not a regular file" in str(write_refusal(folder))
 
 
 def test_unified_diff() -> None:

@@ -30,6 +30,8 @@ from tests.logbuilder import frames_of
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
+HOST = (b"host", b"127.0.0.1:8000")
+"""The server's own address, as a browser sends it with the handshake."""
 SOURCE = FIXTURE_HOMES / "auto-compact"
 WAIT = 10.0
 
@@ -75,6 +77,8 @@ def _rest_of_log(home: Path) -> tuple[Path, list[bytes]]:
 async def _connect(
     path: str, *headers: tuple[bytes, bytes]
 ) -> tuple[WebsocketCommunicator, bool, Any]:
+    if not any(name == b"host" for name, _ in headers):
+        headers = (HOST, *headers)
     communicator = WebsocketCommunicator(application, path, headers=list(headers))
     connected, code = await communicator.connect(timeout=WAIT)
     return communicator, connected, code

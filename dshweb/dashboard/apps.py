@@ -1,9 +1,35 @@
 from __future__ import annotations
 
+import logging
+from pathlib import Path
+from typing import Any
+
 from django.apps import AppConfig
+from django.conf import settings
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.signals import connection_created
+
+from dshweb.private_data import make_file_private
+
+log = logging.getLogger("dshweb.privacy")
 
 
 class DashboardConfig(AppConfig):
     name = "dshweb.dashboard"
     label = "dashboard"
     verbose_name = "DSH dashboard"
+
+    def ready(self) -> None:
+        # Settings tightened the data folder before logging was set up: say so now.
+        for change in getattr(settings, "DATA_DIR_PRIVACY_CHANGES", ()):
+            log.warning("data folder made private to its owner: %s", change)
+        connection_created.connect(_private_database, dispatch_uid="dshweb-private-database")
+
+
+def _private_database(sender: Any, connection: BaseDatabaseWrapper, **kwargs: Any) -> None:
+    """SQLite creates the database file with the umask's mode: make it 0600 at once."""
+    name = connection.settings_dict.get("NAME")
+    if connection.vendor != "sqlite" or not name or str(name) == ":memory:":
+        return
+    if change := make_file_private(Path(name)):
+        log.warning("database made private to its owner: %s", change)

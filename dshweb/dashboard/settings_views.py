@@ -29,7 +29,14 @@ from dshweb.core.dshconfig import context_truth_presence, dump_config, find_dsh,
 from dshweb.core.errors import DshError
 from dshweb.core.occupancy import occupancy_line, reading_from_snapshot
 from dshweb.core.occupancy_settings import LineSettings, wording_for
-from dshweb.core.patchfile import PatchConflict, read_patch, row_config, unified_diff
+from dshweb.core.patchfile import (
+    PatchConflict,
+    PatchNotWritable,
+    read_patch,
+    row_config,
+    unified_diff,
+    write_refusal,
+)
 from dshweb.core.profiles import WEB_APP_BUNDLE, profile_bundles
 from dshweb.core.truth_settings import SCHEMAS
 from dshweb.dashboard import compact, patches
@@ -125,6 +132,7 @@ def settings_row(request: HttpRequest, profile: str, section: str) -> HttpRespon
     fixed = fixed_values(schema, current)
     form_class = config_form(schema)
     unreachable = targets.reason if targets is not None else None
+    unwritable = write_refusal(path)  # a link or a read-only file: said before any save
     conflict = None
     if request.method == "POST" and unreachable is None:
         form = form_class(request.POST)
@@ -156,6 +164,8 @@ def settings_row(request: HttpRequest, profile: str, section: str) -> HttpRespon
                 conflict = unified_diff(
                     form.cleaned_data.get("base_text", ""), changed.current_text, path.name
                 )
+            except PatchNotWritable as refused:
+                unwritable = str(refused)
             except DshError as problem:
                 form.add_error(None, str(problem))
             else:
@@ -188,6 +198,7 @@ def settings_row(request: HttpRequest, profile: str, section: str) -> HttpRespon
             "in_file": current is not None,
             "unreachable": unreachable,
             "conflict": conflict,
+            "unwritable": unwritable,
             "sessions": shots,
             "preview": section == "context-truth",
             "presence": presence,

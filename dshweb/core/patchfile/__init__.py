@@ -10,7 +10,8 @@ Contract:
   changed), every other byte stays. The result is parsed again and compared with the
   old rows; if anything but that config would change, it raises instead of returning.
 - :func:`write_patch_atomically` is a compare-and-swap on the sha256: a file that
-  changed since it was read is left alone and reported with its current text.
+  changed since it was read is left alone and reported with its current text; a
+  symbolic link or a read-only file is refused with the reason (:func:`write_refusal`).
 
 Parsing follows YAML 1.2 like DSH's own loader (``yes`` is a string); new strings that
 YAML 1.1 would read as something else are quoted anyway.
@@ -40,8 +41,10 @@ from dshweb.core.patchfile.parse import (
 from dshweb.core.patchfile.write import (
     NEW_FILE_MODE,
     PatchConflict,
+    PatchNotWritable,
     unified_diff,
     write_patch_atomically,
+    write_refusal,
 )
 
 __all__ = [
@@ -53,6 +56,7 @@ __all__ = [
     "PatchConflict",
     "PatchDocument",
     "PatchError",
+    "PatchNotWritable",
     "PatchRow",
     "PatchSyntaxError",
     "find_row",
@@ -62,4 +66,5 @@ __all__ = [
     "set_row_config",
     "unified_diff",
     "write_patch_atomically",
+    "write_refusal",
 ]

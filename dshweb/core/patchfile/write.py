@@ -3,8 +3,10 @@
 Contract: :func:`write_patch_atomically` is a compare-and-swap on the sha256 that
 :func:`~dshweb.core.patchfile.parse.read_patch` reported: a file that changed since it
 was read is left alone and reported as :class:`PatchConflict` with its current text;
-otherwise the new text replaces it whole or not at all. :func:`unified_diff` renders
-the change as ``diff -u`` does.
+otherwise the new text replaces it whole or not at all. A file that is a symbolic link
+(dangling or not) or that has no write bit is never written: :func:`write_refusal`
+says why, and the write raises :class:`PatchNotWritable` with that reason before
+anything is created. :func:`unified_diff` renders the change as ``diff -u`` does.
 """
 
 from __future__ import annotations
@@ -32,6 +34,40 @@ class PatchConflict(PatchError):
         self.current_sha256 = current_sha256
 
 
+class PatchNotWritable(PatchError):
+    """The file must not be replaced from here; the message says why. Nothing was written."""
+
+
+def write_refusal(path: Path) -> str | None:
+    """Why ``path`` must not be written from here, or None when it may be.
+
+    A symbolic link is refused whatever it points to: writing through it would change
+    (or, dangling, create) a file elsewhere, possibly outside the DSH home. A file
+    without any write bit is refused: its owner marked it read-only, and a replace
+    would override that (the folder's permission allows a rename, and root ignores
+    the file's own mode). The mode bits are read, not the effective access.
+    """
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(info.st_mode):
+        return (
+            f"{path.name} is a symbolic link (to {os.readlink(path)}); dshweb does not write "
+            "through links, as that would change a file elsewhere. Replace the link with the "
+            "file itself to save from here."
+        )
+    if not stat.S_ISREG(info.st_mode):
+        return f"{path.name} is not a regular file; nothing was written."
+    mode = stat.S_IMODE(info.st_mode)
+    if not mode & 0o222:
+        return (
+            f"{path.name} is read-only (mode {mode:04o}); nothing was written. Make it "
+            "writable (chmod u+w) to save from here."
+        )
+    return None
+
+
 def _current(path: Path) -> tuple[bytes, bool]:
     try:
         return path.read_bytes(), True
@@ -42,12 +78,15 @@ def _current(path: Path) -> tuple[bytes, bool]:
 def write_patch_atomically(path: Path, new_text: str, *, expected_sha256: str) -> None:
     """Replace ``path`` with ``new_text`` unless it changed since it was read.
 
-    A symlinked file is written through to its target. The new file keeps the old
-    one's mode (0644 when created); it appears whole or not at all (temp file in the
-    same folder, fsync, ``os.replace``, fsync of the folder); a failed write leaves no
-    temp file. The sha256 is checked again just before the swap, so only a writer
-    racing inside that last instant can be missed.
+    Raises :class:`PatchNotWritable` for a symbolic link or a read-only file
+    (:func:`write_refusal`). The new file keeps the old one's mode (0644 when created);
+    it appears whole or not at all (temp file in the same folder, fsync, ``os.replace``,
+    fsync of the folder); a failed write leaves no temp file. The sha256 is checked
+    again just before the swap, so only a writer racing inside that last instant can be
+    missed; the swap replaces the folder entry itself, never a link's target.
     """
+    if (reason := write_refusal(path)) is not None:
+        raise PatchNotWritable(reason)
     if (reason := folder_refusal(path)) is not None:
         raise PatchError(reason)
     try:
@@ -58,7 +97,7 @@ def write_patch_atomically(path: Path, new_text: str, *, expected_sha256: str) -
 
 
 def _swap(path: Path, new_text: str, expected_sha256: str) -> None:
-    target = Path(os.path.realpath(path))
+    target = path
     current, exists = _current(target)
     _check_unchanged(path, current, expected_sha256)
     mode = stat.S_IMODE(target.stat().st_mode) if exists else NEW_FILE_MODE
