@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_HOMES = REPO / "tests" / "fixtures" / "homes"
 CORPUS_HOME = Path(os.environ.get("DSHWEB_CORPUS_HOME") or REPO.parent / "shared/corpus/home")
-BIG_HOME = REPO / "bench" / "data" / "big-home"  # made by regenerate.py --big; not committed
+BIG_HOME = REPO / "bench" / "data" / "big-home"  # made by bench/make_big_home.py; not committed
 
 
 def all_homes() -> list[Path]:
@@ -38,3 +41,24 @@ def session_log_paths(home: Path) -> list[Path]:
     from dshweb.core.home import session_logs
 
     return [log.path for log in session_logs(home)]
+
+
+def run_python(
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120,
+    check: bool = False,
+    umask: int = -1,
+) -> subprocess.CompletedProcess[str]:
+    """This interpreter run on ``args`` in the checkout, in a child process, its output
+    captured as text."""
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=check,
+        umask=umask,
+    )

@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from io import StringIO
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from django.core.management import call_command
 from dshweb.cli.snapshot import snapshots
 from dshweb.core.home import encode_segment
 from dshweb.core.reader import LogTail
-from tests.conftest import REPO, all_homes, host_caches
+from tests.conftest import all_homes, host_caches, run_python
 
 REQUIRED = {
     "sessionId",
@@ -44,15 +43,7 @@ def _snapshot(*args: str) -> list[dict[str, Any]]:
 
 def _manage(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``manage.py dsh_snapshot ARGS`` in a child process, to see its exit code and streams."""
-    return subprocess.run(
-        [sys.executable, "manage.py", "dsh_snapshot", *args],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-        env=env,
-    )
+    return run_python("manage.py", "dsh_snapshot", *args, env=env, timeout=60)
 
 
 @pytest.fixture
@@ -167,12 +158,5 @@ def test_the_command_starts_without_django(tmp_path: Path) -> None:
         "\ntry:\n    runpy.run_path('manage.py', run_name='__main__')\nexcept SystemExit:\n    pass"
         "\nprint(sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'daphne')))"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", probe, str(tmp_path)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
+    result = run_python("-c", probe, str(tmp_path), timeout=60, check=True)
     assert result.stdout.splitlines() == ["[]", "[]"]

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +14,7 @@ from dshweb.core.home import LogFile
 from dshweb.core.session import SessionTracker
 from dshweb.core.structs import HAVE_MSGSPEC
 from dshweb.core.wire import CompactionPrune, Other, UserMessage
-from tests.conftest import REPO, all_homes, session_log_paths
+from tests.conftest import all_homes, run_python, session_log_paths
 
 LOGS = [path for home in all_homes() for path in session_log_paths(home)]
 
@@ -105,14 +103,7 @@ print(json.dumps(out))
 
 def test_without_msgspec_the_same_numbers() -> None:
     logs = [str(p) for p in LOGS]
-    done = subprocess.run(
-        [sys.executable, "-c", _WITHOUT_MSGSPEC, *logs],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-    )
+    done = run_python("-c", _WITHOUT_MSGSPEC, *logs, timeout=300, check=True)
     found = json.loads(done.stdout)
     for name in logs:
         tracker = _fold(Path(name))

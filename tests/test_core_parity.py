@@ -235,19 +235,10 @@ def test_views_follow_from_host_state(home: Path, session_id: str, rows: dict[st
     index = HomeIndex(home, stop_after_seq=seq)
     index.refresh()
     (shot,) = [s for s in index.snapshots() if s.session_id == session_id]
-    pressure = rows["contextPressure"]["val"]
-    expected_pressure = {"contextWindow": pressure["contextWindow"]}
-    if "pressureTokens" in pressure:
-        expected_pressure["pressureTokens"] = pressure["pressureTokens"]
-        expected_pressure["projectedTokens"] = max(
-            0,
-            pressure["pressureTokens"]
-            + pressure["surfaceTokens"]
-            - pressure["sampledSurfaceTokens"],
-        )
-    assert shot.context_pressure == expected_pressure
-    assert shot.token_usage == rows["tokenUsage"]["val"]["totals"]
-    assert shot.context_breakdown == rows["contextBreakdown"]["val"]["breakdown"]
+    expected = _views({key: rows[key]["val"] for key in PROJECTIONS})
+    assert shot.context_pressure == expected["contextPressure"]
+    assert shot.token_usage == expected["tokenUsage"]
+    assert shot.context_breakdown == expected["contextBreakdown"]
     assert shot.last_seq == seq
 
 

@@ -8,14 +8,13 @@ import json
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from dshweb import environment
 from dshweb.environment import ConfigurationError, HttpsSetup, https_setup, trusted_origins
-from tests.conftest import REPO
+from tests.conftest import run_python
 
 HTTPS_SETTINGS = (
     "CSRF_TRUSTED_ORIGINS",
@@ -104,24 +103,12 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     }
 
 
-def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
 def _settings(env: dict[str, str]) -> dict[str, object]:
     code = (
         "import django, json; django.setup(); from django.conf import settings; "
         f"print(json.dumps({{n: getattr(settings, n) for n in {HTTPS_SETTINGS!r}}}))"
     )
-    done = _run(["-c", code], env)
+    done = run_python("-c", code, env=env)
     assert done.returncode == 0, done.stderr
     loaded = json.loads(done.stdout)
     assert isinstance(loaded, dict)
@@ -153,7 +140,7 @@ def test_behind_a_tls_proxy_settings(tmp_path: Path) -> None:
 
 
 def _check_deploy(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return _run(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], env)
+    return run_python("manage.py", "check", "--deploy", "--fail-level", "WARNING", env=env)
 
 
 def test_check_deploy_is_clean_behind_a_tls_proxy(tmp_path: Path) -> None:

@@ -10,11 +10,10 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 from dshweb.private_data import make_private
-from tests.conftest import REPO
+from tests.conftest import run_python
 
 
 def _manage(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -25,16 +24,7 @@ def _manage(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
         "DSHWEB_NO_DEMO": "1",
         "DJANGO_SETTINGS_MODULE": "dshweb.settings",
     }
-    done = subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        umask=0o022,
-    )
+    done = run_python("manage.py", *args, env=env, umask=0o022)
     assert done.returncode == 0, done.stderr
     return done
 

@@ -17,8 +17,6 @@ from dshweb.core.errors import DshError
 from dshweb.core.meter import SessionMeter
 from dshweb.core.truth_settings import COMPACTION_BASIC
 
-DEFAULTS: dict[str, Any] = COMPACTION_BASIC.defaults()
-
 
 class EngineConfigError(DshError):
     """A ``compaction-basic`` config DSH refuses: the engine does not start at all."""
@@ -49,8 +47,8 @@ class EngineConfig:
         ]
         if problems:
             raise EngineConfigError("; ".join(problems))
-        merged = {**DEFAULTS, **checked.config}
-        retain = merged.get("retainTokens")
+        merged: dict[str, Any] = checked.config  # every key: as given, else its default
+        retain = merged["retainTokens"]
         return cls(
             threshold_ratio=float(merged["thresholdRatio"]),
             headroom_tokens=int(merged["headroomTokens"]),

@@ -31,12 +31,10 @@ class LineError(ValueError):
         self.reason = reason
 
 
-def _lenient(line: bytes | str) -> AnyEvent:
-    if isinstance(line, bytes):  # as DSH reads its own log: a bad byte is U+FFFD
-        line = line.decode("utf-8", "replace")
-    try:
-        record = loads_js(line)
-    except (ValueError, UnicodeDecodeError, RecursionError) as error:
+def _lenient(line: bytes) -> AnyEvent:
+    try:  # as DSH reads its own log: a bad byte is U+FFFD
+        record = loads_js(line.decode("utf-8", "replace"))
+    except (ValueError, RecursionError) as error:
         raise LineError(f"malformed JSON line ({_short(error)})") from None
     if not isinstance(record, dict) or not isinstance(record.get("type"), str):
         raise LineError("line is not an event object")
@@ -52,9 +50,7 @@ def _short(error: BaseException) -> str:
 def event_from_dict(record: dict[str, Any]) -> AnyEvent:
     """The record of a parsed event object (the stdlib path; tests build events with it)."""
     cls = BY_KIND.get(record["type"])
-    if cls is not None:
-        return convert(record, cls)
-    return convert(record, Other)
+    return convert(record, cls) if cls is not None else convert(record, Other)
 
 
 if HAVE_MSGSPEC:

@@ -31,8 +31,7 @@ def block_tokens(raw: Any, block: Block | None) -> int:
     if kind == "image":
         value = raw_value(raw)
         if isinstance(value, dict) and "offloaded" in value:
-            del value["offloaded"]
-            return 4 + _ceil4(json_len(value))
+            return 4 + _ceil4(json_len({k: v for k, v in value.items() if k != "offloaded"}))
     return 4 + _ceil4(raw_length(raw))
 
 
@@ -99,7 +98,7 @@ def has_tools(header: Header | None) -> bool:
 
 def tools_tokens(header: Header | None) -> int:
     """Price of a request header's tool schemas: 0 without tools."""
-    if header is None or not has_tools(header):
+    if header is None or not has_tools(header):  # (the first test is for mypy)
         return 0
     return _ceil4(raw_length(header.tools)) + 4
 

@@ -69,8 +69,19 @@ def expand_packed(row: dict[str, Any]) -> Iterator[Other]:
         yield Other(type=kind, seq=seq0 + index, time=time if isinstance(time, int) else None)
 
 
+class _Stop(Exception):
+    """A bad line: the tail stops at the start of the frame (or line) holding it."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+def _too_long() -> str:
+    return f"line longer than {MAX_LINE >> 20} MiB (the limit)"
+
+
 def _split_lines(
-    read: Callable[[int], bytes], size: int, limit: int, *, tail: bool
+    read: Callable[[int], bytes], size: int, *, tail: bool, limit: int | None = None
 ) -> Iterator[bytes]:
     """The newline-terminated lines of a stream read ``size`` bytes at a time, then (with
     ``tail``) whatever follows the last newline. Stops with :class:`_Stop` past ``limit``
@@ -79,16 +90,16 @@ def _split_lines(
     total = 0
     while piece := read(size):
         total += len(piece)
-        if total > limit:
+        if limit is not None and total > limit:
             raise _Stop(f"frame decodes to more than {limit >> 20} MiB (the limit)")
         lines = (carry + piece).split(b"\n")
         carry = lines.pop()
-        for line in lines:
+        for line in lines:  # the complete lines first, then what is held back
             if len(line) > MAX_LINE:
-                raise _Stop(f"line longer than {MAX_LINE >> 20} MiB (the limit)")
+                raise _Stop(_too_long())
             yield line
         if len(carry) > MAX_LINE:
-            raise _Stop(f"line longer than {MAX_LINE >> 20} MiB (the limit)")
+            raise _Stop(_too_long())
     if tail:
         yield carry
 
@@ -102,13 +113,6 @@ def _whole(line: bytes) -> dict[str, Any]:
     if not isinstance(record, dict):
         raise _Stop("line is not an event object")
     return record
-
-
-class _Stop(Exception):
-    """A bad line: the tail stops at the start of the frame (or line) holding it."""
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
 
 
 @dataclass(slots=True)
@@ -196,12 +200,12 @@ class LogTail:
             return
         with decompressor().stream_reader(frame) as reader:
             # the frame is complete: a last line without its newline still counts
-            yield from _split_lines(reader.read, OUT_SIZE, MAX_FRAME, tail=True)
+            yield from _split_lines(reader.read, OUT_SIZE, tail=True, limit=MAX_FRAME)
 
     def _read_lines(self, handle: IO[bytes], on_event: OnEvent, batch: Batch) -> None:
         first = self.offset == 0
         try:  # the bytes after the last newline are not a line yet
-            for line in _split_lines(handle.read, READ_SIZE, 1 << 62, tail=False):
+            for line in _split_lines(handle.read, READ_SIZE, tail=False):
                 self._fold_lines((line,), on_event, batch, first)
                 first = False
                 self.offset += len(line) + 1

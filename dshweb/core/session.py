@@ -203,8 +203,8 @@ def _str(value: Any) -> str | None:
     return printable(value) if isinstance(value, str) else None
 
 
-def _int(value: Any, default: int) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else default
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def take_snapshot(
@@ -230,15 +230,14 @@ def take_snapshot(
         path = str(tracker.log.path.relative_to(home))
     except ValueError:
         path = str(tracker.log.path)
-    created = header.get("createdAt")
     errors = ([tracker.error] if tracker.error else []) + meter.problems + list(extra_errors)
     nodes = heapq.nlargest(largest, meter.nodes, key=lambda n: n.tokens)
     return SessionSnapshot(
         session_id=printable(tracker.session_id),
         path=printable(path),
-        format_version=_int(header.get("version"), tracker.log.version),
+        format_version=_int(header.get("version")) or tracker.log.version,
         cwd=_str(header.get("cwd")),
-        created_at=_int(created, 0) if isinstance(created, int) else None,
+        created_at=_int(header.get("createdAt")),
         parent_session=_str(header.get("parentSession")),
         origin=_str(header.get("origin")),
         live=live,

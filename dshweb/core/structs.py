@@ -17,7 +17,7 @@ import types
 import typing
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar, Union, get_args, get_origin
 
-__all__ = ["HAVE_MSGSPEC", "Raw", "SafeInt", "Struct", "convert"]
+__all__ = ["HAVE_MSGSPEC", "Raw", "SafeInt", "Struct", "convert", "tag_of"]
 
 try:  # pragma: no cover - which branch runs depends on the machine
     import msgspec
@@ -40,8 +40,7 @@ class RawValue:
     def __eq__(self, other: object) -> bool:
         return isinstance(other, RawValue) and self.value == other.value
 
-    def __hash__(self) -> int:  # pragma: no cover - never hashed, defined for symmetry
-        return id(self.value)
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"RawValue({self.value!r})"
@@ -58,6 +57,7 @@ class PlainStruct:
     __struct_fields__: ClassVar[tuple[str, ...]] = ()
     __struct_encode_fields__: ClassVar[tuple[str, ...]] = ()
     __struct_defaults__: ClassVar[dict[str, Any]] = {}
+    __struct_tag__: ClassVar[str | None] = None
 
     def __init_subclass__(
         cls, *, tag: str | None = None, rename: str | None = None, **_options: Any
@@ -78,6 +78,7 @@ class PlainStruct:
             _camel(n) if (rename or getattr(cls, "_rename", None)) == "camel" else n for n in names
         )
         cls.__struct_defaults__ = defaults
+        cls.__struct_tag__ = tag
         if rename is not None:
             cls._rename = rename  # type: ignore[attr-defined]
 
@@ -119,6 +120,14 @@ else:
     Raw = RawValue
     Struct = PlainStruct
     SafeInt = int
+
+
+def tag_of(cls: type) -> str | None:
+    """The tag a tagged record class is decoded by (its event type)."""
+    if HAVE_MSGSPEC and issubclass(cls, msgspec.Struct):
+        tag = cls.__struct_config__.tag
+        return tag if isinstance(tag, str) else None
+    return cls.__struct_tag__  # type: ignore[attr-defined,no-any-return]
 
 
 _hints: dict[type, dict[str, Any]] = {}

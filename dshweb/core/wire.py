@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Union
 
-from dshweb.core.structs import Raw, SafeInt, Struct
+from dshweb.core.structs import Raw, SafeInt, Struct, tag_of
 
 # -- records ------------------------------------------------------------------------------
 
@@ -35,7 +35,6 @@ class Block(Struct):
     text: str | None = None
     name: str | None = None
     arguments: str | None = None
-    offloaded: Any = None
 
 
 class Message(Struct):
@@ -151,119 +150,101 @@ class Other(Struct):
         return self.type
 
 
-class SystemMessage(Event, tag="system/message"):
-    kind: ClassVar[str] = "system/message"
+class _Surface(Event):
+    """An event that may add to or replace part of the surface."""
+
     data: SurfaceData | None = None
     surface_op: Union[str, Replace, None] = None  # noqa: UP007
 
 
-class DeveloperMessage(Event, tag="developer/message"):
-    kind: ClassVar[str] = "developer/message"
-    data: SurfaceData | None = None
-    surface_op: Union[str, Replace, None] = None  # noqa: UP007
+class SystemMessage(_Surface, tag="system/message"):
+    pass
 
 
-class AssistantMessage(Event, tag="assistant/message"):
-    kind: ClassVar[str] = "assistant/message"
-    data: SurfaceData | None = None
-    surface_op: Union[str, Replace, None] = None  # noqa: UP007
+class DeveloperMessage(_Surface, tag="developer/message"):
+    pass
 
 
-class ToolResult(Event, tag="tool/result"):
-    kind: ClassVar[str] = "tool/result"
-    data: SurfaceData | None = None
-    surface_op: Union[str, Replace, None] = None  # noqa: UP007
+class AssistantMessage(_Surface, tag="assistant/message"):
+    pass
 
 
-class UserMessage(Event, tag="user/message"):
+class ToolResult(_Surface, tag="tool/result"):
+    pass
+
+
+class UserMessage(_Surface, tag="user/message"):
     """``data`` is the message itself."""
 
-    kind: ClassVar[str] = "user/message"
-    data: Message | None = None
-    surface_op: Union[str, Replace, None] = None  # noqa: UP007
+    data: Message | None = None  # type: ignore[assignment]
 
 
 class AssistantAttempt(Event, tag="assistant/attempt"):
-    kind: ClassVar[str] = "assistant/attempt"
     data: SurfaceData | None = None
 
 
 class RequestHeader(Event, tag="request/header"):
-    kind: ClassVar[str] = "request/header"
     data: HeaderData | None = None
 
 
 class RequestContext(Event, tag="request/context"):
-    kind: ClassVar[str] = "request/context"
     data: ContextData | None = None
 
 
 class CompactionSummary(Event, tag="compaction/summary"):
-    kind: ClassVar[str] = "compaction/summary"
     data: ShadowData | None = None
 
 
 class CompactionPrune(Event, tag="compaction/prune"):
-    kind: ClassVar[str] = "compaction/prune"
     data: ShadowData | None = None
 
 
 class CompactionStart(Event, tag="compaction/start"):
-    kind: ClassVar[str] = "compaction/start"
     data: CompactionData | None = None
 
 
 class CompactionEnd(Event, tag="compaction/end"):
-    kind: ClassVar[str] = "compaction/end"
     data: CompactionData | None = None
 
 
 class CommandRun(Event, tag="command/run"):
-    kind: ClassVar[str] = "command/run"
     data: CommandData | None = None
 
 
 class CommandDone(Event, tag="command/done"):
-    kind: ClassVar[str] = "command/done"
     data: CommandData | None = None
 
 
 class RetryStarted(Event, tag="llm/retry-started"):
-    kind: ClassVar[str] = "llm/retry-started"
     data: Step | None = None
 
 
 class SessionTitle(Event, tag="session/title"):
-    kind: ClassVar[str] = "session/title"
     data: TitleData | None = None
 
 
-class Marker(Event):
-    """An event the fold reads only by its type (turns, steps, seeds, tool calls)."""
+class TurnStart(Event, tag="turn/start"):
+    """The events below are read only by their type (turns, steps, seeds, tool calls)."""
 
 
-class TurnStart(Marker, tag="turn/start"):
-    kind: ClassVar[str] = "turn/start"
+class TurnEnd(Event, tag="turn/end"):
+    pass
 
 
-class TurnEnd(Marker, tag="turn/end"):
-    kind: ClassVar[str] = "turn/end"
+class StepStart(Event, tag="step/start"):
+    pass
 
 
-class StepStart(Marker, tag="step/start"):
-    kind: ClassVar[str] = "step/start"
+class StepEnd(Event, tag="step/end"):
+    pass
 
 
-class StepEnd(Marker, tag="step/end"):
-    kind: ClassVar[str] = "step/end"
+class ToolCall(Event, tag="tool/call"):
+    pass
 
 
-class ToolCall(Marker, tag="tool/call"):
-    kind: ClassVar[str] = "tool/call"
-
-
-class EndSeed(Marker, tag="session/end-seed"):
-    kind: ClassVar[str] = "session/end-seed"
+class EndSeed(Event, tag="session/end-seed"):
+    pass
 
 
 SURFACE = (SystemMessage, DeveloperMessage, AssistantMessage, ToolResult, UserMessage)
@@ -288,6 +269,8 @@ KNOWN: tuple[type[Event], ...] = (
     ToolCall,
     EndSeed,
 )
+for _cls in KNOWN:
+    _cls.kind = tag_of(_cls) or ""  # the event type, written once: in the class's tag
 BY_KIND: dict[str, type[Event]] = {cls.kind: cls for cls in KNOWN}
 PACKED_TYPES = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
 """v0/v1 rows standing for runs of stream chunks (``seq0``, ``time0``, ``dt[]``)."""

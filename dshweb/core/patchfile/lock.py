@@ -31,19 +31,3 @@ def patch_file_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             os.close(folder)
-
-
-def folder_refusal(path: Path) -> str | None:
-    """Why a file cannot be created in ``path``'s folder, or None: the folder has no write
-    bit (root ignores it, so the bits are read, not only the effective access)."""
-    folder = path.parent
-    try:
-        mode = folder.stat().st_mode
-    except OSError as error:
-        return f"{folder} cannot be read ({error.strerror}); nothing was written."
-    if not mode & 0o222 or not os.access(folder, os.W_OK):
-        return (
-            f"{folder.name}/ has no write permission (mode {mode & 0o777:04o}); nothing was "
-            "written. Make the folder writable (chmod u+w) to save from here."
-        )
-    return None

@@ -18,7 +18,7 @@ import tempfile
 from contextlib import suppress
 from pathlib import Path
 
-from dshweb.core.patchfile.lock import folder_refusal, patch_file_lock
+from dshweb.core.patchfile.lock import patch_file_lock
 from dshweb.core.patchfile.parse import PatchError, sha256_hex
 
 NEW_FILE_MODE = 0o644
@@ -64,6 +64,22 @@ def write_refusal(path: Path) -> str | None:
         return (
             f"{path.name} is read-only (mode {mode:04o}); nothing was written. Make it "
             "writable (chmod u+w) to save from here."
+        )
+    return None
+
+
+def folder_refusal(path: Path) -> str | None:
+    """Why a file cannot be created in ``path``'s folder, or None: the folder has no write
+    bit (root ignores it, so the bits are read, not only the effective access)."""
+    folder = path.parent
+    try:
+        mode = folder.stat().st_mode
+    except OSError as error:
+        return f"{folder} cannot be read ({error.strerror}); nothing was written."
+    if not mode & 0o222 or not os.access(folder, os.W_OK):
+        return (
+            f"{folder.name}/ has no write permission (mode {mode & 0o777:04o}); nothing was "
+            "written. Make the folder writable (chmod u+w) to save from here."
         )
     return None
 
