@@ -1,0 +1,275 @@
+"""A session's fold state kept across restarts: dump a tracker, load it, fold only what follows.
+
+:func:`dump_checkpoint` writes a :class:`~dshweb.core.session.SessionTracker`'s whole fold
+state (the tail's offset, file identity, next seq and sticky error; the meter, activity,
+pace and ledger; the header, error and ``stop_after_seq``) as one blob::
+
+    tag "\\n" | HMAC-SHA256(key, tag "\\n" body) | body = zstd(pickle(state))
+
+The tag names :data:`CHECKPOINT_VERSION`, dshweb's package version and a digest of the
+core's source, so a blob from any other code (whose fold might differ) is refused
+rather than trusted. The signature is checked before anything is decompressed or
+unpickled, so a tampered row cannot run code; the unpickler also builds only the core's
+own state classes, whatever the key.
+
+:func:`restore_checkpoint` gives the tracker back only while the log is provably the one
+folded: same path, same file (device and inode), at least as long as the offset, and
+the same last bytes before the offset (:data:`FINGERPRINT_SPAN`, hashed). Otherwise it
+names a :class:`Refusal` and the caller folds from byte 0, as after any restart before.
+The tracker it gives back has a fresh ``version``, and its next ``refresh()`` folds only
+what was appended since the dump (a torn frame at the dump is read once it is whole).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import hashlib
+import hmac
+import importlib
+import importlib.metadata
+import io
+import os
+import pickle
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import zstandard
+
+from dshweb.core.errors import LogError
+from dshweb.core.frames import decompressor
+from dshweb.core.home import LogFile
+from dshweb.core.ledger import LedgerCollector
+from dshweb.core.meter import SessionMeter
+from dshweb.core.pace import PaceCollector
+from dshweb.core.session import Activity, SessionTracker
+
+CHECKPOINT_VERSION = 1
+"""Raise it whenever the state's shape or meaning changes."""
+
+FINGERPRINT_SPAN = 64 << 10
+"""How many bytes just before the offset are hashed to tell an in-place rewrite."""
+
+_MAC_SIZE = hashlib.sha256().digest_size
+_STATE_MODULES = frozenset(
+    {
+        "dshweb.core.checkpoint",
+        "dshweb.core.folds",
+        "dshweb.core.ledger",
+        "dshweb.core.meter",
+        "dshweb.core.pace",
+        "dshweb.core.session",
+    }
+)
+"""Where the classes a checkpoint may hold live (the unpickler builds no other)."""
+
+
+class Refusal(enum.StrEnum):
+    """Why a checkpoint was not used (the caller folds the log from byte 0)."""
+
+    FORMAT = "written by another dshweb or checkpoint format"
+    SIGNATURE = "signature does not match"
+    CORRUPT = "not a readable checkpoint"
+    OTHER_LOG = "made for another log file"
+    UNREADABLE = "log cannot be read"
+    REPLACED = "log file was replaced"
+    TRUNCATED = "log is shorter than the checkpoint's offset"
+    REWRITTEN = "log's bytes before the offset changed"
+
+
+@dataclass(frozen=True, slots=True)
+class _State:
+    path: str
+    version: int
+    compressed: bool
+    stop_after_seq: int | None
+    offset: int
+    identity: tuple[int, int] | None
+    next_seq: int
+    tail_error: tuple[str, int, int | None] | None
+    """The tail's sticky error as (text, offset, seq)."""
+    size: int | None
+    """The log's size at the dump (for diagnostics: how far the tail lagged)."""
+    fingerprint: bytes | None
+    """Digest of the bytes before ``offset``; None when the log on disk at the dump was
+    not the one folded (such a checkpoint is never used)."""
+    meter: SessionMeter
+    activity: Activity
+    pace: PaceCollector
+    ledger: LedgerCollector
+    header: dict[str, Any]
+    error: str | None
+
+
+@functools.cache
+def _package_version() -> str:
+    try:
+        return importlib.metadata.version("dshweb")
+    except importlib.metadata.PackageNotFoundError:  # a checkout that was never installed
+        return "unknown"
+
+
+def _source_digest() -> str:
+    """A digest of the core's source as this process imported it: any change to the fold's
+    code (even one the package version does not show, in a working tree) invalidates
+    every checkpoint. Taken at import, so an edit made while dshweb runs is not mistaken
+    for the code that folded."""
+    digest = hashlib.sha256()
+    for source in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(source.name.encode() + b"\0")
+        try:
+            digest.update(source.read_bytes())
+        except OSError:
+            digest.update(b"?")
+    return digest.hexdigest()[:16]
+
+
+_CORE_DIGEST = _source_digest()
+
+
+def checkpoint_tag(version: int = CHECKPOINT_VERSION) -> bytes:
+    """The first line of every blob this code writes (with the given format version)."""
+    return f"dshweb-checkpoint {version} dshweb {_package_version()} core {_CORE_DIGEST}\n".encode()
+
+
+def seal(body: bytes, *, key: bytes, tag: bytes | None = None) -> bytes:
+    """``body`` framed and signed as a checkpoint blob (``tag`` defaults to this code's)."""
+    head = checkpoint_tag() if tag is None else tag
+    return head + _mac(key, head, body) + body
+
+
+def _mac(key: bytes, tag: bytes, body: bytes) -> bytes:
+    if not key:
+        raise ValueError("a checkpoint needs a non-empty key")
+    return hmac.new(key, tag + body, hashlib.sha256).digest()
+
+
+def _fingerprint(fd: int, offset: int) -> bytes:
+    start = max(0, offset - FINGERPRINT_SPAN)
+    data = os.pread(fd, offset - start, start)
+    if len(data) != offset - start:
+        raise OSError("short read")
+    return hashlib.sha256(data).digest()
+
+
+def _open(path: Path) -> int:
+    # Never block: a FIFO named like a log would stall a plain open (as in reader.py).
+    return os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+
+
+def dump_checkpoint(tracker: SessionTracker, *, key: bytes) -> bytes:
+    """The tracker's whole fold state as a signed blob for :func:`restore_checkpoint`."""
+    tail = tracker.tail
+    size: int | None = None
+    fingerprint: bytes | None = None
+    try:
+        fd = _open(tail.path)
+        try:
+            st = os.fstat(fd)
+            size = st.st_size
+            if (
+                stat.S_ISREG(st.st_mode)
+                and (st.st_dev, st.st_ino) == tail.identity
+                and size >= tail.offset
+            ):
+                fingerprint = _fingerprint(fd, tail.offset)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # no fingerprint: this checkpoint will be refused, and the log refolded
+    error = tail.error
+    state = _State(
+        path=str(tracker.log.path),
+        version=tracker.log.version,
+        compressed=tracker.log.compressed,
+        stop_after_seq=tracker.stop_after_seq,
+        offset=tail.offset,
+        identity=tail.identity,
+        next_seq=tail.next_seq,
+        tail_error=(str(error), error.offset, error.seq) if error is not None else None,
+        size=size,
+        fingerprint=fingerprint,
+        meter=tracker.meter,
+        activity=tracker.activity,
+        pace=tracker.pace,
+        ledger=tracker.ledger,
+        header=tracker.header,
+        error=tracker.error,
+    )
+    body = zstandard.ZstdCompressor(level=3).compress(pickle.dumps(state, protocol=5))
+    return seal(body, key=key)
+
+
+class _StateUnpickler(pickle.Unpickler):
+    """Builds plain values and the core's state dataclasses, nothing else."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module in _STATE_MODULES:
+            found = getattr(importlib.import_module(module), name, None)
+            if isinstance(found, type) and dataclasses.is_dataclass(found):
+                return found
+        raise pickle.UnpicklingError(f"{module}.{name} is not checkpoint state")
+
+
+def _unseal(blob: bytes, key: bytes) -> _State | Refusal:
+    tag = checkpoint_tag()
+    if not blob.startswith(tag):
+        return Refusal.FORMAT
+    mac, body = blob[len(tag) : len(tag) + _MAC_SIZE], blob[len(tag) + _MAC_SIZE :]
+    if not hmac.compare_digest(mac, _mac(key, tag, body)):
+        return Refusal.SIGNATURE
+    try:
+        state = _StateUnpickler(io.BytesIO(decompressor().decompress(body))).load()
+    except Exception:  # a signed blob this code cannot read: nothing to trust in it
+        return Refusal.CORRUPT
+    return state if type(state) is _State else Refusal.CORRUPT
+
+
+def restore_checkpoint(log: LogFile, blob: bytes, *, key: bytes) -> SessionTracker | Refusal:
+    """The tracker ``blob`` holds, ready to fold what ``log`` gained since; or why not."""
+    state = _unseal(blob, key)
+    if isinstance(state, Refusal):
+        return state
+    if (state.path, state.version, state.compressed) != (
+        str(log.path),
+        log.version,
+        log.compressed,
+    ):
+        return Refusal.OTHER_LOG
+    try:
+        fd = _open(log.path)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != state.identity:
+                return Refusal.REPLACED
+            if st.st_size < state.offset:
+                return Refusal.TRUNCATED
+            if state.fingerprint is None or not hmac.compare_digest(
+                _fingerprint(fd, state.offset), state.fingerprint
+            ):
+                return Refusal.REWRITTEN
+        finally:
+            os.close(fd)
+    except OSError:
+        return Refusal.UNREADABLE
+    tracker = SessionTracker(log, stop_after_seq=state.stop_after_seq)
+    tail = tracker.tail
+    tail.offset, tail.identity, tail.next_seq = state.offset, state.identity, state.next_seq
+    if state.tail_error is not None:
+        text, offset, seq = state.tail_error
+        tail.error = LogError("", offset=offset, seq=seq)
+        tail.error.args = (text,)  # the text as it was formatted when the error arose
+    tracker.meter, tracker.activity = state.meter, state.activity
+    tracker.pace, tracker.ledger = state.pace, state.ledger
+    tracker.header, tracker.error = state.header, state.error
+    tracker.touch()
+    return tracker
+
+
+def load_checkpoint(log: LogFile, blob: bytes, *, key: bytes) -> SessionTracker | None:
+    """:func:`restore_checkpoint` without the reason: None means fold from byte 0."""
+    found = restore_checkpoint(log, blob, key=key)
+    return found if isinstance(found, SessionTracker) else None
