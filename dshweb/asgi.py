@@ -1,8 +1,9 @@
 """ASGI entry point: Django for HTTP, Channels for the dashboard's WebSockets.
 
 Sockets pass the exact origin check (:mod:`dshweb.live.origin`: scheme, host and port of
-this server) and Django's session login before any consumer runs. The home watcher
-starts on the server's event loop with the first connection of any kind.
+this server) and Django's session login before any consumer runs. The hub starts folding
+the home at once; its publisher starts on the server's event loop with the first
+connection of any kind.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ django_asgi = get_asgi_application()  # sets Django up before the imports below
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
+from dshweb.dashboard.compact import close_abandoned_requests  # noqa: E402
+from dshweb.dashboard.routing import websocket_urlpatterns  # noqa: E402
 from dshweb.live.origin import SameOriginValidator  # noqa: E402
-from dshweb.live.routing import websocket_urlpatterns  # noqa: E402
 from dshweb.live.startup import StartLiveServices  # noqa: E402
 
 application = StartLiveServices(
@@ -27,5 +29,6 @@ application = StartLiveServices(
             "http": django_asgi,
             "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
         }
-    )
+    ),
+    on_start=[close_abandoned_requests],
 )

@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "dshweb.dashboard",
+    "dshweb.live",
 ]
 
 MIDDLEWARE = [
@@ -163,3 +164,7 @@ if _https.behind_tls_proxy:
 # cool-off has passed. Counted in the default cache (local memory, per process).
 LOGIN_THROTTLE_FAILURES = 5
 LOGIN_THROTTLE_SECONDS = 300
+
+# The hub (dshweb/live/hub.py) saves each session's fold state in the database, so a
+# restart folds only what the logs gained since.
+DSHWEB_FOLD_CHECKPOINTS = True

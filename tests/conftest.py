@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_HOMES = REPO / "tests" / "fixtures" / "homes"
 CORPUS_HOME = Path(os.environ.get("DSHWEB_CORPUS_HOME") or REPO.parent / "shared/corpus/home")
@@ -62,3 +64,28 @@ def run_python(
         check=check,
         umask=umask,
     )
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    django_db_modify_db_settings_parallel_suffix: None, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The test database in a file, as dshweb runs, not in SQLite's shared-cache memory:
+    there a reader's table lock fails a writer in another thread at once ("database table
+    is locked"), where a file's writers queue for the settings' timeout."""
+    from django.db import connections
+
+    folder = tmp_path_factory.mktemp("database")
+    connections["default"].settings_dict["TEST"]["NAME"] = str(folder / "test.sqlite3")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _hub_for_tests() -> None:
+    """Pages wait for the hub's first pass however slow the machine (the progress tests
+    set their own wait), and the hub keeps no checkpoints unless a test asks."""
+    from django.conf import settings
+
+    from dshweb.live import timing
+
+    timing.FIRST_PAGE_WAIT = 60.0
+    settings.DSHWEB_FOLD_CHECKPOINTS = False

@@ -23,7 +23,7 @@ from django.test import Client
 from dshweb.asgi import application
 from dshweb.core.home import session_logs
 from dshweb.dashboard.selectors import reset_home_index
-from dshweb.live.watcher import stop_watcher
+from dshweb.live.publisher import stop_publisher
 from tests.conftest import FIXTURE_HOMES
 from tests.logbuilder import frames_of
 
@@ -65,7 +65,7 @@ async def cookie() -> bytes:
 @pytest_asyncio.fixture
 async def stop() -> AsyncIterator[None]:
     yield
-    await stop_watcher()
+    await stop_publisher()
 
 
 def _rest_of_log(home: Path) -> tuple[Path, list[bytes]]:

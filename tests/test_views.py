@@ -12,6 +12,7 @@ import hashlib
 import math
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from html.parser import HTMLParser
@@ -38,6 +39,7 @@ from dshweb.core.index import HomeIndex
 from dshweb.core.listing import session_tree
 from dshweb.core.session import SessionSnapshot
 from dshweb.dashboard.selectors import reset_home_index
+from dshweb.live.service import sync_home
 
 CORPUS_HOME = Path("/work/shared/corpus/home")
 CORPUS_SESSIONS = {"quick-001", "sess-plain-001", "sess-compact-001", "cjk-001"}
@@ -480,7 +482,10 @@ def test_home_that_appears_later_is_picked_up(
     settings.DSH_HOME = later
     assert user_client.get("/").status_code == 503
     shutil.copytree(CORPUS_HOME, later)
-    assert b'data-session-id="quick-001"' in user_client.get("/").content
+    deadline = time.monotonic() + 20  # the hub looks again every few seconds
+    while b'data-session-id="quick-001"' not in user_client.get("/").content:
+        assert time.monotonic() < deadline, "the home that appeared was never read"
+        time.sleep(0.2)
 
 
 # --- sub-agents under their parent -----------------------------------------------
@@ -608,6 +613,7 @@ def test_a_profile_dsh_refuses_is_named_on_the_session_page(
     patch.write_text(
         "- id: compaction-basic\n  config:\n    retainTokens: 1\n    retainTokens: 2\n"
     )
+    sync_home()
     html = user_client.get("/sessions/quick-001/").content.decode()
     assert Elements(html).by_id["session-errors"]["data-count"] == "1"
     where = f"{patch}: duplicated mapping key at line 4, column 5"
@@ -615,6 +621,7 @@ def test_a_profile_dsh_refuses_is_named_on_the_session_page(
     threshold = html.split("<dt>Threshold</dt>", 1)[1].split("</dd>", 1)[0]
     assert "<data" not in threshold  # no compaction point: dsh would not start
     patch.write_text("- id: compaction-basic\n  config: {headroomTokens: 4096}\n")
+    sync_home()
     html = user_client.get("/sessions/quick-001/").content.decode()
     assert Elements(html).by_id["session-errors"]["data-count"] == "0"
     assert "<data" in html.split("<dt>Threshold</dt>", 1)[1].split("</dd>", 1)[0]

@@ -2,14 +2,18 @@
 
 ``refresh()`` rescans the session folders (new sessions, new generations, deletions),
 or only the folders it is told changed, folds what each log gained, and returns the
-folders whose state changed. Every tracker carries a ``version`` that grows with each
-change, so a publisher can tell what it has not shown yet whoever did the folding.
+folders whose state changed. A log whose ``stat`` is what it was at its last fold is not
+opened again, and the profile's patch layers are read again only when asked (or on a
+full rescan), so a pass over an unchanged home costs one ``stat`` per session. Every
+tracker carries a ``version`` that grows with each change, so a publisher can tell what
+it has not shown yet whoever did the folding.
 One bad session never stops the others: its error is kept on its own snapshot.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,13 +21,41 @@ from dshweb.core.compaction import EngineConfig, EngineConfigError
 from dshweb.core.config_schema import validate
 from dshweb.core.display import DEFAULT_RULE, Band, BandRule, ContextReading, context_reading
 from dshweb.core.errors import DshError
-from dshweb.core.home import check_home, is_live, locked_files, newest_log, session_logs
+from dshweb.core.home import (
+    LOCK_NAME,
+    LogFile,
+    check_home,
+    locked_files,
+    newest_log,
+    session_logs,
+)
 from dshweb.core.profiles import engine_config, layered_config
 from dshweb.core.session import SessionSnapshot, SessionTracker, take_snapshot
 from dshweb.core.truth_settings import CONTEXT_TRUTH
 
 DEFAULT_PROFILE = "sdk"
 TRUTH_ID = CONTEXT_TRUTH.plugin_id
+
+Signature = tuple[int, int, int, int, int]
+"""A log's device, inode, size, mtime and ctime (ns): unchanged means nothing to fold."""
+Identity = tuple[int, int]
+
+
+def log_signature(path: Path) -> Signature | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def lock_identity(folder: Path) -> Identity | None:
+    """The (device, inode) of a session's ``session.lock``, never opened or taken."""
+    try:
+        st = os.stat(folder / LOCK_NAME)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
 
 
 def band_rule(config: dict[str, object] | None) -> BandRule:
@@ -59,15 +91,29 @@ class HomeIndex:
     rule: BandRule = DEFAULT_RULE
     """Band edges from the profile's ``context-truth`` settings."""
     live: frozenset[Path] = frozenset()
+    signatures: dict[Path, Signature | None] = field(default_factory=dict)
+    """Each log's ``stat`` when it was last folded."""
+    locks: dict[Path, Identity | None] = field(default_factory=dict)
+    """Each session's lock file, re-read whenever its folder is looked at."""
+    profile_loaded: bool = False
 
-    def refresh(self, changed: Iterable[Path] | None = None) -> set[Path]:
+    def refresh(
+        self,
+        changed: Iterable[Path] | None = None,
+        *,
+        reload_profile: bool = False,
+        on_folded: Callable[[Path, LogFile], object] | None = None,
+    ) -> set[Path]:
         """Fold what the logs gained; the session folders whose state changed.
 
         ``changed`` names paths known to have changed (files or folders anywhere under
-        ``sessions/``); without it every session folder is rescanned.
+        ``sessions/``); without it every session folder is rescanned and the profile read
+        again. ``on_folded`` is called after each log looked at (progress).
         """
         check_home(self.home)
-        self._load_engine()
+        updated: set[Path] = set()
+        if (reload_profile or changed is None or not self.profile_loaded) and self._load_engine():
+            updated.update(self.trackers)  # every compaction point and band may have moved
         if changed is None:
             found = {log.session_dir: log for log in session_logs(self.home)}
             gone = set(self.trackers) - set(found)
@@ -79,18 +125,35 @@ class HomeIndex:
                     gone.add(folder)
                 else:
                     found[folder] = log
-        updated: set[Path] = set()
         for folder, log in found.items():
+            self.locks[folder] = lock_identity(folder)
             tracker = self.trackers.get(folder)
+            signature = log_signature(log.path)
             if tracker is None or tracker.log != log:
                 tracker = SessionTracker(log, stop_after_seq=self.stop_after_seq)
                 self.trackers[folder] = tracker
+                updated.add(folder)
+            elif signature is not None and signature == self.signatures.get(folder):
+                if on_folded is not None:
+                    on_folded(folder, log)
+                continue
+            self.signatures[folder] = signature
             if tracker.refresh():
                 updated.add(folder)
+            if on_folded is not None:
+                on_folded(folder, log)
         for folder in gone & set(self.trackers):
             del self.trackers[folder]
+            self.signatures.pop(folder, None)
+            self.locks.pop(folder, None)
             updated.add(folder)
         return updated
+
+    def adopt(self, folder: Path, tracker: SessionTracker) -> None:
+        """Take a tracker restored from elsewhere (a checkpoint) as the folder's state;
+        the next refresh folds what its log gained since."""
+        self.trackers[folder] = tracker
+        self.signatures.pop(folder, None)
 
     def _session_folders(self, changed: Iterable[Path]) -> set[Path]:
         root = self.home / "sessions"
@@ -112,7 +175,8 @@ class HomeIndex:
                 folders.update(log.session_dir for log in session_logs(self.home))
         return folders
 
-    def _load_engine(self) -> None:
+    def _load_engine(self) -> bool:
+        """Read the profile's settings again; True when they changed what is shown."""
         engine: EngineConfig | None = None
         rule, error = DEFAULT_RULE, None
         try:
@@ -124,15 +188,27 @@ class HomeIndex:
             error = f"compaction-basic does not start with profile {self.profile!r}: {problem}"
         except DshError as problem:
             error = f"DSH cannot load profile {self.profile!r}: {problem}"
-        if (engine, rule, error) != (self.engine, self.rule, self.profile_error):
+        moved = (engine, rule, error) != (self.engine, self.rule, self.profile_error)
+        if moved:
             for tracker in self.trackers.values():
-                tracker.touch()  # every compaction point and band may have moved
+                tracker.touch()
         self.engine, self.rule, self.profile_error = engine, rule, error
+        self.profile_loaded = True
+        return moved
 
     def refresh_liveness(self) -> set[Path]:
-        """Re-read which sessions some process holds; the folders whose liveness flipped."""
+        """Re-read which sessions some process holds; the folders whose liveness flipped.
+
+        Reads the kernel's lock table once and matches it against the lock files seen
+        when each folder was last looked at: no ``stat`` per session.
+        """
         held = locked_files()
-        live = frozenset(f for f in self.trackers if is_live(f, held))
+        inodes = {ino for _, ino in held}
+        live = frozenset(
+            f
+            for f, lock in self.locks.items()
+            if lock is not None and f in self.trackers and (lock in held or lock[1] in inodes)
+        )
         flipped = set(live ^ self.live)
         self.live = live
         for folder in flipped & set(self.trackers):

@@ -3,8 +3,10 @@
 Thin glue: :mod:`dshweb.engine` talks to DSH; this module chooses the engine (the
 environment, else the stored setting), keeps one request in flight per session, runs
 the request off the request thread (a summariser call can take minutes; closing the
-page does not stop it), records every request, and asks the watcher to push the new
-state to open pages.
+page does not stop it), records every request, and announces each change of state on the
+session's channel group (``compact.changed``), so open pages show it at once. The latest
+request of each session is kept in memory, so a page or a pushed update reads it without
+a query (every change goes through this module, which forgets the kept one).
 
 A request records the process that runs it. One left in flight by a process that is
 gone (a crash, a kill) is closed with a reason when dshweb starts and before any new
@@ -22,12 +24,17 @@ import threading
 import uuid
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.db import close_old_connections, transaction
+from django.db.models.signals import post_save
 from django.utils import timezone
 
+from dshweb.core.compact_status import RequestRecord
 from dshweb.dashboard.models import CompactionRequest, EngineSetting
 from dshweb.engine.client import (
     CompactOutcome,
@@ -38,6 +45,7 @@ from dshweb.engine.client import (
     LaunchUrlError,
 )
 from dshweb.engine.managed import ManagedEngine
+from dshweb.live.groups import session_group
 
 log = logging.getLogger("dshweb.compact")
 
@@ -162,6 +170,7 @@ def close_abandoned_requests() -> int:
         finished_at=timezone.now(),
     )
     log.warning("closed %d compaction request(s) left in flight by a stopped dshweb", closed)
+    _records.clear()
     return closed
 
 
@@ -189,7 +198,7 @@ def request_compaction(
             projected_before=projected,
             owner=process_owner(),
         )
-    _kick(session_id)  # open pages show "requested" at once
+    _announce(session_id)  # open pages show "requested" at once
     thread = threading.Thread(
         target=run_compaction,
         args=(request.pk,),
@@ -218,7 +227,7 @@ def run_compaction(pk: int) -> None:
         )
         request.finished_at = timezone.now()
         request.save()
-        _kick(request.session_id)
+        _announce(request.session_id)
     except Exception:
         log.exception("compaction request %s failed", pk)
         CompactionRequest.objects.filter(pk=pk).update(
@@ -227,6 +236,7 @@ def run_compaction(pk: int) -> None:
             message="dshweb failed while asking the engine; see its log",
             finished_at=timezone.now(),
         )
+        _records.clear()
     finally:
         close_old_connections()
 
@@ -244,11 +254,45 @@ def _ask_engine(session_id: str) -> CompactOutcome:
     return client.compact(session_id)
 
 
-def _kick(session_id: str) -> None:
-    from dshweb.live.watcher import kick_session
+COMPACT_CHANGED = "compact.changed"
+_records: dict[str, RequestRecord | None] = {}
+"""The latest request of each session looked at, as its status line needs it."""
 
-    kick_session(session_id)
+
+def _announce(session_id: str) -> None:
+    """Forget the kept request of ``session_id`` and tell its open pages."""
+    _records.pop(session_id, None)
+    layer = get_channel_layer()
+    if layer is not None:
+        message = {"type": COMPACT_CHANGED, "session_id": session_id}
+        async_to_sync(layer.group_send)(session_group(session_id), message)
+
+
+def forget_records() -> None:
+    """Drop every kept request (tests that write requests straight to the database)."""
+    _records.clear()
+
+
+def _forget_saved(sender: type[CompactionRequest], instance: CompactionRequest, **_: Any) -> None:
+    _records.pop(instance.session_id, None)
+
+
+post_save.connect(_forget_saved, sender=CompactionRequest, dispatch_uid="dshweb-compact-records")
 
 
 def latest_request(session_id: str) -> CompactionRequest | None:
     return CompactionRequest.objects.filter(session_id=session_id).first()
+
+
+def latest_record(session_id: str) -> RequestRecord | None:
+    """The session's latest request, as the status line reads it (kept in memory)."""
+    if session_id not in _records:
+        request = latest_request(session_id)
+        _records[session_id] = (
+            None
+            if request is None
+            else RequestRecord(
+                request.state, request.outcome, request.message, request.seq_at_request
+            )
+        )
+    return _records[session_id]

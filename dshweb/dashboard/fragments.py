@@ -4,15 +4,18 @@ and for every live update over the socket (each fragment's top element has a sta
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from django.template.loader import render_to_string
 
-from dshweb.core.compact_status import CompactView, RequestRecord, compact_view
+from dshweb.core.compact_status import CompactView, compact_view
 from dshweb.core.display import ContextReading, breakdown_parts, cache_hit_ratio, dom_id
 from dshweb.core.listing import SessionEntry
 from dshweb.core.session import SessionSnapshot
-from dshweb.dashboard.models import CompactionRequest
+from dshweb.dashboard.compact import latest_record
+from dshweb.live.hub import SessionView
 
 ROW_TEMPLATE = "dashboard/_session_row.html"
 SESSION_TEMPLATE = "dashboard/_session_live.html"
@@ -31,13 +34,7 @@ def session_context(snapshot: SessionSnapshot, reading: ContextReading) -> dict[
 
 def compact_status(snapshot: SessionSnapshot) -> CompactView:
     """The Compact button's status for this session: its latest request and the log."""
-    request = CompactionRequest.objects.filter(session_id=snapshot.session_id).first()
-    record = (
-        None
-        if request is None
-        else RequestRecord(request.state, request.outcome, request.message, request.seq_at_request)
-    )
-    return compact_view(record, snapshot.ledger)
+    return compact_view(latest_record(snapshot.session_id), snapshot.ledger)
 
 
 def compact_status_html(snapshot: SessionSnapshot) -> str:
@@ -58,6 +55,29 @@ def session_html(snapshot: SessionSnapshot, reading: ContextReading) -> str:
     the page that is not pushed, beside the per-user button)."""
     context = session_context(snapshot, reading)
     return render_to_string(SESSION_TEMPLATE, context) + render_to_string(COMPACT_TEMPLATE, context)
+
+
+_rendered: OrderedDict[tuple[object, ...], str] = OrderedDict()
+_rendered_lock = threading.Lock()
+RENDERED_KEPT = 64
+"""Session fragments kept rendered: many sockets on one session render it once."""
+
+
+def session_view_html(view: SessionView) -> str:
+    """:func:`session_html` of a hub's session view, rendered once per version (and
+    Compact request) whoever asks."""
+    key = (view.snapshot.session_id, view.version, latest_record(view.snapshot.session_id))
+    with _rendered_lock:
+        html = _rendered.get(key)
+        if html is not None:
+            _rendered.move_to_end(key)
+            return html
+    html = session_html(view.snapshot, view.reading)
+    with _rendered_lock:
+        _rendered[key] = html
+        while len(_rendered) > RENDERED_KEPT:
+            _rendered.popitem(last=False)
+    return html
 
 
 def session_gone_html() -> str:

@@ -9,6 +9,7 @@ from dshweb.dashboard import settings_views, views
 app_name = "dashboard"
 urlpatterns = [
     path("", views.session_list, name="session-list"),
+    path("progress/", views.fold_progress, name="fold-progress"),
     path("sessions/<path:session_id>/compact/", views.session_compact, name="session-compact"),
     path("sessions/<path:session_id>/", views.session_detail, name="session-detail"),
     path("settings/", settings_views.settings_index, name="settings"),

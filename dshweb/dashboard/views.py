@@ -1,6 +1,7 @@
 """Server-rendered pages: the sessions list and one page per session.
 
-Views only translate: :mod:`dshweb.dashboard.selectors` reads the home, the pure
+Views only translate: :mod:`dshweb.dashboard.selectors` reads the hub's view of the home
+(a request never folds), the pure
 :mod:`dshweb.core.display` turns a snapshot into what is shown. Each page is a base
 layout around partials with stable ids, so htmx (and later the live socket) can
 replace one fragment at a time; an htmx request gets the fragment alone. The list's
@@ -22,6 +23,7 @@ from dshweb.core.filters import hidden_sessions, session_filter
 from dshweb.dashboard import compact, fragments
 from dshweb.dashboard.fragments import session_context
 from dshweb.dashboard.selectors import HomeReading, home_reading
+from dshweb.live.service import current_hub
 
 HOME_UNAVAILABLE = 503
 
@@ -52,6 +54,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         request,
         template,
         {
+            "progress": reading.progress,
             "entries": entries,
             "filter": chosen,
             "hidden_ids": hidden,
@@ -66,16 +69,28 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     if reading.error is not None:
         return _home_error(request, reading)
     snapshot = reading.session(session_id)
-    if snapshot is None:
+    if snapshot is None:  # or not read yet: the page says which, and reloads when done
         return render(
             request,
             "dashboard/session_missing.html",
-            {"session_id": session_id, "home": reading.home},
-            status=404,
+            {"session_id": session_id, "home": reading.home, "progress": reading.progress},
+            status=404 if reading.progress.done else HOME_UNAVAILABLE,
         )
     template = "dashboard/_session.html" if request.htmx else "dashboard/session_detail.html"
-    context = session_context(snapshot, reading.readings[session_id])
+    context = session_context(snapshot, reading.sessions[session_id].reading)
+    context["progress"] = reading.progress
     return render(request, template, context)
+
+
+@require_safe
+def fold_progress(request: HtmxHttpRequest) -> HttpResponse:
+    """How far the first read of the home has got (polled by the progress bar); when it
+    is done, an htmx poll reloads the page, now complete."""
+    progress = current_hub().view().progress
+    response = render(request, "dashboard/_fold_progress.html", {"progress": progress})
+    if progress.done and request.htmx:
+        response["HX-Refresh"] = "true"
+    return response
 
 
 @require_POST

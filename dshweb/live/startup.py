@@ -1,12 +1,15 @@
 """Start the process's background services on the server's own event loop.
 
-Daphne has no startup hook, so the first ASGI call of any kind starts the home watcher
-(and, on the bundled demo home, its replay) and closes the Compact requests a stopped
-dshweb left in flight, before passing the call on.
+Daphne has no startup hook, so the first ASGI call of any kind starts the hub's publisher
+(and, on the bundled demo home, its replay) and runs the one-off ``on_start`` jobs the
+web layer hands in (closing the Compact requests a stopped dshweb left in flight), before
+passing the call on. The publisher starts the process's hub, whose first pass folds in
+its own thread while pages are served with what is folded so far.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from asgiref.sync import sync_to_async
@@ -14,24 +17,27 @@ from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 from channels.routing import ProtocolTypeRouter
 from django.conf import settings
 
-from dshweb.dashboard.compact import close_abandoned_requests
 from dshweb.live.demo import start_demo_replay
-from dshweb.live.watcher import start_watcher
+from dshweb.live.publisher import start_publisher
 
 
 class StartLiveServices:
-    def __init__(self, app: ProtocolTypeRouter) -> None:
+    def __init__(
+        self, app: ProtocolTypeRouter, on_start: Sequence[Callable[[], object]] = ()
+    ) -> None:
         self.app = app
+        self.on_start = on_start
         self.swept = False
 
     async def __call__(
         self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
     ) -> None:
         if scope["type"] in ("http", "websocket"):
-            start_watcher()
+            start_publisher()
             if settings.DSH_HOME_IS_DEMO:
                 start_demo_replay(Path(settings.DSH_HOME))
             if not self.swept:
                 self.swept = True
-                await sync_to_async(close_abandoned_requests)()
+                for job in self.on_start:
+                    await sync_to_async(job)()
         await self.app(scope, receive, send)

@@ -11,6 +11,13 @@ NOTIFY_MAX_MS = 40
 """Longest a batch may be held while writes keep coming (watchfiles' default is 1.6 s)."""
 TICK = 0.25
 LIVENESS_EVERY = 1.0
-RESCAN_EVERY = 10.0
+RESCAN_EVERY = 30.0
+"""A ``stat`` of every log, in case a notification was missed (folds nothing unchanged)."""
+CHECKPOINT_EVERY = 5.0
+"""Fold state of the sessions that changed is saved at most this often."""
+PROGRESS_EVERY = 0.25
+"""While a cold start folds, what is folded so far is published this often."""
+FIRST_PAGE_WAIT = 0.5
+"""A page asked for while the first pass runs waits at most this long for it to end."""
 MISSING_HOME_RETRY = 2.0
 BACKOFF_MAX = 30.0

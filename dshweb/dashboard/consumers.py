@@ -1,8 +1,10 @@
 """WebSocket consumers: thin glue between a page and its Channels group.
 
 On connect a consumer checks the login, joins its group and sends the current state of
-its page; after that it forwards the fragments the watcher publishes. Sockets only
-carry state to the browser: nothing is changed through them.
+its page, read from the hub's view (:mod:`dshweb.live.service`; nothing is folded for
+it). After that it renders what the publisher (:mod:`dshweb.live.publisher`) says has
+changed, off the event loop, and sends it. Sockets only carry state to the browser:
+nothing is changed through them.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer, WebsocketConsumer
 
 from dshweb.dashboard import fragments
-from dshweb.dashboard.selectors import shared_home
 from dshweb.live.groups import SESSIONS_GROUP, session_group, subscriptions
-from dshweb.live.watcher import start_watcher
+from dshweb.live.publisher import start_publisher
+from dshweb.live.service import home_view
 
 UNAUTHORIZED = 4401
 NOT_FOUND = 4404
@@ -25,7 +27,7 @@ class _PageConsumer(AsyncWebsocketConsumer):
     group: str
 
     async def connect(self) -> None:
-        start_watcher()
+        start_publisher()
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             # Accept, then close with a code the page understands as "signed out" (a
@@ -37,16 +39,17 @@ class _PageConsumer(AsyncWebsocketConsumer):
         await self.channel_layer.group_add(self.group, self.channel_name)
         subscriptions.add(self.group)
         await self.accept()
-        html = await sync_to_async(self.current_html, thread_sensitive=False)()
-        await self.send(text_data=html)
+        await self._send_rendered(self.current_html)
 
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "group"):
             subscriptions.remove(self.group)
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
-    async def fragment_html(self, event: dict[str, Any]) -> None:
-        await self.send(text_data=event["html"])
+    async def _send_rendered(self, render: Any, *args: Any) -> None:
+        html = await sync_to_async(render, thread_sensitive=False)(*args)
+        if html:
+            await self.send(text_data=html)
 
     def group_name(self) -> str:
         raise NotImplementedError
@@ -62,8 +65,17 @@ class SessionsConsumer(_PageConsumer):
         return SESSIONS_GROUP
 
     def current_html(self) -> str:
-        reading = shared_home.read()
-        return fragments.rows_html(reading.entries())
+        return fragments.rows_html(home_view().entries())
+
+    async def sessions_changed(self, event: dict[str, Any]) -> None:
+        await self._send_rendered(self.changed_html, list(event["ids"]))
+
+    def changed_html(self, ids: list[str]) -> str:
+        view = home_view()
+        wanted = set(ids)
+        parts = [fragments.rows_html([e for e in view.tree if e.snapshot.session_id in wanted])]
+        parts.extend(fragments.row_removed_html(i) for i in ids if i not in view.sessions)
+        return "".join(parts)
 
 
 class SessionConsumer(_PageConsumer):
@@ -77,11 +89,20 @@ class SessionConsumer(_PageConsumer):
         return str(self.scope["url_route"]["kwargs"]["session_id"])
 
     def current_html(self) -> str:
-        reading = shared_home.read()
-        snapshot = reading.session(self.session_id)
-        if snapshot is None:
+        view = home_view().sessions.get(self.session_id)
+        if view is None:
             return fragments.session_gone_html()
-        return fragments.session_html(snapshot, reading.readings[self.session_id])
+        return fragments.session_view_html(view)
+
+    async def session_changed(self, event: dict[str, Any]) -> None:
+        await self._send_rendered(self.current_html)
+
+    async def compact_changed(self, event: dict[str, Any]) -> None:
+        await self._send_rendered(self.compact_html)
+
+    def compact_html(self) -> str:
+        snapshot = home_view().session(self.session_id)
+        return fragments.compact_status_html(snapshot) if snapshot is not None else ""
 
 
 class UnknownPathConsumer(WebsocketConsumer):

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.urls import path, re_path
 
-from dshweb.live.consumers import SessionConsumer, SessionsConsumer, UnknownPathConsumer
+from dshweb.dashboard.consumers import SessionConsumer, SessionsConsumer, UnknownPathConsumer
 
 # django-stubs types path() for views only; Channels routes consumers with it too.
 websocket_urlpatterns: list[Any] = [

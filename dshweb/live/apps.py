@@ -1,0 +1,10 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class LiveConfig(AppConfig):
+    name = "dshweb.live"
+    label = "live"
+    verbose_name = "DSH live folding"
+    default_auto_field = "django.db.models.BigAutoField"

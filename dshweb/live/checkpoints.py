@@ -1,0 +1,97 @@
+"""Fold checkpoints in the database: each session's fold state, so a restart costs only
+the bytes written since (:mod:`dshweb.core.checkpoint` makes and checks the blobs).
+
+Blobs are signed with a key derived from ``SECRET_KEY`` and refused unless the log is
+still the one folded (same file, not truncated, not rewritten) and the blob comes from
+this dshweb version; a refused checkpoint is deleted and its session folded afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from django.conf import settings
+from django.db import close_old_connections, transaction
+from django.utils import timezone
+
+from dshweb.core.checkpoint import dump_checkpoint, load_checkpoint
+from dshweb.core.home import newest_log
+from dshweb.core.session import SessionTracker
+from dshweb.live.models import FoldCheckpoint
+
+log = logging.getLogger("dshweb.live")
+
+
+def _key() -> bytes:
+    return hashlib.sha256(b"dshweb.fold-checkpoint\0" + settings.SECRET_KEY.encode()).digest()
+
+
+def _relative(home: Path, folder: Path) -> str:
+    try:
+        return str(folder.relative_to(home))
+    except ValueError:
+        return str(folder)
+
+
+class DatabaseCheckpoints:
+    """The hub's :class:`~dshweb.live.hub.CheckpointStore` on Django's database."""
+
+    def restore(self, home: Path) -> dict[Path, SessionTracker]:
+        key = _key()
+        restored: dict[Path, SessionTracker] = {}
+        refused: list[str] = []
+        close_old_connections()
+        try:
+            rows = FoldCheckpoint.objects.filter(home=str(home)).values_list("folder", "blob")
+            for folder_name, blob in rows.iterator(chunk_size=500):
+                folder = home / folder_name
+                current = newest_log(folder)
+                tracker = (
+                    load_checkpoint(current, bytes(blob), key=key) if current is not None else None
+                )
+                if tracker is None:
+                    refused.append(folder_name)
+                else:
+                    restored[folder] = tracker
+            if refused:
+                FoldCheckpoint.objects.filter(home=str(home), folder__in=refused).delete()
+        finally:
+            close_old_connections()
+        if refused:
+            log.info("%d fold checkpoint(s) of %s no longer match their logs", len(refused), home)
+        return restored
+
+    def encode(self, tracker: SessionTracker) -> bytes:
+        return dump_checkpoint(tracker, key=_key())
+
+    def save(self, home: Path, blobs: Mapping[Path, bytes]) -> None:
+        if not blobs:
+            return
+        now = timezone.now()
+        rows = [
+            FoldCheckpoint(home=str(home), folder=_relative(home, folder), blob=blob, saved_at=now)
+            for folder, blob in blobs.items()
+        ]
+        close_old_connections()
+        try:
+            with transaction.atomic():
+                FoldCheckpoint.objects.bulk_create(
+                    rows,
+                    batch_size=500,
+                    update_conflicts=True,
+                    unique_fields=["home", "folder"],
+                    update_fields=["blob", "saved_at"],
+                )
+        finally:
+            close_old_connections()
+
+    def forget(self, home: Path, folders: Iterable[Path]) -> None:
+        names = [_relative(home, folder) for folder in folders]
+        close_old_connections()
+        try:
+            FoldCheckpoint.objects.filter(home=str(home), folder__in=names).delete()
+        finally:
+            close_old_connections()

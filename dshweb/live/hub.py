@@ -1,0 +1,425 @@
+"""One hub per DSH home: it alone folds, and everyone else reads what it holds.
+
+The hub owns the home's :class:`~dshweb.core.index.HomeIndex` (its trackers, the band
+each session is in, the profile's compaction point) and a thread that follows the home:
+kernel file notifications for what changed, a liveness read of the kernel's lock table
+every second, and a cheap ``stat`` pass every :data:`RESCAN_EVERY` seconds that folds
+nothing unchanged. After every pass it publishes a new :class:`HomeView`, an immutable
+value that pages, sockets and the settings preview read without a lock and without ever
+folding, and tells its listeners which sessions changed.
+
+A cold start first takes back each session's fold state from the checkpoints saved by
+the last run (:mod:`dshweb.live.checkpoints`), then folds what the logs gained since,
+publishing what is folded so far with its :class:`FoldProgress` every
+:data:`PROGRESS_EVERY` seconds, so the first page is served at once. Fold state is
+checkpointed every :data:`CHECKPOINT_EVERY` seconds for the sessions that changed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Protocol
+
+from watchfiles import Change, watch
+
+from dshweb.core.display import ContextReading
+from dshweb.core.errors import DshError
+from dshweb.core.home import LogFile, session_logs
+from dshweb.core.index import HomeIndex, log_signature
+from dshweb.core.listing import SessionEntry, session_tree
+from dshweb.core.session import SessionSnapshot, SessionTracker
+from dshweb.live.timing import (
+    BACKOFF_MAX,
+    CHECKPOINT_EVERY,
+    LIVENESS_EVERY,
+    MISSING_HOME_RETRY,
+    NOTIFY_MAX_MS,
+    NOTIFY_STEP_MS,
+    PROGRESS_EVERY,
+    RESCAN_EVERY,
+    TICK,
+)
+
+log = logging.getLogger("dshweb.live")
+
+
+@dataclass(frozen=True, slots=True)
+class FoldProgress:
+    """How far the hub's first pass over the home has got."""
+
+    sessions_done: int = 0
+    sessions_total: int = 0
+    bytes_done: int = 0
+    bytes_total: int = 0
+    elapsed: float = 0.0
+    done: bool = False
+
+    @property
+    def seconds_left(self) -> float | None:
+        """At the pace so far (None before there is a pace)."""
+        if self.done:
+            return 0.0
+        if self.bytes_done <= 0 or self.elapsed <= 0:
+            return None
+        return max(0.0, (self.bytes_total - self.bytes_done) * self.elapsed / self.bytes_done)
+
+    @property
+    def percent(self) -> int:
+        if self.done or self.bytes_total <= 0:
+            return 100 if self.done else 0
+        return min(99, self.bytes_done * 100 // self.bytes_total)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionView:
+    """One session as last folded: its snapshot and the ring's reading of it."""
+
+    snapshot: SessionSnapshot
+    reading: ContextReading
+    version: int
+
+
+@dataclass(frozen=True)
+class HomeView:
+    """Every session of the home at one moment, or why the home cannot be read.
+
+    Immutable: the hub publishes a new one after each pass; derived orders are computed
+    once per view, on first use.
+    """
+
+    home: Path
+    sessions: Mapping[str, SessionView] = field(default_factory=dict)
+    error: str | None = None
+    progress: FoldProgress = FoldProgress()
+    version: int = 0
+
+    @cached_property
+    def snapshots(self) -> tuple[SessionSnapshot, ...]:
+        """Every session, newest activity first."""
+        shots = [view.snapshot for view in self.sessions.values()]
+        return tuple(sorted(shots, key=lambda s: (-(s.last_time or 0), s.session_id)))
+
+    @cached_property
+    def tree(self) -> tuple[SessionEntry, ...]:
+        """The sessions list's order: sub-agents under their parents."""
+        return tuple(session_tree(self.snapshots, lambda s: self.sessions[s.session_id].reading))
+
+    def entries(self) -> list[SessionEntry]:
+        return list(self.tree)
+
+    def session(self, session_id: str) -> SessionSnapshot | None:
+        view = self.sessions.get(session_id)
+        return view.snapshot if view is not None else None
+
+    def reading(self, session_id: str) -> ContextReading | None:
+        view = self.sessions.get(session_id)
+        return view.reading if view is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class HomeChange:
+    """What one pass changed, for the hub's listeners."""
+
+    view: HomeView
+    changed: frozenset[str]
+    removed: frozenset[str]
+
+
+Listener = Callable[[HomeChange], object]
+
+
+class CheckpointStore(Protocol):
+    """Where fold state outlives the process (:mod:`dshweb.live.checkpoints`)."""
+
+    def restore(self, home: Path) -> dict[Path, SessionTracker]: ...
+
+    def encode(self, tracker: SessionTracker) -> bytes: ...
+
+    def save(self, home: Path, blobs: Mapping[Path, bytes]) -> None: ...
+
+    def forget(self, home: Path, folders: Iterable[Path]) -> None: ...
+
+
+class Hub:
+    def __init__(
+        self,
+        home: Path,
+        profile: str,
+        *,
+        store: CheckpointStore | None = None,
+        extra_patches: tuple[Path, ...] = (),
+    ) -> None:
+        self.index = HomeIndex(home, profile=profile, extra_patches=extra_patches)
+        self.store = store
+        self.passes = 0
+        """Fold passes made (instrumentation: a request never adds one)."""
+        self._fold_lock = threading.Lock()
+        self._by_folder: dict[Path, SessionView] = {}
+        self._view = HomeView(home)
+        self._ready = threading.Event()
+        self._listeners: list[Listener] = []
+        self._dirty: set[Path] = set()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._progress = FoldProgress()
+        self._started_at = time.monotonic()
+
+    @property
+    def home(self) -> Path:
+        return self.index.home
+
+    @property
+    def profile(self) -> str:
+        return self.index.profile
+
+    # -- reading (any thread, never folds) -----------------------------------------------
+
+    def view(self) -> HomeView:
+        return self._view
+
+    def wait_ready(self, timeout: float) -> HomeView:
+        """The view, after waiting up to ``timeout`` s for the first pass to end."""
+        self._ready.wait(timeout)
+        return self._view
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` (from the hub's thread) after each pass that changed
+        something; returns the function that unsubscribes it."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    # -- the thread ---------------------------------------------------------------------
+
+    def start(self) -> Hub:
+        if self._thread is None or not self._thread.is_alive():
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._run, name="dshweb-hub", daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+        self.flush_checkpoints()
+
+    def _run(self) -> None:
+        backoff = 1.0
+        while not self._stop.is_set():
+            try:
+                self.cold_start()
+                self._follow()
+                backoff = 1.0
+            except (DshError, FileNotFoundError) as problem:
+                self._publish_error(str(problem))
+                self._stop.wait(MISSING_HOME_RETRY)
+            except Exception:
+                log.exception("the hub of %s failed; starting over in %.0f s", self.home, backoff)
+                self._stop.wait(backoff)
+                backoff = min(BACKOFF_MAX, backoff * 2)
+
+    def _follow(self) -> None:
+        home = self.home
+        if not home.is_dir():
+            raise FileNotFoundError(home)
+        now = time.monotonic()
+        last_liveness = last_rescan = last_checkpoint = now
+        for batch in watch(
+            home,
+            watch_filter=lambda change, path: _relevant(home, change, path),
+            step=NOTIFY_STEP_MS,
+            debounce=NOTIFY_MAX_MS,
+            rust_timeout=int(TICK * 1000),
+            yield_on_timeout=True,
+            stop_event=self._stop,
+            raise_interrupt=False,
+        ):
+            now = time.monotonic()
+            paths: set[Path] | None = {Path(p) for _, p in batch}
+            reload_profile = bool(paths) and any(
+                not p.is_relative_to(home / "sessions") for p in paths or ()
+            )
+            if now - last_rescan >= RESCAN_EVERY:
+                paths, last_rescan = None, now
+            liveness = now - last_liveness >= LIVENESS_EVERY
+            if liveness:
+                last_liveness = now
+            if paths or paths is None or liveness or reload_profile:
+                self.sync(
+                    None if reload_profile else paths,
+                    liveness=liveness,
+                    reload_profile=reload_profile,
+                )
+            if now - last_checkpoint >= CHECKPOINT_EVERY:
+                last_checkpoint = now
+                self.flush_checkpoints()
+
+    # -- folding (the hub's thread, or a test / the CLI calling ``sync``) ---------------
+
+    def cold_start(self) -> HomeView:
+        """Take back the checkpoints, then fold what every log gained since, publishing
+        progress as it goes."""
+        with self._fold_lock:
+            self._started_at = time.monotonic()
+            restored = self._restore()
+            logs = session_logs(self.home) if self.home.is_dir() else []
+            total = sum(_size(entry.path) for entry in logs)
+            resumed_at = {folder: tracker.tail.offset for folder, tracker in restored.items()}
+            done_bytes = sum(resumed_at.values())
+            self._progress = FoldProgress(0, len(logs), done_bytes, total)
+            folded = 0
+            last_publish = time.monotonic()
+
+            def on_folded(folder: Path, entry: LogFile) -> None:
+                nonlocal folded, last_publish, done_bytes
+                folded += 1
+                tracker = self.index.trackers.get(folder)
+                if tracker is not None:
+                    done_bytes += max(0, tracker.tail.offset - resumed_at.get(folder, 0))
+                now = time.monotonic()
+                if now - last_publish >= PROGRESS_EVERY:
+                    last_publish = now
+                    self._progress = FoldProgress(
+                        folded, len(logs), done_bytes, total, now - self._started_at
+                    )
+                    self._publish(set(self.index.trackers))
+
+            changed = self.index.refresh(None, on_folded=on_folded)
+            self.index.refresh_liveness()
+            self.passes += 1
+            self._progress = FoldProgress(
+                len(logs), len(logs), total, total, time.monotonic() - self._started_at, True
+            )
+            self._dirty.update(changed)
+            change = self._publish(set(self.index.trackers) | changed)
+        self._ready.set()
+        self._notify(change)
+        return change.view
+
+    def sync(
+        self,
+        changed: Iterable[Path] | None = None,
+        *,
+        liveness: bool = True,
+        reload_profile: bool = False,
+    ) -> HomeView:
+        """Fold what changed (the ``changed`` paths, or the whole home) and publish."""
+        with self._fold_lock:
+            try:
+                folders = self.index.refresh(changed, reload_profile=reload_profile)
+            except (DshError, OSError) as problem:
+                change = self._publish_error_locked(str(problem))
+            else:
+                if liveness:
+                    folders |= self.index.refresh_liveness()
+                self.passes += 1
+                self._dirty.update(folders)
+                change = self._publish(folders)
+        self._ready.set()
+        self._notify(change)
+        return change.view
+
+    def _publish(self, folders: Iterable[Path]) -> HomeChange:
+        """A new view with the snapshots of ``folders`` taken again (lock held)."""
+        index = self.index
+        changed: set[str] = set()
+        removed: set[str] = set()
+        for folder in folders:
+            tracker = index.trackers.get(folder)
+            old = self._by_folder.get(folder)
+            if tracker is None:
+                if old is not None:
+                    del self._by_folder[folder]
+                    removed.add(old.snapshot.session_id)
+                continue
+            if old is not None and old.version == tracker.version:
+                continue
+            snapshot = index.snapshot(folder)
+            self._by_folder[folder] = SessionView(
+                snapshot, index.reading_of(snapshot), tracker.version
+            )
+            changed.add(snapshot.session_id)
+            if old is not None and old.snapshot.session_id != snapshot.session_id:
+                removed.add(old.snapshot.session_id)
+        sessions = {view.snapshot.session_id: view for view in self._by_folder.values()}
+        removed -= set(sessions)
+        self._view = HomeView(index.home, sessions, None, self._progress, self._view.version + 1)
+        return HomeChange(self._view, frozenset(changed), frozenset(removed))
+
+    def _publish_error(self, message: str) -> None:
+        with self._fold_lock:
+            change = self._publish_error_locked(message)
+        self._ready.set()
+        self._notify(change)
+
+    def _publish_error_locked(self, message: str) -> HomeChange:
+        if self._view.error == message:
+            return HomeChange(self._view, frozenset(), frozenset())
+        self._view = HomeView(self.home, {}, message, self._progress, self._view.version + 1)
+        self._by_folder.clear()
+        self.index.trackers.clear()
+        self.index.signatures.clear()
+        return HomeChange(self._view, frozenset(), frozenset())
+
+    def _notify(self, change: HomeChange) -> None:
+        if not (change.changed or change.removed) and change.view.error is None:
+            return
+        for listener in list(self._listeners):
+            try:
+                listener(change)
+            except Exception:
+                log.exception("a hub listener failed")
+
+    # -- checkpoints --------------------------------------------------------------------
+
+    def _restore(self) -> dict[Path, SessionTracker]:
+        if self.store is None or self.index.trackers:
+            return {}
+        try:
+            restored = self.store.restore(self.home)
+        except Exception:
+            log.exception("could not read the fold checkpoints of %s; folding afresh", self.home)
+            return {}
+        for folder, tracker in restored.items():
+            self.index.adopt(folder, tracker)
+        return restored
+
+    def flush_checkpoints(self) -> int:
+        """Save the fold state of every session that changed since the last save."""
+        if self.store is None:
+            return 0
+        with self._fold_lock:
+            dirty, self._dirty = self._dirty, set()
+            trackers = self.index.trackers
+            blobs = {f: self.store.encode(trackers[f]) for f in dirty if f in trackers}
+            gone = [f for f in dirty if f not in trackers]
+        try:
+            self.store.save(self.home, blobs)
+            if gone:
+                self.store.forget(self.home, gone)
+        except Exception:
+            log.exception("could not save the fold checkpoints of %s", self.home)
+            with self._fold_lock:
+                self._dirty.update(dirty)
+            return 0
+        return len(blobs)
+
+
+def _size(path: Path) -> int:
+    signature = log_signature(path)
+    return signature[2] if signature is not None else 0
+
+
+def _relevant(home: Path, change: Change, path: str) -> bool:
+    """Session logs, folders and lock files, and the files that set the compaction point."""
+    target = Path(path)
+    if target.is_relative_to(home / "sessions"):
+        return not target.name.endswith(".tmp")
+    return target.name in ("cordis.patch.yml", "package.json")

@@ -1,0 +1,127 @@
+"""The hub's changes, announced on the channel layer: which sessions changed, never HTML.
+
+One publisher per event loop follows the process's hub (:mod:`dshweb.live.service`).
+For each changed session it sends ``session.changed`` to that session's group, and
+``sessions.changed`` with the changed ids to the list's group; the consumers
+(:mod:`dshweb.dashboard.consumers`) render what their page shows from the hub's view,
+outside any lock. Announcements are coalesced to one per :data:`INTERVAL` per session
+(and per interval for the list): the first change of a quiet session goes out at once,
+later ones when the interval ends. Only groups some socket of this process follows are
+told.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+from channels.layers import get_channel_layer
+
+from dshweb.live.groups import SESSIONS_GROUP, session_group, subscriptions
+from dshweb.live.hub import HomeChange, Hub
+from dshweb.live.service import current_hub
+from dshweb.live.timing import INTERVAL
+
+SESSION_CHANGED = "session.changed"
+SESSIONS_CHANGED = "sessions.changed"
+
+
+class Publisher:
+    def __init__(self, hub: Hub, interval: float = INTERVAL) -> None:
+        self.hub = hub
+        self.interval = interval
+        self._changes: asyncio.Queue[HomeChange] = asyncio.Queue()
+        self._pending: dict[str, bool] = {}
+        """Session id → gone, waiting for its interval to end."""
+        self._sent_at: dict[str, float] = {}
+        self._list_ids: set[str] = set()
+        self._list_sent_at = 0.0
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        unsubscribe = self.hub.subscribe(
+            lambda change: loop.call_soon_threadsafe(self._changes.put_nowait, change)
+        )
+        try:
+            while True:
+                due = self._next_due()
+                wait = None if due is None else max(0.0, due - time.monotonic())
+                with contextlib.suppress(TimeoutError):
+                    self._take(await asyncio.wait_for(self._changes.get(), timeout=wait))
+                while not self._changes.empty():
+                    self._take(self._changes.get_nowait())
+                await self._send_due(time.monotonic())
+        finally:
+            unsubscribe()
+
+    def _take(self, change: HomeChange) -> None:
+        for session_id in change.changed:
+            self._pending[session_id] = False
+        for session_id in change.removed:
+            self._pending[session_id] = True
+        self._list_ids |= change.changed | change.removed
+
+    def _next_due(self) -> float | None:
+        dues = [self._sent_at.get(s, 0.0) + self.interval for s in self._pending]
+        if self._list_ids:
+            dues.append(self._list_sent_at + self.interval)
+        return min(dues) if dues else None
+
+    async def _send_due(self, now: float) -> None:
+        layer = get_channel_layer()
+        if layer is None:
+            self._pending.clear()
+            self._list_ids.clear()
+            return
+        messages: list[tuple[str, dict[str, Any]]] = []
+        for session_id, gone in list(self._pending.items()):
+            if now < self._sent_at.get(session_id, 0.0) + self.interval:
+                continue
+            del self._pending[session_id]
+            if gone:
+                self._sent_at.pop(session_id, None)
+            else:
+                self._sent_at[session_id] = now
+            group = session_group(session_id)
+            if subscriptions.watched(group):
+                messages.append(
+                    (group, {"type": SESSION_CHANGED, "session_id": session_id, "gone": gone})
+                )
+        if self._list_ids and now >= self._list_sent_at + self.interval:
+            ids, self._list_ids = sorted(self._list_ids), set()
+            self._list_sent_at = now
+            if subscriptions.watched(SESSIONS_GROUP):
+                messages.append((SESSIONS_GROUP, {"type": SESSIONS_CHANGED, "ids": ids}))
+        for group, message in messages:
+            await layer.group_send(group, message)
+
+
+_task: asyncio.Task[Any] | None = None
+_publisher: Publisher | None = None
+
+
+def start_publisher() -> Publisher:
+    """Start (or keep) the publisher of the process's hub on the running event loop."""
+    global _task, _publisher
+    loop = asyncio.get_running_loop()
+    hub = current_hub()
+    alive = _task is not None and not _task.done() and _task.get_loop() is loop
+    if not alive or _publisher is None or _publisher.hub is not hub:
+        if _task is not None and not _task.done() and _task.get_loop() is loop:
+            _task.cancel()
+        _publisher = Publisher(hub)
+        _task = loop.create_task(_publisher.run(), name="dshweb-publisher")
+    assert _publisher is not None
+    return _publisher
+
+
+async def stop_publisher() -> None:
+    """Stop the publisher started on this event loop, if any (tests, shutdown)."""
+    global _task, _publisher
+    task, _task, _publisher = _task, None, None
+    if task is not None and task.get_loop() is asyncio.get_running_loop():
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -1,0 +1,256 @@
+"""The hub: it alone folds; pages and sockets only read; a restart resumes from the
+checkpoints in the database and equals a cold fold, field for field.
+
+Real fixture homes (made by the real DSH runtime), copied and cut short, then grown
+frame by frame as DSH appends.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from dshweb.core.home import session_logs
+from dshweb.core.session import SessionTracker
+from dshweb.live import service, timing
+from dshweb.live.checkpoints import DatabaseCheckpoints
+from dshweb.live.hub import Hub
+from dshweb.live.models import FoldCheckpoint
+from tests.conftest import FIXTURE_HOMES
+from tests.logbuilder import frames_of
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+HOMES = sorted(p for p in FIXTURE_HOMES.iterdir() if (p / "sessions").is_dir())
+
+
+def _cut_home(source: Path, target: Path, rng: random.Random) -> dict[Path, list[bytes]]:
+    """A copy of ``source`` whose logs stop at random frames; the rest of each log."""
+    shutil.copytree(source, target)
+    rest: dict[Path, list[bytes]] = {}
+    for log in session_logs(target):
+        if not log.compressed:
+            continue
+        frames = frames_of(log.path)
+        cut = rng.randint(1, len(frames))
+        log.path.write_bytes(b"".join(frames[:cut]))
+        rest[log.path] = frames[cut:]
+    return rest
+
+
+def _grow(rest: dict[Path, list[bytes]]) -> None:
+    for path, frames in rest.items():
+        with path.open("ab") as handle:  # the same file, as DSH appends
+            handle.write(b"".join(frames))
+
+
+def _shots(hub: Hub) -> dict[str, Any]:
+    view = hub.view()
+    assert view.error is None
+    return {sid: (dataclasses.asdict(v.snapshot), v.reading) for sid, v in view.sessions.items()}
+
+
+def _count_folds(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Every log a tracker reads from now on."""
+    read: list[Path] = []
+    original = SessionTracker.refresh
+
+    def counting(self: SessionTracker) -> bool:
+        read.append(self.log.path)
+        return original(self)
+
+    monkeypatch.setattr(SessionTracker, "refresh", counting)
+    return read
+
+
+@pytest.mark.parametrize("source", HOMES, ids=[h.name for h in HOMES])
+def test_a_restart_resumes_from_the_checkpoints_and_equals_a_cold_fold(
+    source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(source.name)
+    home = tmp_path / "home"
+    rest = _cut_home(source, home, rng)
+    store = DatabaseCheckpoints()
+    first = Hub(home, "sdk", store=store)
+    first.cold_start()
+    assert first.flush_checkpoints() == len(first.index.trackers) > 0
+    _grow(rest)
+
+    read = _count_folds(monkeypatch)
+    restarted = Hub(home, "sdk", store=store)
+    restarted.cold_start()
+    resumed_from = {
+        t.log.path: t for t in restarted.index.trackers.values()
+    }  # the restored trackers went on from their offsets
+    cold = Hub(home, "sdk")
+    cold.cold_start()
+    assert _shots(restarted) == _shots(cold)
+    assert set(read) <= set(resumed_from)
+    progress = restarted.view().progress
+    assert progress.done and progress.sessions_done == progress.sessions_total
+    grown = sum(len(b"".join(f)) for f in rest.values())
+    # Only what was appended since the checkpoint was read again, not the whole home.
+    assert restarted.view().progress.bytes_total - grown <= sum(
+        p.stat().st_size for p in resumed_from
+    )
+
+
+def test_a_restart_reads_only_the_bytes_written_since(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = tmp_path / "home"
+    rest = _cut_home(FIXTURE_HOMES / "auto-compact", home, random.Random(3))
+    store = DatabaseCheckpoints()
+    Hub(home, "sdk", store=store).cold_start()
+    first = Hub(home, "sdk", store=store)
+    first.cold_start()
+    first.flush_checkpoints()
+    offsets = {t.log.path: t.tail.offset for t in first.index.trackers.values()}
+    _grow(rest)
+    seen: list[tuple[Path, int]] = []
+    original = SessionTracker.refresh
+
+    def recording(self: SessionTracker) -> bool:
+        seen.append((self.log.path, self.tail.offset))
+        return original(self)
+
+    monkeypatch.setattr(SessionTracker, "refresh", recording)
+    Hub(home, "sdk", store=store).cold_start()
+    assert seen, "nothing was read after the restart"
+    assert all(offset == offsets[path] > 0 for path, offset in seen)
+
+
+@pytest.mark.parametrize("change", ["replaced", "truncated", "rewritten"])
+def test_a_log_changed_behind_a_checkpoint_is_folded_again(change: str, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURE_HOMES / "auto-compact", home)
+    store = DatabaseCheckpoints()
+    first = Hub(home, "sdk", store=store)
+    first.cold_start()
+    first.flush_checkpoints()
+    (log,) = [entry.path for entry in session_logs(home)]
+    frames = frames_of(log)
+    if change == "replaced":  # a new file (inode) with other content
+        staged = log.with_name("new.tmp")
+        staged.write_bytes(b"".join(frames[: len(frames) // 2]))
+        staged.replace(log)
+    elif change == "truncated":
+        log.write_bytes(b"".join(frames[: len(frames) // 2]))
+    else:  # the same size, other bytes: the first frames of another real log
+        other = frames_of(session_logs(FIXTURE_HOMES / "manual-compact")[0].path)
+        data = b"".join(other)[: log.stat().st_size]
+        with log.open("r+b") as handle:
+            handle.write(data)
+    restarted = Hub(home, "sdk", store=store)
+    restarted.cold_start()
+    cold = Hub(home, "sdk")
+    cold.cold_start()
+    assert _shots(restarted) == _shots(cold)
+    assert FoldCheckpoint.objects.filter(home=str(home)).count() == 0  # the stale one went
+
+
+@pytest.fixture
+def served(tmp_path: Path, settings: Any) -> Iterator[Path]:
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURE_HOMES / "auto-compact", home)
+    settings.DSH_HOME = home
+    settings.DSH_PROFILE = "sdk"
+    service.stop_hub()
+    yield home
+    service.stop_hub()
+
+
+@pytest.mark.asyncio
+async def test_no_request_and_no_socket_ever_folds(
+    served: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from asgiref.sync import sync_to_async
+
+    from dshweb.asgi import application
+
+    def setup() -> tuple[Client, bytes]:
+        hub = service.current_hub()
+        hub.wait_ready(60)
+        hub.stop()  # no thread folds from here on: only requests could
+        user = get_user_model().objects.create_user(
+            "u", password="pw-for-tests-only", is_staff=True
+        )
+        client = Client()
+        client.force_login(user)
+        return client, f"sessionid={client.cookies['sessionid'].value}".encode()
+
+    client, cookie = await sync_to_async(setup)()
+    hub = service.current_hub()
+    passes = hub.passes
+    read = _count_folds(monkeypatch)
+    log = session_logs(served)[0].path
+    with log.open("ab") as handle:  # the log grows: a request that folded would see it
+        handle.write(frames_of(log)[-1])
+
+    def pages() -> list[int]:
+        return [
+            client.get(url).status_code
+            for url in ("/", "/?q=auto", "/sessions/auto-compact/", "/settings/")
+        ]
+
+    assert await sync_to_async(pages)() == [200, 200, 200, 200]
+    for path in ("/ws/sessions/", "/ws/sessions/auto-compact/"):
+        communicator = WebsocketCommunicator(
+            application,
+            path,
+            headers=[
+                (b"host", b"127.0.0.1:8000"),
+                (b"origin", b"http://127.0.0.1:8000"),
+                (b"cookie", cookie),
+            ],
+        )
+        connected, _ = await communicator.connect(timeout=10)
+        assert connected
+        assert "auto-compact" in await communicator.receive_from(timeout=10)
+        await communicator.disconnect()
+    assert read == []
+    assert hub.passes == passes
+
+
+def test_a_page_asked_for_during_a_cold_start_says_how_far_it_got(
+    served: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    user = get_user_model().objects.create_user("u", password="pw-for-tests-only")
+    client = Client()
+    client.force_login(user)
+    monkeypatch.setattr(timing, "FIRST_PAGE_WAIT", 0.0)
+    release = _hold_the_first_fold(monkeypatch)
+    try:
+        html = client.get("/").content.decode()
+    finally:
+        release()
+    assert 'id="fold-progress"' in html
+    assert 'data-state="folding"' in html
+    service.current_hub().wait_ready(60)
+    html = client.get("/").content.decode()
+    assert 'data-state="folding"' not in html
+    assert 'data-session-id="auto-compact"' in html
+
+
+def _hold_the_first_fold(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Make the hub's first pass wait until the returned function is called."""
+    import threading
+
+    gate = threading.Event()
+    original = SessionTracker.refresh
+
+    def held(self: SessionTracker) -> bool:
+        gate.wait(30)
+        return original(self)
+
+    monkeypatch.setattr(SessionTracker, "refresh", held)
+    return gate.set
