@@ -7,6 +7,7 @@ Prices are read off wire records (:mod:`dshweb.core.wire`), never off re-encoded
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from dshweb.core.decode import raw_as, raw_key, raw_length, raw_present, raw_value
@@ -77,7 +78,10 @@ def message_tokens(message: Message | None) -> int:
 
 def header_key(header: Header | None) -> bytes:
     """The canonical request header as ``measure()`` compares it: config, the adapter
-    defaults only when they mark ``reasoningEffort`` or ``maxTokens``, tools if any."""
+    defaults only when they mark ``reasoningEffort`` or ``maxTokens``, tools if any.
+
+    Only ever compared for equality, so kept as a 32-byte digest: the canonical text is
+    20–30 KB with a real tool set, held for every session and in every checkpoint."""
     if header is None:
         return b"\x00"
     parts = [raw_key(header.config)]
@@ -87,7 +91,7 @@ def header_key(header: Header | None) -> bytes:
     else:
         parts.append(b"")
     parts.append(raw_key(header.tools) if has_tools(header) else b"")
-    return b"\x00".join(parts)
+    return hashlib.sha256(b"\x00".join(parts)).digest()
 
 
 def has_tools(header: Header | None) -> bool:
