@@ -16,7 +16,7 @@ from django.core.management import call_command
 from dshweb.cli.snapshot import snapshots
 from dshweb.core.home import encode_segment
 from dshweb.core.reader import LogTail
-from tests.conftest import all_homes, host_caches, run_python
+from tests.conftest import all_homes, host_caches, run_python, session_log_paths
 
 REQUIRED = {
     "sessionId",
@@ -160,3 +160,14 @@ def test_the_command_starts_without_django(tmp_path: Path) -> None:
     )
     result = run_python("-c", probe, str(tmp_path), timeout=60, check=True)
     assert result.stdout.splitlines() == ["[]", "[]"]
+
+
+def test_progress_on_the_terminal_counts_every_session_and_byte(home: Path) -> None:
+    result = _manage("--home", str(home), "--progress")
+    assert result.returncode == 0, result.stderr
+    logs = session_log_paths(home)
+    megabytes = sum(p.stat().st_size for p in logs) / 1e6
+    last = result.stderr.rsplit("\r", 1)[-1].strip()
+    assert last.startswith(f"read {len(logs):,} of {len(logs):,} sessions, ")
+    assert f"{megabytes:,.1f} of {megabytes:,.1f} MB" in last
+    assert "\r" not in _manage("--home", str(home)).stderr  # not a terminal: quiet

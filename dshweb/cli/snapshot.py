@@ -10,13 +10,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol, TextIO
 
 from dshweb.core.errors import DshError
-from dshweb.core.home import encode_segment
+from dshweb.core.home import LogFile, encode_segment, session_logs
 from dshweb.core.index import HomeIndex
+from dshweb.core.progress import ProgressCounter
 from dshweb.core.session import SessionSnapshot
 
 HELP = "Print the token usage, context pressure and breakdown of DSH sessions."
@@ -35,6 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="extra patch file applied last, like dsh --patch (repeatable)",
     )
     parser.add_argument("--json", action="store_true", help="print a JSON array")
+    parser.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="show how far the read has got on stderr (default: when it is a terminal)",
+    )
 
 
 class SnapshotError(Exception):
@@ -59,12 +67,18 @@ def snapshots(
     session: str | None = None,
     at_seq: int | None = None,
     patches: Sequence[Path] = (),
+    progress: TextIO | None = None,
 ) -> list[SessionSnapshot]:
     index = HomeIndex(
         home.expanduser(), profile=profile, stop_after_seq=at_seq, extra_patches=tuple(patches)
     )
     try:
-        index.refresh(session_folders(index.home, session) if session is not None else None)
+        if session is not None:
+            index.refresh(session_folders(index.home, session))
+        elif progress is None:
+            index.refresh()
+        else:
+            _refresh_showing_progress(index, progress)
     except DshError as error:
         raise SnapshotError(str(error)) from error
     shots = index.snapshots()
@@ -73,6 +87,25 @@ def snapshots(
         if not shots:
             raise SnapshotError(f"no session {session!r} in {home}")
     return shots
+
+
+def _refresh_showing_progress(index: HomeIndex, out: TextIO) -> None:
+    """Fold the whole home, rewriting one line on ``out`` at most 4 times a second."""
+    counter = ProgressCounter(session_logs(index.home) if index.home.is_dir() else [], {})
+    shown = time.monotonic()
+
+    def on_folded(folder: Path, log: LogFile) -> None:
+        nonlocal shown
+        tracker = index.trackers.get(folder)
+        counter.folded(folder, tracker.tail.offset if tracker is not None else 0)
+        if time.monotonic() - shown >= 0.25:
+            shown = time.monotonic()
+            out.write(f"\r{counter.now().line()}\033[K")
+            out.flush()
+
+    index.refresh(on_folded=on_folded)
+    out.write(f"\r{counter.now(done=True).line()}\033[K\n")
+    out.flush()
 
 
 class Out(Protocol):
@@ -108,6 +141,9 @@ def main(argv: Sequence[str], out: TextIO = sys.stdout, err: TextIO = sys.stderr
             session=options.session,
             at_seq=options.at_seq,
             patches=options.patch,
+            progress=err
+            if (options.progress or (options.progress is None and err.isatty()))
+            else None,
         )
     except SnapshotError as error:
         err.write(f"CommandError: {error}\n")

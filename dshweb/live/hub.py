@@ -31,8 +31,9 @@ from watchfiles import Change, watch
 from dshweb.core.display import ContextReading
 from dshweb.core.errors import DshError
 from dshweb.core.home import LogFile, session_logs
-from dshweb.core.index import HomeIndex, log_signature
+from dshweb.core.index import HomeIndex
 from dshweb.core.listing import SessionEntry, session_tree
+from dshweb.core.progress import FoldProgress, ProgressCounter
 from dshweb.core.session import SessionSnapshot, SessionTracker
 from dshweb.live.timing import (
     BACKOFF_MAX,
@@ -47,33 +48,6 @@ from dshweb.live.timing import (
 )
 
 log = logging.getLogger("dshweb.live")
-
-
-@dataclass(frozen=True, slots=True)
-class FoldProgress:
-    """How far the hub's first pass over the home has got."""
-
-    sessions_done: int = 0
-    sessions_total: int = 0
-    bytes_done: int = 0
-    bytes_total: int = 0
-    elapsed: float = 0.0
-    done: bool = False
-
-    @property
-    def seconds_left(self) -> float | None:
-        """At the pace so far (None before there is a pace)."""
-        if self.done:
-            return 0.0
-        if self.bytes_done <= 0 or self.elapsed <= 0:
-            return None
-        return max(0.0, (self.bytes_total - self.bytes_done) * self.elapsed / self.bytes_done)
-
-    @property
-    def percent(self) -> int:
-        if self.done or self.bytes_total <= 0:
-            return 100 if self.done else 0
-        return min(99, self.bytes_done * 100 // self.bytes_total)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +70,7 @@ class HomeView:
     home: Path
     sessions: Mapping[str, SessionView] = field(default_factory=dict)
     error: str | None = None
-    progress: FoldProgress = FoldProgress()
+    progress: FoldProgress = field(default_factory=FoldProgress)
     version: int = 0
 
     @cached_property
@@ -168,7 +142,6 @@ class Hub:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._progress = FoldProgress()
-        self._started_at = time.monotonic()
 
     @property
     def home(self) -> Path:
@@ -265,38 +238,27 @@ class Hub:
 
     def cold_start(self) -> HomeView:
         """Take back the checkpoints, then fold what every log gained since, publishing
-        progress as it goes."""
+        what is folded so far and its progress as it goes."""
         with self._fold_lock:
-            self._started_at = time.monotonic()
             restored = self._restore()
             logs = session_logs(self.home) if self.home.is_dir() else []
-            total = sum(_size(entry.path) for entry in logs)
-            resumed_at = {folder: tracker.tail.offset for folder, tracker in restored.items()}
-            done_bytes = sum(resumed_at.values())
-            self._progress = FoldProgress(0, len(logs), done_bytes, total)
-            folded = 0
+            counter = ProgressCounter(logs, {f: t.tail.offset for f, t in restored.items()})
+            self._progress = counter.now()
             last_publish = time.monotonic()
 
             def on_folded(folder: Path, entry: LogFile) -> None:
-                nonlocal folded, last_publish, done_bytes
-                folded += 1
+                nonlocal last_publish
                 tracker = self.index.trackers.get(folder)
-                if tracker is not None:
-                    done_bytes += max(0, tracker.tail.offset - resumed_at.get(folder, 0))
-                now = time.monotonic()
-                if now - last_publish >= PROGRESS_EVERY:
-                    last_publish = now
-                    self._progress = FoldProgress(
-                        folded, len(logs), done_bytes, total, now - self._started_at
-                    )
+                counter.folded(folder, tracker.tail.offset if tracker is not None else 0)
+                if time.monotonic() - last_publish >= PROGRESS_EVERY:
+                    last_publish = time.monotonic()
+                    self._progress = counter.now()
                     self._publish(set(self.index.trackers))
 
             changed = self.index.refresh(None, on_folded=on_folded)
             self.index.refresh_liveness()
             self.passes += 1
-            self._progress = FoldProgress(
-                len(logs), len(logs), total, total, time.monotonic() - self._started_at, True
-            )
+            self._progress = counter.now(done=True)
             self._dirty.update(changed)
             change = self._publish(set(self.index.trackers) | changed)
         self._ready.set()
@@ -410,11 +372,6 @@ class Hub:
                 self._dirty.update(dirty)
             return 0
         return len(blobs)
-
-
-def _size(path: Path) -> int:
-    signature = log_signature(path)
-    return signature[2] if signature is not None else 0
 
 
 def _relevant(home: Path, change: Change, path: str) -> bool:
