@@ -22,8 +22,9 @@ folds it: a few numbers per fold, and the pressure after each usage-bearing even
 ``(seq, time, tokens)``, thinned to at most :data:`MAX_STEP_POINTS` by doubling a stride
 (every fold's before and after points are kept besides). Its state depends only on the
 events folded, never on how they were batched, so a log folded in pieces gives the same
-ledger. :meth:`LedgerCollector.result` freezes it into a :class:`Ledger`, and
-:attr:`Ledger.chart` lays the timeline out for an inline SVG (:mod:`dshweb.core.timeline`).
+ledger. :meth:`LedgerCollector.result` freezes it into a :class:`Ledger`,
+:attr:`Ledger.chart` lays the timeline out for an inline SVG (:mod:`dshweb.core.timeline`),
+and :meth:`Ledger.page` gives its folds a page at a time (:mod:`dshweb.core.ledger_pages`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dshweb.core.folds import CompactCommand, Fold, FoldKind
+from dshweb.core.ledger_pages import LedgerPage, RefusedTail, ledger_page, refused_tail
 from dshweb.core.meter import SessionMeter, stream_chunks, to_usage
 from dshweb.core.timeline import TimelineChart, TimelinePoint, timeline_chart
 from dshweb.core.wire import (
@@ -111,6 +113,19 @@ class Ledger:
     @property
     def chart(self) -> TimelineChart | None:
         return timeline_chart(self) if self.points else None
+
+    def page(self, before: int | None = None) -> LedgerPage:
+        """The folds numbered below ``before``, newest first (``None``: the newest page)."""
+        return ledger_page(self.folds, before=before)
+
+    @property
+    def newest_page(self) -> LedgerPage:
+        return self.page()
+
+    @property
+    def refused_tail(self) -> RefusedTail:
+        """The newest refused commands, and how many more."""
+        return refused_tail(self.refused)
 
 
 def _int(value: Any) -> int | None:

@@ -2,10 +2,17 @@
 
 :class:`TimelinePoint` is one reading of the projected tokens (a step, a fold's before or
 after, or now); :func:`timeline_chart` lays a ledger's points out in a fixed
-``CHART_WIDTH × CHART_HEIGHT`` view box: x by seq, y by tokens from zero, each fold marked,
+``CHART_WIDTH × CHART_HEIGHT`` view box: x by seq, y by tokens from zero, the folds marked,
 and the compaction point drawn when it is within reach of the peak. Pure geometry: it
 reads the ledger (typed by shape, :class:`TimelineSource`, so :mod:`dshweb.core.ledger`
 can offer ``Ledger.chart`` without an import cycle) and returns plain numbers and path data.
+
+The drawing stays the same size however long the session: the line is drawn through
+:func:`downsample`, which keeps the lowest and the highest point of each pixel column
+(so every peak and trough is drawn exactly: at most ``2 × COLUMNS + 2`` points), and
+folds closer than ``MARKER_SPACING`` px to the first fold of a group join that group,
+one marker saying how many (at most ``COLUMNS / MARKER_SPACING + 1`` markers). The
+full series is the ledger's own, for the downloads.
 """
 
 from __future__ import annotations
@@ -46,6 +53,12 @@ class TimelineSource(Protocol):
 CHART_WIDTH = 720
 CHART_HEIGHT = 240
 _LEFT, _RIGHT, _TOP, _BOTTOM = 56.0, 12.0, 22.0, 26.0
+COLUMNS = int(CHART_WIDTH - _RIGHT - _LEFT)
+"""Pixel columns of the plot area: the line keeps a min/max pair of points per column."""
+MARKER_SPACING = 8.0
+"""Folds less than this many px right of a group's first fold are drawn in that group."""
+LABEL_SPACING = 30.0
+"""A marker's label is drawn only this many px right of the last label drawn (no overlap)."""
 THRESHOLD_REACH = 2.0
 """The y axis stretches to the compaction point only when it is at most this × the peak."""
 
@@ -56,17 +69,53 @@ class Tick:
     tokens: int
 
 
+MarkerKind = FoldKind | Literal["mixed"]
+
+
 @dataclass(frozen=True, slots=True)
 class FoldMarker:
-    number: int
-    kind: FoldKind
-    status: str
+    """One fold, or a group of folds too close together to tell apart at this scale.
+
+    ``first``..``last`` are the folds' numbers (1-based, as the ledger lists them);
+    ``before`` is the highest reading just before any of them and ``after`` the lowest
+    right after one, so the drop drawn spans the group's.
+    """
+
+    first: int
+    last: int
+    kind: MarkerKind
+    status: Literal["done", "failed", "open"]
+    """``failed`` when any fold of the group failed, else ``open`` when one is open."""
     seq: int
+    end_seq: int
+    """The last fold's ``seq`` (where it started)."""
     x: float
+    """Midway between the first and the last fold's x."""
+    x_start: float
+    x_end: float
     y_before: float | None
     y_after: float | None
     before: int | None
     after: int | None
+    kinds: tuple[tuple[FoldKind, int], ...]
+    """How many folds of each kind, in the order the kinds first appear."""
+    failed: int
+    labelled: bool
+    """Whether its label is drawn (it has room: ``LABEL_SPACING``)."""
+
+    @property
+    def count(self) -> int:
+        return self.last - self.first + 1
+
+    @property
+    def number(self) -> int:
+        """The fold's number, for a marker of one fold (the last one's for a group)."""
+        return self.last
+
+    @property
+    def width(self) -> float:
+        """From the first fold's x to the last one's."""
+        return round(self.x_end - self.x_start, 1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +133,9 @@ class TimelineChart:
     area: str
     """The same line closed down to zero tokens."""
     count: int
+    """Points in the ledger's series (the line is drawn through at most ``2 × COLUMNS + 2``)."""
+    drawn: int
+    """Points the line is drawn through (:func:`downsample`)."""
     first_seq: int
     last_seq: int
     ticks: tuple[Tick, ...]
@@ -93,7 +145,23 @@ class TimelineChart:
     """The compaction point is far above every point, so the y axis does not reach it
     (the folds would be a flat line at the bottom otherwise)."""
     markers: tuple[FoldMarker, ...]
+    folds: int
+    """Folds marked, every one in exactly one marker."""
     peak: int
+
+    @property
+    def plot_height(self) -> float:
+        return self.bottom - self.top
+
+    @property
+    def grouped(self) -> bool:
+        """Some marker stands for more than one fold."""
+        return len(self.markers) < self.folds
+
+    @property
+    def mixed(self) -> bool:
+        """Some marker stands for folds of more than one kind."""
+        return any(m.kind == "mixed" for m in self.markers)
 
 
 def _nice_step(top: float, ticks: int = 4) -> int:
@@ -108,6 +176,65 @@ def _nice_step(top: float, ticks: int = 4) -> int:
 
 def _num(value: float) -> str:
     return f"{value:.1f}"
+
+
+def point_column(seq: int, first: int, last: int, columns: int) -> int:
+    """The pixel column (``0 .. columns - 1``) of ``seq`` on an axis from ``first`` to ``last``."""
+    if last <= first:
+        return 0
+    return min(max((seq - first) * columns // (last - first), 0), columns - 1)
+
+
+def downsample(
+    points: Sequence[TimelinePoint], columns: int = COLUMNS
+) -> tuple[TimelinePoint, ...]:
+    """The points to draw: per pixel column its lowest and its highest point, plus the
+    first and the last point, in the series' order.
+
+    Every column's extremes are kept exactly, so the drawn line has each peak and trough
+    of the full one; a series of at most ``2 × columns`` points is returned whole.
+    """
+    if len(points) <= 2 * columns:
+        return tuple(points)
+    first, last = points[0].seq, points[-1].seq
+    low: dict[int, int] = {}
+    high: dict[int, int] = {}
+    for index, point in enumerate(points):
+        column = point_column(point.seq, first, last, columns)
+        lowest = low.get(column)
+        if lowest is None:
+            low[column] = high[column] = index
+            continue
+        if point.tokens < points[lowest].tokens:
+            low[column] = index
+        elif point.tokens > points[high[column]].tokens:
+            high[column] = index
+    keep = {0, len(points) - 1, *low.values(), *high.values()}
+    return tuple(points[i] for i in sorted(keep))
+
+
+def _groups(xs: Sequence[float], spacing: float) -> list[tuple[int, int]]:
+    """Index ranges ``[start, end)`` of ``xs`` (ascending) lying within ``spacing`` of the
+    range's first x."""
+    groups: list[tuple[int, int]] = []
+    start = 0
+    for index in range(1, len(xs) + 1):
+        if index == len(xs) or xs[index] - xs[start] >= spacing:
+            groups.append((start, index))
+            start = index
+    return groups
+
+
+def _kinds(folds: Sequence[Fold]) -> tuple[tuple[FoldKind, int], ...]:
+    counts: dict[FoldKind, int] = {}
+    for fold in folds:
+        counts[fold.kind] = counts.get(fold.kind, 0) + 1
+    return tuple(counts.items())
+
+
+def _status(folds: Sequence[Fold]) -> Literal["done", "failed", "open"]:
+    statuses = {fold.status for fold in folds}
+    return "failed" if "failed" in statuses else "open" if "open" in statuses else "done"
 
 
 def timeline_chart(ledger: TimelineSource) -> TimelineChart:
@@ -132,23 +259,45 @@ def timeline_chart(ledger: TimelineSource) -> TimelineChart:
     def y_of(tokens: int) -> float:
         return bottom - min(tokens, ceiling) / ceiling * (bottom - top)
 
-    coords = [(x_of(p.seq), y_of(p.tokens)) for p in points]
+    drawn = downsample(points)
+    coords = [(x_of(p.seq), y_of(p.tokens)) for p in drawn]
     line = "M" + "L".join(f"{_num(x)},{_num(y)}" for x, y in coords)
     area = f"{line}L{_num(coords[-1][0])},{_num(bottom)}L{_num(coords[0][0])},{_num(bottom)}Z"
-    markers = tuple(
-        FoldMarker(
-            number=number,
-            kind=fold.kind,
-            status=fold.status,
-            seq=fold.seq,
-            x=round(x_of(fold.seq), 1),
-            y_before=round(y_of(fold.before), 1) if fold.before is not None else None,
-            y_after=round(y_of(fold.after), 1) if fold.after is not None else None,
-            before=fold.before,
-            after=fold.after,
+    folds = ledger.folds
+    xs = [x_of(fold.seq) for fold in folds]
+    markers: list[FoldMarker] = []
+    labelled_at = -math.inf
+    for start, end in _groups(xs, MARKER_SPACING):
+        group = folds[start:end]
+        befores = [f.before for f in group if f.before is not None]
+        afters = [f.after for f in group if f.after is not None]
+        before = max(befores) if befores else None
+        after = min(afters) if afters else None
+        kinds = _kinds(group)
+        x = (xs[start] + xs[end - 1]) / 2
+        labelled = x - labelled_at >= LABEL_SPACING
+        if labelled:
+            labelled_at = x
+        markers.append(
+            FoldMarker(
+                first=start + 1,
+                last=end,
+                kind=kinds[0][0] if len(kinds) == 1 else "mixed",
+                status=_status(group),
+                seq=group[0].seq,
+                end_seq=group[-1].seq,
+                x=round(x, 1),
+                x_start=round(xs[start], 1),
+                x_end=round(xs[end - 1], 1),
+                y_before=round(y_of(before), 1) if before is not None else None,
+                y_after=round(y_of(after), 1) if after is not None else None,
+                before=before,
+                after=after,
+                kinds=kinds,
+                failed=sum(1 for f in group if f.status == "failed"),
+                labelled=labelled,
+            )
         )
-        for number, fold in enumerate(ledger.folds, start=1)
-    )
     return TimelineChart(
         width=CHART_WIDTH,
         height=CHART_HEIGHT,
@@ -159,11 +308,13 @@ def timeline_chart(ledger: TimelineSource) -> TimelineChart:
         line=line,
         area=area,
         count=len(points),
+        drawn=len(drawn),
         first_seq=first,
         last_seq=last,
         ticks=tuple(Tick(round(y_of(t), 1), t) for t in range(0, ceiling + 1, step)),
         threshold_y=round(y_of(threshold), 1) if threshold is not None and not above else None,
         threshold_above=above,
-        markers=markers,
+        markers=tuple(markers),
+        folds=len(folds),
         peak=peak,
     )

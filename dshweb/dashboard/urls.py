@@ -4,13 +4,25 @@ from __future__ import annotations
 
 from django.urls import path
 
-from dshweb.dashboard import settings_views, views
+from dshweb.dashboard import exports, settings_views, views
 
 app_name = "dashboard"
 urlpatterns = [
     path("", views.session_list, name="session-list"),
     path("progress/", views.fold_progress, name="fold-progress"),
     path("sessions/<path:session_id>/compact/", views.session_compact, name="session-compact"),
+    # Names with a dot: a session page's address always ends in "/", so none is shadowed.
+    path("sessions/<path:session_id>/ledger.html", exports.session_ledger, name="session-ledger"),
+    path("sessions/<path:session_id>/ledger.csv", exports.ledger_csv, name="session-ledger-csv"),
+    path("sessions/<path:session_id>/ledger.json", exports.ledger_json, name="session-ledger-json"),
+    path(
+        "sessions/<path:session_id>/timeline.csv", exports.timeline_csv, name="session-timeline-csv"
+    ),
+    path(
+        "sessions/<path:session_id>/timeline.json",
+        exports.timeline_json,
+        name="session-timeline-json",
+    ),
     path("sessions/<path:session_id>/", views.session_detail, name="session-detail"),
     path("settings/", settings_views.settings_index, name="settings"),
     path("settings/engine/", settings_views.settings_engine, name="settings-engine"),

@@ -1,0 +1,129 @@
+"""The ledger and its timeline as rows of plain values: what the downloads hold.
+
+Every point of the ledger's series (:attr:`Ledger.points`, the very series the chart is
+drawn from before :func:`~dshweb.core.timeline.downsample`) is one timeline row, and every
+fold one ledger row with the figures the ledger table shows. Values are ``int``, ``str``
+or ``None`` (a figure the log does not give), so a row is ready for CSV or JSON; texts
+from the log have lone surrogates replaced (U+FFFD), so they encode as UTF-8. Rows are
+yielded one at a time: a caller can stream them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+
+from dshweb.core.folds import CompactCommand, Fold
+from dshweb.core.jsjson import printable
+from dshweb.core.timeline import TimelinePoint
+
+Value = int | str | None
+
+TIMELINE_COLUMNS = ("seq", "time", "time_ms", "tokens", "role", "fold")
+"""``time`` is ISO 8601 UTC (``Z``), ``time_ms`` DSH's epoch milliseconds; ``fold`` is the
+fold's number (1-based, as the ledger lists it) for a ``before``/``after`` point."""
+
+FOLD_COLUMNS = (
+    "number",
+    "kind",
+    "status",
+    "turn",
+    "seq",
+    "end_seq",
+    "time",
+    "time_ms",
+    "shadowed_tokens",
+    "shadowed_nodes",
+    "checkpoint_tokens",
+    "before",
+    "after",
+    "bought",
+    "prunes",
+    "summary_model",
+    "summary_input",
+    "summary_cache_read",
+    "summary_cache_write",
+    "summary_output",
+    "command",
+    "command_seq",
+    "command_kind",
+    "command_text",
+    "error",
+)
+"""``before``/``after`` are the projected tokens just before and right after the fold,
+``bought`` their difference, as the ledger table shows them."""
+
+REFUSED_COLUMNS = ("seq", "time", "time_ms", "command", "kind", "text", "done_seq")
+
+
+def iso_utc(ms: int | None) -> str | None:
+    """DSH event time (epoch milliseconds) → ``2025-06-01T12:34:56.789Z``; a time no
+    calendar can show (a log can hold any number) is ``None``."""
+    if ms is None:
+        return None
+    try:
+        moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    except (ValueError, OverflowError, OSError):
+        return None
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _text(value: str | None) -> str | None:
+    return None if value is None else printable(value)
+
+
+def timeline_row(point: TimelinePoint) -> tuple[Value, ...]:
+    return (point.seq, iso_utc(point.time), point.time, point.tokens, point.role, point.fold)
+
+
+def fold_row(number: int, fold: Fold) -> tuple[Value, ...]:
+    usage = fold.summary_usage
+    return (
+        number,
+        fold.kind,
+        fold.status,
+        fold.turn,
+        fold.seq,
+        fold.end_seq,
+        iso_utc(fold.time),
+        fold.time,
+        fold.shadowed_tokens,
+        fold.shadowed_nodes,
+        fold.checkpoint_tokens,
+        fold.before,
+        fold.after,
+        fold.dropped,
+        fold.prunes,
+        _text(fold.summary_model),
+        usage.input if usage else None,
+        usage.cache_read if usage else None,
+        usage.cache_write if usage else None,
+        usage.output if usage else None,
+        _text(fold.command),
+        fold.command_seq,
+        _text(fold.command_kind),
+        _text(fold.command_text),
+        _text(fold.error),
+    )
+
+
+def refused_row(command: CompactCommand) -> tuple[Value, ...]:
+    return (
+        command.seq,
+        iso_utc(command.time),
+        command.time,
+        _text(command.command),
+        _text(command.kind),
+        _text(command.text),
+        command.done_seq,
+    )
+
+
+def timeline_rows(points: Iterable[TimelinePoint]) -> Iterator[tuple[Value, ...]]:
+    """One row per point, in seq order (:data:`TIMELINE_COLUMNS`)."""
+    return (timeline_row(point) for point in points)
+
+
+def fold_rows(folds: Iterable[Fold]) -> Iterator[tuple[Value, ...]]:
+    """One row per fold, oldest first, numbered from 1 (:data:`FOLD_COLUMNS`)."""
+    return (fold_row(number, fold) for number, fold in enumerate(folds, start=1))

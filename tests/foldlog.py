@@ -1,0 +1,89 @@
+"""A long session with many folds, as DSH logs one: for the ledger's pages.
+
+No fixture home has more than a few folds (a real DSH session with hundreds is the
+benchmark home, too big to commit), so this writes a log of the same event shapes as
+the real ones: steps whose usage grows, and an automatic compaction (start, summary,
+the replacing checkpoint, end) every ``fold_every`` steps.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.logbuilder import event, frame, header
+
+PROJECT = "--w--"
+
+
+def _user(seq: int, text: str, op: object = "append") -> dict[str, Any]:
+    message = {
+        "role": "user",
+        "content": [{"type": "text", "text": text}],
+        "source": {"kind": "user"},
+    }
+    return {
+        "type": "user/message",
+        "seq": seq,
+        "time": 1000 + seq,
+        "data": message,
+        "surfaceOp": op,
+    }
+
+
+def _answer(seq: int, turn: int, prompt: int) -> dict[str, Any]:
+    line = event(
+        seq,
+        "assistant/message",
+        turn=turn,
+        step=1,
+        message={"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+        usage={"inputTokens": prompt, "outputTokens": 5, "cacheReadTokens": 0},
+        stream=[],
+    )
+    return line | {"surfaceOp": "append"}
+
+
+def _fold(seq: int, turn: int, start: int) -> list[dict[str, Any]]:
+    return [
+        event(seq, "compaction/start", compactionId=f"c-{turn}", turn=turn),
+        event(
+            seq + 1,
+            "compaction/summary",
+            compactionId=f"c-{turn}",
+            summary=[{"type": "text", "text": "s"}],
+            shadowedRange={"start": start, "end": seq - 1},
+            shadowedSeqs=[start, seq - 1],
+            shadowedTokenCount=3000,
+            provider="p",
+            model="m",
+        ),
+        _user(seq + 2, "summary", {"op": "replace", "startSeq": start, "endSeq": seq - 1}),
+        event(seq + 3, "compaction/end", compactionId=f"c-{turn}", turn=turn),
+    ]
+
+
+def long_session(steps: int, fold_every: int, *, first_seq: int = 1) -> list[dict[str, Any]]:
+    """Events from ``first_seq`` on: ``steps`` steps, a fold every ``fold_every`` steps."""
+    events: list[dict[str, Any]] = [_user(first_seq - 1, "start " * 100)] if first_seq == 1 else []
+    seq, surface_start = first_seq, 0
+    for step in range(1, steps + 1):
+        events += [_user(seq, "more " * 40), _answer(seq + 1, step, 1000 + 37 * step)]
+        seq += 2
+        if step % fold_every == 0:
+            events += _fold(seq, step, surface_start)
+            surface_start = seq + 2
+            seq += 4
+    return events
+
+
+def write_session(home: Path, session_id: str, events: list[dict[str, Any]]) -> Path:
+    """The session's log in ``home`` (header, then one frame per 50 events); its path."""
+    folder = home / "sessions" / PROJECT / session_id
+    folder.mkdir(parents=True)
+    (folder / "session.lock").touch()
+    log = folder / "session.v4.jsonl.zstd"
+    chunks = [frame(header(session_id))]
+    chunks += [frame(*events[start : start + 50]) for start in range(0, len(events), 50)]
+    log.write_bytes(b"".join(chunks))
+    return log
