@@ -1,235 +1,114 @@
 """Live dashboard load: latency from a frame's fsync to its update at a browser socket,
-and the server's CPU while many idle sessions sit in the home.
+inside a home of many idle sessions, and the server's CPU while they sit idle.
 
-Usage: python bench/live_bench.py [--sessions 20] [--clients 10] [--idle 500]
-       [--seconds 20] [--idle-seconds 10] [--source LOG]
+Usage: python bench/live_bench.py [--sessions 20] [--clients 10] [--list-clients 1]
+       [--home-size 500] [--seconds 20] [--idle-seconds 10] [--source LOG]
+       [--timeout 600] [--ws-timeout 120] [--server-tree DIR]
 
-It starts the real server (Daphne, in-memory channel layer) on 127.0.0.1 over a
-temporary home, logs ``--clients`` WebSocket clients in on session pages, and grows
-``--sessions`` sessions at DSH's pace: frames of real events (from a real DSH log,
-default the benchmark home's, else a fixture) every 50–200 ms, each fsynced. The
-baseline, measured in the same run on the same writes, is a bare ``watchfiles`` watcher
-noticing each write: what any file-following server pays before doing anything. The
-idle phase compares the server's CPU with ``--idle`` idle sessions to a second server
-on an empty home. Every loop is bounded in count and time. Ends with one line
-``p50_ms=<a> p95_ms=<b> max_ms=<c> idle_cpu_pct=<d>``.
+It starts the real server (:mod:`bench_server`, as ``scripts/start`` does) on a home of
+``--home-size`` idle sessions (:mod:`scale_home`'s cached home, hard-linked: nothing
+of it is written) plus ``--sessions`` growing ones, waits for its first complete page,
+opens ``--clients`` session sockets (one per growing session) and ``--list-clients``
+sessions-list sockets, and only when every socket has its on-connect state grows the
+sessions at DSH's pace: a frame of real events every 50–200 ms each, fsynced, for the
+whole ``--seconds``. The frames come from a real DSH log (``--source``; default the
+benchmark home's big session, else a fixture): after the source's second half, its
+frames are written again with every ``seq`` (and ``*Seq``/``*Seqs`` reference) moved
+past the last one written and every id made new, so a session never runs out; each
+grown log is folded again at the end and must read without error up to the last seq
+written.
+
+The feed is :mod:`growth`'s, the sockets :mod:`live_sockets`'. A socket's on-connect
+message is the state, not an update: it is never counted as one. An update resolves
+every frame of its session up to the ``last seq N`` it shows. A socket the server
+closes is opened again after a full-jitter back-off (as htmx's ws extension does);
+the state it then sends resolves pending frames without a latency (``resynced``).
+The baseline, on the same writes, is a bare ``watchfiles`` watcher noticing each
+write; the floor is a server that publishes at once but at most once per the server's
+``INTERVAL``. The idle phase compares the server's CPU with a second server on an
+empty home.
+
+It prints what it did (frames written per session and the time they span, updates,
+on-connect states, resynced frames, reconnects, the largest message) and ends with
+``p50_ms=<a> p95_ms=<b> max_ms=<c> idle_cpu_pct=<d> frames=<n> updates=<u>
+list_updates=<l> max_ws_kb=<k> reconnects=<r>``. Exit status 1 when it did less than
+it claims (a session that stopped writing early, no latency measured, a grown log that
+does not fold); 3 when a socket never sent its first state or frames were never
+delivered (reported, not hidden).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import http.cookiejar
-import json
+import http.client
 import os
 import random
-import re
+import runpy
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.parse
-import urllib.request
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import websockets
-import zstandard
+from bench_server import REPO, BenchError, Server, percentile, wait_complete
+from growth import Feed, read_frames, session_log, source_log, with_id
+from live_sockets import Client, Ledger
+from scale_home import PROFILES, BuildError, build_home
 from watchfiles import watch
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+from dshweb.core.home import LogFile, session_logs
+from dshweb.core.session import SessionTracker
 
-from dshweb.core.frames import split_frames  # noqa: E402
-from dshweb.core.home import session_logs  # noqa: E402
-from dshweb.live.timing import INTERVAL  # noqa: E402
-
-USER, PASSWORD = "bench", "bench-password-not-secret"
-LAST_SEQ = re.compile(rb"last seq (\d+)")
-_compress = zstandard.ZstdCompressor(write_checksum=True, write_content_size=False).compress
+DRAIN_S = 5.0
+PACE = (0.05, 0.2)
 
 
-def _source_log(explicit: Path | None) -> Path:
-    if explicit is not None:
-        return explicit
-    for home in (REPO / "bench/data/big-home", REPO / "tests/fixtures/homes/auto-compact"):
-        if (home / "sessions").is_dir():
-            return session_logs(home)[0].path
-    sys.exit("no source log: pass --source or run tests/fixtures/regenerate.py --big 10000")
+def _link_tree(source: Path, target: Path) -> None:
+    """A copy of ``source`` whose files are hard links (never written), else copies."""
 
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
 
-def _frames(log: Path) -> list[tuple[bytes, int]]:
-    """(frame bytes, last seq in it) for every frame of a real log."""
-    data = log.read_bytes()
-    chunks, error = split_frames(data, 0)
-    assert error is None
-    out = []
-    last = -1
-    for chunk in chunks:
-        for line in chunk.text.splitlines():
-            seq = json.loads(line).get("seq")
-            last = seq if isinstance(seq, int) else last
-        out.append((data[chunk.offset : chunk.end], last))
-    return out
-
-
-def _with_id(header_frame: bytes, session_id: str) -> bytes:
-    line = json.loads(zstandard.ZstdDecompressor().decompressobj().decompress(header_frame))
-    line["id"] = session_id
-    return _compress(json.dumps(line, separators=(",", ":")).encode() + b"\n")
-
-
-def _session_dir(home: Path, session_id: str) -> Path:
-    folder = home / "sessions" / "--bench--" / session_id
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "session.lock").touch()
-    return folder / "session.v4.jsonl.zstd"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass
-class Server:
-    home: Path
-    data: Path
-    port: int = field(default_factory=_free_port)
-    proc: subprocess.Popen[bytes] | None = None
-
-    def env(self) -> dict[str, str]:
-        return {
-            **os.environ,
-            "DSH_HOME": str(self.home),
-            "DSHWEB_DATA_DIR": str(self.data),
-            "DSHWEB_NO_DEMO": "1",
-            "DJANGO_SUPERUSER_USERNAME": USER,
-            "DJANGO_SUPERUSER_PASSWORD": PASSWORD,
-            "DJANGO_SUPERUSER_EMAIL": "b@example.com",
-        }
-
-    def start(self) -> None:
-        manage = [sys.executable, str(REPO / "manage.py")]
-        subprocess.run([*manage, "migrate", "--noinput", "-v0"], env=self.env(), check=True)
-        subprocess.run(
-            [*manage, "createsuperuser", "--noinput"],
-            env=self.env(),
-            check=True,
-            capture_output=True,
-        )
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(self.port),
-                "dshweb.asgi:application",
-            ],
-            cwd=REPO,
-            env=self.env(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{self.port}/accounts/login/", timeout=1)
-                return
-            except OSError:
-                time.sleep(0.2)
-        self.stop()
-        sys.exit("the server did not start")
-
-    def login(self) -> str:
-        jar = http.cookiejar.CookieJar()
-        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-        url = f"http://127.0.0.1:{self.port}/accounts/login/"
-        opener.open(url, timeout=10)
-        token = next(c.value for c in jar if c.name == "csrftoken")
-        body = urllib.parse.urlencode(
-            {"username": USER, "password": PASSWORD, "csrfmiddlewaretoken": token}
-        ).encode()
-        opener.open(urllib.request.Request(url, body, headers={"Referer": url}), timeout=10)
-        return next(str(c.value) for c in jar if c.name == "sessionid")
-
-    def cpu_seconds(self) -> float:
-        assert self.proc is not None
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                print("the server did not stop on SIGTERM and was killed")
-
-
-@dataclass
-class Ledger:
-    """Frames written per session: (last seq, fsync time), and the latencies found."""
-
-    written: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
-    history: dict[str, list[float]] = field(default_factory=dict)
-    latencies: list[float] = field(default_factory=list)
-    baseline: list[float] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def arrived(self, session_id: str, last_seq: int, at: float) -> None:
-        with self.lock:
-            pending = self.written.get(session_id, [])
-            done = [t for seq, t in pending if seq <= last_seq]
-            self.written[session_id] = [(s, t) for s, t in pending if s > last_seq]
-            self.latencies.extend(at - t for t in done)
+    shutil.copytree(source, target, copy_function=link)
 
 
 def _grow(
     paths: dict[str, Path],
-    frames: list[tuple[bytes, int]],
-    start: int,
+    feed: Feed,
     ledger: Ledger,
     seconds: float,
     stop: threading.Event,
     seen: dict[Path, float],
-) -> int:
-    """Append frames to every session at 50–200 ms intervals until time is up."""
+) -> dict[str, list[float]]:
+    """Append a frame to every session every 50–200 ms until the window ends."""
     rng = random.Random(7)
-    due = {sid: time.monotonic() + rng.uniform(0.05, 0.2) for sid in paths}
-    cursor = dict.fromkeys(paths, start)
+    frames = {sid: feed.frames() for sid in paths}
     end = time.monotonic() + seconds
-    writes = 0
-    while time.monotonic() < end and not stop.is_set():
+    due = {sid: time.monotonic() + rng.uniform(*PACE) for sid in paths}
+    times: dict[str, list[float]] = {sid: [] for sid in paths}
+    while not stop.is_set():
         sid = min(due, key=due.__getitem__)
+        if due[sid] >= end:
+            break
         time.sleep(max(0.0, due[sid] - time.monotonic()))
-        if cursor[sid] >= len(frames):
-            due[sid] = float("inf")
-            continue
-        frame, last_seq = frames[cursor[sid]]
-        cursor[sid] += 1
+        frame = next(frames[sid])
         with paths[sid].open("ab") as handle:
-            handle.write(frame)
+            handle.write(frame.data)
             handle.flush()
             os.fsync(handle.fileno())
         now = time.monotonic()
+        ledger.wrote(sid, frame.last_seq, now)
         with ledger.lock:
-            ledger.written.setdefault(sid, []).append((last_seq, now))
-            ledger.history.setdefault(sid, []).append(now)
             seen[paths[sid]] = now
-        writes += 1
-        due[sid] = now + rng.uniform(0.05, 0.2)
-    return writes
+        times[sid].append(now)
+        due[sid] = now + rng.uniform(*PACE)
+    return times
 
 
 def _baseline_watch(
@@ -244,25 +123,6 @@ def _baseline_watch(
                 written = seen.pop(Path(path), None)
             if written is not None:
                 ledger.baseline.append(now - written)
-
-
-async def _client(port: int, cookie: str, session_id: str, ledger: Ledger, until: float) -> int:
-    url = f"ws://127.0.0.1:{port}/ws/sessions/{urllib.parse.quote(session_id)}/"
-    headers = {"Cookie": f"sessionid={cookie}", "Origin": f"http://127.0.0.1:{port}"}
-    updates = 0
-    async with websockets.connect(url, additional_headers=headers, max_size=2**24) as ws:
-        while time.monotonic() < until:
-            try:
-                message = await asyncio.wait_for(ws.recv(), timeout=until - time.monotonic())
-            except TimeoutError:
-                break
-            at = time.monotonic()
-            data = message.encode() if isinstance(message, str) else message
-            found = LAST_SEQ.search(data)
-            if found:
-                ledger.arrived(session_id, int(found.group(1)), at)
-                updates += 1
-    return updates
 
 
 def _coalescing_floor(writes: list[float], interval: float) -> list[float]:
@@ -280,120 +140,221 @@ def _coalescing_floor(writes: list[float], interval: float) -> list[float]:
     return latencies
 
 
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+def _check_grown(paths: dict[str, Path], ledger: Ledger) -> None:
+    """Each grown log folds without error up to the last seq written to it."""
+    for sid, path in paths.items():
+        tracker = SessionTracker(LogFile(path, 4, compressed=True))
+        tracker.refresh()
+        if tracker.error is not None:
+            raise BenchError(f"{sid}: the grown log reads with an error: {tracker.error}")
+        if tracker.meter.last_seq != ledger.last_seq.get(sid):
+            raise BenchError(
+                f"{sid}: folds to seq {tracker.meter.last_seq}, {ledger.last_seq.get(sid)} written"
+            )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--sessions", type=int, default=20)
-    parser.add_argument("--clients", type=int, default=10)
-    parser.add_argument("--idle", type=int, default=500)
-    parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--idle-seconds", type=float, default=10.0)
-    parser.add_argument("--source", type=Path)
-    args = parser.parse_args()
-    frames = _frames(_source_log(args.source))
+def _ms(values: list[float]) -> tuple[float, float, float]:
+    return (
+        statistics.median(values) * 1000,
+        percentile(values, 0.95) * 1000,
+        max(values) * 1000,
+    )
+
+
+def run(args: argparse.Namespace, tmp: Path) -> int:
+    frames = read_frames(source_log(args.source))
     start = min(len(frames) // 2, 40)
-    tmp = Path(tempfile.mkdtemp(prefix="dshweb-live-bench-"))
-    servers: list[Server] = []
+    feed = Feed(frames, start)
+    interval = float(runpy.run_path(str(args.server_tree / "dshweb/live/timing.py"))["INTERVAL"])
+    home, empty = tmp / "home", tmp / "empty-home"
+    (empty / "sessions").mkdir(parents=True)
+    if args.home_size > 0:
+        built = build_home(args.home_size)
+        _link_tree(built.path / "sessions", home / "sessions")
+        idle_count = len(session_logs(home))
+        if idle_count != args.home_size:
+            raise BenchError(f"the home holds {idle_count} idle sessions, {args.home_size} asked")
+    shutil.copytree(PROFILES, home / "profiles")
+    growing = {f"grow-{i:02d}": session_log(home, f"grow-{i:02d}") for i in range(args.sessions)}
+    for sid, path in growing.items():
+        path.write_bytes(with_id(frames[0].data, sid) + b"".join(f.data for f in frames[1:start]))
+    print(
+        f"home: {args.home_size} idle + {args.sessions} growing sessions; source "
+        f"{args.source or source_log(None)} ({len(frames)} frames; growth from frame {start}, "
+        f"cycled every {len(feed.unit)} frames, seqs moved by {feed.span} per cycle)",
+        flush=True,
+    )
+    server = Server(home, tmp / "data", tree=args.server_tree)
+    quiet = Server(empty, tmp / "data-empty", tree=args.server_tree)
     try:
-        home, empty = tmp / "home", tmp / "empty-home"
-        (empty / "sessions").mkdir(parents=True)
-        growing = {
-            f"grow-{i:02d}": _session_dir(home, f"grow-{i:02d}") for i in range(args.sessions)
-        }
-        for sid, path in growing.items():
-            path.write_bytes(_with_id(frames[0][0], sid) + b"".join(f for f, _ in frames[1:start]))
-        small = frames[: min(len(frames), 12)]
-        for i in range(args.idle):
-            sid = f"idle-{i:04d}"
-            _session_dir(home, sid).write_bytes(
-                _with_id(small[0][0], sid) + b"".join(f for f, _ in small[1:])
-            )
-        server, quiet = Server(home, tmp / "data"), Server(empty, tmp / "data-empty")
-        servers += [server, quiet]
-        server.start()
-        quiet.start()
-        cookie = server.login()
-        ledger, stop = Ledger(), threading.Event()
-        seen: dict[Path, float] = {}
-        watcher = threading.Thread(
-            target=_baseline_watch, args=(home, ledger, seen, stop), daemon=True
-        )
-        watcher.start()
-        time.sleep(1.0)
-        observed = list(growing)[: args.clients]
-        until = time.monotonic() + args.seconds + 3
-
-        async def all_clients() -> list[int]:
-            return list(
-                await asyncio.gather(
-                    *(_client(server.port, cookie, sid, ledger, until) for sid in observed)
-                )
-            )
-
-        writes: list[int] = []
-        writer = threading.Thread(
-            target=lambda: writes.append(
-                _grow(growing, frames, start, ledger, args.seconds, stop, seen)
-            ),
-            daemon=True,
-        )
-        writer.start()
-        updates = asyncio.run(all_clients())
-        writer.join()
-        print(
-            f"{sum(writes)} frames written; {sum(updates)} updates received "
-            f"by {len(observed)} clients"
-        )
-
-        time.sleep(2.0)
-        cpu0, quiet0, t0 = server.cpu_seconds(), quiet.cpu_seconds(), time.monotonic()
-        time.sleep(args.idle_seconds)
-        elapsed = time.monotonic() - t0
-        idle_pct = (server.cpu_seconds() - cpu0) / elapsed * 100
-        empty_pct = (quiet.cpu_seconds() - quiet0) / elapsed * 100
-        stop.set()
-        watcher.join(timeout=5)
+        for each in (server, quiet):
+            each.prepare()
+        for each in (server, quiet):
+            each.start()
+        cold = wait_complete(server, time.monotonic() + args.timeout)
+        wait_complete(quiet, time.monotonic() + args.timeout)
+        print(f"server: first complete page {cold.complete_s:.1f} s after its start", flush=True)
+        return _measure(args, server, quiet, growing, feed, interval)
+    finally:
         server.stop()
         quiet.stop()
 
-        lat = ledger.latencies
-        base = ledger.baseline
-        if not lat:
-            sys.exit("no latency measured")
-        p50, p95, top = statistics.median(lat) * 1000, _pct(lat, 0.95), max(lat) * 1000
-        b50, b95 = statistics.median(base) * 1000, _pct(base, 0.95)
-        print(
-            f"fsync → update at client ({len(lat)} frames): p50 {p50:.1f} ms, "
-            f"p95 {p95:.1f} ms, max {top:.1f} ms"
+
+def _measure(
+    args: argparse.Namespace,
+    server: Server,
+    quiet: Server,
+    growing: dict[str, Path],
+    feed: Feed,
+    interval: float,
+) -> int:
+    ledger, stop = Ledger(), threading.Event()
+    seen: dict[Path, float] = {}
+    watcher = threading.Thread(
+        target=_baseline_watch, args=(server.home, ledger, seen, stop), daemon=True
+    )
+    watcher.start()
+    observed = list(growing)[: args.clients]
+    rng = random.Random(11)
+    sessions = [Client(server, ledger, sid, random.Random(rng.random())) for sid in observed]
+    lists = [Client(server, ledger, None, random.Random(rng.random())) for _ in range(args.lists)]
+    everyone = sessions + lists
+    times: dict[str, list[float]] = {}
+
+    async def clients() -> float:
+        await asyncio.gather(*(c.open(args.ws_timeout) for c in everyone))
+        await asyncio.sleep(1.0)  # the baseline watcher is up
+        writer = threading.Thread(
+            target=lambda: times.update(_grow(growing, feed, ledger, args.seconds, stop, seen)),
+            daemon=True,
         )
+        began = time.monotonic()
+        writer.start()
+        until = began + args.seconds + DRAIN_S
+        await asyncio.gather(*(c.follow(until, args.ws_timeout) for c in everyone))
+        await asyncio.to_thread(writer.join, args.seconds + 30)
+        for each in everyone:
+            await each.close()
+        return began
+
+    began = asyncio.run(clients())
+    if len(times) != len(growing):
+        raise BenchError("the writer did not finish its window")
+    _check_grown(growing, ledger)
+
+    time.sleep(2.0)
+    cpu0, quiet0, t0 = server.cpu_seconds(), quiet.cpu_seconds(), time.monotonic()
+    time.sleep(args.idle_seconds)
+    elapsed = time.monotonic() - t0
+    idle_pct = (server.cpu_seconds() - cpu0) / elapsed * 100
+    empty_pct = (quiet.cpu_seconds() - quiet0) / elapsed * 100
+    stop.set()
+    watcher.join(timeout=5)
+
+    written = {sid: len(t) for sid, t in times.items()}
+    spans = {sid: (t[-1] - began if t else 0.0) for sid, t in times.items()}
+    frames = sum(written.values())
+    updates = sum(c.updates for c in sessions)
+    list_updates = sum(c.updates for c in lists)
+    reconnects = sum(c.reconnects for c in everyone)
+    max_kb = max((c.max_size for c in everyone), default=0) / 1024
+    undelivered = ledger.pending(observed)
+    print(
+        f"wrote {frames} frames to {len(growing)} sessions over {args.seconds:.0f} s "
+        f"(per session {min(written.values())}–{max(written.values())} frames, the last "
+        f"{min(spans.values()):.1f}–{max(spans.values()):.1f} s into the window)"
+    )
+    print(
+        f"{len(sessions)} session sockets: {updates} updates (+ {sum(c.states for c in sessions)}"
+        f" on-connect states, not counted), {sum(c.unmatched for c in sessions)} without a "
+        f"'last seq'; frames resolved by an update {len(ledger.latencies)}, by a reconnect's "
+        f"state {ledger.resynced}, never delivered {undelivered}"
+    )
+    for c in lists:
+        first = "none" if c.first_size is None else f"{c.first_size / 1024:.0f} kB"
+        print(
+            f"list socket: first state {first}{'' if c.failure is None else ' — ' + c.failure}"
+            f", {c.updates} updates after it"
+        )
+    print(f"reconnect attempts {reconnects}; largest WebSocket message {max_kb:.0f} kB")
+
+    failures: list[str] = []
+    short = [sid for sid, s in spans.items() if s < args.seconds - 1.0]
+    if short:
+        raise BenchError(f"{len(short)} sessions stopped writing early: {short[:5]}")
+    if not ledger.latencies:
+        raise BenchError("no latency measured: no update matched a written frame")
+    silent = [c.path for c in everyone if c.states == 0]
+    if silent:
+        failures.append(f"{len(silent)} sockets never sent their state: {silent[:5]}")
+    if undelivered:
+        failures.append(f"{undelivered} frames never reached their session's socket")
+
+    lat, base = ledger.latencies, ledger.baseline
+    p50, p95, top = _ms(lat)
+    print(
+        f"fsync → update at client ({len(lat)} frames): p50 {p50:.1f} ms, p95 {p95:.1f} ms, "
+        f"max {top:.1f} ms"
+    )
+    if base:
+        b50, b95, _ = _ms(base)
         print(
             f"baseline fsync → bare watchfiles ({len(base)} writes): p50 {b50:.1f} ms, "
             f"p95 {b95:.1f} ms; ratio p50 {p50 / max(b50, 0.001):.1f}x, "
             f"p95 {p95 / max(b95, 0.001):.1f}x"
         )
-        floor = [
-            x for sid in observed for x in _coalescing_floor(ledger.history.get(sid, []), INTERVAL)
-        ]
-        f50, f95 = statistics.median(floor) * 1000, _pct(floor, 0.95)
-        print(
-            f"floor of {1 / INTERVAL:.0f} updates/s/session at this pace: p50 {f50:.1f} ms, "
-            f"p95 {f95:.1f} ms; ratio p50 {p50 / max(f50, 0.001):.2f}x, "
-            f"p95 {p95 / max(f95, 0.001):.2f}x"
-        )
-        print(
-            f"idle CPU with {args.idle + args.sessions} sessions: {idle_pct:.2f}% of one core "
-            f"(empty home: {empty_pct:.2f}%; ratio {idle_pct / max(empty_pct, 0.01):.1f}x)"
-        )
-        print(f"p50_ms={p50:.1f} p95_ms={p95:.1f} max_ms={top:.1f} idle_cpu_pct={idle_pct:.2f}")
+    floor = [
+        x for sid in observed for x in _coalescing_floor(ledger.history.get(sid, []), interval)
+    ]
+    f50, f95, _ = _ms(floor)
+    print(
+        f"floor of {1 / interval:.0f} updates/s/session at this pace: p50 {f50:.1f} ms, "
+        f"p95 {f95:.1f} ms; ratio p50 {p50 / max(f50, 0.001):.2f}x, "
+        f"p95 {p95 / max(f95, 0.001):.2f}x"
+    )
+    print(
+        f"idle CPU with {args.home_size + args.sessions} sessions: {idle_pct:.2f}% of one core "
+        f"(empty home: {empty_pct:.2f}%; ratio {idle_pct / max(empty_pct, 0.01):.1f}x)"
+    )
+    print(
+        f"p50_ms={p50:.1f} p95_ms={p95:.1f} max_ms={top:.1f} idle_cpu_pct={idle_pct:.2f} "
+        f"frames={frames} updates={updates} list_updates={list_updates} "
+        f"max_ws_kb={max_kb:.0f} reconnects={reconnects}"
+    )
+    if failures:
+        print("live_bench: " + "; ".join(failures))
+        return 3
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--sessions", type=int, default=20)
+    parser.add_argument("--clients", type=int, default=10)
+    parser.add_argument("--list-clients", dest="lists", type=int, default=1)
+    parser.add_argument("--home-size", type=int, default=500)
+    parser.add_argument("--seconds", type=float, default=20.0)
+    parser.add_argument("--idle-seconds", type=float, default=10.0)
+    parser.add_argument("--source", type=Path)
+    parser.add_argument("--timeout", type=float, default=600.0, help="cold start")
+    parser.add_argument("--ws-timeout", type=float, default=120.0)
+    parser.add_argument("--server-tree", type=Path, default=REPO)
+    args = parser.parse_args()
+    if args.clients > args.sessions:
+        parser.error("--clients cannot exceed --sessions (one socket per growing session)")
+    if args.seconds < 2:
+        parser.error("--seconds below 2 measures nothing")
+    # Under bench/data (git-ignored), on the cached homes' file system: hard links work.
+    (REPO / "bench" / "data").mkdir(exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="live-bench-", dir=REPO / "bench" / "data"))
+    try:
+        return run(args, tmp)
+    except (BenchError, BuildError, OSError, http.client.HTTPException) as error:
+        print(f"live_bench: FAILED: {type(error).__name__}: {error}", file=sys.stderr)
+        return 1
     finally:
-        for each in servers:
-            each.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
