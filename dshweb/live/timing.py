@@ -1,10 +1,11 @@
-"""The watcher's timing constants (plain values: the load benchmark reads them without
+"""The hub's and the publisher's timing constants (plain values: the load benchmark reads them without
 setting Django up)."""
 
 from __future__ import annotations
 
-INTERVAL = 0.2
-"""At most one update per session per interval (5 per second)."""
+INTERVAL = 0.1
+"""At most one update per session per interval (10 per second): a frame waits at most this
+long for the update that shows it (fsync → browser p95 ≈ 110 ms in bench/live_bench.py)."""
 NOTIFY_STEP_MS = 5
 """Quiet time that ends a batch of file notifications."""
 NOTIFY_MAX_MS = 40
