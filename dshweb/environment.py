@@ -97,6 +97,13 @@ def _is_origin(text: str) -> bool:
     return port_ok and parts.scheme in ("http", "https") and bool(parts.hostname) and not extra
 
 
+def fold_checkpoints() -> bool:
+    """``DSHWEB_FOLD_CHECKPOINTS`` (default on): keep fold state in the database."""
+    return os.environ.get("DSHWEB_FOLD_CHECKPOINTS", "") == "" or _switch(
+        "DSHWEB_FOLD_CHECKPOINTS"
+    )
+
+
 def _switch(name: str) -> bool:
     # A security switch spelled "true" or "yes" must not silently mean off.
     value = os.environ.get(name, "")

@@ -167,4 +167,4 @@ LOGIN_THROTTLE_SECONDS = 300
 
 # The hub (dshweb/live/hub.py) saves each session's fold state in the database, so a
 # restart folds only what the logs gained since.
-DSHWEB_FOLD_CHECKPOINTS = True
+DSHWEB_FOLD_CHECKPOINTS = environment.fold_checkpoints()

@@ -1,0 +1,86 @@
+"""A cold start of a big home: the list is served at once with a progress bar, which
+completes the page by itself when the read ends.
+
+Its own home (many copies of a real fixture log, each its own session) and its own
+server, started without fold checkpoints so every start reads every log again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import zstandard
+from playwright.sync_api import Browser, BrowserContext, StorageState, expect
+
+from dshweb.core.home import encode_segment
+from tests.browser.conftest import DESKTOP, WAIT_MS, serving, sign_in
+from tests.browser.server import DshwebServer
+from tests.conftest import FIXTURE_HOMES
+
+pytestmark = pytest.mark.browser
+
+COPIES = 1200
+"""Enough real logs that reading them takes seconds, even on a fast machine."""
+SOURCE = "demo-live"
+READ_MS = 120_000
+
+
+def _copies(home: Path) -> None:
+    (log,) = (FIXTURE_HOMES / SOURCE / "sessions").glob("*/*/session*.jsonl.zstd")
+    with zstandard.ZstdDecompressor().stream_reader(
+        log.read_bytes(), read_across_frames=True
+    ) as reader:
+        lines = reader.read()
+    first, rest = lines.split(b"\n", 1)
+    header = json.loads(first)
+    compress = zstandard.ZstdCompressor().compress
+    project = home / "sessions" / "--progress--"
+    for n in range(COPIES):
+        session_id = f"copy-{n:04d}"
+        folder = project / encode_segment(session_id)
+        folder.mkdir(parents=True)
+        data = json.dumps(header | {"id": session_id}).encode() + b"\n" + rest
+        (folder / log.name).write_bytes(compress(data))
+
+
+@pytest.fixture(scope="module")
+def big_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DshwebServer]:
+    home = tmp_path_factory.mktemp("progress-home")
+    _copies(home)
+    server = DshwebServer(home, tmp_path_factory.mktemp("progress-data"))
+    server.extra_env["DSHWEB_FOLD_CHECKPOINTS"] = "0"
+    yield from serving(server)
+
+
+def test_a_cold_start_serves_the_list_at_once_with_its_progress(
+    browser: Browser, big_server: DshwebServer
+) -> None:
+    cookies: StorageState = sign_in(browser, big_server)
+    big_server.restart()  # a cold start again: no checkpoints to resume from
+    context: BrowserContext = browser.new_context(
+        base_url=big_server.url, storage_state=cookies, viewport=DESKTOP
+    )
+    errors: list[Any] = []
+    context.on("weberror", lambda error: errors.append(str(error.error)))
+    try:
+        page = context.new_page()
+        page.goto("/")
+        bar = page.locator("#fold-progress")
+        expect(bar).to_have_attribute("data-state", "folding", timeout=WAIT_MS)
+        expect(bar).to_be_visible()
+        expect(bar).to_contain_text(f"of {COPIES:,} sessions".replace(",", ""))
+        total = int(bar.get_attribute("data-bytes-total") or 0)
+        assert total > 0
+        first_done = int(bar.get_attribute("data-bytes-done") or 0)
+        # It moves on by itself while the read goes on, then the page reloads complete.
+        expect(page.locator("#fold-progress[data-state=done]")).to_have_count(1, timeout=READ_MS)
+        expect(bar).to_be_hidden()
+        expect(page.locator(".session-row").first).to_be_visible()
+        assert first_done < total
+    finally:
+        context.close()
+    assert not errors, f"uncaught errors in the page: {errors}"
