@@ -61,8 +61,9 @@ def test_a_cold_start_serves_the_list_at_once_with_its_progress(
 ) -> None:
     cookies: StorageState = sign_in(browser, big_server)
     big_server.restart()  # a cold start again: no checkpoints to resume from
+    options: dict[str, Any] = {"viewport": DESKTOP}
     context: BrowserContext = browser.new_context(
-        base_url=big_server.url, storage_state=cookies, viewport=DESKTOP
+        base_url=big_server.url, storage_state=cookies, **options
     )
     errors: list[Any] = []
     context.on("weberror", lambda error: errors.append(str(error.error)))
