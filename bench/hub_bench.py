@@ -1,0 +1,101 @@
+"""What the hub costs over a bare fold, and what its checkpoints save on a restart.
+
+Usage: python bench/hub_bench.py [--sizes 1000,5000] [--rounds 3]
+
+For each home (``bench/scale_home.py``: real DSH logs copied into N sessions) it times, in
+this process, alternately and ``--rounds`` times each:
+
+- the baseline: every log folded by a bare :class:`SessionTracker` (the fold
+  ``bench/fold_bench.py`` measures), nothing else;
+- the hub's cold start: the same fold plus what the hub adds (index, snapshots, the ring
+  readings, the published view, progress);
+- a restart: a new hub resuming from the checkpoints the first one saved (in a SQLite
+  database in a temporary data folder), up to its first complete view.
+
+It checks that every hub saw every session and that the restarted view equals the cold
+one, and ends each size with ``size=… sessions=… cold_ratio=… restart_s=…
+restart_ratio=… checkpoints_mb=…`` (ratios against the baseline's best round).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,5000")
+    parser.add_argument("--rounds", type=int, default=3)
+    options = parser.parse_args()
+    data = Path(tempfile.mkdtemp(prefix="hub-bench-"))
+    os.environ["DSHWEB_DATA_DIR"] = str(data)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "dshweb.settings"
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    from bench.scale_home import big_source, build_home
+    from dshweb.core.home import session_logs
+    from dshweb.core.session import SessionTracker
+    from dshweb.live.checkpoints import DatabaseCheckpoints
+    from dshweb.live.hub import Hub
+    from dshweb.live.models import FoldCheckpoint
+
+    big = big_source()
+    for size in (int(s) for s in options.sizes.split(",")):
+        home = build_home(size, big=big).path
+        logs = session_logs(home)
+        if len(logs) != size:
+            sys.exit(f"FAILED: the home of {size} holds {len(logs)} logs")
+        bare: list[float] = []
+        cold: list[float] = []
+        restart: list[float] = []
+        store = DatabaseCheckpoints()
+        for _ in range(options.rounds):
+            started = time.perf_counter()
+            for log in logs:
+                SessionTracker(log).refresh()
+            bare.append(time.perf_counter() - started)
+
+            FoldCheckpoint.objects.all().delete()
+            started = time.perf_counter()
+            hub = Hub(home, "sdk", store=store)
+            first = hub.cold_start()
+            cold.append(time.perf_counter() - started)
+            saved = hub.flush_checkpoints()
+
+            started = time.perf_counter()
+            again = Hub(home, "sdk", store=store).cold_start()
+            restart.append(time.perf_counter() - started)
+            if len(first.sessions) != size or saved != size:
+                sys.exit(f"FAILED: {len(first.sessions)} sessions, {saved} checkpoints")
+            if {k: v.snapshot for k, v in again.sessions.items()} != {
+                k: v.snapshot for k, v in first.sessions.items()
+            }:
+                sys.exit("FAILED: the restarted view differs from the cold one")
+        blobs = sum(len(b) for b in FoldCheckpoint.objects.values_list("blob", flat=True))
+        base = min(bare)
+        print(
+            f"size={size}: bare fold {min(bare):.2f}–{max(bare):.2f} s, hub cold start "
+            f"{min(cold):.2f}–{max(cold):.2f} s, restart {min(restart):.2f}–{max(restart):.2f} s "
+            f"over {options.rounds} rounds"
+        )
+        print(
+            f"size={size} sessions={size} cold_ratio={min(cold) / base:.2f} "
+            f"restart_s={min(restart):.2f} restart_ratio={min(restart) / base:.2f} "
+            f"checkpoints_mb={blobs / 1e6:.1f}"
+        )
+
+
+if __name__ == "__main__":
+    main()
