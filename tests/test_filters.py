@@ -1,20 +1,26 @@
-"""The sessions list's filter: the query string read leniently, then matched per session.
+"""The sessions list's query: read leniently from the address, then matched per session.
 
-The browser applies the same rule (static/dshweb/live.js); these tables are its spec.
+The rule exists only on the server (the page and its socket ask it); these tables are
+its spec.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from urllib.parse import parse_qsl
 
 import pytest
 
+from dshweb.core.display import Band
 from dshweb.core.filters import (
-    SessionFilter,
+    MAX_PER_PAGE,
+    MAX_QUERY,
+    PER_PAGE,
+    ListQuery,
     SessionState,
-    hidden_sessions,
+    SortKey,
+    list_query,
     search_text,
-    session_filter,
     session_matches,
 )
 from dshweb.core.session import SessionSnapshot
@@ -52,35 +58,69 @@ LIVE = replace(BASE, session_id="live-1", live=True)
 
 
 @pytest.mark.parametrize(
-    ("query", "state", "expected"),
+    ("params", "expected"),
     [
-        (None, None, SessionFilter("", SessionState.ALL)),
-        ("", "", SessionFilter("", SessionState.ALL)),
-        ("  shop api ", "live", SessionFilter("shop api", SessionState.LIVE)),
-        ("x", "idle", SessionFilter("x", SessionState.IDLE)),
-        ("x", "all", SessionFilter("x", SessionState.ALL)),
-        ("x", "LIVE", SessionFilter("x", SessionState.ALL)),  # unknown: show everything
-        ("x", "bogus", SessionFilter("x", SessionState.ALL)),
+        ({}, ListQuery()),
+        ({"q": "", "state": "", "band": "", "sort": "", "page": "", "per_page": ""}, ListQuery()),
+        ({"q": "  shop api ", "state": "live"}, ListQuery("shop api", SessionState.LIVE)),
+        ({"q": "x", "state": "idle"}, ListQuery("x", SessionState.IDLE)),
+        ({"q": "x", "state": "all"}, ListQuery("x")),
+        ({"q": "x", "state": "LIVE"}, ListQuery("x")),  # unknown: show everything
+        ({"state": "bogus", "band": "nope", "sort": "size"}, ListQuery()),
+        ({"band": "tight", "sort": "headroom"}, ListQuery(band=Band.TIGHT, sort=SortKey.HEADROOM)),
+        (
+            {"band": "unknown", "sort": "percent"},
+            ListQuery(band=Band.UNKNOWN, sort=SortKey.PERCENT),
+        ),
+        ({"page": "3", "per_page": "20"}, ListQuery(page=3, per_page=20)),
+        ({"page": " 3 "}, ListQuery(page=3)),
+        ({"page": "0", "per_page": "0"}, ListQuery()),
+        ({"page": "-2", "per_page": "-1"}, ListQuery()),
+        ({"page": "2.5", "per_page": "1e3"}, ListQuery()),
+        ({"page": "٣"}, ListQuery()),  # a digit, but not an ASCII one
+        ({"page": "9" * 5000}, ListQuery()),  # past int()'s digit limit: no error
+        ({"page": "99999999"}, ListQuery(page=1_000_000)),
+        ({"per_page": "5000"}, ListQuery(per_page=MAX_PER_PAGE)),
+        ({"q": "a" * 10_000}, ListQuery(q="a" * MAX_QUERY)),
     ],
 )
-def test_session_filter_reads_the_query_string(
-    query: str | None, state: str | None, expected: SessionFilter
+def test_list_query_reads_the_address_leniently(
+    params: dict[str, str], expected: ListQuery
 ) -> None:
-    assert session_filter(query=query, state=state) == expected
+    assert list_query(params) == expected
 
 
 @pytest.mark.parametrize(
-    ("chosen", "terms", "active"),
+    ("query", "text"),
     [
-        (SessionFilter(), (), False),
-        (SessionFilter("   "), (), False),
-        (SessionFilter("Shop  API\tFix"), ("shop", "api", "fix"), True),
-        (SessionFilter("", SessionState.IDLE), (), True),
+        (ListQuery(), ""),
+        (ListQuery(page=1, per_page=PER_PAGE), ""),
+        (ListQuery("a b&c", SessionState.LIVE), "q=a+b%26c&state=live"),
+        (
+            ListQuery("x", SessionState.IDLE, Band.TIGHT, SortKey.PERCENT, 4, 10),
+            "q=x&state=idle&band=tight&sort=percent&page=4&per_page=10",
+        ),
     ],
 )
-def test_terms_and_active(chosen: SessionFilter, terms: tuple[str, ...], active: bool) -> None:
-    assert chosen.terms == terms
-    assert chosen.active is active
+def test_query_string_leaves_out_the_defaults(query: ListQuery, text: str) -> None:
+    assert query.query_string() == text
+    assert list_query(dict(parse_qsl(text))) == query  # and it reads back the same
+
+
+@pytest.mark.parametrize(
+    ("query", "terms", "filtering"),
+    [
+        (ListQuery(), (), False),
+        (ListQuery("   "), (), False),
+        (ListQuery(sort=SortKey.PERCENT, page=3), (), False),
+        (ListQuery("Shop  API\tFix"), ("shop", "api", "fix"), True),
+        (ListQuery("", SessionState.IDLE), (), True),
+        (ListQuery(band=Band.AMPLE), (), True),
+    ],
+)
+def test_terms_and_filtering(query: ListQuery, terms: tuple[str, ...], filtering: bool) -> None:
+    assert query.terms == terms
+    assert query.filtering is filtering
 
 
 @pytest.mark.parametrize(
@@ -125,19 +165,23 @@ def test_search_text(snapshot: SessionSnapshot, text: str) -> None:
     ],
 )
 def test_session_matches(snapshot: SessionSnapshot, query: str, state: str, matches: bool) -> None:
-    assert session_matches(snapshot, session_filter(query=query, state=state)) is matches
+    chosen = list_query({"q": query, "state": state})
+    assert session_matches(snapshot, chosen) is matches
+    # The text already known gives the same answer.
+    assert session_matches(snapshot, chosen, text=search_text(snapshot)) is matches
 
 
 @pytest.mark.parametrize(
-    ("query", "state", "hidden"),
+    ("band", "chosen", "matches"),
     [
-        ("", "all", set()),
-        ("", "live", {"sess-001", "cjk-001", "Bare-ID"}),
-        ("", "idle", {"live-1"}),
-        ("checkout", "all", {"cjk-001", "Bare-ID"}),
-        ("no-such-thing", "all", {"sess-001", "cjk-001", "Bare-ID", "live-1"}),
+        (Band.TIGHT, None, True),
+        (Band.TIGHT, Band.TIGHT, True),
+        (Band.TIGHT, Band.CRITICAL, False),
+        (Band.UNKNOWN, Band.UNKNOWN, True),
+        (Band.UNKNOWN, Band.AMPLE, False),
     ],
 )
-def test_hidden_sessions(query: str, state: str, hidden: set[str]) -> None:
-    shots = [BASE, CJK, BARE, LIVE]
-    assert hidden_sessions(shots, session_filter(query=query, state=state)) == hidden
+def test_session_matches_the_band(band: Band, chosen: Band | None, matches: bool) -> None:
+    assert session_matches(BASE, ListQuery(band=chosen), band=band) is matches
+    assert session_matches(BASE, ListQuery("checkout", band=chosen), band=band) is matches
+    assert session_matches(BASE, ListQuery("nothing", band=chosen), band=band) is False

@@ -10,8 +10,10 @@ import asyncio
 import re
 import shutil
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 import pytest_asyncio
@@ -21,11 +23,18 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from dshweb.asgi import application
+from dshweb.core.display import context_reading
+from dshweb.core.filters import ListQuery
 from dshweb.core.home import session_logs
+from dshweb.core.listing import SessionEntry, list_page
+from dshweb.dashboard import fragments
 from dshweb.dashboard.selectors import reset_home_index
 from dshweb.live.publisher import stop_publisher
+from dshweb.live.service import sync_home
 from tests.conftest import FIXTURE_HOMES
+from tests.homecopies import copy_as, home_of_copies
 from tests.logbuilder import frames_of
+from tests.test_views import TopLevel, make_snapshot
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -84,6 +93,25 @@ async def _connect(
     return communicator, connected, code
 
 
+PAGE_PARTS = [
+    "session-counts",
+    "session-rows",
+    "sessions-empty",
+    "sessions-none-match",
+    "session-pager",
+]
+"""The top-level elements of a whole list page over the socket, in order."""
+
+
+def _top_level(html: str) -> list[tuple[str, str]]:
+    """Each top-level element's tag and id (every one must have an id)."""
+    return [(tag, attrs["id"]) for tag, attrs in TopLevel(html).elements]
+
+
+def _row_ids(html: str) -> list[str]:
+    return re.findall(r'<li id="row-[^"]*" [^>]*?data-session-id="([^"]*)"', html)
+
+
 def _attr(html: str, element_id: str, name: str) -> str:
     match = re.search(rf'<[^>]*id="{re.escape(element_id)}"[^>]*>', html)
     assert match is not None, f"no #{element_id} in {html[:300]}"
@@ -122,11 +150,14 @@ async def test_missing_origin_is_refused(home: Path, cookie: bytes, stop: None) 
 
 
 @pytest.mark.asyncio
-async def test_list_socket_sends_rows_then_updates(home: Path, cookie: bytes, stop: None) -> None:
+async def test_list_socket_sends_the_page_then_changed_rows(
+    home: Path, cookie: bytes, stop: None
+) -> None:
     communicator, connected, _ = await _connect("/ws/sessions/", ORIGIN, (b"cookie", cookie))
     assert connected is True
     first = await _receive(communicator)
     row = "row-auto-compact"
+    assert [tag_id for _, tag_id in _top_level(first)] == PAGE_PARTS
     assert _attr(first, row, "data-session-id") == "auto-compact"
     before = int(_attr(first, row, "data-percent"))
     log, rest = _rest_of_log(home)
@@ -137,6 +168,43 @@ async def test_list_socket_sends_rows_then_updates(home: Path, cookie: bytes, st
         communicator, lambda html: row in html and int(_attr(html, row, "data-percent")) != before
     )
     assert _attr(update, row, "data-band") in {"ample", "moderate", "tight", "critical"}
+    # The page still holds the same rows: only the changed row (and the counts) come.
+    assert {tag_id for _, tag_id in _top_level(update)} <= {row, "session-counts"}
+    assert ("li", row) in _top_level(update)
+    await communicator.disconnect()
+
+
+@pytest.mark.asyncio
+async def test_list_socket_sends_the_whole_page_when_its_order_changes(
+    home: Path, cookie: bytes, stop: None
+) -> None:
+    # A copy of the whole log is newer than the cut one, until the cut one catches up:
+    # then they tie and the id puts "auto-compact" first.
+    copy_as(home, session_logs(SOURCE)[0], "auto-compact-whole")
+    sync_home()
+    communicator, connected, _ = await _connect("/ws/sessions/", ORIGIN, (b"cookie", cookie))
+    assert connected is True
+    first = await _receive(communicator)
+    assert _row_ids(first) == ["auto-compact-whole", "auto-compact"]
+    log, rest = _rest_of_log(home)
+    for frame in rest:
+        with log.open("ab") as handle:
+            handle.write(frame)
+        await asyncio.sleep(0.01)
+    seen: list[str] = []
+
+    def reordered(html: str) -> bool:
+        seen.append(html)
+        return 'id="session-rows"' in html
+
+    update = await _receive_until(communicator, reordered)
+    assert _row_ids(update) == ["auto-compact", "auto-compact-whole"]
+    assert [tag_id for _, tag_id in _top_level(update)] == PAGE_PARTS
+    for earlier in seen[:-1]:  # while the order held, rows alone
+        assert {tag_id for _, tag_id in _top_level(earlier)} <= {
+            "row-auto-compact",
+            "session-counts",
+        }
     await communicator.disconnect()
 
 
@@ -242,3 +310,106 @@ async def test_an_unknown_socket_path_is_closed_as_not_found(
             "code": 4404,
         }
         await communicator.disconnect()
+
+
+# --- a big home: one page per message, never the whole list ------------------------
+
+BIG = 600
+MESSAGE_LIMIT = 256 * 1024
+"""The promise: no socket message over 256 KB at any home size (Daphne's own limit is
+1 MiB; the whole list of this home is more)."""
+
+
+_SHOT = make_snapshot("s", 1)
+_READING = context_reading(_SHOT)
+
+
+def _copies(start: int, stop: int) -> list[str]:
+    return [f"copy-{number:04}" for number in range(start, stop)]
+
+
+@pytest.fixture
+def big_home(tmp_path: Path, settings: Any) -> Iterator[Path]:
+    """600 copies of a real session (the same times: the list orders them by id)."""
+    target = home_of_copies(FIXTURE_HOMES / "plain-turns", tmp_path / "big", BIG)
+    settings.DSH_HOME = target
+    settings.DSH_PROFILE = "sdk"
+    reset_home_index()
+    yield target
+    reset_home_index()
+
+
+def _size(html: str) -> int:
+    return len(html.encode())
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("query", "rows"),
+    [
+        ("", _copies(0, 50)),
+        ("?page=3&per_page=100", _copies(200, 300)),
+        ("?q=copy-05&sort=percent", _copies(500, 550)),
+        ("?page=999", _copies(550, 600)),  # clamped to the last page
+        ("?q=copy-0007+hello&state=idle&band=ample", ["copy-0007"]),
+        ("?q=no-such-session", []),
+    ],
+)
+async def test_list_socket_sends_only_its_page(
+    big_home: Path, cookie: bytes, stop: None, query: str, rows: list[str]
+) -> None:
+    sync_home()
+    communicator, connected, _ = await _connect(
+        "/ws/sessions/" + query, ORIGIN, (b"cookie", cookie)
+    )
+    assert connected is True
+    first = await _receive(communicator)
+    assert _size(first) < MESSAGE_LIMIT
+    assert _row_ids(first) == rows
+    assert [tag_id for _, tag_id in _top_level(first)] == PAGE_PARTS
+    assert _attr(first, "session-count", "data-total") == str(BIG)
+    await communicator.disconnect()
+
+
+@pytest.mark.asyncio
+async def test_no_list_message_is_over_the_limit(big_home: Path, cookie: bytes, stop: None) -> None:
+    view = sync_home()
+    # The whole list at once (what the socket sent before it paged) would be far over it.
+    assert _size(fragments.rows_html(list(view.tree))) > 4 * MESSAGE_LIMIT
+    communicator, connected, _ = await _connect(
+        "/ws/sessions/?per_page=100", ORIGIN, (b"cookie", cookie)
+    )
+    assert connected is True
+    first = await _receive(communicator)
+    assert _size(first) < MESSAGE_LIMIT
+    assert _row_ids(first) == _copies(0, 100)
+    # A session leaves the page: the page comes again, one more row moved up into it.
+    shutil.rmtree(next(big_home.glob("sessions/*/copy-0003")))
+    sync_home()
+    update = await _receive_until(communicator, lambda html: 'id="session-rows"' in html)
+    assert _size(update) < MESSAGE_LIMIT
+    assert _row_ids(update) == [*_copies(0, 3), *_copies(4, 101)]
+    assert _attr(update, "session-count", "data-total") == str(BIG - 1)
+    await communicator.disconnect()
+
+
+def test_a_page_too_big_for_one_message_comes_in_pieces() -> None:
+    entries = [
+        SessionEntry(replace(_SHOT, session_id=f"s-{n:03}", last_time=1000 - n), _READING, 0, False)
+        for n in range(100)
+    ]
+    page = list_page(entries, ListQuery(per_page=100))
+    (whole,) = fragments.list_page_messages(page)
+    limit = _size(whole) // 4
+    with patch.object(fragments, "MESSAGE_MAX", limit):
+        messages = fragments.list_page_messages(page)
+    assert len(messages) >= 4
+    assert all(_size(message) <= limit for message in messages)
+    # The page without its rows, then the rows appended to the list in order.
+    assert [tag_id for _, tag_id in _top_level(messages[0])] == PAGE_PARTS
+    assert _row_ids(messages[0]) == []
+    for message in messages[1:]:
+        assert message.startswith('<ol id="session-rows" hx-swap-oob="beforeend">')
+        assert [tag for tag, _ in _top_level(message)] == ["ol"]
+    assert [r for message in messages for r in _row_ids(message)] == _row_ids(whole)
+    assert len(_row_ids(whole)) == 100

@@ -34,12 +34,15 @@ from dshweb.core.display import (
     context_reading,
     dom_id,
 )
-from dshweb.core.filters import search_text
+from dshweb.core.filters import ListQuery
 from dshweb.core.index import HomeIndex
-from dshweb.core.listing import session_tree
+from dshweb.core.listing import list_page, session_tree
 from dshweb.core.session import SessionSnapshot
+from dshweb.dashboard import fragments
 from dshweb.dashboard.selectors import reset_home_index
 from dshweb.live.service import sync_home
+from tests.conftest import FIXTURE_HOMES
+from tests.homecopies import home_of_copies
 
 CORPUS_HOME = Path("/work/shared/corpus/home")
 CORPUS_SESSIONS = {"quick-001", "sess-plain-001", "sess-compact-001", "cjk-001"}
@@ -218,20 +221,21 @@ def test_list_is_newest_activity_first(
 
 
 @pytest.mark.django_db
-def test_rows_carry_what_the_page_script_reads(
+def test_rows_carry_their_figures(
     user_client: Client, home: Path, snapshots: dict[str, SessionSnapshot]
 ) -> None:
     html = user_client.get("/").content.decode()
     elements = Elements(html)
     for session_id, shot in snapshots.items():
         row = elements.rows[session_id]
+        reading = context_reading(shot)
         # Not the session page's article id: both can be on a page the socket updates.
         assert row["id"] == dom_id("row", session_id) != dom_id("session", session_id)
         assert row["data-parent"] == (shot.parent_session or "")
         assert row["data-last"] == str(shot.last_time or 0)
         assert row["data-live"] == "0"
         assert row["data-depth"] == "0"
-        assert row["data-search"] == search_text(shot)
+        assert row["data-headroom"] == ("" if reading.headroom is None else str(reading.headroom))
         assert "hidden" not in row
     assert elements.by_id["sessions"]["ws-connect"] == "/ws/sessions/"
     assert elements.by_id["live-status"]["data-state"] == "connecting"
@@ -239,6 +243,7 @@ def test_rows_carry_what_the_page_script_reads(
     assert count["data-shown"] == count["data-total"] == str(len(snapshots))
     assert "hidden" in elements.by_id["sessions-empty"]
     assert "hidden" in elements.by_id["sessions-none-match"]
+    assert "hidden" in elements.by_id["session-pager"]  # one page
 
 
 def test_a_row_alone_is_one_element_with_its_id() -> None:
@@ -255,7 +260,19 @@ def test_a_row_alone_is_one_element_with_its_id() -> None:
     assert "hidden" not in row
 
 
+def test_a_row_cuts_long_texts() -> None:
+    shot = replace(make_snapshot("long", 5), title="t" * 100_000, cwd="/" + "d" * 100_000)
+    (entry,) = session_tree([shot])
+    html = render_to_string("dashboard/_session_row.html", {"entry": entry})
+    assert len(html) < 8_000
+
+
 CORPUS_IDS = frozenset(CORPUS_SESSIONS)
+
+
+def _shown(html: str) -> list[str]:
+    """The ids of the rows on a page, in order."""
+    return re.findall(r'<li id="row-[^"]*" [^>]*?data-session-id="([^"]*)"', html)
 
 
 @pytest.mark.django_db
@@ -271,17 +288,20 @@ CORPUS_IDS = frozenset(CORPUS_SESSIONS)
         ("?state=live", set()),
         ("?state=idle", CORPUS_IDS),
         ("?state=bogus", CORPUS_IDS),
+        ("?band=unknown", {"sess-compact-001", "cjk-001"}),
+        ("?band=ample&q=quick", {"quick-001"}),
+        ("?band=tight", set()),
+        ("?band=nonsense&sort=nonsense&page=x&per_page=-3", CORPUS_IDS),
         ("?q=no-such-session", set()),
     ],
 )
-def test_list_filters_without_script(
+def test_list_filters_on_the_server(
     user_client: Client, home: Path, query: str, shown: set[str]
 ) -> None:
     response = user_client.get("/" + query)
     assert response.status_code == 200
     elements = Elements(response.content.decode())
-    assert set(elements.rows) == CORPUS_IDS  # every row is there, the others hidden
-    assert {sid for sid, row in elements.rows.items() if "hidden" not in row} == shown
+    assert set(elements.rows) == shown  # only the rows the query shows are sent
     count = elements.by_id["session-count"]
     assert (count["data-shown"], count["data-total"]) == (str(len(shown)), str(len(CORPUS_IDS)))
     assert ("hidden" in elements.by_id["sessions-none-match"]) is bool(shown)
@@ -293,9 +313,13 @@ def test_list_filter_form_keeps_the_choice(user_client: Client, home: Path) -> N
     assert elements.by_id["filter-q"]["value"] == "shop"
     checked = [
         attrs["value"]
-        for attrs in Elements(user_client.get("/?state=idle").content.decode()).radios
+        for attrs in Elements(user_client.get("/?state=idle&sort=headroom").content.decode()).radios
     ]
-    assert checked == ["idle"]
+    assert checked == ["idle", "headroom"]
+    html = user_client.get("/?band=unknown&per_page=2").content.decode()
+    assert re.search(r'<option value="unknown" selected>', html)
+    assert re.search(r'<input type="hidden" name="per_page" value="2">', html)
+    assert 'name="per_page"' not in user_client.get("/").content.decode()
 
 
 @pytest.mark.django_db
@@ -303,19 +327,146 @@ def test_list_filters_live_sessions(user_client: Client, home: Path) -> None:
     (lock,) = home.glob("sessions/*/quick-001/session.lock")
     with lock.open("rb") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
-        live = Elements(user_client.get("/?state=live").content.decode()).rows
-        idle = Elements(user_client.get("/?state=idle").content.decode()).rows
-    assert live["quick-001"]["data-live"] == "1"
-    assert {sid for sid, row in live.items() if "hidden" not in row} == {"quick-001"}
-    assert {sid for sid, row in idle.items() if "hidden" not in row} == CORPUS_IDS - {"quick-001"}
+        live = Elements(user_client.get("/?state=live").content.decode())
+        idle = Elements(user_client.get("/?state=idle").content.decode())
+    assert live.rows["quick-001"]["data-live"] == "1"
+    assert set(live.rows) == {"quick-001"}
+    assert set(idle.rows) == CORPUS_IDS - {"quick-001"}
+    # The counts are the whole home's, whatever the filter.
+    for page in (live, idle):
+        counts = page.by_id["session-counts"]
+        assert (counts["data-live"], counts["data-idle"], counts["data-total"]) == ("1", "3", "4")
+
+
+@pytest.mark.django_db
+def test_list_counts_the_whole_home_by_band(
+    user_client: Client, home: Path, snapshots: dict[str, SessionSnapshot]
+) -> None:
+    expected = {band.value: 0 for band in Band}
+    for shot in snapshots.values():
+        expected[context_reading(shot).band.value] += 1
+    assert expected["ample"] == 2 and expected["unknown"] == 2
+    html = user_client.get("/?q=quick").content.decode()
+    chips = dict(re.findall(r'data-band-count="(\w+)" data-count="(\d+)"', html))
+    assert chips == {band: str(n) for band, n in expected.items()}
+    # A band's chip filters by it (keeping the rest of the query), or, when chosen, stops.
+    assert 'href="/?q=quick&amp;band=ample"' in html
+    chosen = user_client.get("/?q=quick&band=ample").content.decode()
+    assert 'href="/?q=quick"' in chosen
+    assert 'aria-current="true"' in chosen
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("sort", "order"),
+    [
+        ("", ["sess-plain-001", "sess-compact-001", "cjk-001", "quick-001"]),  # newest first
+        ("percent", ["sess-compact-001", "cjk-001", "sess-plain-001", "quick-001"]),
+        # Least headroom first; no compaction point (no headroom) last, newest first.
+        ("headroom", ["sess-plain-001", "quick-001", "sess-compact-001", "cjk-001"]),
+    ],
+)
+def test_list_sorts_on_the_server(
+    user_client: Client,
+    home: Path,
+    snapshots: dict[str, SessionSnapshot],
+    sort: str,
+    order: list[str],
+) -> None:
+    # The expectations follow from the corpus's figures, checked here.
+    readings = [context_reading(snapshots[sid]) for sid in order]
+    if sort == "percent":
+        assert [r.percent for r in readings] == [39, 34, 1, 1]
+    if sort == "headroom":
+        assert [r.headroom for r in readings] == [671_250, 672_572, None, None]
+    html = user_client.get(f"/?sort={sort}").content.decode()
+    assert _shown(html) == order
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("query", "rows", "page", "pages"),
+    [
+        ("?per_page=2", ["sess-plain-001", "sess-compact-001"], 1, 2),
+        ("?per_page=2&page=2", ["cjk-001", "quick-001"], 2, 2),
+        ("?per_page=2&page=99", ["cjk-001", "quick-001"], 2, 2),  # clamped to the last
+        ("?per_page=3&page=2", ["quick-001"], 2, 2),
+        ("?per_page=2&page=2&sort=percent", ["sess-plain-001", "quick-001"], 2, 2),
+        ("?per_page=2&page=2&q=shop", ["quick-001"], 2, 2),
+    ],
+)
+def test_list_pages(
+    user_client: Client, home: Path, query: str, rows: list[str], page: int, pages: int
+) -> None:
+    html = user_client.get("/" + query).content.decode()
+    assert _shown(html) == rows
+    elements = Elements(html)
+    pager = elements.by_id["session-pager"]
+    assert (pager["data-page"], pager["data-pages"]) == (str(page), str(pages))
+    assert "hidden" not in pager
+    count = elements.by_id["session-count"]
+    first = (page - 1) * int(re.findall(r"per_page=(\d+)", query)[0]) + 1
+    assert (count["data-first"], count["data-last"]) == (str(first), str(first + len(rows) - 1))
+
+
+@pytest.mark.django_db
+def test_pager_links_keep_the_query(user_client: Client, home: Path) -> None:
+    html = user_client.get("/?q=hello&per_page=1&page=2&sort=percent").content.decode()
+    # Plain links (no script needed) and the same address for htmx, pushed to the address bar.
+    links = re.findall(r'<a [^>]*href="([^"]*)" hx-get="([^"]*)" data-page="(\d+)"', html)
+    assert (
+        "/?q=hello&amp;sort=percent&amp;per_page=1",
+        "/?q=hello&amp;sort=percent&amp;per_page=1",
+        "1",
+    ) in links
+    assert (
+        "/?q=hello&amp;sort=percent&amp;page=3&amp;per_page=1",
+        "/?q=hello&amp;sort=percent&amp;page=3&amp;per_page=1",
+        "3",
+    ) in links
+    pager = Elements(html).by_id["session-pager"]
+    assert (pager["hx-target"], pager["hx-push-url"]) == ("#sessions", "true")
+    # The list's socket carries the same query, so it pushes only this page.
+    assert Elements(html).by_id["sessions"]["ws-connect"] == (
+        "/ws/sessions/?q=hello&sort=percent&page=2&per_page=1"
+    )
+
+
+@pytest.mark.django_db
+def test_a_big_home_is_served_a_page_at_a_time(
+    user_client: Client, tmp_path: Path, settings: Any
+) -> None:
+    settings.DSH_HOME = home_of_copies(FIXTURE_HOMES / "plain-turns", tmp_path / "big", 600)
+    settings.DSH_PROFILE = "sdk"
+    sync_home()
+    html = user_client.get("/").content.decode()
+    assert len(html.encode()) < 256 * 1024
+    assert _shown(html) == [f"copy-{n:04}" for n in range(50)]  # the same times: by id
+    last = user_client.get("/?page=12").content.decode()
+    assert _shown(last) == [f"copy-{n:04}" for n in range(550, 600)]
+    pager = Elements(last).by_id["session-pager"]
+    assert (pager["data-page"], pager["data-pages"]) == ("12", "12")
+    assert re.findall(r'data-page="(\d+)">', last) == ["11", "1", "10", "11", "12"]
 
 
 @pytest.mark.django_db
 def test_list_fragment_for_htmx(user_client: Client, home: Path) -> None:
-    response = user_client.get("/", headers={"HX-Request": "true"})
+    response = user_client.get(
+        "/?q=+hello+&state=all&band=&sort=percent&page=1", headers={"HX-Request": "true"}
+    )
     html = response.content.decode()
     assert html.lstrip().startswith('<section id="sessions"')
     assert "<html" not in html
+    assert _shown(html) == ["sess-compact-001", "sess-plain-001", "quick-001"]
+    # The address bar gets the query as the server read it, defaults left out.
+    assert response["HX-Push-Url"] == "/?q=hello&sort=percent"
+    assert "HX-Request" in response["Vary"]
+    # Going back to a page htmx did not keep: the whole page again.
+    restore = user_client.get(
+        "/?q=hello", headers={"HX-Request": "true", "HX-History-Restore-Request": "true"}
+    )
+    assert "<html" in restore.content.decode()
+    assert "HX-Push-Url" not in restore
 
 
 # --- the session page ------------------------------------------------------------
@@ -545,9 +696,14 @@ def test_sub_agents_follow_their_parent() -> None:
     ]
 
 
+def _table(shots: list[SessionSnapshot]) -> str:
+    page = list_page(session_tree(shots), ListQuery())
+    return render_to_string("dashboard/_session_table.html", fragments.list_context(page))
+
+
 def test_list_markup_nests_sub_agents() -> None:
     shots = [make_snapshot("parent", 100), make_snapshot("child", 50, parent="parent")]
-    html = render_to_string("dashboard/_session_table.html", {"entries": session_tree(shots)})
+    html = _table(shots)
     rows = Elements(html).rows
     assert rows["parent"]["data-depth"] == "0"
     assert rows["child"]["data-depth"] == "1"
@@ -557,7 +713,7 @@ def test_list_markup_nests_sub_agents() -> None:
 
 def test_errors_are_flagged_in_the_list() -> None:
     shot = replace(make_snapshot("broken", 1), errors=("bad frame (at byte 12)",))
-    html = render_to_string("dashboard/_session_table.html", {"entries": session_tree([shot])})
+    html = _table([shot])
     assert "has-errors" in Elements(html).rows["broken"]["class"]
     assert "1 error<" in html
     assert context_reading(shot).band is Band.UNKNOWN

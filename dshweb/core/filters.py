@@ -1,19 +1,34 @@
-"""Which sessions the list shows: a text query and a live/idle choice.
+"""The sessions list's query: which sessions it shows, in which order, which page.
 
-Pure, no Django. The page applies the same rule in the browser as a person types
-(``static/dshweb/live.js``, on the rows' ``data-search`` and ``data-live``), so the two
-must agree: the query is lower-cased and split on whitespace, and a session matches
-when every term occurs in its search text (title, id, folder and model, lower-cased)
-and its state is the one chosen. Filtering hides rows; it never changes the tree.
+Pure, no Django. The rule exists once, here and in :mod:`dshweb.core.listing`: the page,
+its htmx requests and its socket all ask the server, which filters, sorts and pages.
+
+A query is read leniently from the page's ``?q=…&state=…&band=…&sort=…&page=…`` (and
+``per_page``): a missing, unknown or malformed value is its default, never an error.
+The text query is lower-cased and split on whitespace; a session matches when every
+term occurs in its search text (title, id, folder and model, lower-cased), its state
+(live or idle) is the one chosen, and its band is the one chosen, if one is.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import TypeVar
+from urllib.parse import urlencode
 
+from dshweb.core.display import Band
 from dshweb.core.session import SessionSnapshot
+
+PER_PAGE = 50
+MAX_PER_PAGE = 100
+"""A page's rows bound what one page or socket message carries, whatever the home's size."""
+MAX_PAGE = 1_000_000
+MAX_QUERY = 200
+"""Characters of the text query kept (a longer one is cut)."""
+
+E = TypeVar("E", bound=StrEnum)
 
 
 class SessionState(StrEnum):
@@ -22,27 +37,79 @@ class SessionState(StrEnum):
     IDLE = "idle"
 
 
+class SortKey(StrEnum):
+    ACTIVITY = "activity"
+    """Newest activity first, sub-agents under their parent (the tree)."""
+    PERCENT = "percent"
+    """Fullest context first; flat."""
+    HEADROOM = "headroom"
+    """Least room before the compaction point first (past it first of all); flat."""
+
+
 @dataclass(frozen=True, slots=True)
-class SessionFilter:
-    query: str = ""
+class ListQuery:
+    q: str = ""
     state: SessionState = SessionState.ALL
+    band: Band | None = None
+    sort: SortKey = SortKey.ACTIVITY
+    page: int = 1
+    per_page: int = PER_PAGE
 
     @property
     def terms(self) -> tuple[str, ...]:
-        return tuple(self.query.lower().split())
+        return tuple(self.q.lower().split())
 
     @property
-    def active(self) -> bool:
-        return bool(self.terms) or self.state is not SessionState.ALL
+    def filtering(self) -> bool:
+        """Whether the query leaves any session out."""
+        return bool(self.terms) or self.state is not SessionState.ALL or self.band is not None
+
+    def params(self) -> dict[str, str]:
+        """The values that differ from the defaults, as the address shows them."""
+        values = {
+            "q": self.q,
+            "state": "" if self.state is SessionState.ALL else self.state.value,
+            "band": "" if self.band is None else self.band.value,
+            "sort": "" if self.sort is SortKey.ACTIVITY else self.sort.value,
+            "page": "" if self.page == 1 else str(self.page),
+            "per_page": "" if self.per_page == PER_PAGE else str(self.per_page),
+        }
+        return {name: value for name, value in values.items() if value}
+
+    def query_string(self) -> str:
+        """``q=…&page=2`` (only what differs from the defaults; empty for none)."""
+        return urlencode(self.params())
+
+    def on_page(self, page: int) -> ListQuery:
+        return replace(self, page=page)
 
 
-def session_filter(*, query: str | None = None, state: str | None = None) -> SessionFilter:
-    """The filter from the page's ``?q=…&state=…``; an unknown state shows every session."""
+def list_query(params: Mapping[str, str]) -> ListQuery:
+    """The query from the page's GET parameters (or the socket's query string)."""
+    return ListQuery(
+        q=(params.get("q") or "")[:MAX_QUERY].strip(),
+        state=_choice(SessionState, params.get("state")) or SessionState.ALL,
+        band=_choice(Band, params.get("band")),
+        sort=_choice(SortKey, params.get("sort")) or SortKey.ACTIVITY,
+        page=_number(params.get("page"), 1, MAX_PAGE),
+        per_page=_number(params.get("per_page"), PER_PAGE, MAX_PER_PAGE),
+    )
+
+
+def _choice(kind: type[E], value: str | None) -> E | None:
     try:
-        chosen = SessionState(state or SessionState.ALL)
+        return kind(value) if value else None
     except ValueError:
-        chosen = SessionState.ALL
-    return SessionFilter(query=(query or "").strip(), state=chosen)
+        return None
+
+
+def _number(value: str | None, default: int, highest: int) -> int:
+    """A positive whole number of at most ``highest``; anything else is ``default``."""
+    text = (value or "").strip()
+    if not text.isascii() or not text.isdigit() or len(text) > 12:
+        return default
+    number = int(text)
+    return min(number, highest) if number >= 1 else default
 
 
 def search_text(snapshot: SessionSnapshot) -> str:
@@ -51,18 +118,27 @@ def search_text(snapshot: SessionSnapshot) -> str:
     return " ".join(field for field in fields if field).lower()
 
 
-def session_matches(snapshot: SessionSnapshot, session_filter: SessionFilter) -> bool:
-    state = session_filter.state
-    if state is SessionState.LIVE and not snapshot.live:
-        return False
-    if state is SessionState.IDLE and snapshot.live:
-        return False
-    text = search_text(snapshot)
-    return all(term in text for term in session_filter.terms)
+def session_matches(
+    snapshot: SessionSnapshot, query: ListQuery, *, band: Band = Band.UNKNOWN, text: str = ""
+) -> bool:
+    """Whether ``query`` shows the session (``band``: its band now; ``text``: its
+    :func:`search_text`, when already known)."""
+    terms = query.terms
+    return matches(
+        query,
+        terms,
+        live=snapshot.live,
+        band=band,
+        text=(text or search_text(snapshot)) if terms else "",
+    )
 
 
-def hidden_sessions(
-    snapshots: Iterable[SessionSnapshot], session_filter: SessionFilter
-) -> frozenset[str]:
-    """The ids of the sessions the filter hides."""
-    return frozenset(s.session_id for s in snapshots if not session_matches(s, session_filter))
+def matches(query: ListQuery, terms: tuple[str, ...], *, live: bool, band: Band, text: str) -> bool:
+    """:func:`session_matches` on a session's figures, ``terms`` being ``query.terms``
+    (a list pages thousands of sessions with one query: it splits the text once)."""
+    state = query.state
+    if state is not SessionState.ALL and live != (state is SessionState.LIVE):
+        return False
+    if query.band is not None and band is not query.band:
+        return False
+    return all(term in text for term in terms)

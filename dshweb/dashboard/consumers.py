@@ -9,11 +9,15 @@ nothing is changed through them.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer, WebsocketConsumer
+from django.http import QueryDict
 
+from dshweb.core.filters import ListQuery, list_query
+from dshweb.core.listing import ListPage
 from dshweb.dashboard import fragments
 from dshweb.live.groups import SESSIONS_GROUP, session_group, subscriptions
 from dshweb.live.publisher import start_publisher
@@ -47,35 +51,56 @@ class _PageConsumer(AsyncWebsocketConsumer):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def _send_rendered(self, render: Any, *args: Any) -> None:
-        html = await sync_to_async(render, thread_sensitive=False)(*args)
-        if html:
-            await self.send(text_data=html)
+        """Send what ``render`` returns (HTML, or a list of messages), rendered off the
+        event loop."""
+        rendered = await sync_to_async(render, thread_sensitive=False)(*args)
+        for html in [rendered] if isinstance(rendered, str) else rendered:
+            if html:
+                await self.send(text_data=html)
 
     def group_name(self) -> str:
         raise NotImplementedError
 
-    def current_html(self) -> str:
+    def current_html(self) -> str | list[str]:
         raise NotImplementedError
 
 
 class SessionsConsumer(_PageConsumer):
-    """The sessions list: every row now, then each changed row."""
+    """The sessions list: the page its query asks for (``/ws/sessions/?q=…&page=…``, the
+    list view's parameters), then what changed on that page.
+
+    After each change it works the page out again from the hub's view: while the page's
+    layout (its rows, their order and depth, the page count) is the same it sends only
+    the rows that changed, and the counts if they moved; otherwise the whole page. A
+    message never holds more than a page of rows.
+    """
+
+    shown: ListPage | None = None
 
     def group_name(self) -> str:
         return SESSIONS_GROUP
 
-    def current_html(self) -> str:
-        return fragments.rows_html(home_view().entries())
+    @cached_property
+    def query(self) -> ListQuery:
+        raw = self.scope.get("query_string", b"")
+        return list_query(QueryDict(raw.decode("utf-8", "replace")))
+
+    def current_html(self) -> list[str]:
+        self.shown = home_view().listing.page(self.query)
+        return fragments.list_page_messages(self.shown)
 
     async def sessions_changed(self, event: dict[str, Any]) -> None:
         await self._send_rendered(self.changed_html, list(event["ids"]))
 
-    def changed_html(self, ids: list[str]) -> str:
-        view = home_view()
+    def changed_html(self, ids: list[str]) -> list[str]:
+        page = home_view().listing.page(self.query)
+        before, self.shown = self.shown, page
+        if before is None or page.layout != before.layout:
+            return fragments.list_page_messages(page)
         wanted = set(ids)
-        parts = [fragments.rows_html([e for e in view.tree if e.snapshot.session_id in wanted])]
-        parts.extend(fragments.row_removed_html(i) for i in ids if i not in view.sessions)
-        return "".join(parts)
+        rows = [entry for entry in page.rows if entry.snapshot.session_id in wanted]
+        moved = page.counts != before.counts or page.matched != before.matched
+        return fragments.list_update_messages(rows, page if moved else None)
 
 
 class SessionConsumer(_PageConsumer):

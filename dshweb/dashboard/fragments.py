@@ -1,23 +1,32 @@
 """The HTML fragments a page is made of, rendered the same way for a first page load
 and for every live update over the socket (each fragment's top element has a stable id).
+
+A socket message stays under :data:`MESSAGE_MAX` bytes whatever the home's size: the
+sessions list sends one page of rows at most, and a page too big for one message goes
+as its frame (counts, pager, no rows) followed by its rows a few at a time.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import Any
 
 from django.template.loader import render_to_string
+from django.urls import reverse
 
 from dshweb.core.compact_status import CompactView, compact_view
-from dshweb.core.display import ContextReading, breakdown_parts, cache_hit_ratio, dom_id
-from dshweb.core.listing import SessionEntry
+from dshweb.core.display import ContextReading, breakdown_parts, cache_hit_ratio
+from dshweb.core.filters import ListQuery
+from dshweb.core.listing import ListPage, SessionEntry
 from dshweb.core.session import SessionSnapshot
 from dshweb.dashboard.compact import latest_record
 from dshweb.live.hub import SessionView
 
 ROW_TEMPLATE = "dashboard/_session_row.html"
+LIST_PAGE_TEMPLATE = "dashboard/_session_page.html"
+LIST_COUNTS_TEMPLATE = "dashboard/_session_counts.html"
 SESSION_TEMPLATE = "dashboard/_session_live.html"
 COMPACT_TEMPLATE = "dashboard/_compact_status.html"
 
@@ -46,8 +55,68 @@ def rows_html(entries: list[SessionEntry]) -> str:
     return "".join(render_to_string(ROW_TEMPLATE, {"entry": entry}) for entry in entries)
 
 
-def row_removed_html(session_id: str) -> str:
-    return f'<li id="{dom_id("row", session_id)}" hx-swap-oob="delete"></li>'
+MESSAGE_MAX = 200 * 1024
+"""Bytes of HTML in one socket message, at most (Daphne refuses past 1 MiB; we promise
+256 KB): a list page of 100 rows is about half of it."""
+ROWS_ID = "session-rows"
+
+
+def list_url(query: ListQuery) -> str:
+    """The sessions list's address for ``query`` (only what differs from the defaults)."""
+    params = query.query_string()
+    return reverse("dashboard:session-list") + (f"?{params}" if params else "")
+
+
+def list_socket_url(query: ListQuery) -> str:
+    """The list socket's path for ``query``: the socket pushes only that page."""
+    params = query.query_string()
+    return "/ws/sessions/" + (f"?{params}" if params else "")
+
+
+def list_context(page: ListPage) -> dict[str, Any]:
+    return {"page": page, "query": page.query, "rows": page.rows}
+
+
+def list_page_messages(page: ListPage) -> list[str]:
+    """The whole page for the socket: counts, rows, notes and pager, each by its id."""
+    context = list_context(page)
+    html = render_to_string(LIST_PAGE_TEMPLATE, context)
+    if _size(html) <= MESSAGE_MAX:
+        return [html]
+    frame = render_to_string(LIST_PAGE_TEMPLATE, {**context, "rows": ()})
+    rows = [render_to_string(ROW_TEMPLATE, {"entry": entry}) for entry in page.rows]
+    return [frame, *_packed(rows, f'<ol id="{ROWS_ID}" hx-swap-oob="beforeend">', "</ol>")]
+
+
+def list_update_messages(rows: list[SessionEntry], counts: ListPage | None) -> list[str]:
+    """Rows of a page whose layout is unchanged, each replacing its own row by id, and
+    the page's counts when they changed (``counts``: the page, else ``None``)."""
+    parts = [render_to_string(ROW_TEMPLATE, {"entry": entry}) for entry in rows]
+    if counts is not None:
+        parts.append(render_to_string(LIST_COUNTS_TEMPLATE, list_context(counts)))
+    return _packed(parts)
+
+
+def _packed(parts: Sequence[str], head: str = "", tail: str = "") -> list[str]:
+    """``parts`` joined into as few messages as keep under :data:`MESSAGE_MAX`, each
+    wrapped in ``head`` … ``tail``."""
+    messages: list[str] = []
+    bundle: list[str] = []
+    size = budget = MESSAGE_MAX - _size(head) - _size(tail)
+    for part in parts:
+        length = _size(part)
+        if bundle and length > size:
+            messages.append(head + "".join(bundle) + tail)
+            bundle, size = [], budget
+        bundle.append(part)
+        size -= length
+    if bundle:
+        messages.append(head + "".join(bundle) + tail)
+    return messages
+
+
+def _size(html: str) -> int:
+    return len(html.encode("utf-8", "surrogatepass"))
 
 
 def session_html(snapshot: SessionSnapshot, reading: ContextReading) -> str:

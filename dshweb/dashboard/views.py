@@ -3,10 +3,10 @@
 Views only translate: :mod:`dshweb.dashboard.selectors` reads the hub's view of the home
 (a request never folds), the pure
 :mod:`dshweb.core.display` turns a snapshot into what is shown. Each page is a base
-layout around partials with stable ids, so htmx (and later the live socket) can
-replace one fragment at a time; an htmx request gets the fragment alone. The list's
-``?q=…&state=…`` filter (:mod:`dshweb.core.filters`) hides rows rather than dropping
-them, so the page's script can widen the filter again without a reload.
+layout around partials with stable ids, so htmx and the live socket can replace one
+fragment at a time; an htmx request gets the fragment alone. The sessions list is
+filtered, sorted and paged here (``?q=…&state=…&band=…&sort=…&page=…``,
+:mod:`dshweb.core.filters`): a page holds only its rows, whatever the home's size.
 """
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_POST, require_safe
+from django_htmx.http import push_url
 from django_htmx.middleware import HtmxDetails
 
 from dshweb.core.compact_status import CompactView
-from dshweb.core.filters import hidden_sessions, session_filter
+from dshweb.core.filters import list_query
 from dshweb.dashboard import compact, fragments
 from dshweb.dashboard.fragments import session_context
 from dshweb.dashboard.selectors import HomeReading, home_reading
@@ -46,21 +48,17 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     reading = home_reading()
     if reading.error is not None:
         return _home_error(request, reading)
-    entries = reading.entries()
-    chosen = session_filter(query=request.GET.get("q"), state=request.GET.get("state"))
-    hidden = hidden_sessions(reading.snapshots, chosen)
-    template = "dashboard/_session_table.html" if request.htmx else "dashboard/session_list.html"
-    return render(
-        request,
-        template,
-        {
-            "progress": reading.progress,
-            "entries": entries,
-            "filter": chosen,
-            "hidden_ids": hidden,
-            "shown_count": len(entries) - len(hidden),
-        },
-    )
+    page = reading.listing.page(list_query(request.GET))
+    context = {"progress": reading.progress, **fragments.list_context(page)}
+    if request.htmx and not request.htmx.history_restore_request:
+        # The filter form, sort and pager ask for the list section alone; the address
+        # shows the query as the server read it (defaults left out, page clamped).
+        response = render(request, "dashboard/_session_table.html", context)
+        push_url(response, fragments.list_url(page.query))
+    else:
+        response = render(request, "dashboard/session_list.html", context)
+    patch_vary_headers(response, ("HX-Request",))
+    return response
 
 
 @require_safe

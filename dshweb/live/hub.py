@@ -32,7 +32,7 @@ from dshweb.core.display import ContextReading
 from dshweb.core.errors import DshError
 from dshweb.core.home import LogFile, session_logs
 from dshweb.core.index import HomeIndex
-from dshweb.core.listing import SessionEntry, session_tree
+from dshweb.core.listing import SessionEntry, SessionList, session_tree
 from dshweb.core.progress import FoldProgress, ProgressCounter
 from dshweb.core.session import SessionSnapshot, SessionTracker
 from dshweb.live.timing import (
@@ -83,6 +83,11 @@ class HomeView:
     def tree(self) -> tuple[SessionEntry, ...]:
         """The sessions list's order: sub-agents under their parents."""
         return tuple(session_tree(self.snapshots, lambda s: self.sessions[s.session_id].reading))
+
+    @cached_property
+    def listing(self) -> SessionList:
+        """The sessions list's pages and counts (:mod:`dshweb.core.listing`)."""
+        return SessionList(self.tree)
 
     def entries(self) -> list[SessionEntry]:
         return list(self.tree)

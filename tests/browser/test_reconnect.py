@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
+import re
+import time
+
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, WebSocketRoute, expect
 
 from tests.browser.conftest import WAIT_MS, BrowserHome, SameDocument
 from tests.browser.homes import append_frames
@@ -12,7 +16,8 @@ from tests.browser.server import DshwebServer
 pytestmark = pytest.mark.browser
 
 RECONNECT_MS = 20_000
-"""The page's back-off is capped at 10 s; a restart takes a second or two."""
+"""The page's back-off starts at 0.5 s and doubles (full jitter); a restart takes a
+second or two."""
 
 
 def test_socket_reconnects_after_a_server_restart(
@@ -40,3 +45,33 @@ def test_socket_reconnects_after_a_server_restart(
     expect(ring).to_have_attribute("data-band", after.band.value)
     expect(ring).to_have_attribute("data-used", str(after.used))
     same.check()
+
+
+def test_a_socket_that_keeps_failing_backs_off(page: Page, server: DshwebServer) -> None:
+    """A socket that opens and then fails at once is retried after a growing delay, which
+    starts over only once a socket delivered a message (the ws extension's own count
+    starts over at every open: a tight loop)."""
+    opened: list[float] = []
+
+    def fail_at_once(socket: WebSocketRoute) -> None:
+        opened.append(time.monotonic())
+        if len(opened) == 3:
+            socket.send(" ")  # a message: the next failure waits the shortest delay again
+        socket.close(code=1011, reason="failing on purpose")
+
+    # The longest delay each time (full jitter draws below it), so the gaps are exact.
+    page.add_init_script("Math.random = () => 0.999999;")
+    page.route_web_socket(re.compile(r"/ws/sessions/$"), fail_at_once)
+    page.goto("/")
+    deadline = time.monotonic() + 20
+    while len(opened) < 6 and time.monotonic() < deadline:
+        page.wait_for_timeout(100)
+    assert len(opened) >= 6, opened
+    gaps = [later - earlier for earlier, later in itertools.pairwise(opened[:6])]
+    # 0.5 s, 1 s, then (a message came) 0.5 s, 1 s, 2 s: never the same short delay again
+    # and again, as a loop that starts over at every open would.
+    expected = [0.5, 1.0, 0.5, 1.0, 2.0]
+    for gap, want in zip(gaps, expected, strict=True):
+        assert want - 0.05 <= gap <= want + 0.6, (gaps, expected)
+    assert gaps[1] > gaps[0] + 0.3 and gaps[2] < gaps[1] - 0.3 and gaps[4] > gaps[3] + 0.5
+    expect(page.locator("#live-status")).not_to_have_attribute("data-state", "open")

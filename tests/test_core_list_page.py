@@ -1,0 +1,293 @@
+"""One page of the sessions list for a query: order, filter, paging and counts (pure)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from dshweb.core.display import Band, ContextReading
+from dshweb.core.filters import ListQuery, SessionState, SortKey
+from dshweb.core.listing import (
+    BANDS,
+    ListCounts,
+    SessionEntry,
+    SessionList,
+    list_page,
+    session_tree,
+)
+from dshweb.core.session import SessionSnapshot
+
+
+def shot(
+    session_id: str,
+    last_time: int,
+    *,
+    parent: str | None = None,
+    title: str | None = None,
+    live: bool = False,
+) -> SessionSnapshot:
+    return SessionSnapshot(
+        session_id=session_id,
+        path=f"sessions/--p--/{session_id}/session.v4.jsonl.zstd",
+        format_version=4,
+        cwd="/w",
+        created_at=0,
+        parent_session=parent,
+        origin="subagent" if parent else None,
+        live=live,
+        title=title,
+        model=None,
+        last_seq=0,
+        events=1,
+        first_time=0,
+        last_time=last_time,
+        turns=0,
+        compactions=0,
+        failed_compactions=0,
+        prunes=0,
+        token_usage={},
+        context_pressure={},
+        context_breakdown={},
+        point=None,
+        measured_tokens=0,
+        largest_nodes=(),
+        errors=(),
+    )
+
+
+def reading(percent: int | None, headroom: int | None, band: Band) -> ContextReading:
+    return ContextReading(
+        used=None if percent is None else percent * 10,
+        window=None if percent is None else 1000,
+        percent=percent,
+        threshold=None if headroom is None else 500,
+        headroom=headroom,
+        band=band,
+        segments=(),
+        threshold_at=None,
+    )
+
+
+# id: (last activity, parent, title, live, percent, headroom, band)
+HOME: dict[str, tuple[int, str | None, str, bool, int | None, int | None, Band]] = {
+    "alpha": (100, None, "fix the checkout", False, 40, 100, Band.MODERATE),
+    "alpha-sub": (400, "alpha", "search the docs", True, 90, -20, Band.CRITICAL),
+    "alpha-sub-sub": (50, "alpha-sub", "grep the logs", False, 10, 20, Band.AMPLE),
+    "beta": (300, None, "checkout tests", False, 90, 30, Band.TIGHT),
+    "gamma": (200, None, "write docs", True, None, None, Band.UNKNOWN),
+    "delta": (250, None, "release", False, 5, None, Band.UNKNOWN),
+    "lost": (150, "gone", "orphan docs", False, 40, 100, Band.MODERATE),
+}
+TREE = ["alpha", "alpha-sub", "alpha-sub-sub", "beta", "delta", "gamma", "lost"]
+"""The tree order: alpha's subtree is the newest (400), then 300, 250, 200, 150."""
+
+
+def entries() -> list[SessionEntry]:
+    shots = [
+        shot(sid, last, parent=parent, title=title, live=live)
+        for sid, (last, parent, title, live, *_) in HOME.items()
+    ]
+    readings = {sid: reading(*figures[4:]) for sid, figures in HOME.items()}
+    return session_tree(shots, lambda s: readings[s.session_id])
+
+
+def ids(rows: tuple[SessionEntry, ...]) -> list[str]:
+    return [row.snapshot.session_id for row in rows]
+
+
+def test_activity_order_is_the_tree() -> None:
+    page = list_page(entries(), ListQuery())
+    assert ids(page.rows) == TREE
+    assert [row.depth for row in page.rows] == [0, 1, 2, 0, 0, 0, 0]
+    assert (page.matched, page.total, page.page, page.pages) == (7, 7, 1, 1)
+
+
+@pytest.mark.parametrize(
+    ("query", "shown", "depths"),
+    [
+        # A parent that does not match hides none of its matching sub-agents, which stay
+        # at their place and depth.
+        (ListQuery("docs"), ["alpha-sub", "gamma", "lost"], [1, 0, 0]),
+        (ListQuery("logs"), ["alpha-sub-sub"], [2]),
+        (ListQuery("checkout"), ["alpha", "beta"], [0, 0]),
+        (ListQuery("", SessionState.LIVE), ["alpha-sub", "gamma"], [1, 0]),
+        (ListQuery("docs", SessionState.IDLE), ["lost"], [0]),
+        (ListQuery(band=Band.UNKNOWN), ["delta", "gamma"], [0, 0]),
+        (ListQuery(band=Band.MODERATE), ["alpha", "lost"], [0, 0]),
+        (ListQuery("nothing"), [], []),
+    ],
+)
+def test_filter_keeps_the_tree(query: ListQuery, shown: list[str], depths: list[int]) -> None:
+    page = list_page(entries(), query)
+    assert ids(page.rows) == shown
+    assert [row.depth for row in page.rows] == depths
+    assert page.matched == len(shown)
+    assert page.total == len(HOME)
+
+
+def test_orphans_stay_marked() -> None:
+    page = list_page(entries(), ListQuery("orphan"))
+    ((row,),) = (page.rows,)
+    assert row.orphan is True
+
+
+@pytest.mark.parametrize(
+    ("sort", "order"),
+    [
+        # Fullest first; a tie (90 %, 40 %) newest first; no percent last.
+        (
+            SortKey.PERCENT,
+            ["alpha-sub", "beta", "lost", "alpha", "alpha-sub-sub", "delta", "gamma"],
+        ),
+        # Least room first (past the point first of all); no headroom last, newest first.
+        (
+            SortKey.HEADROOM,
+            ["alpha-sub", "alpha-sub-sub", "beta", "lost", "alpha", "delta", "gamma"],
+        ),
+    ],
+)
+def test_flat_sorts(sort: SortKey, order: list[str]) -> None:
+    page = list_page(entries(), ListQuery(sort=sort))
+    assert ids(page.rows) == order
+    assert {row.depth for row in page.rows} == {0}  # flat: no row indented
+    assert [row.orphan for row in page.rows] == [sid == "lost" for sid in order]
+
+
+def test_flat_sort_filters_too() -> None:
+    page = list_page(entries(), ListQuery("docs", sort=SortKey.PERCENT))
+    assert ids(page.rows) == ["alpha-sub", "lost", "gamma"]
+    assert [row.depth for row in page.rows] == [0, 0, 0]
+
+
+@pytest.mark.parametrize(
+    ("page", "per_page", "rows", "clamped", "pages", "first", "last"),
+    [
+        (1, 3, ["alpha", "alpha-sub", "alpha-sub-sub"], 1, 3, 1, 3),
+        (2, 3, ["beta", "delta", "gamma"], 2, 3, 4, 6),
+        (3, 3, ["lost"], 3, 3, 7, 7),
+        (4, 3, ["lost"], 3, 3, 7, 7),  # past the end: the last page
+        (1_000_000, 3, ["lost"], 3, 3, 7, 7),
+        (1, 7, TREE, 1, 1, 1, 7),
+        (2, 7, TREE, 1, 1, 1, 7),
+        (7, 1, ["lost"], 7, 7, 7, 7),
+    ],
+)
+def test_paging_clamps(
+    page: int, per_page: int, rows: list[str], clamped: int, pages: int, first: int, last: int
+) -> None:
+    result = list_page(entries(), ListQuery(page=page, per_page=per_page))
+    assert ids(result.rows) == rows
+    assert (result.page, result.query.page, result.pages) == (clamped, clamped, pages)
+    assert (result.first, result.last) == (first, last)
+    assert result.previous_page == (clamped - 1 if clamped > 1 else None)
+    assert result.next_page == (clamped + 1 if clamped < pages else None)
+
+
+def test_an_empty_list_is_one_empty_page() -> None:
+    for query in (ListQuery(), ListQuery(page=5), ListQuery("x", band=Band.TIGHT)):
+        page = list_page([], query)
+        assert (page.rows, page.matched, page.page, page.pages) == ((), 0, 1, 1)
+        assert (page.first, page.last, page.previous_page, page.next_page) == (0, 0, None, None)
+        assert page.counts == ListCounts()
+
+
+def test_counts_are_the_whole_homes_whatever_the_query() -> None:
+    expected = ListCounts(
+        total=7,
+        live=2,
+        bands=(
+            (Band.AMPLE, 1),
+            (Band.MODERATE, 2),
+            (Band.TIGHT, 1),
+            (Band.CRITICAL, 1),
+            (Band.UNKNOWN, 2),
+        ),
+    )
+    for query in (ListQuery(), ListQuery("docs", SessionState.LIVE, Band.CRITICAL, page=9)):
+        page = list_page(entries(), query)
+        assert page.counts == expected
+        assert page.counts.idle == 5
+    assert [band for band, _ in expected.bands] == list(BANDS)
+
+
+@pytest.mark.parametrize(
+    ("page", "pages", "numbers"),
+    [
+        (1, 1, (1,)),
+        (1, 5, (1, 2, 3, 4, 5)),
+        (1, 10, (1, 2, 3, None, 10)),
+        (5, 10, (1, 2, 3, 4, 5, 6, 7, None, 10)),
+        (6, 12, (1, None, 4, 5, 6, 7, 8, None, 12)),
+        (12, 12, (1, None, 10, 11, 12)),
+        (4, 100, (1, 2, 3, 4, 5, 6, None, 100)),
+    ],
+)
+def test_page_numbers(page: int, pages: int, numbers: tuple[int | None, ...]) -> None:
+    home = [
+        SessionEntry(shot(f"s{i:03}", 1000 - i), reading(None, None, Band.UNKNOWN), 0, False)
+        for i in range(pages)
+    ]
+    result = list_page(home, ListQuery(page=page, per_page=1))
+    assert result.page_numbers() == numbers
+
+
+def test_layout_changes_only_with_what_the_page_holds() -> None:
+    home = entries()
+    query = ListQuery(per_page=3)
+    before = list_page(home, query)
+    # New figures for a row on the page: the same layout (only that row is sent again).
+    refigured = [
+        replace(e, reading=reading(95, -50, Band.CRITICAL))
+        if e.snapshot.session_id == "alpha"
+        else e
+        for e in home
+    ]
+    assert list_page(refigured, query).layout == before.layout
+    # A new session past this page: the page's layout is the same, its counts are not.
+    grown = [*home, SessionEntry(shot("old", 1), reading(1, 900, Band.AMPLE), 0, False)]
+    after = list_page(grown, query)
+    assert after.layout == before.layout
+    assert after.counts != before.counts and after.matched == before.matched + 1
+    # The order on the page changes: another layout.
+    newest = [SessionEntry(shot("new", 999), reading(1, 900, Band.AMPLE), 0, False), *home]
+    assert list_page(newest, query).layout != before.layout
+    # The pages grow: another layout (the pager changes).
+    more = grown + [
+        SessionEntry(shot(f"x{i}", 0), reading(1, 9, Band.AMPLE), 0, False) for i in range(2)
+    ]
+    assert list_page(more, query).pages == 4 != before.pages
+    assert list_page(more, query).layout != before.layout
+
+
+def test_a_session_list_pages_the_same_entries_again() -> None:
+    home = SessionList(entries())
+    for query in (
+        ListQuery(),
+        ListQuery("docs"),
+        ListQuery(sort=SortKey.HEADROOM, per_page=2, page=2),
+        ListQuery(sort=SortKey.PERCENT, band=Band.MODERATE),
+    ):
+        assert home.page(query) == list_page(entries(), query)
+        assert home.page(query) == home.page(query)
+
+
+def test_a_big_home_gives_one_page() -> None:
+    home = [
+        SessionEntry(
+            shot(f"s{i:05}", i, title=f"task {i}"),
+            reading(i % 101, 500 - i % 7, Band.AMPLE),
+            0,
+            False,
+        )
+        for i in reversed(range(5000))  # the tree's order: newest first
+    ]
+    sessions = SessionList(home)
+    page = sessions.page(ListQuery(page=3))
+    assert ids(page.rows) == [f"s{i:05}" for i in range(4899, 4849, -1)]
+    assert (page.pages, page.first, page.last) == (100, 101, 150)
+    by_percent = sessions.page(ListQuery(sort=SortKey.PERCENT, q="task 1"))
+    assert [row.reading.percent for row in by_percent.rows] == sorted(
+        (row.reading.percent or 0 for row in by_percent.rows), reverse=True
+    )
+    assert len(by_percent.rows) == 50
