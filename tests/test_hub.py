@@ -254,3 +254,16 @@ def _hold_the_first_fold(monkeypatch: pytest.MonkeyPatch) -> Any:
 
     monkeypatch.setattr(SessionTracker, "refresh", held)
     return gate.set
+
+
+def test_a_pass_that_changes_nothing_keeps_the_view(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURE_HOMES / "auto-compact", home)
+    hub = Hub(home, "sdk")
+    first = hub.cold_start()
+    assert first.listing is first.listing  # derived orders are computed once per view
+    assert hub.sync(None) is first  # a rescan and a liveness read that found nothing new
+    log = session_logs(home)[0].path
+    with log.open("ab") as handle:
+        handle.write(frames_of(log)[-1])
+    assert hub.sync([log]) is not first

@@ -315,9 +315,12 @@ class Hub:
             changed.add(snapshot.session_id)
             if old is not None and old.snapshot.session_id != snapshot.session_id:
                 removed.add(old.snapshot.session_id)
+        old_view = self._view
+        if not (changed or removed or old_view.error) and old_view.progress == self._progress:
+            return HomeChange(old_view, frozenset(), frozenset())  # keep what readers cached
         sessions = {view.snapshot.session_id: view for view in self._by_folder.values()}
         removed -= set(sessions)
-        self._view = HomeView(index.home, sessions, None, self._progress, self._view.version + 1)
+        self._view = HomeView(index.home, sessions, None, self._progress, old_view.version + 1)
         return HomeChange(self._view, frozenset(changed), frozenset(removed))
 
     def _publish_error(self, message: str) -> None:
