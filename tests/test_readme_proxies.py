@@ -1,0 +1,213 @@
+"""The README's nginx and Caddy examples, run as written in front of a real dshweb.
+
+dshweb runs as ``scripts/start`` runs it behind a proxy (``DSHWEB_BEHIND_TLS_PROXY=1``,
+daphne with ``--proxy-headers``); the proxy is the real program with the README's block
+(:mod:`tests.readme_proxies`: only ports and certificate changed). Through it, as a
+browser would: the sign-in form with its CSRF token and ``Origin``, the ``Secure``
+cookies, HSTS, the plain-HTTP redirect, and the live socket over ``wss://`` with the
+session cookie, which a page of another origin cannot open. A README block the test
+cannot read fails it.
+"""
+
+from __future__ import annotations
+
+import http.client
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.cookies import SimpleCookie
+from pathlib import Path
+from urllib.parse import urlencode, urlsplit
+
+import pytest
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
+from websockets.typing import Origin
+
+from tests.browser.server import HOST, PASSWORD, USERNAME, DshwebServer, ServerError
+from tests.readme_proxies import (
+    Caddy,
+    ExampleChanged,
+    Nginx,
+    ProxyError,
+    ReverseProxy,
+    readme_block,
+    replace_once,
+)
+from tests.tls_proxy import self_signed_certificate
+
+TIMEOUT = 10.0
+FOREIGN = "https://evil.example"
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    status: int
+    headers: http.client.HTTPMessage
+    body: str
+
+    def cookie(self, name: str) -> str:
+        """The ``Set-Cookie`` line that sets ``name`` (empty when none does)."""
+        lines = self.headers.get_all("Set-Cookie") or []
+        return next((line for line in lines if line.startswith(f"{name}=")), "")
+
+
+@pytest.fixture(scope="module")
+def dshweb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DshwebServer]:
+    folder = tmp_path_factory.mktemp("dshweb")
+    (folder / "home" / "sessions").mkdir(parents=True)
+    server = DshwebServer(
+        home=folder / "home",
+        data_dir=folder / "data",
+        extra_env={"DSHWEB_BEHIND_TLS_PROXY": "1"},
+        daphne_options=["--proxy-headers"],  # as scripts/start runs it behind a proxy
+        probe_headers={"X-Forwarded-Proto": "https"},
+    )
+    try:
+        server.prepare()
+        server.start()
+    except ServerError as error:
+        pytest.fail(str(error), pytrace=False)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param(Nginx, id="nginx", marks=pytest.mark.nginx),
+        pytest.param(Caddy, id="caddy", marks=pytest.mark.caddy),
+    ],
+)
+def proxy(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    dshweb: DshwebServer,
+) -> Iterator[ReverseProxy]:
+    kind: type[ReverseProxy] = request.param
+    folder = tmp_path_factory.mktemp(kind.name)
+    cert, key = self_signed_certificate(folder)
+    proxy = kind(folder=folder, upstream_port=dshweb.port, cert=cert, key=key)
+    try:
+        proxy.start()
+    except ProxyError as error:
+        pytest.fail(str(error), pytrace=False)
+    yield proxy
+    proxy.stop()
+
+
+def _request(proxy: ReverseProxy, method: str, path: str, body: str = "", **headers: str) -> Reply:
+    connection = http.client.HTTPSConnection(
+        HOST, proxy.tls_port, context=proxy.client_context(), timeout=TIMEOUT
+    )
+    try:
+        connection.request(method, path, body=body.encode(), headers=headers)
+        reply = connection.getresponse()
+        return Reply(reply.status, reply.headers, reply.read().decode(errors="replace"))
+    finally:
+        connection.close()
+
+
+def _cookie_value(set_cookie: str) -> str:
+    cookie: SimpleCookie = SimpleCookie(set_cookie)
+    (morsel,) = cookie.values()
+    return morsel.value
+
+
+def _sign_in(proxy: ReverseProxy, origin: str) -> tuple[Reply, Reply]:
+    """The login page, then its form posted with the token, as a browser would."""
+    page = _request(proxy, "GET", "/accounts/login/")
+    assert page.status == 200, f"HTTP {page.status}\n{page.body[:500]}\n{proxy.output()}"
+    (token,) = re.findall(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.body)
+    form = {"username": USERNAME, "password": PASSWORD, "csrfmiddlewaretoken": token, "next": ""}
+    posted = _request(
+        proxy,
+        "POST",
+        "/accounts/login/",
+        urlencode(form),
+        Cookie=f"csrftoken={_cookie_value(page.cookie('csrftoken'))}",
+        Origin=origin,
+        Referer=f"{proxy.origin}/accounts/login/",
+        **{"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    return page, posted
+
+
+def _session_cookie(proxy: ReverseProxy, dshweb: DshwebServer) -> str:
+    _, posted = _sign_in(proxy, proxy.origin)
+    assert posted.status == 302, f"HTTP {posted.status}\n{dshweb.output(lines=10)}"
+    return _cookie_value(posted.cookie("sessionid"))
+
+
+def test_sign_in_through_the_proxy(proxy: ReverseProxy, dshweb: DshwebServer) -> None:
+    page, posted = _sign_in(proxy, proxy.origin)
+    assert posted.status == 302, f"HTTP {posted.status}\n{dshweb.output(lines=10)}"
+    assert posted.headers["Location"] == "/"
+    session = posted.cookie("sessionid")
+    assert "; Secure" in session and "; HttpOnly" in session, session
+    assert "; Secure" in page.cookie("csrftoken"), page.cookie("csrftoken")
+    assert page.headers["Strict-Transport-Security"] == "max-age=31536000"
+
+    home = _request(proxy, "GET", "/", Cookie=f"sessionid={_cookie_value(session)}")
+    assert home.status == 200, home.body[:500]
+    assert "Sign out" in home.body
+
+
+def test_a_form_from_another_origin_is_refused(proxy: ReverseProxy) -> None:
+    _, posted = _sign_in(proxy, FOREIGN)
+    assert posted.status == 403
+    assert "CSRF verification failed" in posted.body
+
+
+def test_plain_http_is_sent_to_https(proxy: ReverseProxy) -> None:
+    connection = http.client.HTTPConnection(HOST, proxy.http_port, timeout=TIMEOUT)
+    try:
+        connection.request("GET", "/accounts/login/?next=/")
+        reply = connection.getresponse()
+    finally:
+        connection.close()
+    assert reply.status in (301, 308), reply.status
+    # nginx's `$host` has no port (the example's 443); Caddy names its site's port.
+    location = urlsplit(reply.headers["Location"])
+    assert (location.scheme, location.hostname) == ("https", HOST), location
+    assert location.port in (None, proxy.tls_port), location
+    assert (location.path, location.query) == ("/accounts/login/", "next=/"), location
+
+
+def test_the_live_socket_opens_through_the_proxy(proxy: ReverseProxy, dshweb: DshwebServer) -> None:
+    session = _session_cookie(proxy, dshweb)
+    with connect(
+        f"wss://{HOST}:{proxy.tls_port}/ws/sessions/",
+        ssl=proxy.client_context(),
+        origin=Origin(proxy.origin),
+        additional_headers={"Cookie": f"sessionid={session}"},
+        open_timeout=TIMEOUT,
+    ) as socket:
+        first = socket.recv(timeout=TIMEOUT)
+    assert isinstance(first, str)
+    assert re.match(r'\s*<[a-z]+ [^>]*\bid="', first), first[:500]  # a fragment, by its id
+
+
+def test_a_socket_from_another_origin_is_refused(proxy: ReverseProxy, dshweb: DshwebServer) -> None:
+    session = _session_cookie(proxy, dshweb)
+    with pytest.raises(InvalidStatus) as refused:
+        connect(
+            f"wss://{HOST}:{proxy.tls_port}/ws/sessions/",
+            ssl=proxy.client_context(),
+            origin=Origin(FOREIGN),
+            additional_headers={"Cookie": f"sessionid={session}"},
+            open_timeout=TIMEOUT,
+        ).close()
+    assert refused.value.response.status_code == 403
+    assert "origin 'https://evil.example' is not this server's" in dshweb.output(lines=20)
+
+
+def test_an_example_the_test_cannot_read_is_an_error(tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text("```nginx\nserver { listen 8443 ssl; }\n```\n")
+    block = readme_block("nginx", readme)
+    with pytest.raises(ExampleChanged, match="0 matches"):
+        replace_once(block, r"\blisten\s+443\b", "listen 1", example="nginx")
+    readme.write_text(readme.read_text() * 2)
+    with pytest.raises(ExampleChanged, match="2 ```nginx blocks"):
+        readme_block("nginx", readme)
