@@ -44,7 +44,8 @@ def main() -> None:
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
-    from bench.scale_home import big_source, build_home
+    from scale_home import big_source, build_home
+
     from dshweb.core.home import session_logs
     from dshweb.core.session import SessionTracker
     from dshweb.live.checkpoints import DatabaseCheckpoints
