@@ -1,5 +1,5 @@
-"""The hub's and the publisher's timing constants (plain values: the load benchmark reads them without
-setting Django up)."""
+"""The hub's and the publisher's timing constants (plain values: the load benchmark reads
+them without setting Django up)."""
 
 from __future__ import annotations
 
