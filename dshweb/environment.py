@@ -99,9 +99,7 @@ def _is_origin(text: str) -> bool:
 
 def fold_checkpoints() -> bool:
     """``DSHWEB_FOLD_CHECKPOINTS`` (default on): keep fold state in the database."""
-    return os.environ.get("DSHWEB_FOLD_CHECKPOINTS", "") == "" or _switch(
-        "DSHWEB_FOLD_CHECKPOINTS"
-    )
+    return os.environ.get("DSHWEB_FOLD_CHECKPOINTS", "") == "" or _switch("DSHWEB_FOLD_CHECKPOINTS")
 
 
 def _switch(name: str) -> bool:
