@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -267,3 +268,37 @@ def test_a_pass_that_changes_nothing_keeps_the_view(tmp_path: Path) -> None:
     with log.open("ab") as handle:
         handle.write(frames_of(log)[-1])
     assert hub.sync([log]) is not first
+
+
+def test_a_change_made_before_the_watch_is_set_up_is_not_missed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    from dshweb.live import hub as hub_module
+
+    home = tmp_path / "home"
+    rest = _cut_home(FIXTURE_HOMES / "auto-compact", home, random.Random(5))
+    real_watch = hub_module.watch
+
+    written = threading.Event()
+
+    def late_watch(*args: Any, **kwargs: Any) -> Any:
+        _grow(rest)  # written after the cold start, before the kernel is asked to watch
+        written.set()
+        return real_watch(*args, **kwargs)
+
+    monkeypatch.setattr(hub_module, "watch", late_watch)
+    hub = Hub(home, "sdk")
+    hub.start()
+    try:
+        assert written.wait(30)
+        cold = Hub(home, "sdk")
+        cold.cold_start()
+        grown = cold.view().session("auto-compact")
+        deadline = time.monotonic() + 10  # well before the next rescan (30 s)
+        while hub.view().session("auto-compact") != grown:
+            assert time.monotonic() < deadline, "the change waited for the next rescan"
+            time.sleep(0.05)
+    finally:
+        hub.stop()

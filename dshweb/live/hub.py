@@ -208,7 +208,9 @@ class Hub:
         if not home.is_dir():
             raise FileNotFoundError(home)
         now = time.monotonic()
-        last_liveness = last_rescan = last_checkpoint = now
+        last_liveness = last_checkpoint = now
+        last_rescan = now - RESCAN_EVERY  # the first batch comes once the watch is set up:
+        # a full pass then catches what changed between the cold start and that moment
         for batch in watch(
             home,
             watch_filter=lambda change, path: _relevant(home, change, path),
