@@ -279,7 +279,7 @@ def test_a_change_made_before_the_watch_is_set_up_is_not_missed(
 
     home = tmp_path / "home"
     rest = _cut_home(FIXTURE_HOMES / "auto-compact", home, random.Random(5))
-    real_watch = hub_module.watch
+    real_watch = hub_module.watch  # type: ignore[attr-defined]
 
     written = threading.Event()
 
