@@ -781,3 +781,11 @@ def test_a_profile_dsh_refuses_is_named_on_the_session_page(
     html = user_client.get("/sessions/quick-001/").content.decode()
     assert Elements(html).by_id["session-errors"]["data-count"] == "0"
     assert "<data" in html.split("<dt>Threshold</dt>", 1)[1].split("</dd>", 1)[0]
+
+
+def test_every_response_says_the_server_time_it_took(user_client: Client) -> None:
+    response = user_client.get("/")
+    timing = re.fullmatch(r"app;dur=(\d+\.\d)", response["Server-Timing"])
+    assert timing is not None, response["Server-Timing"]
+    assert 0 < float(timing.group(1)) < 60_000
+    assert "Server-Timing" in Client().get("/accounts/login/")  # signed out too

@@ -119,34 +119,34 @@ def _size(html: str) -> int:
     return len(html.encode("utf-8", "surrogatepass"))
 
 
-def session_html(snapshot: SessionSnapshot, reading: ContextReading) -> str:
-    """The session page's live parts, and the Compact status (which sits in a card of
-    the page that is not pushed, beside the per-user button)."""
-    context = session_context(snapshot, reading)
-    return render_to_string(SESSION_TEMPLATE, context) + render_to_string(COMPACT_TEMPLATE, context)
-
-
-_rendered: OrderedDict[tuple[object, ...], str] = OrderedDict()
+_rendered: OrderedDict[tuple[str, int], str] = OrderedDict()
 _rendered_lock = threading.Lock()
 RENDERED_KEPT = 64
-"""Session fragments kept rendered: many sockets on one session render it once."""
+"""Sessions whose live parts are kept rendered: a page view or a socket of a session
+renders them once per version, whoever asks."""
 
 
-def session_view_html(view: SessionView) -> str:
-    """:func:`session_html` of a hub's session view, rendered once per version (and
-    Compact request) whoever asks."""
-    key = (view.snapshot.session_id, view.version, latest_record(view.snapshot.session_id))
+def live_parts_html(view: SessionView) -> str:
+    """The session page's live parts (``_session_live.html``) for a hub's session view,
+    rendered once per version."""
+    key = (view.snapshot.session_id, view.version)
     with _rendered_lock:
         html = _rendered.get(key)
         if html is not None:
             _rendered.move_to_end(key)
             return html
-    html = session_html(view.snapshot, view.reading)
+    html = render_to_string(SESSION_TEMPLATE, session_context(view.snapshot, view.reading))
     with _rendered_lock:
         _rendered[key] = html
         while len(_rendered) > RENDERED_KEPT:
             _rendered.popitem(last=False)
     return html
+
+
+def session_view_html(view: SessionView) -> str:
+    """What a session's socket sends: its live parts, and the Compact status (which sits
+    in a card of the page that is not pushed, beside the per-user button)."""
+    return live_parts_html(view) + compact_status_html(view.snapshot)
 
 
 def session_gone_html() -> str:

@@ -16,6 +16,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import push_url
 from django_htmx.middleware import HtmxDetails
@@ -23,7 +24,7 @@ from django_htmx.middleware import HtmxDetails
 from dshweb.core.compact_status import CompactView
 from dshweb.core.filters import list_query
 from dshweb.dashboard import compact, fragments
-from dshweb.dashboard.fragments import session_context
+from dshweb.dashboard.fragments import live_parts_html, session_context
 from dshweb.dashboard.selectors import HomeReading, home_reading
 from dshweb.live.service import current_hub
 
@@ -75,7 +76,9 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
             status=404 if reading.progress.done else HOME_UNAVAILABLE,
         )
     template = "dashboard/_session.html" if request.htmx else "dashboard/session_detail.html"
-    context = session_context(snapshot, reading.sessions[session_id].reading)
+    view = reading.sessions[session_id]
+    context = session_context(snapshot, view.reading)
+    context["live_parts"] = mark_safe(live_parts_html(view))  # rendered by our templates
     context["progress"] = reading.progress
     return render(request, template, context)
 
