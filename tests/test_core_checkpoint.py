@@ -235,7 +235,7 @@ def test_a_truncated_log_is_refused(dumped: tuple[LogFile, bytes, bytes], keep: 
     assert _refused(log, blob) is Refusal.TRUNCATED
 
 
-@pytest.mark.parametrize("back", [1, 100, 60_000])
+@pytest.mark.parametrize("back", [1, 100, 4_000])
 def test_a_log_rewritten_in_place_is_refused(
     dumped: tuple[LogFile, bytes, bytes], back: int
 ) -> None:
