@@ -244,6 +244,8 @@ class Server:
 
 @dataclass(frozen=True, slots=True)
 class Cold:
+    boot_s: float
+    """Start to the login page's first answer."""
     first_page_s: float
     complete_s: float
     progress: str
@@ -253,6 +255,7 @@ class Cold:
 def wait_complete(server: Server, deadline: float) -> Cold:
     """From the server's start: sign in if needed, then poll until a complete ``/``."""
     server.wait_answering(deadline)
+    boot = server.since_start()
     if server.cookie is None:
         server.login(timeout=max(1.0, deadline - time.monotonic()))
     first: float | None = None
@@ -284,7 +287,7 @@ def wait_complete(server: Server, deadline: float) -> Cold:
             at = server.since_start()
             first = at if first is None else first
             if state in ("none", "done"):
-                return Cold(first, at, "none" if state == "none" else "endpoint")
+                return Cold(boot, first, at, "none" if state == "none" else "endpoint")
         elif page.status != 503:
             raise server.fail(f"GET / answered {page.status} while starting")
         time.sleep(POLL_EVERY)

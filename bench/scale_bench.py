@@ -14,7 +14,8 @@ of a big session), then starts the real server as ``scripts/start`` does
   only a ``/`` requested after ``done`` counts. A server without that page (404) is
   complete at its first 200 ``/``. ``first_page_s``: start to the first 200 ``/`` of
   any kind. Both include sign-in and the poll's granularity (a ``/`` or
-  ``/progress/`` every 0.2 s, one request at a time).
+  ``/progress/`` every 0.2 s, one request at a time). ``boot_s``: start to the login
+  page's first answer (Python, Django and Daphne starting: the floor of both).
 - ``list_p95_ms`` / ``detail_p95_ms``: ``--requests`` sequential warm GETs of ``/`` and
   of session pages (one in four on a big copy, the rest random small ones), each on a
   fresh connection; p50/p95 in ms, and the server's own time when it sends
@@ -32,7 +33,8 @@ baseline of ``list_ratio`` and ``detail_ratio`` (p95 over the baseline's p95), m
 in the same run. One line per size::
 
   size=5000 sessions=5000 json_mb=... list_p95_ms=... detail_p95_ms=... idle_cpu_pct=...
-  restart_s=... cold_s=... first_page_s=... rss_mb=... list_html_kb=... max_ws_kb=...
+  list_server_p95_ms=... detail_server_p95_ms=... restart_s=... cold_s=... first_page_s=...
+  boot_s=... rss_mb=... list_html_kb=... max_ws_kb=...
   list_ratio=... detail_ratio=... ws_list=ok ws_session=ok
 
 Exit status: 1 when the benchmark did less than it claims (a home with fewer sessions,
@@ -81,17 +83,24 @@ def timed(server: Server, paths: list[str], timeout: float, what: str) -> list[R
     return got
 
 
-def summary(label: str, got: list[Response]) -> tuple[float, float, str]:
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def summary(label: str, got: list[Response]) -> tuple[float, float, float | None, str]:
+    """p50 and p95 in ms at the client, the server's own p95 (``Server-Timing``, None
+    unless every response carried it), and a line saying so."""
     ms = [r.seconds * 1000 for r in got]
     p50, p95 = statistics.median(ms), percentile(ms, 0.95)
     server = [s for r in got if (s := r.server_ms()) is not None]
+    server_p95 = percentile(server, 0.95) if len(server) == len(got) else None
     told = (
-        f"server p50 {statistics.median(server):.1f} ms p95 {percentile(server, 0.95):.1f} ms"
-        if len(server) == len(got)
+        f"server p50 {statistics.median(server):.1f} ms p95 {server_p95:.1f} ms"
+        if server_p95 is not None
         else f"no Server-Timing ({len(server)} of {len(got)})"
     )
     text = f"{label}: {len(got)} requests, p50 {p50:.1f} ms, p95 {p95:.1f} ms, {told}"
-    return p50, p95, text
+    return p50, p95, server_p95, text
 
 
 @dataclass(slots=True)
@@ -101,10 +110,13 @@ class Result:
     json_mb: float
     list_p95: float
     detail_p95: float
+    list_server_p95: float | None
+    detail_server_p95: float | None
     idle_cpu: float
     restart_s: float
     cold_s: float
     first_page_s: float
+    boot_s: float
     rss_mb: float
     list_html_kb: float
     max_ws_kb: float
@@ -115,8 +127,11 @@ class Result:
         return (
             f"size={self.size} sessions={self.sessions} json_mb={self.json_mb:.1f} "
             f"list_p95_ms={self.list_p95:.1f} detail_p95_ms={self.detail_p95:.1f} "
+            f"list_server_p95_ms={_ms(self.list_server_p95)} "
+            f"detail_server_p95_ms={_ms(self.detail_server_p95)} "
             f"idle_cpu_pct={self.idle_cpu:.2f} restart_s={self.restart_s:.2f} "
             f"cold_s={self.cold_s:.2f} first_page_s={self.first_page_s:.2f} "
+            f"boot_s={self.boot_s:.2f} "
             f"rss_mb={self.rss_mb:.0f} list_html_kb={self.list_html_kb:.0f} "
             f"max_ws_kb={self.max_ws_kb:.0f} "
             f"list_ratio={self.list_p95 / base.list_p95:.2f} "
@@ -145,7 +160,8 @@ def measure(size: int, args: argparse.Namespace, tmp: Path) -> Result:
         server.start()
         cold = wait_complete(server, time.monotonic() + args.timeout)
         print(
-            f"   cold: first page {cold.first_page_s:.2f} s, complete {cold.complete_s:.2f} s "
+            f"   cold: answering {cold.boot_s:.2f} s, first page {cold.first_page_s:.2f} s, "
+            f"complete {cold.complete_s:.2f} s "
             f"(progress page: {cold.progress})",
             flush=True,
         )
@@ -159,12 +175,12 @@ def measure(size: int, args: argparse.Namespace, tmp: Path) -> Result:
         detail = timed(server, detail_paths, args.request_timeout, "detail")
         if len(listed) != args.requests or len(detail) != args.requests:
             raise BenchError(f"{len(listed)} list and {len(detail)} detail samples")
-        _, list_p95, text = summary("   list /", listed)
+        _, list_p95, list_server_p95, text = summary("   list /", listed)
         print(text)
-        _, detail_p95, text = summary("   session pages", detail)
+        _, detail_p95, detail_server_p95, text = summary("   session pages", detail)
         print(text)
         bigs = [r for p, r in zip(detail_paths, detail, strict=True) if "/big-" in p]
-        print(summary("   of which big", bigs)[2])
+        print(summary("   of which big", bigs)[3])
         html = listed[-1].body
         rows = len(ROW.findall(html))
         print(f"   / is {len(html) / 1024:.0f} kB with {rows} rows for {size} sessions")
@@ -205,10 +221,13 @@ def measure(size: int, args: argparse.Namespace, tmp: Path) -> Result:
         json_mb=json_mb,
         list_p95=list_p95,
         detail_p95=detail_p95,
+        list_server_p95=list_server_p95,
+        detail_server_p95=detail_server_p95,
         idle_cpu=idle,
         restart_s=again.complete_s,
         cold_s=cold.complete_s,
         first_page_s=cold.first_page_s,
+        boot_s=cold.boot_s,
         rss_mb=rss,
         list_html_kb=len(html) / 1024,
         max_ws_kb=max_ws,
