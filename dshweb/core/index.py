@@ -95,6 +95,9 @@ class HomeIndex:
     """Each log's ``stat`` when it was last folded."""
     locks: dict[Path, Identity | None] = field(default_factory=dict)
     """Each session's lock file, re-read whenever its folder is looked at."""
+    lock_folders: dict[int, set[Path]] = field(default_factory=dict)
+    """The folders by their lock file's inode, for a liveness read that costs what the
+    kernel's lock table holds, not what the home holds."""
     profile_loaded: bool = False
 
     def refresh(
@@ -126,7 +129,7 @@ class HomeIndex:
                 else:
                     found[folder] = log
         for folder, log in found.items():
-            self.locks[folder] = lock_identity(folder)
+            self._set_lock(folder, lock_identity(folder))
             tracker = self.trackers.get(folder)
             signature = log_signature(log.path)
             if tracker is None or tracker.log != log:
@@ -145,9 +148,23 @@ class HomeIndex:
         for folder in gone & set(self.trackers):
             del self.trackers[folder]
             self.signatures.pop(folder, None)
+            self._set_lock(folder, None)
             self.locks.pop(folder, None)
             updated.add(folder)
         return updated
+
+    def _set_lock(self, folder: Path, lock: Identity | None) -> None:
+        old = self.locks.get(folder)
+        if old == lock:
+            return
+        if old is not None:
+            owners = self.lock_folders.get(old[1], set())
+            owners.discard(folder)
+            if not owners:
+                self.lock_folders.pop(old[1], None)
+        if lock is not None:
+            self.lock_folders.setdefault(lock[1], set()).add(folder)
+        self.locks[folder] = lock
 
     def adopt(self, folder: Path, tracker: SessionTracker) -> None:
         """Take a tracker restored from elsewhere (a checkpoint) as the folder's state;
@@ -203,11 +220,11 @@ class HomeIndex:
         when each folder was last looked at: no ``stat`` per session.
         """
         held = locked_files()
-        inodes = {ino for _, ino in held}
         live = frozenset(
-            f
-            for f, lock in self.locks.items()
-            if lock is not None and f in self.trackers and (lock in held or lock[1] in inodes)
+            folder
+            for _, inode in held
+            for folder in self.lock_folders.get(inode, ())
+            if folder in self.trackers
         )
         flipped = set(live ^ self.live)
         self.live = live

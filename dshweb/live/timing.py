@@ -12,7 +12,7 @@ NOTIFY_MAX_MS = 40
 """Longest a batch may be held while writes keep coming (watchfiles' default is 1.6 s)."""
 TICK = 0.25
 LIVENESS_EVERY = 1.0
-RESCAN_EVERY = 30.0
+RESCAN_EVERY = 120.0
 """A ``stat`` of every log, in case a notification was missed (folds nothing unchanged)."""
 CHECKPOINT_EVERY = 5.0
 """Fold state of the sessions that changed is saved at most this often."""
