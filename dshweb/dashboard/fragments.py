@@ -9,12 +9,14 @@ as its frame (counts, pager, no rows) followed by its rows a few at a time.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 
 from dshweb.core.compact_status import CompactView, compact_view
 from dshweb.core.display import ContextReading, breakdown_parts, cache_hit_ratio
@@ -50,9 +52,33 @@ def compact_status_html(snapshot: SessionSnapshot) -> str:
     return render_to_string(COMPACT_TEMPLATE, {"compact": compact_status(snapshot)})
 
 
+_rendered_lock = threading.Lock()
+_rows: OrderedDict[tuple[str, int, bool, int], tuple[SessionSnapshot, str]] = OrderedDict()
+ROWS_KEPT = 2048
+"""List rows kept rendered: a page pushed again renders only the rows that changed."""
+
+
+def row_html(entry: SessionEntry) -> str:
+    """One list row, rendered once per snapshot, place in the tree and minute (its "…
+    ago" moves on by the minute)."""
+    shot = entry.snapshot
+    key = (shot.session_id, entry.depth, entry.orphan, int(time.time() // 60))
+    with _rendered_lock:
+        kept = _rows.get(key)
+        if kept is not None and kept[0] is shot:  # the snapshot itself: never a reused id
+            _rows.move_to_end(key)
+            return kept[1]
+    html = render_to_string(ROW_TEMPLATE, {"entry": entry})
+    with _rendered_lock:
+        _rows[key] = (shot, html)
+        while len(_rows) > ROWS_KEPT:
+            _rows.popitem(last=False)
+    return html
+
+
 def rows_html(entries: list[SessionEntry]) -> str:
     """One list row per entry (a new row's id is not on the page yet: the page adds it)."""
-    return "".join(render_to_string(ROW_TEMPLATE, {"entry": entry}) for entry in entries)
+    return "".join(row_html(entry) for entry in entries)
 
 
 MESSAGE_MAX = 200 * 1024
@@ -74,7 +100,8 @@ def list_socket_url(query: ListQuery) -> str:
 
 
 def list_context(page: ListPage) -> dict[str, Any]:
-    return {"page": page, "query": page.query, "rows": page.rows}
+    rows = mark_safe(rows_html(list(page.rows)))  # rendered by our row template
+    return {"page": page, "query": page.query, "rows": page.rows, "rows_html": rows}
 
 
 def list_page_messages(page: ListPage) -> list[str]:
@@ -83,15 +110,15 @@ def list_page_messages(page: ListPage) -> list[str]:
     html = render_to_string(LIST_PAGE_TEMPLATE, context)
     if _size(html) <= MESSAGE_MAX:
         return [html]
-    frame = render_to_string(LIST_PAGE_TEMPLATE, {**context, "rows": ()})
-    rows = [render_to_string(ROW_TEMPLATE, {"entry": entry}) for entry in page.rows]
+    frame = render_to_string(LIST_PAGE_TEMPLATE, {**context, "rows": (), "rows_html": ""})
+    rows = [row_html(entry) for entry in page.rows]
     return [frame, *_packed(rows, f'<ol id="{ROWS_ID}" hx-swap-oob="beforeend">', "</ol>")]
 
 
 def list_update_messages(rows: list[SessionEntry], counts: ListPage | None) -> list[str]:
     """Rows of a page whose layout is unchanged, each replacing its own row by id, and
     the page's counts when they changed (``counts``: the page, else ``None``)."""
-    parts = [render_to_string(ROW_TEMPLATE, {"entry": entry}) for entry in rows]
+    parts = [row_html(entry) for entry in rows]
     if counts is not None:
         parts.append(render_to_string(LIST_COUNTS_TEMPLATE, list_context(counts)))
     return _packed(parts)
@@ -120,7 +147,6 @@ def _size(html: str) -> int:
 
 
 _rendered: OrderedDict[tuple[str, int], str] = OrderedDict()
-_rendered_lock = threading.Lock()
 RENDERED_KEPT = 64
 """Sessions whose live parts are kept rendered: a page view or a socket of a session
 renders them once per version, whoever asks."""

@@ -5,9 +5,9 @@ For each changed session it sends ``session.changed`` to that session's group, a
 ``sessions.changed`` with the changed ids to the list's group; the consumers
 (:mod:`dshweb.dashboard.consumers`) render what their page shows from the hub's view,
 outside any lock. Announcements are coalesced to one per :data:`INTERVAL` per session
-(and per interval for the list): the first change of a quiet session goes out at once,
-later ones when the interval ends. Only groups some socket of this process follows are
-told.
+(and one per :data:`LIST_INTERVAL` for the list): the first change of a quiet session
+goes out at once, later ones when the interval ends. Only groups some socket of this
+process follows are told.
 """
 
 from __future__ import annotations
@@ -22,16 +22,19 @@ from channels.layers import get_channel_layer
 from dshweb.live.groups import SESSIONS_GROUP, session_group, subscriptions
 from dshweb.live.hub import HomeChange, Hub
 from dshweb.live.service import current_hub
-from dshweb.live.timing import INTERVAL
+from dshweb.live.timing import INTERVAL, LIST_INTERVAL
 
 SESSION_CHANGED = "session.changed"
 SESSIONS_CHANGED = "sessions.changed"
 
 
 class Publisher:
-    def __init__(self, hub: Hub, interval: float = INTERVAL) -> None:
+    def __init__(
+        self, hub: Hub, interval: float = INTERVAL, list_interval: float = LIST_INTERVAL
+    ) -> None:
         self.hub = hub
         self.interval = interval
+        self.list_interval = list_interval
         self._changes: asyncio.Queue[HomeChange] = asyncio.Queue()
         self._pending: dict[str, bool] = {}
         """Session id → gone, waiting for its interval to end."""
@@ -66,7 +69,7 @@ class Publisher:
     def _next_due(self) -> float | None:
         dues = [self._sent_at.get(s, 0.0) + self.interval for s in self._pending]
         if self._list_ids:
-            dues.append(self._list_sent_at + self.interval)
+            dues.append(self._list_sent_at + self.list_interval)
         return min(dues) if dues else None
 
     async def _send_due(self, now: float) -> None:
@@ -89,7 +92,7 @@ class Publisher:
                 messages.append(
                     (group, {"type": SESSION_CHANGED, "session_id": session_id, "gone": gone})
                 )
-        if self._list_ids and now >= self._list_sent_at + self.interval:
+        if self._list_ids and now >= self._list_sent_at + self.list_interval:
             ids, self._list_ids = sorted(self._list_ids), set()
             self._list_sent_at = now
             if subscriptions.watched(SESSIONS_GROUP):

@@ -6,6 +6,9 @@ from __future__ import annotations
 INTERVAL = 0.1
 """At most one update per session per interval (10 per second): a frame waits at most this
 long for the update that shows it (fsync → browser p95 ≈ 110 ms in bench/live_bench.py)."""
+LIST_INTERVAL = 0.5
+"""At most one sessions-list update per interval (2 per second): a list page re-orders
+on every change, and an overview needs no more."""
 NOTIFY_STEP_MS = 5
 """Quiet time that ends a batch of file notifications."""
 NOTIFY_MAX_MS = 40
