@@ -106,19 +106,21 @@ class HomeIndex:
         *,
         reload_profile: bool = False,
         on_folded: Callable[[Path, LogFile], object] | None = None,
+        logs: Iterable[LogFile] | None = None,
     ) -> set[Path]:
         """Fold what the logs gained; the session folders whose state changed.
 
         ``changed`` names paths known to have changed (files or folders anywhere under
-        ``sessions/``); without it every session folder is rescanned and the profile read
-        again. ``on_folded`` is called after each log looked at (progress).
+        ``sessions/``); without it every session folder is rescanned (or ``logs``, a
+        rescan the caller just made) and the profile read again. ``on_folded`` is called
+        after each log looked at (progress).
         """
         check_home(self.home)
         updated: set[Path] = set()
         if (reload_profile or changed is None or not self.profile_loaded) and self._load_engine():
             updated.update(self.trackers)  # every compaction point and band may have moved
         if changed is None:
-            found = {log.session_dir: log for log in session_logs(self.home)}
+            found = {log.session_dir: log for log in (logs or session_logs(self.home))}
             gone = set(self.trackers) - set(found)
         else:
             found, gone = {}, set()

@@ -252,17 +252,20 @@ class Hub:
             counter = ProgressCounter(logs, {f: t.tail.offset for f, t in restored.items()})
             self._progress = counter.now()
             last_publish = time.monotonic()
+            folded: list[Path] = []
 
             def on_folded(folder: Path, entry: LogFile) -> None:
                 nonlocal last_publish
                 tracker = self.index.trackers.get(folder)
                 counter.folded(folder, tracker.tail.offset if tracker is not None else 0)
+                folded.append(folder)
                 if time.monotonic() - last_publish >= PROGRESS_EVERY:
                     last_publish = time.monotonic()
                     self._progress = counter.now()
-                    self._publish(set(self.index.trackers))
+                    self._publish(folded)  # what was folded since the last publish
+                    folded.clear()
 
-            changed = self.index.refresh(None, on_folded=on_folded)
+            changed = self.index.refresh(None, on_folded=on_folded, logs=logs)
             self.index.refresh_liveness()
             self.passes += 1
             self._progress = counter.now(done=True)
