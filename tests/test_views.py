@@ -1,4 +1,4 @@
-"""The pages, through Django's test client, against a copy of the shared DSH corpus.
+"""The pages, through Django's test client, against real DSH sessions of the fixture homes.
 
 Expected figures are computed here from the snapshot with DSH's documented formula
 (DSH_FACTS §6), not taken from the code under test.
@@ -44,8 +44,10 @@ from dshweb.live.service import sync_home
 from tests.conftest import FIXTURE_HOMES
 from tests.homecopies import home_of_copies
 
-CORPUS_HOME = Path("/work/shared/corpus/home")
-CORPUS_SESSIONS = {"quick-001", "sess-plain-001", "sess-compact-001", "cjk-001"}
+SESSIONS = frozenset(("plain-turns", "manual-compact", "auto-compact", "cjk-emoji"))
+"""The home the pages show: these fixture homes' sessions on ``plain-turns``' profiles (DSH's
+defaults). The first two run on a 1,000,000-token window (ample); the other two on a
+24,000-token one, where the default reserve leaves no compaction point (band unknown)."""
 
 
 class Elements(HTMLParser):
@@ -127,14 +129,18 @@ def _static_root(tmp_path: Path, settings: Any) -> None:
 
 @pytest.fixture
 def home(tmp_path: Path, settings: Any) -> Path:
-    if not CORPUS_HOME.is_dir():
-        pytest.skip(f"the shared DSH corpus is not at {CORPUS_HOME}")
-    copy = tmp_path / "home"
-    shutil.copytree(CORPUS_HOME, copy)
+    copy = copy_home(tmp_path / "home")
     settings.DSH_HOME = copy
     settings.DSH_HOME_IS_DEMO = False
     settings.DSH_PROFILE = "sdk"
     return copy
+
+
+def copy_home(target: Path) -> Path:
+    shutil.copytree(FIXTURE_HOMES / "plain-turns" / "profiles", target / "profiles")
+    for name in SESSIONS:
+        shutil.copytree(FIXTURE_HOMES / name / "sessions", target / "sessions", dirs_exist_ok=True)
+    return target
 
 
 @pytest.fixture
@@ -155,7 +161,7 @@ def user_client(client: Client, django_user_model: Any) -> Client:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("url", ["/", "/sessions/quick-001/"])
+@pytest.mark.parametrize("url", ["/", "/sessions/plain-turns/"])
 def test_anonymous_is_sent_to_login(client: Client, home: Path, url: str) -> None:
     response = client.get(url)
     assert response.status_code == 302
@@ -187,25 +193,25 @@ def test_list_shows_every_session_with_its_percent(
     response = user_client.get("/")
     assert response.status_code == 200
     rows = Elements(response.content.decode()).rows
-    assert set(rows) == set(snapshots) >= CORPUS_SESSIONS
+    assert set(rows) == set(snapshots) == SESSIONS
     for session_id, shot in snapshots.items():
         used = shot.context_pressure.get("projectedTokens", shot.context_pressure["pressureTokens"])
         window = shot.context_pressure["contextWindow"]
         assert rows[session_id]["data-percent"] == str(ring_percent(used, window)), session_id
-    assert rows["quick-001"]["data-percent"] == "1"  # 5892 of 1,000,000
-    assert rows["quick-001"]["data-band"] == "ample"  # 5892 / 678,464
+    assert rows["plain-turns"]["data-percent"] == "1"  # 5976 of 1,000,000
+    assert rows["plain-turns"]["data-band"] == "ample"  # 5976 / 678,464
     # No threshold when window − reserved − headroom is not positive.
-    assert rows["sess-compact-001"]["data-band"] == "unknown"
+    assert rows["auto-compact"]["data-band"] == "unknown"
 
 
 @pytest.mark.django_db
 def test_live_session_is_badged(user_client: Client, home: Path) -> None:
-    (lock,) = home.glob("sessions/*/quick-001/session.lock")
+    (lock,) = home.glob("sessions/*/plain-turns/session.lock")
     with lock.open("rb") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # what DSH holds while it owns the session
         html = user_client.get("/").content.decode()
-        page = user_client.get("/sessions/quick-001/").content.decode()
-    row = html[html.index('data-session-id="quick-001"') :].split("</li>", 1)[0]
+        page = user_client.get("/sessions/plain-turns/").content.decode()
+    row = html[html.index('data-session-id="plain-turns"') :].split("</li>", 1)[0]
     assert "badge-live" in row
     assert html.count("badge-live") == 1
     assert "badge-live" in page
@@ -267,9 +273,6 @@ def test_a_row_cuts_long_texts() -> None:
     assert len(html) < 8_000
 
 
-CORPUS_IDS = frozenset(CORPUS_SESSIONS)
-
-
 def _shown(html: str) -> list[str]:
     """The ids of the rows on a page, in order."""
     return re.findall(r'<li id="row-[^"]*" [^>]*?data-session-id="([^"]*)"', html)
@@ -279,19 +282,19 @@ def _shown(html: str) -> list[str]:
 @pytest.mark.parametrize(
     ("query", "shown"),
     [
-        ("", CORPUS_IDS),
-        ("?q=hello", {"sess-plain-001", "sess-compact-001", "quick-001"}),
-        ("?q=HELLO+there", {"quick-001"}),
-        ("?q=%E6%8B%9B%E5%91%BC", {"cjk-001"}),  # 招呼, in the title
-        ("?q=shop-api&state=idle", {"sess-plain-001", "sess-compact-001", "quick-001"}),
-        ("?q=sess-&state=all", {"sess-plain-001", "sess-compact-001"}),
+        ("", SESSIONS),
+        ("?q=hello", {"plain-turns", "manual-compact"}),
+        ("?q=HELLO+there", {"plain-turns"}),
+        ("?q=%E6%95%B4%E7%90%86", {"cjk-emoji"}),  # 整理, in the title
+        ("?q=shop-api&state=idle", {"manual-compact"}),  # in the folder
+        ("?q=-compact&state=all", {"manual-compact", "auto-compact"}),  # in the id
         ("?state=live", set()),
-        ("?state=idle", CORPUS_IDS),
-        ("?state=bogus", CORPUS_IDS),
-        ("?band=unknown", {"sess-compact-001", "cjk-001"}),
-        ("?band=ample&q=quick", {"quick-001"}),
+        ("?state=idle", SESSIONS),
+        ("?state=bogus", SESSIONS),
+        ("?band=unknown", {"auto-compact", "cjk-emoji"}),
+        ("?band=ample&q=plain", {"plain-turns"}),
         ("?band=tight", set()),
-        ("?band=nonsense&sort=nonsense&page=x&per_page=-3", CORPUS_IDS),
+        ("?band=nonsense&sort=nonsense&page=x&per_page=-3", SESSIONS),
         ("?q=no-such-session", set()),
     ],
 )
@@ -303,7 +306,7 @@ def test_list_filters_on_the_server(
     elements = Elements(response.content.decode())
     assert set(elements.rows) == shown  # only the rows the query shows are sent
     count = elements.by_id["session-count"]
-    assert (count["data-shown"], count["data-total"]) == (str(len(shown)), str(len(CORPUS_IDS)))
+    assert (count["data-shown"], count["data-total"]) == (str(len(shown)), str(len(SESSIONS)))
     assert ("hidden" in elements.by_id["sessions-none-match"]) is bool(shown)
 
 
@@ -324,14 +327,14 @@ def test_list_filter_form_keeps_the_choice(user_client: Client, home: Path) -> N
 
 @pytest.mark.django_db
 def test_list_filters_live_sessions(user_client: Client, home: Path) -> None:
-    (lock,) = home.glob("sessions/*/quick-001/session.lock")
+    (lock,) = home.glob("sessions/*/plain-turns/session.lock")
     with lock.open("rb") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
         live = Elements(user_client.get("/?state=live").content.decode())
         idle = Elements(user_client.get("/?state=idle").content.decode())
-    assert live.rows["quick-001"]["data-live"] == "1"
-    assert set(live.rows) == {"quick-001"}
-    assert set(idle.rows) == CORPUS_IDS - {"quick-001"}
+    assert live.rows["plain-turns"]["data-live"] == "1"
+    assert set(live.rows) == {"plain-turns"}
+    assert set(idle.rows) == SESSIONS - {"plain-turns"}
     # The counts are the whole home's, whatever the filter.
     for page in (live, idle):
         counts = page.by_id["session-counts"]
@@ -346,13 +349,13 @@ def test_list_counts_the_whole_home_by_band(
     for shot in snapshots.values():
         expected[context_reading(shot).band.value] += 1
     assert expected["ample"] == 2 and expected["unknown"] == 2
-    html = user_client.get("/?q=quick").content.decode()
+    html = user_client.get("/?q=plain").content.decode()
     chips = dict(re.findall(r'data-band-count="(\w+)" data-count="(\d+)"', html))
     assert chips == {band: str(n) for band, n in expected.items()}
     # A band's chip filters by it (keeping the rest of the query), or, when chosen, stops.
-    assert 'href="/?q=quick&amp;band=ample"' in html
-    chosen = user_client.get("/?q=quick&band=ample").content.decode()
-    assert 'href="/?q=quick"' in chosen
+    assert 'href="/?q=plain&amp;band=ample"' in html
+    chosen = user_client.get("/?q=plain&band=ample").content.decode()
+    assert 'href="/?q=plain"' in chosen
     assert 'aria-current="true"' in chosen
 
 
@@ -360,10 +363,10 @@ def test_list_counts_the_whole_home_by_band(
 @pytest.mark.parametrize(
     ("sort", "order"),
     [
-        ("", ["sess-plain-001", "sess-compact-001", "cjk-001", "quick-001"]),  # newest first
-        ("percent", ["sess-compact-001", "cjk-001", "sess-plain-001", "quick-001"]),
+        ("", ["cjk-emoji", "manual-compact", "auto-compact", "plain-turns"]),  # newest first
+        ("percent", ["auto-compact", "cjk-emoji", "manual-compact", "plain-turns"]),
         # Least headroom first; no compaction point (no headroom) last, newest first.
-        ("headroom", ["sess-plain-001", "quick-001", "sess-compact-001", "cjk-001"]),
+        ("headroom", ["plain-turns", "manual-compact", "cjk-emoji", "auto-compact"]),
     ],
 )
 def test_list_sorts_on_the_server(
@@ -373,12 +376,12 @@ def test_list_sorts_on_the_server(
     sort: str,
     order: list[str],
 ) -> None:
-    # The expectations follow from the corpus's figures, checked here.
+    # The expectations follow from the fixtures' figures, checked here.
     readings = [context_reading(snapshots[sid]) for sid in order]
     if sort == "percent":
-        assert [r.percent for r in readings] == [39, 34, 1, 1]
+        assert [r.percent for r in readings] == [41, 37, 1, 1]
     if sort == "headroom":
-        assert [r.headroom for r in readings] == [671_250, 672_572, None, None]
+        assert [r.headroom for r in readings] == [672_488, 672_567, None, None]
     html = user_client.get(f"/?sort={sort}").content.decode()
     assert _shown(html) == order
 
@@ -387,12 +390,12 @@ def test_list_sorts_on_the_server(
 @pytest.mark.parametrize(
     ("query", "rows", "page", "pages"),
     [
-        ("?per_page=2", ["sess-plain-001", "sess-compact-001"], 1, 2),
-        ("?per_page=2&page=2", ["cjk-001", "quick-001"], 2, 2),
-        ("?per_page=2&page=99", ["cjk-001", "quick-001"], 2, 2),  # clamped to the last
-        ("?per_page=3&page=2", ["quick-001"], 2, 2),
-        ("?per_page=2&page=2&sort=percent", ["sess-plain-001", "quick-001"], 2, 2),
-        ("?per_page=2&page=2&q=shop", ["quick-001"], 2, 2),
+        ("?per_page=2", ["cjk-emoji", "manual-compact"], 1, 2),
+        ("?per_page=2&page=2", ["auto-compact", "plain-turns"], 2, 2),
+        ("?per_page=2&page=99", ["auto-compact", "plain-turns"], 2, 2),  # clamped to the last
+        ("?per_page=3&page=2", ["plain-turns"], 2, 2),
+        ("?per_page=2&page=2&sort=percent", ["manual-compact", "plain-turns"], 2, 2),
+        ("?per_page=1&page=2&q=hello", ["plain-turns"], 2, 2),
     ],
 )
 def test_list_pages(
@@ -411,24 +414,24 @@ def test_list_pages(
 
 @pytest.mark.django_db
 def test_pager_links_keep_the_query(user_client: Client, home: Path) -> None:
-    html = user_client.get("/?q=hello&per_page=1&page=2&sort=percent").content.decode()
+    html = user_client.get("/?q=projects&per_page=1&page=2&sort=percent").content.decode()
     # Plain links (no script needed) and the same address for htmx, pushed to the address bar.
     links = re.findall(r'<a [^>]*href="([^"]*)" hx-get="([^"]*)" data-page="(\d+)"', html)
     assert (
-        "/?q=hello&amp;sort=percent&amp;per_page=1",
-        "/?q=hello&amp;sort=percent&amp;per_page=1",
+        "/?q=projects&amp;sort=percent&amp;per_page=1",
+        "/?q=projects&amp;sort=percent&amp;per_page=1",
         "1",
     ) in links
     assert (
-        "/?q=hello&amp;sort=percent&amp;page=3&amp;per_page=1",
-        "/?q=hello&amp;sort=percent&amp;page=3&amp;per_page=1",
+        "/?q=projects&amp;sort=percent&amp;page=3&amp;per_page=1",
+        "/?q=projects&amp;sort=percent&amp;page=3&amp;per_page=1",
         "3",
     ) in links
     pager = Elements(html).by_id["session-pager"]
     assert (pager["hx-target"], pager["hx-push-url"]) == ("#sessions", "true")
     # The list's socket carries the same query, so it pushes only this page.
     assert Elements(html).by_id["sessions"]["ws-connect"] == (
-        "/ws/sessions/?q=hello&sort=percent&page=2&per_page=1"
+        "/ws/sessions/?q=projects&sort=percent&page=2&per_page=1"
     )
 
 
@@ -457,7 +460,7 @@ def test_list_fragment_for_htmx(user_client: Client, home: Path) -> None:
     html = response.content.decode()
     assert html.lstrip().startswith('<section id="sessions"')
     assert "<html" not in html
-    assert _shown(html) == ["sess-compact-001", "sess-plain-001", "quick-001"]
+    assert _shown(html) == ["manual-compact", "plain-turns"]
     # The address bar gets the query as the server read it, defaults left out.
     assert response["HX-Push-Url"] == "/?q=hello&sort=percent"
     assert "HX-Request" in response["Vary"]
@@ -476,8 +479,8 @@ def test_list_fragment_for_htmx(user_client: Client, home: Path) -> None:
 def test_session_page_shows_the_projections(
     user_client: Client, home: Path, snapshots: dict[str, SessionSnapshot]
 ) -> None:
-    shot = snapshots["quick-001"]
-    response = user_client.get("/sessions/quick-001/")
+    shot = snapshots["plain-turns"]
+    response = user_client.get("/sessions/plain-turns/")
     assert response.status_code == 200
     html = response.content.decode()
     elements = Elements(html).by_id
@@ -485,7 +488,7 @@ def test_session_page_shows_the_projections(
     pressure = shot.context_pressure
     used = pressure["projectedTokens"]
     ring = elements["context-ring"]
-    assert ring["data-used"] == str(used) == "5892"
+    assert ring["data-used"] == str(used) == "5976"
     assert ring["data-window"] == str(pressure["contextWindow"]) == "1000000"
     assert ring["data-percent"] == "1"
     assert ring["data-threshold"] == "678464"
@@ -512,7 +515,7 @@ def test_session_page_shows_the_projections(
     usage = shot.token_usage
     read = usage["cacheReadTokens"]
     hit = read / (usage["uncachedInputTokens"] + read + usage["cacheWriteTokens"])
-    assert f"{math.floor(hit * 1000 + 0.5) / 10:.1f}%" in html  # 832 / 5861 → 14.2%
+    assert f"{math.floor(hit * 1000 + 0.5) / 10:.1f}%" in html  # 17,408 / 29,131 → 59.8%
     for node in shot.largest_nodes:
         assert f'data-seq="{node.seq}" data-tokens="{node.tokens}"' in html
 
@@ -521,9 +524,11 @@ def test_session_page_shows_the_projections(
 def test_session_page_is_its_live_parts(
     user_client: Client, home: Path, snapshots: dict[str, SessionSnapshot]
 ) -> None:
-    html = user_client.get("/sessions/quick-001/").content.decode()
+    html = user_client.get("/sessions/plain-turns/").content.decode()
     # The socket sends _session_live.html; the first render is the very same markup.
-    live = render_to_string("dashboard/_session_live.html", session_context(snapshots["quick-001"]))
+    live = render_to_string(
+        "dashboard/_session_live.html", session_context(snapshots["plain-turns"])
+    )
     assert live.strip() in html
     assert [attrs.get("id") for _, attrs in TopLevel(live).elements] == [
         "session-header",
@@ -538,8 +543,8 @@ def test_session_page_is_its_live_parts(
         "session-errors",
     ]
     elements = Elements(html).by_id
-    article = elements[dom_id("session", "quick-001")]
-    assert article["ws-connect"] == "/ws/sessions/quick-001/"
+    article = elements[dom_id("session", "plain-turns")]
+    assert article["ws-connect"] == "/ws/sessions/plain-turns/"
     assert article["hx-ext"] == "ws"
     assert elements["live-status"]["data-state"] == "connecting"
     assert "band-ample" in elements["context-ring"]["class"]
@@ -574,7 +579,7 @@ def test_the_one_inline_script_has_the_known_hash(client: Client) -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("url", ["/", "/sessions/quick-001/", "/accounts/login/"])
+@pytest.mark.parametrize("url", ["/", "/sessions/plain-turns/", "/accounts/login/"])
 def test_pages_load_scripts_from_own_static_files(client: Client, home: Path, url: str) -> None:
     html = client.get(url, follow=True).content.decode()
     sources = [attrs["src"] for attrs in Elements(html).scripts if "src" in attrs]
@@ -589,10 +594,16 @@ def test_pages_load_scripts_from_own_static_files(client: Client, home: Path, ur
 
 
 @pytest.mark.django_db
-def test_session_page_counts_compactions_and_prunes(user_client: Client, home: Path) -> None:
-    html = user_client.get("/sessions/sess-compact-001/").content.decode()
-    assert '<data value="3">3</data>' in html  # compactions
-    assert '<data value="8">8</data>' in html  # prunes
+@pytest.mark.parametrize(
+    ("session_id", "compactions", "prunes"),
+    [("auto-compact", "3", "0"), ("cjk-emoji", "0", "2"), ("plain-turns", "0", "0")],
+)
+def test_session_page_counts_compactions_and_prunes(
+    user_client: Client, home: Path, session_id: str, compactions: str, prunes: str
+) -> None:
+    html = user_client.get(f"/sessions/{session_id}/").content.decode()
+    shown = dict(re.findall(r"<dt>(Compactions|Prunes)</dt><dd><data value=\"\d+\">(\d+)<", html))
+    assert shown == {"Compactions": compactions, "Prunes": prunes}
 
 
 @pytest.mark.django_db
@@ -610,7 +621,7 @@ def test_unknown_page_is_404(user_client: Client, home: Path) -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("url", ["/", "/sessions/quick-001/"])
+@pytest.mark.parametrize("url", ["/", "/sessions/plain-turns/"])
 def test_missing_home_is_explained(
     user_client: Client, tmp_path: Path, settings: Any, url: str
 ) -> None:
@@ -627,14 +638,12 @@ def test_missing_home_is_explained(
 def test_home_that_appears_later_is_picked_up(
     user_client: Client, tmp_path: Path, settings: Any
 ) -> None:
-    if not CORPUS_HOME.is_dir():
-        pytest.skip(f"the shared DSH corpus is not at {CORPUS_HOME}")
     later = tmp_path / "later"
     settings.DSH_HOME = later
     assert user_client.get("/").status_code == 503
-    shutil.copytree(CORPUS_HOME, later)
+    copy_home(tmp_path / "staged").rename(later)  # appears whole, as a moved folder does
     deadline = time.monotonic() + 20  # the hub looks again every few seconds
-    while b'data-session-id="quick-001"' not in user_client.get("/").content:
+    while b'data-session-id="plain-turns"' not in user_client.get("/").content:
         assert time.monotonic() < deadline, "the home that appeared was never read"
         time.sleep(0.2)
 
@@ -770,7 +779,7 @@ def test_a_profile_dsh_refuses_is_named_on_the_session_page(
         "- id: compaction-basic\n  config:\n    retainTokens: 1\n    retainTokens: 2\n"
     )
     sync_home()
-    html = user_client.get("/sessions/quick-001/").content.decode()
+    html = user_client.get("/sessions/plain-turns/").content.decode()
     assert Elements(html).by_id["session-errors"]["data-count"] == "1"
     where = f"{patch}: duplicated mapping key at line 4, column 5"
     assert f"DSH cannot load profile &#x27;sdk&#x27;: {where}" in html
@@ -778,7 +787,7 @@ def test_a_profile_dsh_refuses_is_named_on_the_session_page(
     assert "<data" not in threshold  # no compaction point: dsh would not start
     patch.write_text("- id: compaction-basic\n  config: {headroomTokens: 4096}\n")
     sync_home()
-    html = user_client.get("/sessions/quick-001/").content.decode()
+    html = user_client.get("/sessions/plain-turns/").content.decode()
     assert Elements(html).by_id["session-errors"]["data-count"] == "0"
     assert "<data" in html.split("<dt>Threshold</dt>", 1)[1].split("</dd>", 1)[0]
 
