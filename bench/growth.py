@@ -19,8 +19,8 @@ import zstandard
 from bench_server import BenchError
 from scale_home import BIG_HOME, FIXTURES
 
-from dshweb.core.frames import split_frames
-from dshweb.core.home import session_logs
+from dshweb.core.log.frames import split_frames
+from dshweb.core.log.home import session_logs
 
 ID_KEYS = frozenset({"id", "callId", "toolCallId", "rootCallId", "jobId", "compactionId"})
 _compress = zstandard.ZstdCompressor(write_checksum=True, write_content_size=False).compress

@@ -59,7 +59,7 @@ from live_sockets import Client, Ledger
 from scale_home import PROFILES, BuildError, build_home
 from watchfiles import watch
 
-from dshweb.core.home import LogFile, session_logs
+from dshweb.core.log.home import LogFile, session_logs
 from dshweb.core.session import SessionTracker
 
 DRAIN_S = 5.0

@@ -36,8 +36,8 @@ import zstandard
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from dshweb.core.frames import split_frames  # noqa: E402
-from dshweb.core.home import encode_segment, project_folder, session_logs  # noqa: E402
+from dshweb.core.log.frames import split_frames  # noqa: E402
+from dshweb.core.log.home import encode_segment, project_folder, session_logs  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures" / "homes"
 BIG_HOME = REPO / "bench" / "data" / "big-home"

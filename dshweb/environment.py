@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from dshweb.core.home import dsh_home
+from dshweb.core.log.home import dsh_home
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_PROFILE = "sdk"

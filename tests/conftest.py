@@ -40,7 +40,7 @@ def host_caches(home: Path) -> dict[str, dict[str, Any]]:
 
 
 def session_log_paths(home: Path) -> list[Path]:
-    from dshweb.core.home import session_logs
+    from dshweb.core.log.home import session_logs
 
     return [log.path for log in session_logs(home)]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import zstandard
 
-from dshweb.core.home import LogFile, session_logs
+from dshweb.core.log.home import LogFile, session_logs
 from tests.logbuilder import frame, frames_of
 
 

@@ -14,8 +14,8 @@ import pytest
 from django.core.management import call_command
 
 from dshweb.cli.snapshot import snapshots
-from dshweb.core.home import encode_segment
-from dshweb.core.reader import LogTail
+from dshweb.core.log.home import encode_segment
+from dshweb.core.log.reader import LogTail
 from tests.conftest import all_homes, host_caches, run_python, session_log_paths
 
 REQUIRED = {

@@ -24,9 +24,9 @@ from dshweb.core.checkpoint import (
     seal,
 )
 from dshweb.core.compaction import EngineConfig
-from dshweb.core.frames import frame_spans, split_frames
-from dshweb.core.home import LogFile
-from dshweb.core.reader import LogTail
+from dshweb.core.log.frames import frame_spans, split_frames
+from dshweb.core.log.home import LogFile
+from dshweb.core.log.reader import LogTail
 from dshweb.core.session import SessionSnapshot, SessionTracker, take_snapshot
 from tests.conftest import all_homes, run_python, session_log_paths
 from tests.logbuilder import event, frame, header
@@ -348,10 +348,10 @@ _LOAD_WITHOUT_MSGSPEC = """
 import pickle, sys
 sys.modules["msgspec"] = None  # as on a machine where it is not installed
 from pathlib import Path
-from dshweb.core import structs
+from dshweb.core.log import structs
 from dshweb.core.checkpoint import restore_checkpoint
 from dshweb.core.compaction import EngineConfig
-from dshweb.core.home import LogFile
+from dshweb.core.log.home import LogFile
 from dshweb.core.session import SessionTracker, take_snapshot
 assert not structs.HAVE_MSGSPEC
 key, *folders = sys.argv[1:]

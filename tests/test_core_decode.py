@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from dshweb.core import reader
-from dshweb.core.decode import LineError, decode_event
-from dshweb.core.home import LogFile
+from dshweb.core.log import reader
+from dshweb.core.log.decode import LineError, decode_event
+from dshweb.core.log.home import LogFile
+from dshweb.core.log.structs import HAVE_MSGSPEC
+from dshweb.core.log.wire import CompactionPrune, Other, UserMessage
 from dshweb.core.session import SessionTracker
-from dshweb.core.structs import HAVE_MSGSPEC
-from dshweb.core.wire import CompactionPrune, Other, UserMessage
 from tests.conftest import all_homes, run_python, session_log_paths
 
 LOGS = [path for home in all_homes() for path in session_log_paths(home)]
@@ -88,8 +88,8 @@ _WITHOUT_MSGSPEC = """
 import json, sys
 sys.modules["msgspec"] = None  # as on a machine where it is not installed
 from pathlib import Path
-from dshweb.core import structs
-from dshweb.core.home import LogFile
+from dshweb.core.log import structs
+from dshweb.core.log.home import LogFile
 from dshweb.core.session import SessionTracker
 assert not structs.HAVE_MSGSPEC
 out = {}

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from dshweb.core.errors import HomeError
-from dshweb.core.home import (
+from dshweb.core.index import HomeIndex
+from dshweb.core.log.home import (
     check_home,
     dsh_home,
     encode_segment,
@@ -19,7 +20,6 @@ from dshweb.core.home import (
     project_folder,
     session_logs,
 )
-from dshweb.core.index import HomeIndex
 from dshweb.core.session import SessionTracker
 from tests.conftest import all_homes
 from tests.logbuilder import event, frame, header

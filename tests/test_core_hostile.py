@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from dshweb.core import frames, reader
-from dshweb.core.home import newest_log
 from dshweb.core.index import HomeIndex
-from dshweb.core.reader import LogTail
+from dshweb.core.log import frames, reader
+from dshweb.core.log.home import newest_log
+from dshweb.core.log.reader import LogTail
 from tests.conftest import FIXTURE_HOMES
 from tests.logbuilder import event, frame, header
 

@@ -17,7 +17,6 @@ from django.template.loader import render_to_string
 from dshweb.core.compaction import EngineConfig
 from dshweb.core.display import context_reading
 from dshweb.core.folds import Fold
-from dshweb.core.home import LogFile, session_logs
 from dshweb.core.index import HomeIndex
 from dshweb.core.ledger import (
     CONTEXT_WINDOW_EXCEEDED,
@@ -25,6 +24,7 @@ from dshweb.core.ledger import (
     Ledger,
     LedgerCollector,
 )
+from dshweb.core.log.home import LogFile, session_logs
 from dshweb.core.meter import SessionMeter, Usage
 from dshweb.core.session import SessionTracker, take_snapshot
 from dshweb.core.timeline import timeline_chart

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from dshweb.core.folds import CompactCommand, Fold
-from dshweb.core.home import session_logs
 from dshweb.core.ledger_pages import LEDGER_PAGE_SIZE, ledger_page, refused_tail
 from dshweb.core.ledger_rows import FOLD_COLUMNS, fold_row, iso_utc, timeline_row
+from dshweb.core.log.home import session_logs
 from dshweb.core.session import SessionTracker
 from dshweb.core.timeline import TimelinePoint
 from tests.conftest import FIXTURE_HOMES

@@ -14,11 +14,17 @@ from pathlib import Path
 import pytest
 
 from dshweb.core.compaction import EngineConfig, compaction_point, measured_tokens
-from dshweb.core.home import session_logs
+from dshweb.core.log.home import session_logs
+from dshweb.core.log.reader import LogTail
+from dshweb.core.log.wire import (
+    AnyEvent,
+    AssistantMessage,
+    CompactionPrune,
+    CompactionStart,
+    StepStart,
+)
 from dshweb.core.meter import SessionMeter
 from dshweb.core.profiles import engine_config
-from dshweb.core.reader import LogTail
-from dshweb.core.wire import AnyEvent, AssistantMessage, CompactionPrune, CompactionStart, StepStart
 from tests.conftest import FIXTURE_HOMES
 
 HOMES = sorted(p for p in FIXTURE_HOMES.glob("*") if (p / "sessions").is_dir())

@@ -17,7 +17,7 @@ import pytest
 from dshweb.core.compaction import EngineConfig
 from dshweb.core.config_schema import validate
 from dshweb.core.display import Band
-from dshweb.core.home import LogFile
+from dshweb.core.log.home import LogFile
 from dshweb.core.meter import SessionMeter
 from dshweb.core.occupancy import (
     LineState,

@@ -20,7 +20,7 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from dshweb.core.home import session_logs
+from dshweb.core.log.home import session_logs
 from dshweb.core.session import SessionTracker
 from dshweb.live import service, timing
 from dshweb.live.checkpoints import DatabaseCheckpoints

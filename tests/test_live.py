@@ -25,8 +25,8 @@ from django.test import Client
 from dshweb.asgi import application
 from dshweb.core.display import context_reading
 from dshweb.core.filters import ListQuery
-from dshweb.core.home import session_logs
 from dshweb.core.listing import SessionEntry, list_page
+from dshweb.core.log.home import session_logs
 from dshweb.dashboard import fragments
 from dshweb.dashboard.selectors import reset_home_index
 from dshweb.live.publisher import stop_publisher

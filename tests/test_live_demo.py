@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dshweb.core.home import session_logs
+from dshweb.core.log.home import session_logs
 from dshweb.live import demo
 from dshweb.live.demo import ensure_demo_home, start_demo_replay, stop_demo_replay
 

@@ -20,9 +20,10 @@ import pytest
 import zstandard
 
 from dshweb.core.errors import LogError, ReplayBusyError, ReplayError
-from dshweb.core.frames import split_frames
-from dshweb.core.home import LogFile, is_live, locked_files, session_logs
-from dshweb.core.reader import LogTail
+from dshweb.core.log.frames import split_frames
+from dshweb.core.log.home import LogFile, is_live, locked_files, session_logs
+from dshweb.core.log.reader import LogTail
+from dshweb.core.log.wire import AnyEvent
 from dshweb.core.replay import (
     LOG_NAME,
     MAX_DELAY,
@@ -34,7 +35,6 @@ from dshweb.core.replay import (
     replay_dir,
 )
 from dshweb.core.session import SessionTracker
-from dshweb.core.wire import AnyEvent
 from tests.conftest import REPO
 from tests.logbuilder import event, frame, header, log_records
 

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Protocol, TextIO
 
 from dshweb.core.errors import DshError
-from dshweb.core.home import LogFile, encode_segment, session_logs
 from dshweb.core.index import HomeIndex
+from dshweb.core.log.home import LogFile, encode_segment, session_logs
 from dshweb.core.progress import ProgressCounter
 from dshweb.core.session import SessionSnapshot
 

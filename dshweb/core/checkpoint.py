@@ -40,9 +40,9 @@ from typing import Any
 import zstandard
 
 from dshweb.core.errors import LogError
-from dshweb.core.frames import decompressor
-from dshweb.core.home import LogFile
 from dshweb.core.ledger import LedgerCollector
+from dshweb.core.log.frames import decompressor
+from dshweb.core.log.home import LogFile
 from dshweb.core.meter import SessionMeter
 from dshweb.core.pace import PaceCollector
 from dshweb.core.session import Activity, SessionTracker
@@ -120,8 +120,9 @@ def _source_digest() -> str:
     every checkpoint. Taken at import, so an edit made while dshweb runs is not mistaken
     for the code that folded."""
     digest = hashlib.sha256()
-    for source in sorted(Path(__file__).parent.glob("*.py")):
-        digest.update(source.name.encode() + b"\0")
+    core = Path(__file__).parent
+    for source in sorted(core.rglob("*.py")):
+        digest.update(str(source.relative_to(core)).encode() + b"\0")
         try:
             digest.update(source.read_bytes())
         except OSError:

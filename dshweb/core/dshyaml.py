@@ -36,7 +36,7 @@ from yaml.events import AliasEvent, MappingStartEvent, ScalarEvent, SequenceStar
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from dshweb.core.errors import DshError
-from dshweb.core.jsjson import js_number
+from dshweb.core.log.jsjson import js_number
 
 MAX_DEPTH = 100
 """js-yaml's ``maxDepth``."""

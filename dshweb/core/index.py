@@ -21,7 +21,7 @@ from dshweb.core.compaction import EngineConfig, EngineConfigError
 from dshweb.core.config_schema import validate
 from dshweb.core.display import DEFAULT_RULE, Band, BandRule, ContextReading, context_reading
 from dshweb.core.errors import DshError
-from dshweb.core.home import (
+from dshweb.core.log.home import (
     LOCK_NAME,
     LogFile,
     check_home,

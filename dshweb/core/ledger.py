@@ -34,9 +34,7 @@ from typing import Any
 
 from dshweb.core.folds import CompactCommand, Fold, FoldKind
 from dshweb.core.ledger_pages import LedgerPage, RefusedTail, ledger_page, refused_tail
-from dshweb.core.meter import SessionMeter, stream_chunks, to_usage
-from dshweb.core.timeline import TimelineChart, TimelinePoint, timeline_chart
-from dshweb.core.wire import (
+from dshweb.core.log.wire import (
     SURFACE,
     AnyEvent,
     AssistantAttempt,
@@ -59,6 +57,8 @@ from dshweb.core.wire import (
     TurnEnd,
     TurnStart,
 )
+from dshweb.core.meter import SessionMeter, stream_chunks, to_usage
+from dshweb.core.timeline import TimelineChart, TimelinePoint, timeline_chart
 
 MAX_STEP_POINTS = 240
 """The most step points kept; past it every other one is dropped and the stride doubles."""

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 
 from dshweb.core.folds import CompactCommand, Fold
-from dshweb.core.jsjson import printable
+from dshweb.core.log.jsjson import printable
 from dshweb.core.timeline import TimelinePoint
 
 Value = int | str | None

@@ -12,9 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dshweb.core.decode import raw_list
-from dshweb.core.pricing import header_config, header_key, message_price, tools_tokens
-from dshweb.core.wire import (
+from dshweb.core.log.decode import raw_list
+from dshweb.core.log.wire import (
     SURFACE,
     AnyEvent,
     AssistantAttempt,
@@ -31,7 +30,8 @@ from dshweb.core.wire import (
     SurfaceEvent,
     SystemMessage,
 )
-from dshweb.core.wire import Usage as WireUsage
+from dshweb.core.log.wire import Usage as WireUsage
+from dshweb.core.pricing import header_config, header_key, message_price, tools_tokens
 
 _SURFACE = frozenset(SURFACE)
 _USAGE = frozenset({AssistantMessage, AssistantAttempt})

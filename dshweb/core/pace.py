@@ -22,8 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from dshweb.core.compaction import measured_tokens
+from dshweb.core.log.wire import AnyEvent, AssistantAttempt, AssistantMessage
 from dshweb.core.meter import SessionMeter
-from dshweb.core.wire import AnyEvent, AssistantAttempt, AssistantMessage
 
 RUNGS = (1, 2, 3, 5, 8, 13, 20)
 """The step counts the line can promise; the last one reads "20+"."""

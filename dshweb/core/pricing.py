@@ -1,8 +1,8 @@
 """DSH's token pricing heuristic, exactly as the host computes it (DSH_FACTS §5).
 
 Lengths are JavaScript string lengths (UTF-16 code units); a block priced by its JSON is
-priced by the host's own JSON text of it (:func:`~dshweb.core.decode.raw_length`).
-Prices are read off wire records (:mod:`dshweb.core.wire`), never off re-encoded values.
+priced by the host's own JSON text of it (:func:`~dshweb.core.log.decode.raw_length`).
+Prices are read off wire records (:mod:`dshweb.core.log.wire`), never off re-encoded values.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from dshweb.core.decode import raw_as, raw_key, raw_length, raw_present, raw_value
-from dshweb.core.jsjson import js_len, json_len
-from dshweb.core.wire import AdapterDefaults, Block, Header, HeaderConfig, Message
+from dshweb.core.log.decode import raw_as, raw_key, raw_length, raw_present, raw_value
+from dshweb.core.log.jsjson import js_len, json_len
+from dshweb.core.log.wire import AdapterDefaults, Block, Header, HeaderConfig, Message
 
 PREVIEW_CHARS = 80
 _EMPTY_TOOLS = frozenset({b"[]", b"null", b"false", b'""', b"0", b"{}"})

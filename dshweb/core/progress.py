@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dshweb.core.home import LogFile
+from dshweb.core.log.home import LogFile
 
 
 @dataclass(frozen=True, slots=True)

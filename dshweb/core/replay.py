@@ -42,8 +42,8 @@ from typing import Any
 import zstandard
 
 from dshweb.core.errors import LogError, ReplayBusyError, ReplayError
-from dshweb.core.frames import split_frames
-from dshweb.core.home import encode_segment, project_folder
+from dshweb.core.log.frames import split_frames
+from dshweb.core.log.home import encode_segment, project_folder
 
 LOG_NAME = "session.v4.jsonl.zstd"
 MAX_DELAY = 5.0

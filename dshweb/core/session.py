@@ -19,13 +19,13 @@ from dshweb.core.compaction import (
     compaction_point,
     measured_tokens,
 )
-from dshweb.core.home import LogFile
-from dshweb.core.jsjson import printable
 from dshweb.core.ledger import Ledger, LedgerCollector
+from dshweb.core.log.home import LogFile
+from dshweb.core.log.jsjson import printable
+from dshweb.core.log.reader import LogTail
+from dshweb.core.log.wire import AnyEvent, CompactionEnd, CompactionPrune, SessionTitle, TurnStart
 from dshweb.core.meter import SessionMeter, SurfaceNode
 from dshweb.core.pace import PaceCollector
-from dshweb.core.reader import LogTail
-from dshweb.core.wire import AnyEvent, CompactionEnd, CompactionPrune, SessionTitle, TurnStart
 
 
 @dataclass(slots=True)

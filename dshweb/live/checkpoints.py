@@ -18,7 +18,7 @@ from django.db import close_old_connections, transaction
 from django.utils import timezone
 
 from dshweb.core.checkpoint import dump_checkpoint, load_checkpoint
-from dshweb.core.home import newest_log
+from dshweb.core.log.home import newest_log
 from dshweb.core.session import SessionTracker
 from dshweb.live.models import FoldCheckpoint
 

@@ -30,9 +30,9 @@ from watchfiles import Change, watch
 
 from dshweb.core.display import ContextReading
 from dshweb.core.errors import DshError
-from dshweb.core.home import LogFile, session_logs
 from dshweb.core.index import HomeIndex
 from dshweb.core.listing import SessionEntry, SessionList, session_tree
+from dshweb.core.log.home import LogFile, session_logs
 from dshweb.core.progress import FoldProgress, ProgressCounter
 from dshweb.core.session import SessionSnapshot, SessionTracker
 from dshweb.live.timing import (

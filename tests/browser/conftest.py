@@ -25,7 +25,7 @@ from playwright.sync_api import (
     sync_playwright,
 )
 
-from dshweb.core.home import session_logs
+from dshweb.core.log.home import session_logs
 from tests.browser.homes import (
     Shown,
     copy_session,

@@ -16,7 +16,7 @@ import pytest
 import zstandard
 from playwright.sync_api import Browser, BrowserContext, StorageState, expect
 
-from dshweb.core.home import encode_segment
+from dshweb.core.log.home import encode_segment
 from tests.browser.conftest import DESKTOP, WAIT_MS, serving, sign_in
 from tests.browser.server import DshwebServer
 from tests.conftest import FIXTURE_HOMES

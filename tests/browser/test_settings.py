@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from dshweb.core.home import session_logs
 from dshweb.core.index import HomeIndex
+from dshweb.core.log.home import session_logs
 from dshweb.core.occupancy import OccupancyLine, occupancy_line, reading_from_snapshot
 from dshweb.core.occupancy_settings import LineSettings
 from dshweb.core.patchfile import read_patch, row_config

@@ -4,7 +4,7 @@
 the first byte not yet consumed. ``read()`` streams what was appended since the last
 call: it reads the file in pieces of :data:`READ_SIZE`, decodes each complete frame (or
 complete line of a plain ``.jsonl`` log) on its own, and hands each event to the caller
-at once as a wire record (:mod:`dshweb.core.wire`). Neither the file nor its decoded
+at once as a wire record (:mod:`dshweb.core.log.wire`). Neither the file nor its decoded
 text is ever held whole: memory stays at a piece, a frame and a line, whatever the size
 of the log. A file that shrank or was replaced calls ``on_reset`` first so the caller
 can start its fold again; a corrupt frame or line stops the tail there with a
@@ -22,11 +22,11 @@ from typing import IO, Any
 
 import zstandard
 
-from dshweb.core.decode import LineError, decode_event
 from dshweb.core.errors import LogError
-from dshweb.core.frames import ZSTD_MAGIC, decompressor, frame_spans
-from dshweb.core.jsjson import loads_js
-from dshweb.core.wire import PACKED_TYPES, AnyEvent, Other
+from dshweb.core.log.decode import LineError, decode_event
+from dshweb.core.log.frames import ZSTD_MAGIC, decompressor, frame_spans
+from dshweb.core.log.jsjson import loads_js
+from dshweb.core.log.wire import PACKED_TYPES, AnyEvent, Other
 
 READ_SIZE = 1 << 20
 """Bytes read from the file at a time."""

@@ -1,4 +1,4 @@
-"""One log line into one wire record (:mod:`dshweb.core.wire`), and the measures of its
+"""One log line into one wire record (:mod:`dshweb.core.log.wire`), and the measures of its
 raw JSON parts.
 
 :func:`decode_event` takes msgspec's path when it is installed: one C pass from the
@@ -7,7 +7,7 @@ refuses takes the stdlib path (``json.loads`` and the lenient converter), which 
 the whole story without msgspec; ``fast=False`` forces it (tests compare the two).
 A line that is not JSON, or not an event object, raises :class:`LineError`.
 
-A :data:`~dshweb.core.structs.Raw` part is the JSON text the host wrote (msgspec) or its
+A :data:`~dshweb.core.log.structs.Raw` part is the JSON text the host wrote (msgspec) or its
 parsed value (stdlib); :func:`raw_length`, :func:`raw_key`, :func:`raw_value` and
 :func:`raw_as` read either the same way.
 """
@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import Any, TypeVar, Union
 
-from dshweb.core.jsjson import js_len, js_stringify, loads_js
-from dshweb.core.structs import HAVE_MSGSPEC, RawValue, Struct, convert
-from dshweb.core.wire import BY_KIND, KNOWN, AnyEvent, Other
+from dshweb.core.log.jsjson import js_len, js_stringify, loads_js
+from dshweb.core.log.structs import HAVE_MSGSPEC, RawValue, Struct, convert
+from dshweb.core.log.wire import BY_KIND, KNOWN, AnyEvent, Other
 
 T = TypeVar("T", bound=Struct)
 

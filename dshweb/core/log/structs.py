@@ -1,6 +1,6 @@
 """Typed records for the log's lines: msgspec when it is installed, a plain stand-in if not.
 
-The wire schema (:mod:`dshweb.core.wire`) is written once against :class:`Struct` and
+The wire schema (:mod:`dshweb.core.log.wire`) is written once against :class:`Struct` and
 :class:`Raw`. With msgspec they are msgspec's own, and a line decodes straight into them
 in C, skipping every field the fold never reads. Without it, :class:`Struct` is a small
 class with the same keyword constructor, ``rename="camel"`` and ``tag`` options, and

@@ -2,13 +2,13 @@
 
 Each event type the fold reads has a record here; every other type decodes to
 :class:`Other` (its type, seq and time). Parts the fold only measures are kept as
-:class:`~dshweb.core.structs.Raw`, the exact JSON text the host wrote, so its
+:class:`~dshweb.core.log.structs.Raw`, the exact JSON text the host wrote, so its
 ``JSON.stringify`` length is its length; parts it never reads (the stream of an assistant
 message that carries its usage, plugin payloads) are skipped, not built.
 
 :func:`decode_line` is the one entry: msgspec decodes a line straight into these records
 when installed; otherwise, or for a line msgspec refuses (a field of an unexpected type),
-``json.loads`` and the lenient :func:`~dshweb.core.structs.convert` build the same ones.
+``json.loads`` and the lenient :func:`~dshweb.core.log.structs.convert` build the same ones.
 Both paths give equal records for every line (a test holds them to it).
 """
 
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Union
 
-from dshweb.core.structs import Raw, SafeInt, Struct, tag_of
+from dshweb.core.log.structs import Raw, SafeInt, Struct, tag_of
 
 # -- records ------------------------------------------------------------------------------
 
