@@ -23,10 +23,10 @@ from dshweb.core.checkpoint import (
     restore_checkpoint,
     seal,
 )
-from dshweb.core.compaction import EngineConfig
 from dshweb.core.log.frames import frame_spans, split_frames
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.reader import LogTail
+from dshweb.core.profile.effective import EngineConfig
 from dshweb.core.session import SessionSnapshot, SessionTracker, take_snapshot
 from tests.conftest import all_homes, run_python, session_log_paths
 from tests.logbuilder import event, frame, header
@@ -350,7 +350,7 @@ sys.modules["msgspec"] = None  # as on a machine where it is not installed
 from pathlib import Path
 from dshweb.core.log import structs
 from dshweb.core.checkpoint import restore_checkpoint
-from dshweb.core.compaction import EngineConfig
+from dshweb.core.profile.effective import EngineConfig
 from dshweb.core.log.home import LogFile
 from dshweb.core.session import SessionTracker, take_snapshot
 assert not structs.HAVE_MSGSPEC

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from dshweb.core.compaction import EngineConfig, compaction_point, measured_tokens
-from dshweb.core.dshyaml import JsExpr
+from dshweb.core.compaction import compaction_point, measured_tokens
 from dshweb.core.errors import DshError
 from dshweb.core.meter import SessionMeter
-from dshweb.core.profiles import engine_config, load_patch
+from dshweb.core.profile.dshyaml import JsExpr
+from dshweb.core.profile.effective import EngineConfig
+from dshweb.core.profile.layers import engine_config, load_patch
 from tests.conftest import CORPUS_HOME
 from tests.logbuilder import typed
 

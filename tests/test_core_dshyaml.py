@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dshweb.core.dshyaml import DshYamlError, JsExpr, load_patch_rows, load_yaml
+from dshweb.core.profile.dshyaml import DshYamlError, JsExpr, load_patch_rows, load_yaml
 
 ROW = "- id: compaction-basic\n  config:\n"
 

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from django.template.loader import render_to_string
 
-from dshweb.core.compaction import EngineConfig
 from dshweb.core.display import context_reading
 from dshweb.core.folds import Fold
 from dshweb.core.index import HomeIndex
@@ -26,6 +25,7 @@ from dshweb.core.ledger import (
 )
 from dshweb.core.log.home import LogFile, session_logs
 from dshweb.core.meter import SessionMeter, Usage
+from dshweb.core.profile.effective import EngineConfig
 from dshweb.core.session import SessionTracker, take_snapshot
 from dshweb.core.timeline import timeline_chart
 from tests.conftest import FIXTURE_HOMES, all_homes, session_log_paths

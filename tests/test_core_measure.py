@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from dshweb.core.compaction import EngineConfig, compaction_point, measured_tokens
+from dshweb.core.compaction import compaction_point, measured_tokens
 from dshweb.core.log.home import session_logs
 from dshweb.core.log.reader import LogTail
 from dshweb.core.log.wire import (
@@ -24,7 +24,8 @@ from dshweb.core.log.wire import (
     StepStart,
 )
 from dshweb.core.meter import SessionMeter
-from dshweb.core.profiles import engine_config
+from dshweb.core.profile.effective import EngineConfig
+from dshweb.core.profile.layers import engine_config
 from tests.conftest import FIXTURE_HOMES
 
 HOMES = sorted(p for p in FIXTURE_HOMES.glob("*") if (p / "sessions").is_dir())

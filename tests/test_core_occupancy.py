@@ -14,8 +14,6 @@ from typing import Any
 
 import pytest
 
-from dshweb.core.compaction import EngineConfig
-from dshweb.core.config_schema import validate
 from dshweb.core.display import Band
 from dshweb.core.log.home import LogFile
 from dshweb.core.meter import SessionMeter
@@ -37,8 +35,10 @@ from dshweb.core.pace import (
     rung_below,
     settle_rung,
 )
+from dshweb.core.profile.effective import EngineConfig
+from dshweb.core.profile.plugins import CONTEXT_TRUTH_SCHEMA
+from dshweb.core.profile.schema import validate
 from dshweb.core.session import SessionTracker, take_snapshot
-from dshweb.core.truth_settings import CONTEXT_TRUTH
 from tests.conftest import all_homes, session_log_paths
 from tests.logbuilder import log_records, typed
 
@@ -597,7 +597,9 @@ def test_the_floor_halves_the_recommits_of_a_walk_to_the_point() -> None:
 
 
 def test_settings_from_a_validated_config() -> None:
-    config = validate(CONTEXT_TRUTH, {"language": "zh", "tightAdvice": "stop", "paceMargin": 0.5})
+    config = validate(
+        CONTEXT_TRUTH_SCHEMA, {"language": "zh", "tightAdvice": "stop", "paceMargin": 0.5}
+    )
     settings = LineSettings.from_config(config.config)
     assert settings == LineSettings(language="zh", tight_advice="stop", pace_margin=0.5)
     assert LineSettings.from_config({}, wording=Wording.SOURCE_0_1_3) == OLD

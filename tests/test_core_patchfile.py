@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from dshweb.core.dshyaml import JsExpr
 from dshweb.core.errors import DshError
 from dshweb.core.patchfile import (
     DEFAULT_PATCH_TEXT,
@@ -31,6 +30,7 @@ from dshweb.core.patchfile import (
     write_patch_atomically,
     write_refusal,
 )
+from dshweb.core.profile.dshyaml import JsExpr
 
 PATCHES = Path(__file__).resolve().parent / "fixtures" / "patches"
 WEB_PATCH = (PATCHES / "web-cordis.patch.yml").read_text(encoding="utf-8")

@@ -6,16 +6,16 @@ import re
 
 import pytest
 
-from dshweb.core.config_schema import NON_FIELD, Kind, Schema, minimal_config, validate
-from dshweb.core.dshyaml import JsExpr
-from dshweb.core.truth_settings import (
-    COMPACTION_BASIC,
-    CONTEXT_TRUTH,
+from dshweb.core.profile.dshyaml import JsExpr
+from dshweb.core.profile.plugins import (
+    COMPACTION_BASIC_SCHEMA,
+    CONTEXT_TRUTH_SCHEMA,
     DEFAULT_COMPACTION_RULES,
     PRUNE_MARKER,
     SCHEMAS,
-    TOOL_RESULT_PRUNER,
+    TOOL_RESULT_PRUNER_SCHEMA,
 )
+from dshweb.core.profile.schema import NON_FIELD, Kind, Schema, minimal_config, validate
 from tests.conftest import REPO
 
 SEED_README = REPO.parent / "shared" / "seeds" / "dsh-context-truth-README.md"
@@ -71,9 +71,9 @@ PRUNER_DEFAULTS: dict[str, object] = {"thresholdChars": 8192, "headChars": 4096,
 @pytest.mark.parametrize(
     ("schema", "expected"),
     [
-        (CONTEXT_TRUTH, CONTEXT_TRUTH_DEFAULTS),
-        (COMPACTION_BASIC, COMPACTION_BASIC_DEFAULTS),
-        (TOOL_RESULT_PRUNER, PRUNER_DEFAULTS),
+        (CONTEXT_TRUTH_SCHEMA, CONTEXT_TRUTH_DEFAULTS),
+        (COMPACTION_BASIC_SCHEMA, COMPACTION_BASIC_DEFAULTS),
+        (TOOL_RESULT_PRUNER_SCHEMA, PRUNER_DEFAULTS),
     ],
     ids=lambda v: v.plugin_id if isinstance(v, Schema) else "",
 )
@@ -104,9 +104,9 @@ def _readme_table(text: str) -> dict[str, str]:
 def test_every_key_of_the_readme_table_with_its_default() -> None:
     table = _readme_table(SEED_README.read_text(encoding="utf-8"))
     assert len(table) == 26
-    assert set(table) == set(CONTEXT_TRUTH.keys) - {"showAutoCompactionPoint"}
+    assert set(table) == set(CONTEXT_TRUTH_SCHEMA.keys) - {"showAutoCompactionPoint"}
     for key, cell in table.items():
-        default = CONTEXT_TRUTH.get(key).default
+        default = CONTEXT_TRUTH_SCHEMA.get(key).default
         if key == "compactionRules":
             assert cell == "see above"
         elif default is None:
@@ -120,7 +120,7 @@ def test_every_key_of_the_readme_table_with_its_default() -> None:
 def test_default_rules_are_the_readme_rules() -> None:
     # The README: the directive grows by "+534 characters" (a newline before each rule).
     assert sum(1 + len(rule) for rule in DEFAULT_COMPACTION_RULES) == 534
-    assert CONTEXT_TRUTH.get("compactionRules").kind is Kind.STRINGS
+    assert CONTEXT_TRUTH_SCHEMA.get("compactionRules").kind is Kind.STRINGS
 
 
 def test_marker_length_counts_code_points() -> None:
@@ -130,45 +130,65 @@ def test_marker_length_counts_code_points() -> None:
 @pytest.mark.parametrize(
     ("schema", "key", "value", "message"),
     [
-        (CONTEXT_TRUTH, "enabled", "yes", "must be true or false"),
-        (CONTEXT_TRUTH, "enabled", 1, "must be true or false"),
-        (CONTEXT_TRUTH, "enabled", None, "must be set (leave the key out to use the default)"),
-        (CONTEXT_TRUTH, "language", "fr", "must be one of en, zh"),
-        (CONTEXT_TRUTH, "order", 1.5, "must be a whole number"),
-        (CONTEXT_TRUTH, "order", "100", "must be a number"),
-        (CONTEXT_TRUTH, "order", True, "must be a number"),
-        (CONTEXT_TRUTH, "quantumPercent", -1, "must be between 0 and 100"),
-        (CONTEXT_TRUTH, "quantumPercent", 101, "must be between 0 and 100"),
-        (CONTEXT_TRUTH, "quantumPercent", float("nan"), "must be a number"),
-        (CONTEXT_TRUTH, "paceSamples", 0, "must be between 1 and 256"),
-        (CONTEXT_TRUTH, "paceMinSamples", 257, "must be between 1 and 256"),
-        (CONTEXT_TRUTH, "paceMargin", 1.5, "must be between 0 and 1"),
-        (CONTEXT_TRUTH, "thresholdRatio", 0, "must be above 0 and at most 1"),
-        (CONTEXT_TRUTH, "thresholdRatio", 1.01, "must be above 0 and at most 1"),
-        (CONTEXT_TRUTH, "headroomTokens", -1, "must be a whole number of at least 0"),
-        (CONTEXT_TRUTH, "reservedCompletionTokens", -5, "must be a whole number of at least 0"),
-        (CONTEXT_TRUTH, "reservedCompletionTokens", 1.5, "must be a whole number"),
-        (CONTEXT_TRUTH, "moderateAt", 0, "must be between 0 and 1, exclusive"),
-        (CONTEXT_TRUTH, "tightAt", 1, "must be between 0 and 1, exclusive"),
-        (CONTEXT_TRUTH, "hysteresis", 1, "must be at least 0 and below 1"),
-        (CONTEXT_TRUTH, "hysteresis", -0.01, "must be at least 0 and below 1"),
-        (CONTEXT_TRUTH, "tightAdvice", "loud", "must be one of none, inform, stop"),
-        (CONTEXT_TRUTH, "compactionRules", "- one rule", "must be a list of texts"),
-        (CONTEXT_TRUTH, "compactionRules", ["- ok", "  "], "every entry must be a non-empty text"),
-        (CONTEXT_TRUTH, "compactionRules", ["- ok", 3], "every entry must be a non-empty text"),
-        (CONTEXT_TRUTH, "foldAtIdleMarginPercent", 0, "must be above 0 and at most 100"),
-        (CONTEXT_TRUTH, "foldAtIdleMethod", "both", "must be one of auto, command, service"),
-        (CONTEXT_TRUTH, "foldAtIdleCooldownMs", -1, "must be a whole number of at least 0"),
-        (COMPACTION_BASIC, "thresholdRatio", 0, "must be above 0 and at most 1"),
-        (COMPACTION_BASIC, "retainRatio", 1, "must be between 0 and 1, exclusive"),
-        (COMPACTION_BASIC, "retainTokens", -1, "must be a whole number of at least 0"),
-        (COMPACTION_BASIC, "maxTokens", 0, "must be a whole number of at least 1"),
-        (COMPACTION_BASIC, "compactionRetries", -1, "must be a whole number of at least 0"),
-        (COMPACTION_BASIC, "maxOverflowRetries", 0.5, "must be a whole number"),
-        (COMPACTION_BASIC, "auto", "true", "must be true or false"),
-        (COMPACTION_BASIC, "summarizationModel", "", "must be a non-empty text"),
-        (TOOL_RESULT_PRUNER, "thresholdChars", 0, "must be a whole number of at least 1"),
-        (TOOL_RESULT_PRUNER, "headChars", -1, "must be a whole number of at least 0"),
+        (CONTEXT_TRUTH_SCHEMA, "enabled", "yes", "must be true or false"),
+        (CONTEXT_TRUTH_SCHEMA, "enabled", 1, "must be true or false"),
+        (
+            CONTEXT_TRUTH_SCHEMA,
+            "enabled",
+            None,
+            "must be set (leave the key out to use the default)",
+        ),
+        (CONTEXT_TRUTH_SCHEMA, "language", "fr", "must be one of en, zh"),
+        (CONTEXT_TRUTH_SCHEMA, "order", 1.5, "must be a whole number"),
+        (CONTEXT_TRUTH_SCHEMA, "order", "100", "must be a number"),
+        (CONTEXT_TRUTH_SCHEMA, "order", True, "must be a number"),
+        (CONTEXT_TRUTH_SCHEMA, "quantumPercent", -1, "must be between 0 and 100"),
+        (CONTEXT_TRUTH_SCHEMA, "quantumPercent", 101, "must be between 0 and 100"),
+        (CONTEXT_TRUTH_SCHEMA, "quantumPercent", float("nan"), "must be a number"),
+        (CONTEXT_TRUTH_SCHEMA, "paceSamples", 0, "must be between 1 and 256"),
+        (CONTEXT_TRUTH_SCHEMA, "paceMinSamples", 257, "must be between 1 and 256"),
+        (CONTEXT_TRUTH_SCHEMA, "paceMargin", 1.5, "must be between 0 and 1"),
+        (CONTEXT_TRUTH_SCHEMA, "thresholdRatio", 0, "must be above 0 and at most 1"),
+        (CONTEXT_TRUTH_SCHEMA, "thresholdRatio", 1.01, "must be above 0 and at most 1"),
+        (CONTEXT_TRUTH_SCHEMA, "headroomTokens", -1, "must be a whole number of at least 0"),
+        (
+            CONTEXT_TRUTH_SCHEMA,
+            "reservedCompletionTokens",
+            -5,
+            "must be a whole number of at least 0",
+        ),
+        (CONTEXT_TRUTH_SCHEMA, "reservedCompletionTokens", 1.5, "must be a whole number"),
+        (CONTEXT_TRUTH_SCHEMA, "moderateAt", 0, "must be between 0 and 1, exclusive"),
+        (CONTEXT_TRUTH_SCHEMA, "tightAt", 1, "must be between 0 and 1, exclusive"),
+        (CONTEXT_TRUTH_SCHEMA, "hysteresis", 1, "must be at least 0 and below 1"),
+        (CONTEXT_TRUTH_SCHEMA, "hysteresis", -0.01, "must be at least 0 and below 1"),
+        (CONTEXT_TRUTH_SCHEMA, "tightAdvice", "loud", "must be one of none, inform, stop"),
+        (CONTEXT_TRUTH_SCHEMA, "compactionRules", "- one rule", "must be a list of texts"),
+        (
+            CONTEXT_TRUTH_SCHEMA,
+            "compactionRules",
+            ["- ok", "  "],
+            "every entry must be a non-empty text",
+        ),
+        (
+            CONTEXT_TRUTH_SCHEMA,
+            "compactionRules",
+            ["- ok", 3],
+            "every entry must be a non-empty text",
+        ),
+        (CONTEXT_TRUTH_SCHEMA, "foldAtIdleMarginPercent", 0, "must be above 0 and at most 100"),
+        (CONTEXT_TRUTH_SCHEMA, "foldAtIdleMethod", "both", "must be one of auto, command, service"),
+        (CONTEXT_TRUTH_SCHEMA, "foldAtIdleCooldownMs", -1, "must be a whole number of at least 0"),
+        (COMPACTION_BASIC_SCHEMA, "thresholdRatio", 0, "must be above 0 and at most 1"),
+        (COMPACTION_BASIC_SCHEMA, "retainRatio", 1, "must be between 0 and 1, exclusive"),
+        (COMPACTION_BASIC_SCHEMA, "retainTokens", -1, "must be a whole number of at least 0"),
+        (COMPACTION_BASIC_SCHEMA, "maxTokens", 0, "must be a whole number of at least 1"),
+        (COMPACTION_BASIC_SCHEMA, "compactionRetries", -1, "must be a whole number of at least 0"),
+        (COMPACTION_BASIC_SCHEMA, "maxOverflowRetries", 0.5, "must be a whole number"),
+        (COMPACTION_BASIC_SCHEMA, "auto", "true", "must be true or false"),
+        (COMPACTION_BASIC_SCHEMA, "summarizationModel", "", "must be a non-empty text"),
+        (TOOL_RESULT_PRUNER_SCHEMA, "thresholdChars", 0, "must be a whole number of at least 1"),
+        (TOOL_RESULT_PRUNER_SCHEMA, "headChars", -1, "must be a whole number of at least 0"),
     ],
 )
 def test_each_bound_has_a_readable_message(
@@ -182,21 +202,21 @@ def test_each_bound_has_a_readable_message(
 @pytest.mark.parametrize(
     ("schema", "key", "value", "clean"),
     [
-        (CONTEXT_TRUTH, "quantumPercent", 0, 0),
-        (CONTEXT_TRUTH, "quantumPercent", 2.5, 2.5),
-        (CONTEXT_TRUTH, "order", 110.0, 110),
-        (CONTEXT_TRUTH, "order", -5, -5),
-        (CONTEXT_TRUTH, "thresholdRatio", 1, 1),
-        (CONTEXT_TRUTH, "reservedCompletionTokens", None, None),
-        (CONTEXT_TRUTH, "reservedCompletionTokens", 0, 0),
-        (CONTEXT_TRUTH, "hysteresis", 0, 0),
-        (CONTEXT_TRUTH, "language", "zh", "zh"),
-        (CONTEXT_TRUTH, "compactionRules", [], []),
-        (CONTEXT_TRUTH, "compactionRules", ("- a",), ["- a"]),
-        (CONTEXT_TRUTH, "foldAtIdleMarginPercent", 100, 100),
-        (COMPACTION_BASIC, "retainTokens", 5000, 5000),
-        (COMPACTION_BASIC, "maxTokens", None, None),
-        (TOOL_RESULT_PRUNER, "tailChars", 0, 0),
+        (CONTEXT_TRUTH_SCHEMA, "quantumPercent", 0, 0),
+        (CONTEXT_TRUTH_SCHEMA, "quantumPercent", 2.5, 2.5),
+        (CONTEXT_TRUTH_SCHEMA, "order", 110.0, 110),
+        (CONTEXT_TRUTH_SCHEMA, "order", -5, -5),
+        (CONTEXT_TRUTH_SCHEMA, "thresholdRatio", 1, 1),
+        (CONTEXT_TRUTH_SCHEMA, "reservedCompletionTokens", None, None),
+        (CONTEXT_TRUTH_SCHEMA, "reservedCompletionTokens", 0, 0),
+        (CONTEXT_TRUTH_SCHEMA, "hysteresis", 0, 0),
+        (CONTEXT_TRUTH_SCHEMA, "language", "zh", "zh"),
+        (CONTEXT_TRUTH_SCHEMA, "compactionRules", [], []),
+        (CONTEXT_TRUTH_SCHEMA, "compactionRules", ("- a",), ["- a"]),
+        (CONTEXT_TRUTH_SCHEMA, "foldAtIdleMarginPercent", 100, 100),
+        (COMPACTION_BASIC_SCHEMA, "retainTokens", 5000, 5000),
+        (COMPACTION_BASIC_SCHEMA, "maxTokens", None, None),
+        (TOOL_RESULT_PRUNER_SCHEMA, "tailChars", 0, 0),
     ],
 )
 def test_accepted_values_come_back_clean(
@@ -212,41 +232,45 @@ def test_accepted_values_come_back_clean(
 @pytest.mark.parametrize(
     ("schema", "raw", "message"),
     [
-        (CONTEXT_TRUTH, {"moderateAt": 0.9}, "moderateAt must be below tightAt."),
-        (CONTEXT_TRUTH, {"moderateAt": 0.6, "tightAt": 0.6}, "moderateAt must be below tightAt."),
+        (CONTEXT_TRUTH_SCHEMA, {"moderateAt": 0.9}, "moderateAt must be below tightAt."),
         (
-            CONTEXT_TRUTH,
+            CONTEXT_TRUTH_SCHEMA,
+            {"moderateAt": 0.6, "tightAt": 0.6},
+            "moderateAt must be below tightAt.",
+        ),
+        (
+            CONTEXT_TRUTH_SCHEMA,
             {"paceMinSamples": 17},
             "paceMinSamples must not exceed paceSamples, or the pace estimate never shows.",
         ),
         (
-            CONTEXT_TRUTH,
+            CONTEXT_TRUTH_SCHEMA,
             {"paceSamples": 2},
             "paceMinSamples must not exceed paceSamples, or the pace estimate never shows.",
         ),
         (
-            COMPACTION_BASIC,
+            COMPACTION_BASIC_SCHEMA,
             {"retainRatio": 0.2, "retainTokens": 1000},
             "Set retainRatio or retainTokens, not both.",
         ),
         (
-            COMPACTION_BASIC,
+            COMPACTION_BASIC_SCHEMA,
             {"summarizationProvider": "deepseek"},
             "summarizationProvider and summarizationModel go together: set both or neither.",
         ),
         (
-            COMPACTION_BASIC,
+            COMPACTION_BASIC_SCHEMA,
             {"summarizationModel": "deepseek-flash"},
             "summarizationProvider and summarizationModel go together: set both or neither.",
         ),
         (
-            TOOL_RESULT_PRUNER,
+            TOOL_RESULT_PRUNER_SCHEMA,
             {"thresholdChars": 5158},
             "headChars + tailChars + the 39-character marker is 5159, more than thresholdChars "
             "(5158): a pruned result would not be smaller.",
         ),
         (
-            TOOL_RESULT_PRUNER,
+            TOOL_RESULT_PRUNER_SCHEMA,
             {"thresholdChars": 100, "headChars": 40, "tailChars": 22},
             "headChars + tailChars + the 39-character marker is 101, more than thresholdChars "
             "(100): a pruned result would not be smaller.",
@@ -260,13 +284,13 @@ def test_cross_field_rules(schema: Schema, raw: dict[str, object], message: str)
 @pytest.mark.parametrize(
     ("schema", "raw"),
     [
-        (CONTEXT_TRUTH, {"moderateAt": 0.3, "tightAt": 0.4}),
-        (CONTEXT_TRUTH, {"paceSamples": 3, "paceMinSamples": 3}),
-        (COMPACTION_BASIC, {"retainTokens": 1000}),
-        (COMPACTION_BASIC, {"retainRatio": 0.2, "retainTokens": None}),
-        (COMPACTION_BASIC, {"summarizationProvider": "p", "summarizationModel": "m"}),
-        (TOOL_RESULT_PRUNER, {"thresholdChars": 5159}),
-        (TOOL_RESULT_PRUNER, {"thresholdChars": 100, "headChars": 40, "tailChars": 21}),
+        (CONTEXT_TRUTH_SCHEMA, {"moderateAt": 0.3, "tightAt": 0.4}),
+        (CONTEXT_TRUTH_SCHEMA, {"paceSamples": 3, "paceMinSamples": 3}),
+        (COMPACTION_BASIC_SCHEMA, {"retainTokens": 1000}),
+        (COMPACTION_BASIC_SCHEMA, {"retainRatio": 0.2, "retainTokens": None}),
+        (COMPACTION_BASIC_SCHEMA, {"summarizationProvider": "p", "summarizationModel": "m"}),
+        (TOOL_RESULT_PRUNER_SCHEMA, {"thresholdChars": 5159}),
+        (TOOL_RESULT_PRUNER_SCHEMA, {"thresholdChars": 100, "headChars": 40, "tailChars": 21}),
     ],
 )
 def test_cross_field_rules_pass_at_their_edges(schema: Schema, raw: dict[str, object]) -> None:
@@ -275,7 +299,7 @@ def test_cross_field_rules_pass_at_their_edges(schema: Schema, raw: dict[str, ob
 
 def test_cross_rules_wait_for_valid_fields() -> None:
     # One bad key is reported alone; a rule over keys that are not all valid stays quiet.
-    result = validate(CONTEXT_TRUTH, {"moderateAt": 2, "tightAt": 0.3})
+    result = validate(CONTEXT_TRUTH_SCHEMA, {"moderateAt": 2, "tightAt": 0.3})
     assert result.errors == {"moderateAt": "must be between 0 and 1, exclusive"}
 
 
@@ -286,12 +310,12 @@ def test_unknown_keys_and_expressions_are_kept_verbatim() -> None:
         "modelPolicies": [{"model": "x"}],
         "headroomTokens": 1000,
     }
-    result = validate(COMPACTION_BASIC, raw)
+    result = validate(COMPACTION_BASIC_SCHEMA, raw)
     assert result.ok
     assert result.unknown == {"modelPolicies": [{"model": "x"}]}
     assert result.config["thresholdRatio"] is expr
     assert result.config["modelPolicies"] == [{"model": "x"}]
-    assert minimal_config(COMPACTION_BASIC, result.config) == {
+    assert minimal_config(COMPACTION_BASIC_SCHEMA, result.config) == {
         "thresholdRatio": expr,
         "headroomTokens": 1000,
         "modelPolicies": [{"model": "x"}],
@@ -301,22 +325,22 @@ def test_unknown_keys_and_expressions_are_kept_verbatim() -> None:
 @pytest.mark.parametrize(
     ("schema", "values", "expected"),
     [
-        (CONTEXT_TRUTH, CONTEXT_TRUTH_DEFAULTS, {}),
+        (CONTEXT_TRUTH_SCHEMA, CONTEXT_TRUTH_DEFAULTS, {}),
         (
-            CONTEXT_TRUTH,
+            CONTEXT_TRUTH_SCHEMA,
             {**CONTEXT_TRUTH_DEFAULTS, "foldAtIdle": True, "language": "zh"},
             {"language": "zh", "foldAtIdle": True},
         ),
-        (CONTEXT_TRUTH, {"quantumPercent": 5.0, "thresholdRatio": 0.8}, {}),
-        (CONTEXT_TRUTH, {"compactionRules": list(DEFAULT_COMPACTION_RULES)}, {}),
-        (CONTEXT_TRUTH, {"compactionRules": []}, {"compactionRules": []}),
-        (CONTEXT_TRUTH, {"reservedCompletionTokens": 0}, {"reservedCompletionTokens": 0}),
-        (CONTEXT_TRUTH, {"reservedCompletionTokens": None}, {}),
-        (CONTEXT_TRUTH, {"order": 100, "enabled": False}, {"enabled": False}),
-        (COMPACTION_BASIC, {"maxTokens": 65536}, {"maxTokens": 65536}),
-        (COMPACTION_BASIC, {"auto": True, "compactionRetries": 1}, {}),
-        (COMPACTION_BASIC, {"compactionRetries": True}, {"compactionRetries": True}),
-        (TOOL_RESULT_PRUNER, {"tailChars": 2048, "headChars": 4096}, {"tailChars": 2048}),
+        (CONTEXT_TRUTH_SCHEMA, {"quantumPercent": 5.0, "thresholdRatio": 0.8}, {}),
+        (CONTEXT_TRUTH_SCHEMA, {"compactionRules": list(DEFAULT_COMPACTION_RULES)}, {}),
+        (CONTEXT_TRUTH_SCHEMA, {"compactionRules": []}, {"compactionRules": []}),
+        (CONTEXT_TRUTH_SCHEMA, {"reservedCompletionTokens": 0}, {"reservedCompletionTokens": 0}),
+        (CONTEXT_TRUTH_SCHEMA, {"reservedCompletionTokens": None}, {}),
+        (CONTEXT_TRUTH_SCHEMA, {"order": 100, "enabled": False}, {"enabled": False}),
+        (COMPACTION_BASIC_SCHEMA, {"maxTokens": 65536}, {"maxTokens": 65536}),
+        (COMPACTION_BASIC_SCHEMA, {"auto": True, "compactionRetries": 1}, {}),
+        (COMPACTION_BASIC_SCHEMA, {"compactionRetries": True}, {"compactionRetries": True}),
+        (TOOL_RESULT_PRUNER_SCHEMA, {"tailChars": 2048, "headChars": 4096}, {"tailChars": 2048}),
     ],
 )
 def test_minimal_config_drops_what_equals_the_default(
@@ -327,10 +351,10 @@ def test_minimal_config_drops_what_equals_the_default(
 
 def test_minimal_config_of_a_validated_edit_round_trips() -> None:
     raw: dict[str, object] = {"tightAdvice": "inform", "paceSamples": 8, "hysteresis": 0.05}
-    result = validate(CONTEXT_TRUTH, raw)
-    patch = minimal_config(CONTEXT_TRUTH, result.config)
+    result = validate(CONTEXT_TRUTH_SCHEMA, raw)
+    patch = minimal_config(CONTEXT_TRUTH_SCHEMA, result.config)
     assert patch == {"paceSamples": 8, "tightAdvice": "inform"}
-    assert validate(CONTEXT_TRUTH, patch).config == result.config
+    assert validate(CONTEXT_TRUTH_SCHEMA, patch).config == result.config
 
 
 def test_schemas_are_indexed_by_row_id() -> None:

@@ -33,13 +33,13 @@ from dshweb.core.dshconfig import (
     validate_patch,
     value_sources,
 )
-from dshweb.core.dshyaml import JsExpr
 from dshweb.core.patchfile import (
     load_entry_list,
     read_patch,
     set_row_config,
     write_patch_atomically,
 )
+from dshweb.core.profile.dshyaml import JsExpr
 
 PATCHES = Path(__file__).resolve().parent / "fixtures" / "patches"
 WEB_DUMP = (PATCHES / "web-dump-config.txt").read_text(encoding="utf-8")

@@ -15,12 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+from dshweb.core.profile.effective import DEFAULT_RULE, BandRule
 from dshweb.core.session import SessionSnapshot
 
-MODERATE_AT = 0.5
-TIGHT_AT = 0.85
 CRITICAL_AT = 1.0
-HYSTERESIS = 0.05
 
 
 class Band(StrEnum):
@@ -65,27 +63,6 @@ def context_percent(used: int | None, window: int | None) -> int | None:
     return min(100, round_half_up(max(0, used) / window * 100))
 
 
-@dataclass(frozen=True, slots=True)
-class BandRule:
-    """dsh-context-truth's band edges (fractions of the compaction point) and hysteresis:
-    its ``moderateAt``, ``tightAt`` and ``hysteresis`` settings."""
-
-    moderate_at: float = MODERATE_AT
-    tight_at: float = TIGHT_AT
-    hysteresis: float = HYSTERESIS
-
-    def floor(self, band: Band) -> float:
-        """Where ``band`` starts, as a fraction of the compaction point."""
-        return {
-            Band.MODERATE: self.moderate_at,
-            Band.TIGHT: self.tight_at,
-            Band.CRITICAL: CRITICAL_AT,
-        }.get(band, 0.0)
-
-
-DEFAULT_RULE = BandRule()
-
-
 def context_band(
     used: int | None,
     threshold: int | None,
@@ -112,10 +89,19 @@ def context_band(
         band = Band.AMPLE
     if previous is None or _RANK[band] >= _RANK[previous]:
         return band
-    return band if ratio <= rule.floor(previous) - rule.hysteresis else previous
+    return band if ratio <= _floor(rule, previous) - rule.hysteresis else previous
 
 
 _RANK = {Band.UNKNOWN: -1, Band.AMPLE: 0, Band.MODERATE: 1, Band.TIGHT: 2, Band.CRITICAL: 3}
+
+
+def _floor(rule: BandRule, band: Band) -> float:
+    """Where ``band`` starts, as a fraction of the compaction point."""
+    return {
+        Band.MODERATE: rule.moderate_at,
+        Band.TIGHT: rule.tight_at,
+        Band.CRITICAL: CRITICAL_AT,
+    }.get(band, 0.0)
 
 
 def cache_hit_ratio(token_usage: Mapping[str, int]) -> float | None:

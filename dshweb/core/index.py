@@ -17,10 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dshweb.core.compaction import EngineConfig, EngineConfigError
-from dshweb.core.config_schema import validate
-from dshweb.core.display import DEFAULT_RULE, Band, BandRule, ContextReading, context_reading
-from dshweb.core.errors import DshError
+from dshweb.core.display import Band, ContextReading, context_reading
 from dshweb.core.log.home import (
     LOCK_NAME,
     LogFile,
@@ -29,12 +26,10 @@ from dshweb.core.log.home import (
     newest_log,
     session_logs,
 )
-from dshweb.core.profiles import engine_config, layered_config
+from dshweb.core.profile.effective import DEFAULT_RULE, BandRule, EngineConfig, effective_settings
 from dshweb.core.session import SessionSnapshot, SessionTracker, take_snapshot
-from dshweb.core.truth_settings import CONTEXT_TRUTH
 
 DEFAULT_PROFILE = "sdk"
-TRUTH_ID = CONTEXT_TRUTH.plugin_id
 
 Signature = tuple[int, int, int, int, int]
 """A log's device, inode, size, mtime and ctime (ns): unchanged means nothing to fold."""
@@ -56,25 +51,6 @@ def lock_identity(folder: Path) -> Identity | None:
     except OSError:
         return None
     return (st.st_dev, st.st_ino)
-
-
-def band_rule(config: dict[str, object] | None) -> BandRule:
-    """The band edges a ``context-truth`` config sets (invalid values: the defaults)."""
-    checked = validate(CONTEXT_TRUTH, config or {}).config
-
-    def number(key: str, default: float) -> float:
-        value = checked.get(key)
-        return (
-            float(value)
-            if isinstance(value, int | float) and not isinstance(value, bool)
-            else default
-        )
-
-    return BandRule(
-        number("moderateAt", DEFAULT_RULE.moderate_at),
-        number("tightAt", DEFAULT_RULE.tight_at),
-        number("hysteresis", DEFAULT_RULE.hysteresis),
-    )
 
 
 @dataclass(slots=True)
@@ -196,17 +172,8 @@ class HomeIndex:
 
     def _load_engine(self) -> bool:
         """Read the profile's settings again; True when they changed what is shown."""
-        engine: EngineConfig | None = None
-        rule, error = DEFAULT_RULE, None
-        try:
-            rule = band_rule(layered_config(self.home, self.profile, TRUTH_ID, self.extra_patches))
-            engine = EngineConfig.from_config(
-                engine_config(self.home, self.profile, self.extra_patches)
-            )
-        except EngineConfigError as problem:
-            error = f"compaction-basic does not start with profile {self.profile!r}: {problem}"
-        except DshError as problem:
-            error = f"DSH cannot load profile {self.profile!r}: {problem}"
+        found = effective_settings(self.home, self.profile, self.extra_patches)
+        engine, rule, error = found.engine, found.rule, found.error
         moved = (engine, rule, error) != (self.engine, self.rule, self.profile_error)
         if moved:
             for tracker in self.trackers.values():

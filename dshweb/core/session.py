@@ -13,12 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dshweb.core.compaction import (
-    CompactionPoint,
-    EngineConfig,
-    compaction_point,
-    measured_tokens,
-)
+from dshweb.core.compaction import CompactionPoint, compaction_point, measured_tokens
 from dshweb.core.ledger import Ledger, LedgerCollector
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.jsjson import printable
@@ -26,6 +21,7 @@ from dshweb.core.log.reader import LogTail
 from dshweb.core.log.wire import AnyEvent, CompactionEnd, CompactionPrune, SessionTitle, TurnStart
 from dshweb.core.meter import SessionMeter, SurfaceNode
 from dshweb.core.pace import PaceCollector
+from dshweb.core.profile.effective import EngineConfig
 
 
 @dataclass(slots=True)

@@ -14,7 +14,6 @@ from pathlib import Path
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.db import transaction
 
-from dshweb.core.config_schema import Schema, minimal_config
 from dshweb.core.dshconfig import (
     ComposedConfig,
     EngineRow,
@@ -31,7 +30,8 @@ from dshweb.core.patchfile import (
     set_row_config,
     write_patch_atomically,
 )
-from dshweb.core.profiles import WEB_APP_BUNDLE, profile_bundles
+from dshweb.core.profile.layers import WEB_APP_BUNDLE, profile_bundles
+from dshweb.core.profile.schema import Schema, minimal_config
 from dshweb.dashboard.models import PatchRevision
 
 PATCH_NAME = "cordis.patch.yml"

@@ -1,8 +1,8 @@
-"""Django forms built from the plugins' schemas (:mod:`dshweb.core.truth_settings`).
+"""Django forms built from the plugins' schemas (:mod:`dshweb.core.profile.plugins`).
 
 Field names are the config keys exactly. A form only converts what a person typed into
 config values; every rule (bounds, choices, cross-field checks) is the schema's, run by
-:func:`dshweb.core.config_schema.validate`, whose messages land on the right field.
+:func:`dshweb.core.profile.schema.validate`, whose messages land on the right field.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import Any
 
 from django import forms
 
-from dshweb.core.config_schema import (
+from dshweb.core.profile.dshyaml import JsExpr
+from dshweb.core.profile.schema import (
     MAX_SAFE_INTEGER,
     MAX_TEXT,
     NON_FIELD,
@@ -23,7 +24,6 @@ from dshweb.core.config_schema import (
     Schema,
     validate,
 )
-from dshweb.core.dshyaml import JsExpr
 
 
 def _form_field(spec: Field) -> forms.Field:

@@ -24,7 +24,6 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from dshweb.core.config_schema import validate
 from dshweb.core.dshconfig import context_truth_presence, dump_config, find_dsh, value_sources
 from dshweb.core.errors import DshError
 from dshweb.core.occupancy import occupancy_line, reading_from_snapshot
@@ -37,8 +36,9 @@ from dshweb.core.patchfile import (
     unified_diff,
     write_refusal,
 )
-from dshweb.core.profiles import WEB_APP_BUNDLE, profile_bundles
-from dshweb.core.truth_settings import SCHEMAS
+from dshweb.core.profile.layers import WEB_APP_BUNDLE, profile_bundles
+from dshweb.core.profile.plugins import SCHEMAS
+from dshweb.core.profile.schema import validate
 from dshweb.dashboard import compact, patches
 from dshweb.dashboard.models import EngineSetting, PatchRevision
 from dshweb.dashboard.selectors import home_reading

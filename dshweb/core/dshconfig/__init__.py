@@ -41,8 +41,8 @@ from dshweb.core.dshconfig.engines import (
 )
 from dshweb.core.dshconfig.errors import DshConfigError
 from dshweb.core.dshconfig.presence import (
-    CONTEXT_TRUTH,
     CONTEXT_TRUTH_ID,
+    CONTEXT_TRUTH_PACKAGE,
     Presence,
     context_truth_presence,
 )
@@ -62,8 +62,8 @@ from dshweb.core.dshconfig.schema import (
 from dshweb.core.dshconfig.sources import SourceKind, ValueSource, value_sources
 
 __all__ = [
-    "CONTEXT_TRUTH",
     "CONTEXT_TRUTH_ID",
+    "CONTEXT_TRUTH_PACKAGE",
     "DUMP_TIMEOUT",
     "ENGINES",
     "KNOWN_DEFAULTS",

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dshweb.core.dshconfig.errors import DshConfigError
-from dshweb.core.dshyaml import JsExpr
 from dshweb.core.patchfile import PatchError, load_entry_list
+from dshweb.core.profile.dshyaml import JsExpr
 
 PRESET_PLUGIN = "@deepseek-ai/dsh-agent-preset"
 PRESET_REGISTRY = "@deepseek-ai/dsh-agent-preset-registry"

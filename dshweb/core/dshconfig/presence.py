@@ -18,7 +18,7 @@ from dshweb.core.dshconfig.composed import ComposedConfig
 from dshweb.core.errors import DshError
 from dshweb.core.patchfile import read_patch
 
-CONTEXT_TRUTH = "dsh-context-truth"
+CONTEXT_TRUTH_PACKAGE = "dsh-context-truth"
 CONTEXT_TRUTH_ID = "context-truth"
 
 
@@ -59,7 +59,7 @@ def _inserts(path: Path) -> bool:
     except DshError:
         return False
     return any(
-        isinstance(item, dict) and item.get("name") == CONTEXT_TRUTH
+        isinstance(item, dict) and item.get("name") == CONTEXT_TRUTH_PACKAGE
         for row in rows
         if isinstance(row, dict) and isinstance(row.get("insert"), list)
         for item in row["insert"]
@@ -67,7 +67,7 @@ def _inserts(path: Path) -> bool:
 
 
 def _howto(profile: str, profile_patch: Path, installed: bool) -> str:
-    insert = f"- insert:\n    - id: {CONTEXT_TRUTH_ID}\n      name: {CONTEXT_TRUTH}"
+    insert = f"- insert:\n    - id: {CONTEXT_TRUTH_ID}\n      name: {CONTEXT_TRUTH_PACKAGE}"
     if installed:
         return (
             f"Its package is installed but nothing assembles it. List it in package.json "
@@ -75,9 +75,9 @@ def _howto(profile: str, profile_patch: Path, installed: bool) -> str:
             f"here to add this insert row to {profile_patch}:\n{insert}"
         )
     return (
-        f"Install it with `dsh plugin --profile {profile} add {CONTEXT_TRUTH}` (needs pnpm; "
-        f"the package is not on the npm registry, so use "
-        f"`dsh plugin --profile {profile} add github:deepseekv41flash/{CONTEXT_TRUTH}`): "
+        f"Install it with `dsh plugin --profile {profile} add {CONTEXT_TRUTH_PACKAGE}` "
+        f"(needs pnpm; the package is not on the npm registry, so use "
+        f"`dsh plugin --profile {profile} add github:deepseekv41flash/{CONTEXT_TRUTH_PACKAGE}`): "
         f"that lists it as a bundle, whose patch inserts the row. An insert row in "
         f"{profile_patch} composes too, but the plugin only loads once its package is "
         f"installed:\n{insert}"
@@ -96,14 +96,14 @@ def context_truth_presence(home: Path, profile: str, composed: ComposedConfig | 
     folder = home / "profiles" / profile
     sources: list[str] = []
     dependencies = package.get("dependencies")
-    if isinstance(dependencies, dict) and CONTEXT_TRUTH in dependencies:
+    if isinstance(dependencies, dict) and CONTEXT_TRUTH_PACKAGE in dependencies:
         sources.append("package.json dependencies")
-    installed = (folder / "node_modules" / CONTEXT_TRUTH / "package.json").is_file()
+    installed = (folder / "node_modules" / CONTEXT_TRUTH_PACKAGE / "package.json").is_file()
     if installed:
         sources.append("installed in node_modules")
     dsh_section = package.get("dsh")
     bundles = dsh_section.get("profile", {}).get("bundles") if isinstance(dsh_section, dict) else []
-    listed = isinstance(bundles, list) and CONTEXT_TRUTH in bundles
+    listed = isinstance(bundles, list) and CONTEXT_TRUTH_PACKAGE in bundles
     if listed:
         sources.append("package.json dsh.profile.bundles")
     profile_patch = folder / "cordis.patch.yml"
@@ -117,7 +117,7 @@ def context_truth_presence(home: Path, profile: str, composed: ComposedConfig | 
             inserted = True
     row_ids: tuple[str, ...] = ()
     if composed is not None:
-        row_ids = tuple(row.id for row in composed.walk() if row.name == CONTEXT_TRUTH)
+        row_ids = tuple(row.id for row in composed.walk() if row.name == CONTEXT_TRUTH_PACKAGE)
         sources += [f"composed row {row_id}" for row_id in row_ids]
         present = bool(row_ids)
     else:

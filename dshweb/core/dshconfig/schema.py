@@ -17,17 +17,16 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from dshweb.core.dshconfig.presence import CONTEXT_TRUTH
-from dshweb.core.dshyaml import JsExpr
-from dshweb.core.truth_settings import COMPACTION_BASIC
-from dshweb.core.truth_settings import CONTEXT_TRUTH as CONTEXT_TRUTH_SCHEMA
+from dshweb.core.dshconfig.presence import CONTEXT_TRUTH_PACKAGE
+from dshweb.core.profile.dshyaml import JsExpr
+from dshweb.core.profile.plugins import COMPACTION_BASIC_SCHEMA, CONTEXT_TRUTH_SCHEMA
 
 KNOWN_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
     "@deepseek-ai/dsh-compaction-basic": {
-        **{k: v for k, v in COMPACTION_BASIC.defaults().items() if v is not None},
+        **{k: v for k, v in COMPACTION_BASIC_SCHEMA.defaults().items() if v is not None},
         "modelPolicies": [],
     },
-    CONTEXT_TRUTH: CONTEXT_TRUTH_SCHEMA.defaults(),
+    CONTEXT_TRUTH_PACKAGE: CONTEXT_TRUTH_SCHEMA.defaults(),
 }
 """Defaults the schema does not state (compaction-basic's live in its code, DSH_FACTS §7;
 context-truth's in its README). A schema ``default`` wins over these."""

@@ -16,16 +16,25 @@ Contract:
 Parsing follows YAML 1.2 like DSH's own loader (``yes`` is a string); new strings that
 YAML 1.1 would read as something else are quoted anyway.
 
-Modules: :mod:`.parse` (reading, finding a row), :mod:`.emit` (values as YAML text),
-:mod:`.edit` (splicing a row's config), :mod:`.write` (atomic write, diff). This
-package re-exports their public API; import it from here.
+Modules: :mod:`dshweb.core.profile.patch` (reading, finding a row: the fold reads patch
+files too), :mod:`.emit` (values as YAML text), :mod:`.edit` (splicing a row's config),
+:mod:`.write` (atomic write, diff). This package re-exports their public API; import it
+from here.
 """
 
 from __future__ import annotations
 
 from dshweb.core.patchfile.edit import set_row_config
 from dshweb.core.patchfile.emit import FOLD_WIDTH
-from dshweb.core.patchfile.parse import (
+from dshweb.core.patchfile.write import (
+    NEW_FILE_MODE,
+    PatchConflict,
+    PatchNotWritable,
+    unified_diff,
+    write_patch_atomically,
+    write_refusal,
+)
+from dshweb.core.profile.patch import (
     DEFAULT_PATCH_TEXT,
     EMPTY_SHA256,
     JS_TAG,
@@ -37,14 +46,6 @@ from dshweb.core.patchfile.parse import (
     load_entry_list,
     read_patch,
     row_config,
-)
-from dshweb.core.patchfile.write import (
-    NEW_FILE_MODE,
-    PatchConflict,
-    PatchNotWritable,
-    unified_diff,
-    write_patch_atomically,
-    write_refusal,
 )
 
 __all__ = [

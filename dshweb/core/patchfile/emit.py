@@ -25,8 +25,8 @@ from ruamel.yaml.scalarstring import (
     SingleQuotedScalarString,
 )
 
-from dshweb.core.dshyaml import JsExpr
-from dshweb.core.patchfile.parse import JS_TAG
+from dshweb.core.profile.dshyaml import JsExpr
+from dshweb.core.profile.patch import JS_TAG
 
 FOLD_WIDTH = 80
 

@@ -1,7 +1,7 @@
 """Writing a patch file safely, and showing what a write changes.
 
 Contract: :func:`write_patch_atomically` is a compare-and-swap on the sha256 that
-:func:`~dshweb.core.patchfile.parse.read_patch` reported: a file that changed since it
+:func:`~dshweb.core.profile.patch.read_patch` reported: a file that changed since it
 was read is left alone and reported as :class:`PatchConflict` with its current text;
 otherwise the new text replaces it whole or not at all. A file that is a symbolic link
 (dangling or not) or that has no write bit is never written: :func:`write_refusal`
@@ -19,7 +19,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from dshweb.core.patchfile.lock import patch_file_lock
-from dshweb.core.patchfile.parse import PatchError, sha256_hex
+from dshweb.core.profile.patch import PatchError, sha256_hex
 
 NEW_FILE_MODE = 0o644
 

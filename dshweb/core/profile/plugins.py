@@ -1,8 +1,8 @@
 """The settings of the three plugins whose patch rows dshweb edits, as data.
 
-One :class:`~dshweb.core.config_schema.Schema` per plugin, keyed by its patch row id in
+One :class:`~dshweb.core.profile.schema.Schema` per plugin, keyed by its patch row id in
 :data:`SCHEMAS`: every key with its type, default, bounds and help, and the cross-field
-rules. The machinery that checks a config against them is :mod:`dshweb.core.config_schema`.
+rules. The machinery that checks a config against them is :mod:`dshweb.core.profile.schema`.
 
 Defaults and help of ``context-truth`` follow the configuration table of dsh-context-truth's
 README; ``showAutoCompactionPoint`` is in its source (``DEFAULT_OPTIONS``) but not the table.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from dshweb.core.config_schema import Config, Field, Kind, Schema
+from dshweb.core.profile.schema import Config, Field, Kind, Schema
 
 PRUNE_MARKER = "\n\n[... tool result middle pruned ...]\n\n"
 """What the tool-result pruner puts between the head and the tail it keeps (39 code points)."""
@@ -63,7 +63,7 @@ def _pace_samples(config: Config, given: frozenset[str]) -> str | None:
     return None
 
 
-CONTEXT_TRUTH = Schema(
+CONTEXT_TRUTH_SCHEMA = Schema(
     plugin_id="context-truth",
     fields=(
         _bool("enabled", True, "Master switch for capability 1 (the occupancy line)."),
@@ -216,7 +216,7 @@ def _summarizer_pair(config: Config, given: frozenset[str]) -> str | None:
     return None
 
 
-COMPACTION_BASIC = Schema(
+COMPACTION_BASIC_SCHEMA = Schema(
     plugin_id="compaction-basic",
     fields=(
         Field(
@@ -301,7 +301,7 @@ def _pruned_fits(config: Config, given: frozenset[str]) -> str | None:
     return None
 
 
-TOOL_RESULT_PRUNER = Schema(
+TOOL_RESULT_PRUNER_SCHEMA = Schema(
     plugin_id="tool-result-pruner",
     fields=(
         Field(
@@ -318,5 +318,6 @@ TOOL_RESULT_PRUNER = Schema(
 )
 
 SCHEMAS: Mapping[str, Schema] = {
-    schema.plugin_id: schema for schema in (CONTEXT_TRUTH, COMPACTION_BASIC, TOOL_RESULT_PRUNER)
+    schema.plugin_id: schema
+    for schema in (CONTEXT_TRUTH_SCHEMA, COMPACTION_BASIC_SCHEMA, TOOL_RESULT_PRUNER_SCHEMA)
 }

@@ -1,7 +1,7 @@
 """Profile patch layers as far as they set the compaction engine (DSH_FACTS §9).
 
-Every layer is read the one way DSH reads it (:mod:`dshweb.core.dshyaml`); a layer DSH
-would refuse raises its :class:`~dshweb.core.patchfile.parse.PatchError` (file, reason,
+Every layer is read the one way DSH reads it (:mod:`dshweb.core.profile.dshyaml`); a layer DSH
+would refuse raises its :class:`~dshweb.core.profile.patch.PatchError` (file, reason,
 line and column).
 
 Layers, in order: each bundle's patch (inside the ``dsh`` executable, so unseen here),
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dshweb.core.patchfile.parse import read_patch
+from dshweb.core.profile.patch import read_patch
 
 ENGINE_ID = "compaction-basic"
 WEB_APP_BUNDLE = "@deepseek-ai/dsh-web-app"

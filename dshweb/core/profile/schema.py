@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from dshweb.core.dshyaml import JsExpr
+from dshweb.core.profile.dshyaml import JsExpr
 
 NON_FIELD = "__all__"
 """The ``errors`` key for a rule that involves more than one key (Django's own name)."""

@@ -8,11 +8,11 @@ Contract:
   parse raises :class:`PatchSyntaxError` with a 1-based line and column.
 - :func:`find_row` names the row that decides a row id's config: the last one that has
   a ``config`` key, else the last one naming the id (top level or inside ``- insert:``).
-- Rows are read exactly as DSH reads them (:mod:`dshweb.core.dshyaml`: js-yaml's JSON
+- Rows are read exactly as DSH reads them (:mod:`dshweb.core.profile.dshyaml`: js-yaml's JSON
   schema, ``yes`` and ``1_000`` are strings, duplicate keys are errors), and the editor
-  splices into the node tree those rows were built from: one parse, DSH's. The siblings
-  share :func:`parse_patch` (rows and node tree), :func:`locate_row` and
-  :func:`sha256_hex`.
+  splices into the node tree those rows were built from: one parse, DSH's. The editor
+  (:mod:`dshweb.core.patchfile`) shares :func:`parse_patch` (rows and node tree),
+  :func:`locate_row` and :func:`sha256_hex`.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from typing import Any, Literal
 
 from yaml.nodes import SequenceNode
 
-from dshweb.core.dshyaml import DshYamlError, check_patch_rows, compose_yaml, construct
 from dshweb.core.errors import DshError
+from dshweb.core.profile.dshyaml import DshYamlError, check_patch_rows, compose_yaml, construct
 
 DEFAULT_PATCH_TEXT = (
     "# Your patch layer for this dsh profile, applied after every bundle layer:\n"
