@@ -1,0 +1,46 @@
+"""README's "How it works" names only modules and folders that exist: a module moved or
+renamed without the diagram following fails here."""
+
+from __future__ import annotations
+
+import re
+
+from tests.conftest import REPO
+
+SECTION = "## How it works"
+PATH = re.compile(r"dshweb/[\w/]+(?:\.py)?|(?<![\w./-])(?:\w+/)*\w+(?:\.py|/)")
+"""``dshweb/live/hub.py``, ``core/fold/checkpoint.py``, ``reader.py``, ``dshweb/dashboard``,
+``dshweb/core/``; not ``$DSH_HOME/sessions/…`` (a DSH home's folders)."""
+
+
+def how_it_works() -> str:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    start = text.index(f"\n{SECTION}\n")
+    end = text.find("\n## ", start + len(SECTION) + 2)
+    return text[start : end if end != -1 else None]
+
+
+def named_paths(section: str) -> set[str]:
+    found = {match.group(0).rstrip("/") for match in PATH.finditer(section)}
+    return {path for path in found if path.endswith(".py") or path.startswith("dshweb")}
+
+
+def test_the_section_names_modules() -> None:
+    names = named_paths(how_it_works())
+    assert {"dshweb/live/hub.py", "reader.py", "dshweb/core"} <= names, names
+
+
+def test_every_module_it_names_exists() -> None:
+    package = REPO / "dshweb"
+    modules = {path.relative_to(REPO).as_posix() for path in package.rglob("*.py")}
+    missing = []
+    for name in sorted(named_paths(how_it_works())):
+        if name.startswith("dshweb/"):
+            found = (REPO / name).exists()
+        elif "/" in name:  # ``core/fold/checkpoint.py``: that path under dshweb/
+            found = (package / name).is_file()
+        else:  # a module named alone, in the diagram's part of the data flow
+            found = any(module.endswith(f"/{name}") for module in modules)
+        if not found:
+            missing.append(name)
+    assert missing == [], f"README's {SECTION!r} names what is not in dshweb/: {missing}"
