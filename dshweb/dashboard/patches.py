@@ -159,10 +159,6 @@ class EngineTargets:
     reason: str | None = None
 
     @property
-    def reachable(self) -> bool:
-        return self.reason is None
-
-    @property
     def current(self) -> dict[str, object] | None:
         """The running engine's config (the default preset's when in presets)."""
         chosen = sorted(self.presets, key=lambda r: not r.default_preset)
