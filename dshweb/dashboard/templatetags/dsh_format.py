@@ -11,8 +11,7 @@ from datetime import UTC, datetime
 
 from django import template
 
-from dshweb.core import display, filters
-from dshweb.core.session import SessionSnapshot
+from dshweb.core import display
 
 register = template.Library()
 
@@ -66,12 +65,6 @@ def dom_id(value: str, prefix: str = "session") -> str:
 def arc(value: float | None) -> str:
     """A percent of the ring as a locale-free SVG number (``12.345``)."""
     return "0" if value is None else f"{value:.3f}"
-
-
-@register.filter
-def search_text(snapshot: SessionSnapshot) -> str:
-    """What the list's text filter matches: title, id, folder and model, lower-cased."""
-    return filters.search_text(snapshot)
 
 
 @register.filter
