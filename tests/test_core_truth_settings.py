@@ -18,7 +18,8 @@ from dshweb.core.profile.plugins import (
 from dshweb.core.profile.schema import NON_FIELD, Kind, Schema, minimal_config, validate
 from tests.conftest import REPO
 
-SEED_README = REPO.parent / "shared" / "seeds" / "dsh-context-truth-README.md"
+README_CONFIGURATION = REPO / "tests" / "fixtures" / "dsh-context-truth-configuration.md"
+"""The plugin README's configuration section (a copy: the README is not in any package)."""
 
 # The README's configuration table, plus ``showAutoCompactionPoint`` from the source's
 # DEFAULT_OPTIONS (lib/index.js, abdc1f8), in the table's order.
@@ -100,9 +101,8 @@ def _readme_table(text: str) -> dict[str, str]:
     return found
 
 
-@pytest.mark.skipif(not SEED_README.is_file(), reason="shared seed README not present")
 def test_every_key_of_the_readme_table_with_its_default() -> None:
-    table = _readme_table(SEED_README.read_text(encoding="utf-8"))
+    table = _readme_table(README_CONFIGURATION.read_text(encoding="utf-8"))
     assert len(table) == 26
     assert set(table) == set(CONTEXT_TRUTH_SCHEMA.keys) - {"showAutoCompactionPoint"}
     for key, cell in table.items():
