@@ -34,9 +34,9 @@ import zstandard
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from dshweb.core.fold.session import SessionTracker  # noqa: E402
 from dshweb.core.log.frames import split_frames  # noqa: E402
 from dshweb.core.log.home import LogFile, session_logs  # noqa: E402
-from dshweb.core.session import SessionTracker  # noqa: E402
 
 ROUNDS = 5
 MIN_EVENTS = 30_000

@@ -46,8 +46,8 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     from scale_home import big_source, build_home
 
+    from dshweb.core.fold.session import SessionTracker
     from dshweb.core.log.home import session_logs
-    from dshweb.core.session import SessionTracker
     from dshweb.live.checkpoints import DatabaseCheckpoints
     from dshweb.live.hub import Hub
     from dshweb.live.models import FoldCheckpoint

@@ -59,8 +59,8 @@ from live_sockets import Client, Ledger
 from scale_home import PROFILES, BuildError, build_home
 from watchfiles import watch
 
+from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.home import LogFile, session_logs
-from dshweb.core.session import SessionTracker
 
 DRAIN_S = 5.0
 PACE = (0.05, 0.2)

@@ -9,11 +9,11 @@ from typing import Any
 
 import zstandard
 
+from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.decode import event_from_dict
 from dshweb.core.log.frames import split_frames
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.wire import AnyEvent
-from dshweb.core.session import SessionTracker
 
 _compressor = zstandard.ZstdCompressor(write_checksum=True, write_content_size=False)
 

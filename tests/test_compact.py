@@ -17,8 +17,8 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 
 from dshweb.core.compact_status import RequestRecord, compact_view, result_line
-from dshweb.core.folds import Fold
-from dshweb.core.ledger import Ledger
+from dshweb.core.fold.folds import Fold
+from dshweb.core.fold.ledger import Ledger
 from dshweb.dashboard import compact
 from dshweb.dashboard.models import CompactionRequest, EngineSetting
 from dshweb.dashboard.selectors import home_reading, reset_home_index

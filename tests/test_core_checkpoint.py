@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from dshweb.core import checkpoint
-from dshweb.core.checkpoint import (
+from dshweb.core.fold import checkpoint
+from dshweb.core.fold.checkpoint import (
     CHECKPOINT_VERSION,
     Refusal,
     checkpoint_tag,
@@ -23,11 +23,11 @@ from dshweb.core.checkpoint import (
     restore_checkpoint,
     seal,
 )
+from dshweb.core.fold.session import SessionSnapshot, SessionTracker, take_snapshot
 from dshweb.core.log.frames import frame_spans, split_frames
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.reader import LogTail
 from dshweb.core.profile.effective import EngineConfig
-from dshweb.core.session import SessionSnapshot, SessionTracker, take_snapshot
 from tests.conftest import all_homes, run_python, session_log_paths
 from tests.logbuilder import event, frame, header
 
@@ -349,10 +349,10 @@ import pickle, sys
 sys.modules["msgspec"] = None  # as on a machine where it is not installed
 from pathlib import Path
 from dshweb.core.log import structs
-from dshweb.core.checkpoint import restore_checkpoint
+from dshweb.core.fold.checkpoint import restore_checkpoint
 from dshweb.core.profile.effective import EngineConfig
 from dshweb.core.log.home import LogFile
-from dshweb.core.session import SessionTracker, take_snapshot
+from dshweb.core.fold.session import SessionTracker, take_snapshot
 assert not structs.HAVE_MSGSPEC
 key, *folders = sys.argv[1:]
 for folder in map(Path, folders):

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dshweb.core.compaction import compaction_point, measured_tokens
 from dshweb.core.errors import DshError
-from dshweb.core.meter import SessionMeter
+from dshweb.core.fold.compaction import compaction_point, measured_tokens
+from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.profile.dshyaml import JsExpr
 from dshweb.core.profile.effective import EngineConfig
 from dshweb.core.profile.layers import engine_config, load_patch

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log import reader
 from dshweb.core.log.decode import LineError, decode_event
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.structs import HAVE_MSGSPEC
 from dshweb.core.log.wire import CompactionPrune, Other, UserMessage
-from dshweb.core.session import SessionTracker
 from tests.conftest import all_homes, run_python, session_log_paths
 
 LOGS = [path for home in all_homes() for path in session_log_paths(home)]
@@ -90,7 +90,7 @@ sys.modules["msgspec"] = None  # as on a machine where it is not installed
 from pathlib import Path
 from dshweb.core.log import structs
 from dshweb.core.log.home import LogFile
-from dshweb.core.session import SessionTracker
+from dshweb.core.fold.session import SessionTracker
 assert not structs.HAVE_MSGSPEC
 out = {}
 for name in sys.argv[1:]:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from dshweb.core.fold.meter import SessionMeter
+from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.reader import LogTail
-from dshweb.core.meter import SessionMeter
-from dshweb.core.session import SessionTracker
 from tests.conftest import all_homes, session_log_paths
 from tests.logbuilder import event, fold_in_pieces, frame, header, typed
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from dshweb.core.errors import HomeError
-from dshweb.core.index import HomeIndex
+from dshweb.core.fold.index import HomeIndex
+from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.home import (
     check_home,
     dsh_home,
@@ -20,7 +21,6 @@ from dshweb.core.log.home import (
     project_folder,
     session_logs,
 )
-from dshweb.core.session import SessionTracker
 from tests.conftest import all_homes
 from tests.logbuilder import event, frame, header
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import zstandard
 
-from dshweb.core.index import HomeIndex
+from dshweb.core.fold.index import HomeIndex
 from dshweb.core.log import frames, reader
 from dshweb.core.log.home import newest_log
 from dshweb.core.log.reader import LogTail

@@ -15,18 +15,18 @@ import pytest
 from django.template.loader import render_to_string
 
 from dshweb.core.display import context_reading
-from dshweb.core.folds import Fold
-from dshweb.core.index import HomeIndex
-from dshweb.core.ledger import (
+from dshweb.core.fold.folds import Fold
+from dshweb.core.fold.index import HomeIndex
+from dshweb.core.fold.ledger import (
     CONTEXT_WINDOW_EXCEEDED,
     MAX_STEP_POINTS,
     Ledger,
     LedgerCollector,
 )
+from dshweb.core.fold.meter import SessionMeter, Usage
+from dshweb.core.fold.session import SessionTracker, take_snapshot
 from dshweb.core.log.home import LogFile, session_logs
-from dshweb.core.meter import SessionMeter, Usage
 from dshweb.core.profile.effective import EngineConfig
-from dshweb.core.session import SessionTracker, take_snapshot
 from dshweb.core.timeline import timeline_chart
 from tests.conftest import FIXTURE_HOMES, all_homes, session_log_paths
 from tests.logbuilder import event, fold_in_pieces, frame, header, log_records, typed

@@ -8,6 +8,7 @@ import pytest
 
 from dshweb.core.display import Band, ContextReading
 from dshweb.core.filters import ListQuery, SessionState, SortKey
+from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.listing import (
     BANDS,
     ListCounts,
@@ -16,7 +17,6 @@ from dshweb.core.listing import (
     list_page,
     session_tree,
 )
-from dshweb.core.session import SessionSnapshot
 
 
 def shot(

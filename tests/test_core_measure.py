@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from dshweb.core.compaction import compaction_point, measured_tokens
+from dshweb.core.fold.compaction import compaction_point, measured_tokens
+from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.log.home import session_logs
 from dshweb.core.log.reader import LogTail
 from dshweb.core.log.wire import (
@@ -23,7 +24,6 @@ from dshweb.core.log.wire import (
     CompactionStart,
     StepStart,
 )
-from dshweb.core.meter import SessionMeter
 from dshweb.core.profile.effective import EngineConfig
 from dshweb.core.profile.layers import engine_config
 from tests.conftest import FIXTURE_HOMES

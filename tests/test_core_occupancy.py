@@ -15,8 +15,17 @@ from typing import Any
 import pytest
 
 from dshweb.core.display import Band
+from dshweb.core.fold.meter import SessionMeter
+from dshweb.core.fold.pace import (
+    MAX_SAMPLES,
+    PaceCollector,
+    pace_estimate,
+    pace_samples,
+    rung_below,
+    settle_rung,
+)
+from dshweb.core.fold.session import SessionTracker, take_snapshot
 from dshweb.core.log.home import LogFile
-from dshweb.core.meter import SessionMeter
 from dshweb.core.occupancy import (
     LineState,
     Reading,
@@ -27,18 +36,9 @@ from dshweb.core.occupancy import (
 )
 from dshweb.core.occupancy_figures import display_step, format_tokens, headroom_step, js_round
 from dshweb.core.occupancy_settings import LineSettings, Wording, wording_for
-from dshweb.core.pace import (
-    MAX_SAMPLES,
-    PaceCollector,
-    pace_estimate,
-    pace_samples,
-    rung_below,
-    settle_rung,
-)
 from dshweb.core.profile.effective import EngineConfig
 from dshweb.core.profile.plugins import CONTEXT_TRUTH_SCHEMA
 from dshweb.core.profile.schema import validate
-from dshweb.core.session import SessionTracker, take_snapshot
 from tests.conftest import all_homes, session_log_paths
 from tests.logbuilder import log_records, typed
 

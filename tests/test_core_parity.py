@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import zstandard
 
-from dshweb.core.index import HomeIndex
+from dshweb.core.fold.index import HomeIndex
 from tests.conftest import CORPUS_HOME, REPO, all_homes, host_caches, session_log_paths
 
 PROJECTIONS = ("tokenUsage", "contextPressure", "contextBreakdown")

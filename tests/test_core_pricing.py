@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from dshweb.core.fold.pricing import header_key, message_price, message_tokens, tools_tokens
 from dshweb.core.log.decode import decode_event
 from dshweb.core.log.jsjson import js_len, js_number, js_stringify, json_len, loads_js
 from dshweb.core.log.structs import HAVE_MSGSPEC
 from dshweb.core.log.wire import Header, Message, RequestHeader, UserMessage
-from dshweb.core.pricing import header_key, message_price, message_tokens, tools_tokens
 
 PATHS = [pytest.param(True, id="msgspec"), pytest.param(False, id="stdlib")]
 if not HAVE_MSGSPEC:  # pragma: no cover - the suite installs msgspec

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.frames import frame_spans
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.reader import LogTail
-from dshweb.core.session import SessionTracker
 from tests.conftest import CORPUS_HOME, FIXTURE_HOMES, session_log_paths
 from tests.logbuilder import event, frame, frames_of, header
 

@@ -14,9 +14,9 @@ from itertools import pairwise
 
 import pytest
 
-from dshweb.core.folds import Fold, FoldKind
-from dshweb.core.index import HomeIndex
-from dshweb.core.ledger import Ledger
+from dshweb.core.fold.folds import Fold, FoldKind
+from dshweb.core.fold.index import HomeIndex
+from dshweb.core.fold.ledger import Ledger
 from dshweb.core.timeline import (
     CHART_WIDTH,
     COLUMNS,

@@ -25,8 +25,9 @@ from django.template.loader import render_to_string
 from django.test import AsyncClient, Client
 
 from dshweb.core.display import context_reading
-from dshweb.core.folds import CompactCommand
-from dshweb.core.index import HomeIndex
+from dshweb.core.fold.folds import CompactCommand
+from dshweb.core.fold.index import HomeIndex
+from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.ledger_rows import (
     FOLD_COLUMNS,
     REFUSED_COLUMNS,
@@ -36,7 +37,6 @@ from dshweb.core.ledger_rows import (
     refused_row,
     timeline_rows,
 )
-from dshweb.core.session import SessionSnapshot
 from dshweb.dashboard import exports
 from dshweb.dashboard.selectors import reset_home_index
 from tests.conftest import FIXTURE_HOMES

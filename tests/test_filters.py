@@ -23,7 +23,7 @@ from dshweb.core.filters import (
     search_text,
     session_matches,
 )
-from dshweb.core.session import SessionSnapshot
+from dshweb.core.fold.session import SessionSnapshot
 
 BASE = SessionSnapshot(
     session_id="sess-001",

@@ -20,8 +20,8 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.home import session_logs
-from dshweb.core.session import SessionTracker
 from dshweb.live import service, timing
 from dshweb.live.checkpoints import DatabaseCheckpoints
 from dshweb.live.hub import Hub

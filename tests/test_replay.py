@@ -20,6 +20,7 @@ import pytest
 import zstandard
 
 from dshweb.core.errors import LogError, ReplayBusyError, ReplayError
+from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.frames import split_frames
 from dshweb.core.log.home import LogFile, is_live, locked_files, session_logs
 from dshweb.core.log.reader import LogTail
@@ -34,7 +35,6 @@ from dshweb.core.replay import (
     play_recording,
     replay_dir,
 )
-from dshweb.core.session import SessionTracker
 from tests.conftest import REPO
 from tests.logbuilder import event, frame, header, log_records
 

@@ -35,9 +35,9 @@ from dshweb.core.display import (
     dom_id,
 )
 from dshweb.core.filters import ListQuery
-from dshweb.core.index import HomeIndex
+from dshweb.core.fold.index import HomeIndex
+from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.listing import list_page, session_tree
-from dshweb.core.session import SessionSnapshot
 from dshweb.dashboard import fragments
 from dshweb.dashboard.selectors import reset_home_index
 from dshweb.live.service import sync_home

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Protocol, TextIO
 
 from dshweb.core.errors import DshError
-from dshweb.core.index import HomeIndex
+from dshweb.core.fold.index import HomeIndex
+from dshweb.core.fold.progress import ProgressCounter
+from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.log.home import LogFile, encode_segment, session_logs
-from dshweb.core.progress import ProgressCounter
-from dshweb.core.session import SessionSnapshot
 
 HELP = "Print the token usage, context pressure and breakdown of DSH sessions."
 

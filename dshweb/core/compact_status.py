@@ -1,7 +1,7 @@
 """What the Compact button's status line says, from the request on record and the log.
 
 Pure: the request's recorded state (requested / running / done / failed, DSH's answer)
-and the session's :class:`~dshweb.core.ledger.Ledger` give one :class:`CompactView`.
+and the session's :class:`~dshweb.core.fold.ledger.Ledger` give one :class:`CompactView`.
 The log moves it forward: a manual ``compaction/start`` after the request means
 running, its ``compaction/end`` means done; the engine's answer gives the result line.
 """
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from dshweb.core.display import format_tokens
-from dshweb.core.folds import Fold
-from dshweb.core.ledger import Ledger
+from dshweb.core.fold.folds import Fold
+from dshweb.core.fold.ledger import Ledger
 
 State = Literal["idle", "requested", "running", "done", "failed"]
 

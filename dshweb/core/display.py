@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.profile.effective import DEFAULT_RULE, BandRule
-from dshweb.core.session import SessionSnapshot
 
 CRITICAL_AT = 1.0
 

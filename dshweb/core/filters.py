@@ -19,7 +19,7 @@ from typing import TypeVar
 from urllib.parse import urlencode
 
 from dshweb.core.display import Band
-from dshweb.core.session import SessionSnapshot
+from dshweb.core.fold.session import SessionSnapshot
 
 PER_PAGE = 50
 MAX_PER_PAGE = 100

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dshweb.core.folds import CompactCommand, Fold
+from dshweb.core.fold.folds import CompactCommand, Fold
 
 LEDGER_PAGE_SIZE = 25
 """Folds per page of the ledger card."""

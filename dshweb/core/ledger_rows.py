@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 
-from dshweb.core.folds import CompactCommand, Fold
+from dshweb.core.fold.folds import CompactCommand, Fold
 from dshweb.core.log.jsjson import printable
 from dshweb.core.timeline import TimelinePoint
 

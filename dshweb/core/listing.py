@@ -24,7 +24,7 @@ from functools import cached_property
 
 from dshweb.core.display import Band, ContextReading, context_reading
 from dshweb.core.filters import ListQuery, SortKey, matches, search_text
-from dshweb.core.session import SessionSnapshot
+from dshweb.core.fold.session import SessionSnapshot
 
 BANDS = (Band.AMPLE, Band.MODERATE, Band.TIGHT, Band.CRITICAL, Band.UNKNOWN)
 """The bands in the order the counts show them."""

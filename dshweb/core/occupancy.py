@@ -31,11 +31,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dshweb.core.display import Band
+from dshweb.core.fold.pace import PaceEstimate, pace_estimate
+from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.occupancy_figures import Figures, display_step, floor_to, headroom_step, percent_of
 from dshweb.core.occupancy_settings import LineSettings, Wording
 from dshweb.core.occupancy_text import line_text, unknown_text
-from dshweb.core.pace import PaceEstimate, pace_estimate
-from dshweb.core.session import SessionSnapshot
 
 UNVERIFIED = (
     "zh authority clause (README wording)",
@@ -58,7 +58,7 @@ class Reading:
     reserved: int = 0
     """The routed request's ``maxTokens`` (used when ``reservedCompletionTokens`` is null)."""
     pace_samples: tuple[int, ...] = ()
-    """Per-step deltas since the last re-base, oldest first (:mod:`dshweb.core.pace`)."""
+    """Per-step deltas since the last re-base, oldest first (:mod:`dshweb.core.fold.pace`)."""
 
 
 def reading_from_snapshot(snapshot: SessionSnapshot) -> Reading:

@@ -13,8 +13,8 @@ import math
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
+from dshweb.core.fold.pace import PaceEstimate
 from dshweb.core.occupancy_settings import LineSettings, Wording
-from dshweb.core.pace import PaceEstimate
 
 
 def js_round(value: float) -> int:

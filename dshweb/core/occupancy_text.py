@@ -10,9 +10,9 @@ its :data:`~dshweb.core.occupancy.UNVERIFIED` lists the pieces of ours in the la
 from __future__ import annotations
 
 from dshweb.core.display import Band
+from dshweb.core.fold.pace import PaceEstimate
 from dshweb.core.occupancy_figures import Figures, format_tokens, percent_of
 from dshweb.core.occupancy_settings import LineSettings, Wording
-from dshweb.core.pace import PaceEstimate
 
 _AUTHORITY_0_1_3 = {
     "en": "This host-measured line is the only authority on context pressure; never "

@@ -4,7 +4,7 @@
 after, or now); :func:`timeline_chart` lays a ledger's points out in a fixed
 ``CHART_WIDTH × CHART_HEIGHT`` view box: x by seq, y by tokens from zero, the folds marked,
 and the compaction point drawn when it is within reach of the peak. Pure geometry: it
-reads the ledger (typed by shape, :class:`TimelineSource`, so :mod:`dshweb.core.ledger`
+reads the ledger (typed by shape, :class:`TimelineSource`, so :mod:`dshweb.core.fold.ledger`
 can offer ``Ledger.chart`` without an import cycle) and returns plain numbers and path data.
 
 The drawing stays the same size however long the session: the line is drawn through
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from dshweb.core.folds import Fold, FoldKind
+from dshweb.core.fold.folds import Fold, FoldKind
 
 PointRole = Literal["step", "before", "after", "now"]
 
@@ -38,7 +38,7 @@ class TimelinePoint:
 
 
 class TimelineSource(Protocol):
-    """What the chart is laid out from: a :class:`~dshweb.core.ledger.Ledger`."""
+    """What the chart is laid out from: a :class:`~dshweb.core.fold.ledger.Ledger`."""
 
     @property
     def points(self) -> Sequence[TimelinePoint]: ...

@@ -33,6 +33,7 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET
 from django_htmx.middleware import HtmxDetails
 
+from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.ledger_rows import (
     FOLD_COLUMNS,
     REFUSED_COLUMNS,
@@ -42,7 +43,6 @@ from dshweb.core.ledger_rows import (
     refused_row,
     timeline_rows,
 )
-from dshweb.core.session import SessionSnapshot
 from dshweb.dashboard.selectors import home_reading
 
 BATCH = 500

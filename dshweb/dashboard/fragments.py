@@ -21,8 +21,8 @@ from django.utils.safestring import mark_safe
 from dshweb.core.compact_status import CompactView, compact_view
 from dshweb.core.display import ContextReading, breakdown_parts, cache_hit_ratio
 from dshweb.core.filters import ListQuery
+from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.listing import ListPage, SessionEntry
-from dshweb.core.session import SessionSnapshot
 from dshweb.dashboard.compact import latest_record
 from dshweb.live.hub import SessionView
 

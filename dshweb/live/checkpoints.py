@@ -1,5 +1,5 @@
 """Fold checkpoints in the database: each session's fold state, so a restart costs only
-the bytes written since (:mod:`dshweb.core.checkpoint` makes and checks the blobs).
+the bytes written since (:mod:`dshweb.core.fold.checkpoint` makes and checks the blobs).
 
 Blobs are signed with a key derived from ``SECRET_KEY`` and refused unless the log is
 still the one folded (same file, not truncated, not rewritten) and the blob comes from
@@ -17,9 +17,9 @@ from django.conf import settings
 from django.db import close_old_connections, transaction
 from django.utils import timezone
 
-from dshweb.core.checkpoint import dump_checkpoint, load_checkpoint
+from dshweb.core.fold.checkpoint import dump_checkpoint, load_checkpoint
+from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.home import newest_log
-from dshweb.core.session import SessionTracker
 from dshweb.live.models import FoldCheckpoint
 
 log = logging.getLogger("dshweb.live")

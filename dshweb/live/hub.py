@@ -1,6 +1,6 @@
 """One hub per DSH home: it alone folds, and everyone else reads what it holds.
 
-The hub owns the home's :class:`~dshweb.core.index.HomeIndex` (its trackers, the band
+The hub owns the home's :class:`~dshweb.core.fold.index.HomeIndex` (its trackers, the band
 each session is in, the profile's compaction point) and a thread that follows the home:
 kernel file notifications for what changed, a liveness read of the kernel's lock table
 every second, and a cheap ``stat`` pass every :data:`RESCAN_EVERY` seconds that folds
@@ -30,11 +30,11 @@ from watchfiles import Change, watch
 
 from dshweb.core.display import ContextReading
 from dshweb.core.errors import DshError
-from dshweb.core.index import HomeIndex
+from dshweb.core.fold.index import HomeIndex
+from dshweb.core.fold.progress import FoldProgress, ProgressCounter
+from dshweb.core.fold.session import SessionSnapshot, SessionTracker
 from dshweb.core.listing import SessionEntry, SessionList, session_tree
 from dshweb.core.log.home import LogFile, session_logs
-from dshweb.core.progress import FoldProgress, ProgressCounter
-from dshweb.core.session import SessionSnapshot, SessionTracker
 from dshweb.live.timing import (
     BACKOFF_MAX,
     CHECKPOINT_EVERY,

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dshweb.core.display import ContextReading, context_band, context_reading
-from dshweb.core.index import HomeIndex
+from dshweb.core.fold.index import HomeIndex
+from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.log.home import LogFile, session_logs
-from dshweb.core.session import SessionSnapshot
 from tests.conftest import FIXTURE_HOMES
 from tests.logbuilder import frames_of
 

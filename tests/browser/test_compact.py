@@ -22,9 +22,9 @@ import pytest
 from playwright.sync_api import Browser, Page, StorageState, expect
 
 from dshweb.core.display import context_reading, format_tokens
-from dshweb.core.folds import Fold
-from dshweb.core.index import HomeIndex
-from dshweb.core.session import SessionSnapshot
+from dshweb.core.fold.folds import Fold
+from dshweb.core.fold.index import HomeIndex
+from dshweb.core.fold.session import SessionSnapshot
 from tests.browser.conftest import SameDocument, serving, sign_in
 from tests.browser.homes import PROFILE
 from tests.browser.server import DshwebServer

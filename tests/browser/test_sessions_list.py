@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import Locator, Page, expect
 
 from dshweb.core.display import context_reading
-from dshweb.core.index import HomeIndex
+from dshweb.core.fold.index import HomeIndex
 from tests.browser.conftest import LIVE, WAIT_MS, BrowserHome, SameDocument
 from tests.browser.homes import PROFILE, create_session, fixture_log
 from tests.browser.server import DshwebServer

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from dshweb.core.index import HomeIndex
+from dshweb.core.fold.index import HomeIndex
 from dshweb.core.log.home import session_logs
 from dshweb.core.occupancy import OccupancyLine, occupancy_line, reading_from_snapshot
 from dshweb.core.occupancy_settings import LineSettings

@@ -5,7 +5,7 @@ prunes' sum), the price of what replaced it, the meter's projected tokens just b
 right after, and the summariser's own usage and error; a figure the log does not give is
 ``None``. A ``/compact`` that folded nothing (refused while the agent was busy, or nothing
 to fold) is kept apart as a :class:`CompactCommand`, with its answer. Both are frozen
-values; :mod:`dshweb.core.ledger` says what counts as a fold and builds them.
+values; :mod:`dshweb.core.fold.ledger` says what counts as a fold and builds them.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from dshweb.core.meter import Usage
+from dshweb.core.fold.meter import Usage
 
 FoldKind = Literal["automatic", "manual", "overflow", "prune"]
 

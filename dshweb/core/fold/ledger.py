@@ -14,8 +14,8 @@ A *fold* is one thing that shrank the surface (DSH_FACTS §7):
   its replacing ``tool/result``, and nothing between them that starts a step or adds
   to the surface.
 
-Each fold is recorded as a :class:`~dshweb.core.folds.Fold`, and a ``/compact`` that
-folded nothing as a :class:`~dshweb.core.folds.CompactCommand`.
+Each fold is recorded as a :class:`~dshweb.core.fold.folds.Fold`, and a ``/compact`` that
+folded nothing as a :class:`~dshweb.core.fold.folds.CompactCommand`.
 
 :class:`LedgerCollector` is fold-side state, fed each event right *after* the meter
 folds it: a few numbers per fold, and the pressure after each usage-bearing event as
@@ -32,7 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dshweb.core.folds import CompactCommand, Fold, FoldKind
+from dshweb.core.fold.folds import CompactCommand, Fold, FoldKind
+from dshweb.core.fold.meter import SessionMeter, stream_chunks, to_usage
 from dshweb.core.ledger_pages import LedgerPage, RefusedTail, ledger_page, refused_tail
 from dshweb.core.log.wire import (
     SURFACE,
@@ -57,7 +58,6 @@ from dshweb.core.log.wire import (
     TurnEnd,
     TurnStart,
 )
-from dshweb.core.meter import SessionMeter, stream_chunks, to_usage
 from dshweb.core.timeline import TimelineChart, TimelinePoint, timeline_chart
 
 MAX_STEP_POINTS = 240

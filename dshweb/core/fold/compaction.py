@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from dshweb.core.meter import SessionMeter
+from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.profile.effective import EngineConfig
 
 

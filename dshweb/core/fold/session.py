@@ -13,14 +13,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dshweb.core.compaction import CompactionPoint, compaction_point, measured_tokens
-from dshweb.core.ledger import Ledger, LedgerCollector
+from dshweb.core.fold.compaction import CompactionPoint, compaction_point, measured_tokens
+from dshweb.core.fold.ledger import Ledger, LedgerCollector
+from dshweb.core.fold.meter import SessionMeter, SurfaceNode
+from dshweb.core.fold.pace import PaceCollector
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.jsjson import printable
 from dshweb.core.log.reader import LogTail
 from dshweb.core.log.wire import AnyEvent, CompactionEnd, CompactionPrune, SessionTitle, TurnStart
-from dshweb.core.meter import SessionMeter, SurfaceNode
-from dshweb.core.pace import PaceCollector
 from dshweb.core.profile.effective import EngineConfig
 
 
@@ -150,9 +150,9 @@ class SessionSnapshot:
     largest_nodes: tuple[SurfaceNode, ...]
     errors: tuple[str, ...]
     pace_samples: tuple[int, ...] = ()
-    """Per-step growth of ``measured_tokens`` since the last re-base (dshweb.core.pace)."""
+    """Per-step growth of ``measured_tokens`` since the last re-base (dshweb.core.fold.pace)."""
     ledger: Ledger = field(default_factory=Ledger)
-    """Every fold and the pressure timeline (dshweb.core.ledger)."""
+    """Every fold and the pressure timeline (dshweb.core.fold.ledger)."""
 
     @property
     def used_tokens(self) -> int | None:

@@ -1,16 +1,16 @@
 """A session's fold state kept across restarts: dump a tracker, load it, fold only what follows.
 
-:func:`dump_checkpoint` writes a :class:`~dshweb.core.session.SessionTracker`'s whole fold
+:func:`dump_checkpoint` writes a :class:`~dshweb.core.fold.session.SessionTracker`'s whole fold
 state (the tail's offset, file identity, next seq and sticky error; the meter, activity,
 pace and ledger; the header, error and ``stop_after_seq``) as one blob::
 
     tag "\\n" | HMAC-SHA256(key, tag "\\n" body) | body = zstd(pickle(state))
 
 The tag names :data:`CHECKPOINT_VERSION`, dshweb's package version and a digest of the
-core's source, so a blob from any other code (whose fold might differ) is refused
-rather than trusted. The signature is checked before anything is decompressed or
-unpickled, so a tampered row cannot run code; the unpickler also builds only the core's
-own state classes, whatever the key.
+log reader's and the fold's source (:data:`FOLD_SOURCES`), so a blob from any other code
+(whose fold might differ) is refused rather than trusted. The signature is checked before
+anything is decompressed or unpickled, so a tampered row cannot run code; the unpickler
+also builds only the fold's own state classes, whatever the key.
 
 :func:`restore_checkpoint` gives the tracker back only while the log is provably the one
 folded: same path, same file (device and inode), at least as long as the offset, and
@@ -40,12 +40,12 @@ from typing import Any
 import zstandard
 
 from dshweb.core.errors import LogError
-from dshweb.core.ledger import LedgerCollector
+from dshweb.core.fold.ledger import LedgerCollector
+from dshweb.core.fold.meter import SessionMeter
+from dshweb.core.fold.pace import PaceCollector
+from dshweb.core.fold.session import Activity, SessionTracker
 from dshweb.core.log.frames import decompressor
 from dshweb.core.log.home import LogFile
-from dshweb.core.meter import SessionMeter
-from dshweb.core.pace import PaceCollector
-from dshweb.core.session import Activity, SessionTracker
 
 CHECKPOINT_VERSION = 2
 """Raise it whenever the state's shape or meaning changes."""
@@ -58,12 +58,12 @@ session: 5,000 sessions read 40 MB)."""
 _MAC_SIZE = hashlib.sha256().digest_size
 _STATE_MODULES = frozenset(
     {
-        "dshweb.core.checkpoint",
-        "dshweb.core.folds",
-        "dshweb.core.ledger",
-        "dshweb.core.meter",
-        "dshweb.core.pace",
-        "dshweb.core.session",
+        "dshweb.core.fold.checkpoint",
+        "dshweb.core.fold.folds",
+        "dshweb.core.fold.ledger",
+        "dshweb.core.fold.meter",
+        "dshweb.core.fold.pace",
+        "dshweb.core.fold.session",
     }
 )
 """Where the classes a checkpoint may hold live (the unpickler builds no other)."""
@@ -114,15 +114,21 @@ def _package_version() -> str:
         return "unknown"
 
 
+FOLD_SOURCES = ("errors.py", "log/*.py", "fold/*.py")
+"""The code whose output a checkpoint holds, under ``dshweb/core/``: reading the log and
+folding it."""
+
+
 def _source_digest() -> str:
-    """A digest of the core's source as this process imported it: any change to the fold's
+    """A digest of the fold's source as this process imported it: any change to the fold's
     code (even one the package version does not show, in a working tree) invalidates
     every checkpoint. Taken at import, so an edit made while dshweb runs is not mistaken
     for the code that folded."""
     digest = hashlib.sha256()
-    core = Path(__file__).parent
-    for source in sorted(core.rglob("*.py")):
-        digest.update(str(source.relative_to(core)).encode() + b"\0")
+    core = Path(__file__).resolve().parent.parent
+    sources = {source for pattern in FOLD_SOURCES for source in core.glob(pattern)}
+    for source in sorted(sources):
+        digest.update(source.relative_to(core).as_posix().encode() + b"\0")
         try:
             digest.update(source.read_bytes())
         except OSError:

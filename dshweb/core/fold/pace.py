@@ -21,9 +21,9 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from dshweb.core.compaction import measured_tokens
+from dshweb.core.fold.compaction import measured_tokens
+from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.log.wire import AnyEvent, AssistantAttempt, AssistantMessage
-from dshweb.core.meter import SessionMeter
 
 RUNGS = (1, 2, 3, 5, 8, 13, 20)
 """The step counts the line can promise; the last one reads "20+"."""

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dshweb.core.display import Band, ContextReading, context_reading
+from dshweb.core.fold.session import SessionSnapshot, SessionTracker, take_snapshot
 from dshweb.core.log.home import (
     LOCK_NAME,
     LogFile,
@@ -27,7 +28,6 @@ from dshweb.core.log.home import (
     session_logs,
 )
 from dshweb.core.profile.effective import DEFAULT_RULE, BandRule, EngineConfig, effective_settings
-from dshweb.core.session import SessionSnapshot, SessionTracker, take_snapshot
 
 DEFAULT_PROFILE = "sdk"
 

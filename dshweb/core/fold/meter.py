@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from dshweb.core.fold.pricing import header_config, header_key, message_price, tools_tokens
 from dshweb.core.log.decode import raw_list
 from dshweb.core.log.wire import (
     SURFACE,
@@ -31,7 +32,6 @@ from dshweb.core.log.wire import (
     SystemMessage,
 )
 from dshweb.core.log.wire import Usage as WireUsage
-from dshweb.core.pricing import header_config, header_key, message_price, tools_tokens
 
 _SURFACE = frozenset(SURFACE)
 _USAGE = frozenset({AssistantMessage, AssistantAttempt})
@@ -143,7 +143,7 @@ class SessionMeter:
     """contextBreakdown's own surface sum: it also prices an unpriced system replace."""
     tools_tokens: int = 0
     header: bytes | None = None
-    """The canonical request header (:func:`~dshweb.core.pricing.header_key`)."""
+    """The canonical request header (:func:`~dshweb.core.fold.pricing.header_key`)."""
     reserved_tokens: int = 0
     """``maxTokens`` of the request header's config: the completion DSH reserves."""
     model: str | None = None
