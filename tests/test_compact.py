@@ -16,10 +16,10 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 
-from dshweb.core.compact_status import RequestRecord, compact_view, result_line
 from dshweb.core.fold.folds import Fold
 from dshweb.core.fold.ledger import Ledger
 from dshweb.dashboard import compact
+from dshweb.dashboard.display.compact_status import RequestRecord, compact_view, result_line
 from dshweb.dashboard.models import CompactionRequest, EngineSetting
 from dshweb.dashboard.selectors import home_reading, reset_home_index
 from tests.conftest import FIXTURE_HOMES

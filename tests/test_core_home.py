@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from dshweb.core.errors import HomeError
+from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.home import (
@@ -245,7 +246,7 @@ def test_bands_follow_the_profiles_context_truth_edges(tmp_path: Path) -> None:
     index = HomeIndex(tmp_path)
     index.refresh()
     (snapshot,) = index.snapshots()
-    assert index.reading_of(snapshot).band == "ample"
+    assert context_gauge(snapshot, rule=index.rule).band == "ample"
     patch.write_text(
         patch.read_text()
         + "- insert:\n    - id: context-truth\n      name: dsh-context-truth\n"
@@ -253,5 +254,5 @@ def test_bands_follow_the_profiles_context_truth_edges(tmp_path: Path) -> None:
     )
     index.refresh()
     (snapshot,) = index.snapshots()
-    assert index.reading_of(snapshot).band == "moderate"
+    assert context_gauge(snapshot, rule=index.rule).band == "moderate"
     assert shot.name == "s1"

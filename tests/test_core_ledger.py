@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from django.template.loader import render_to_string
 
-from dshweb.core.display import context_reading
 from dshweb.core.fold.folds import Fold
+from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.ledger import (
     CONTEXT_WINDOW_EXCEEDED,
@@ -27,7 +27,8 @@ from dshweb.core.fold.meter import SessionMeter, Usage
 from dshweb.core.fold.session import SessionTracker, take_snapshot
 from dshweb.core.log.home import LogFile, session_logs
 from dshweb.core.profile.effective import EngineConfig
-from dshweb.core.timeline import timeline_chart
+from dshweb.dashboard.display.timeline import timeline_chart
+from dshweb.dashboard.templatetags.dsh_format import chart as chart_filter
 from tests.conftest import FIXTURE_HOMES, all_homes, session_log_paths
 from tests.logbuilder import event, fold_in_pieces, frame, header, log_records, typed
 
@@ -460,7 +461,7 @@ def test_long_sessions_keep_a_few_hundred_points_and_every_fold() -> None:
     usage_seqs = [e["seq"] for e in events if e["type"] == "assistant/message"]
     stride = len(usage_seqs[: usage_seqs.index(steps[1].seq)])
     assert [p.seq for p in steps] == usage_seqs[::stride][: len(steps)]
-    chart = ledger.chart
+    chart = timeline_chart(ledger)
     assert chart is not None
     assert chart.count == len(ledger.points)
     assert len(chart.markers) == len(ledger.folds)
@@ -496,7 +497,7 @@ def test_chart_draws_the_compaction_point_and_marks_each_fold() -> None:
 
 def test_a_far_compaction_point_does_not_flatten_the_chart() -> None:
     tracker = _tracker(_fixture_log("manual-compact"))
-    chart = tracker.ledger.result(tracker.meter, threshold=678_464).chart
+    chart = timeline_chart(tracker.ledger.result(tracker.meter, threshold=678_464))
     assert chart is not None
     assert chart.threshold_above and chart.threshold_y is None
     assert chart.ticks[-1].tokens < 678_464
@@ -504,7 +505,7 @@ def test_a_far_compaction_point_does_not_flatten_the_chart() -> None:
 
 def test_no_reading_no_chart() -> None:
     ledger = _ledger([_user(0, "hello")])
-    assert ledger.points == () and ledger.chart is None
+    assert ledger.points == () and chart_filter(ledger) is None
 
 
 # -- the partials -----------------------------------------------------------------------------
@@ -514,8 +515,8 @@ def _rendered(name: str) -> str:
     index = HomeIndex(FIXTURE_HOMES / name)
     index.refresh()
     (shot,) = index.snapshots()
-    reading = context_reading(shot)
-    context = {"session": shot, "reading": reading}
+    reading = context_gauge(shot)
+    context = {"session": shot, "gauge": reading}
     return render_to_string("dashboard/_timeline.html", context) + render_to_string(
         "dashboard/_ledger.html", context
     )

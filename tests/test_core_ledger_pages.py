@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from dshweb.core.fold.folds import CompactCommand, Fold
+from dshweb.core.fold.folds import CompactCommand, Fold, TimelinePoint
 from dshweb.core.fold.session import SessionTracker
-from dshweb.core.ledger_pages import LEDGER_PAGE_SIZE, ledger_page, refused_tail
-from dshweb.core.ledger_rows import FOLD_COLUMNS, fold_row, iso_utc, timeline_row
 from dshweb.core.log.home import session_logs
-from dshweb.core.timeline import TimelinePoint
+from dshweb.dashboard.display.ledger_pages import LEDGER_PAGE_SIZE, ledger_page, refused_tail
+from dshweb.dashboard.display.ledger_rows import FOLD_COLUMNS, fold_row, iso_utc, timeline_row
 from tests.conftest import FIXTURE_HOMES
 
 

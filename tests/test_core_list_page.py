@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from dshweb.core.display import Band, ContextReading
 from dshweb.core.filters import ListQuery, SessionState, SortKey
+from dshweb.core.fold.gauge import Band, ContextGauge
 from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.listing import (
     BANDS,
@@ -56,16 +56,14 @@ def shot(
     )
 
 
-def reading(percent: int | None, headroom: int | None, band: Band) -> ContextReading:
-    return ContextReading(
+def gauge(percent: int | None, headroom: int | None, band: Band) -> ContextGauge:
+    return ContextGauge(
         used=None if percent is None else percent * 10,
         window=None if percent is None else 1000,
         percent=percent,
         threshold=None if headroom is None else 500,
         headroom=headroom,
         band=band,
-        segments=(),
-        threshold_at=None,
     )
 
 
@@ -88,7 +86,7 @@ def entries() -> list[SessionEntry]:
         shot(sid, last, parent=parent, title=title, live=live)
         for sid, (last, parent, title, live, *_) in HOME.items()
     ]
-    readings = {sid: reading(*figures[4:]) for sid, figures in HOME.items()}
+    readings = {sid: gauge(*figures[4:]) for sid, figures in HOME.items()}
     return session_tree(shots, lambda s: readings[s.session_id])
 
 
@@ -225,7 +223,7 @@ def test_counts_are_the_whole_homes_whatever_the_query() -> None:
 )
 def test_page_numbers(page: int, pages: int, numbers: tuple[int | None, ...]) -> None:
     home = [
-        SessionEntry(shot(f"s{i:03}", 1000 - i), reading(None, None, Band.UNKNOWN), 0, False)
+        SessionEntry(shot(f"s{i:03}", 1000 - i), gauge(None, None, Band.UNKNOWN), 0, False)
         for i in range(pages)
     ]
     result = list_page(home, ListQuery(page=page, per_page=1))
@@ -238,23 +236,21 @@ def test_layout_changes_only_with_what_the_page_holds() -> None:
     before = list_page(home, query)
     # New figures for a row on the page: the same layout (only that row is sent again).
     refigured = [
-        replace(e, reading=reading(95, -50, Band.CRITICAL))
-        if e.snapshot.session_id == "alpha"
-        else e
+        replace(e, gauge=gauge(95, -50, Band.CRITICAL)) if e.snapshot.session_id == "alpha" else e
         for e in home
     ]
     assert list_page(refigured, query).layout == before.layout
     # A new session past this page: the page's layout is the same, its counts are not.
-    grown = [*home, SessionEntry(shot("old", 1), reading(1, 900, Band.AMPLE), 0, False)]
+    grown = [*home, SessionEntry(shot("old", 1), gauge(1, 900, Band.AMPLE), 0, False)]
     after = list_page(grown, query)
     assert after.layout == before.layout
     assert after.counts != before.counts and after.matched == before.matched + 1
     # The order on the page changes: another layout.
-    newest = [SessionEntry(shot("new", 999), reading(1, 900, Band.AMPLE), 0, False), *home]
+    newest = [SessionEntry(shot("new", 999), gauge(1, 900, Band.AMPLE), 0, False), *home]
     assert list_page(newest, query).layout != before.layout
     # The pages grow: another layout (the pager changes).
     more = grown + [
-        SessionEntry(shot(f"x{i}", 0), reading(1, 9, Band.AMPLE), 0, False) for i in range(2)
+        SessionEntry(shot(f"x{i}", 0), gauge(1, 9, Band.AMPLE), 0, False) for i in range(2)
     ]
     assert list_page(more, query).pages == 4 != before.pages
     assert list_page(more, query).layout != before.layout
@@ -276,7 +272,7 @@ def test_a_big_home_gives_one_page() -> None:
     home = [
         SessionEntry(
             shot(f"s{i:05}", i, title=f"task {i}"),
-            reading(i % 101, 500 - i % 7, Band.AMPLE),
+            gauge(i % 101, 500 - i % 7, Band.AMPLE),
             0,
             False,
         )
@@ -287,7 +283,7 @@ def test_a_big_home_gives_one_page() -> None:
     assert ids(page.rows) == [f"s{i:05}" for i in range(4899, 4849, -1)]
     assert (page.pages, page.first, page.last) == (100, 101, 150)
     by_percent = sessions.page(ListQuery(sort=SortKey.PERCENT, q="task 1"))
-    assert [row.reading.percent for row in by_percent.rows] == sorted(
-        (row.reading.percent or 0 for row in by_percent.rows), reverse=True
+    assert [row.gauge.percent for row in by_percent.rows] == sorted(
+        (row.gauge.percent or 0 for row in by_percent.rows), reverse=True
     )
     assert len(by_percent.rows) == 50

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from dshweb.core.display import Band
+from dshweb.core.fold.gauge import Band
 from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.fold.pace import (
     MAX_SAMPLES,

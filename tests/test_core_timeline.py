@@ -14,16 +14,15 @@ from itertools import pairwise
 
 import pytest
 
-from dshweb.core.fold.folds import Fold, FoldKind
+from dshweb.core.fold.folds import Fold, FoldKind, TimelinePoint
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.ledger import Ledger
-from dshweb.core.timeline import (
+from dshweb.dashboard.display.timeline import (
     CHART_WIDTH,
     COLUMNS,
     LABEL_SPACING,
     MARKER_SPACING,
     TimelineChart,
-    TimelinePoint,
     downsample,
     timeline_chart,
 )
@@ -35,7 +34,7 @@ KINDS: tuple[FoldKind, ...] = ("automatic", "manual", "overflow", "prune")
 
 @dataclass(frozen=True, slots=True)
 class Series:
-    """A ledger by shape (:class:`~dshweb.core.timeline.TimelineSource`)."""
+    """A ledger by shape (:class:`~dshweb.dashboard.display.timeline.TimelineSource`)."""
 
     points: Sequence[TimelinePoint]
     folds: Sequence[Fold]
@@ -176,6 +175,6 @@ def test_the_big_session_is_drawn_at_a_fixed_size() -> None:
     index.refresh()
     ledger: Ledger = max(index.snapshots(), key=lambda s: len(s.ledger.points)).ledger
     _assert_drawn_keeps_every_column(ledger.points)
-    chart = ledger.chart
+    chart = timeline_chart(ledger)
     assert chart is not None and chart.drawn <= 2 * CHART_WIDTH
     _assert_markers_count_every_fold_once(chart, ledger.folds)

@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dshweb.core.display import (
-    Band,
-    breakdown_parts,
-    cache_hit_ratio,
-    context_band,
-    context_percent,
-    dom_id,
-    format_ratio,
-    format_tokens,
-)
+from dshweb.core.fold.gauge import Band, context_band, context_percent
+from dshweb.dashboard.display.figures import cache_hit_ratio, dom_id, format_ratio, format_tokens
+from dshweb.dashboard.display.ring import breakdown_parts
 
 
 @pytest.mark.parametrize(

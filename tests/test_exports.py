@@ -24,11 +24,12 @@ from django.http import StreamingHttpResponse
 from django.template.loader import render_to_string
 from django.test import AsyncClient, Client
 
-from dshweb.core.display import context_reading
 from dshweb.core.fold.folds import CompactCommand
+from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
-from dshweb.core.ledger_rows import (
+from dshweb.dashboard import exports
+from dshweb.dashboard.display.ledger_rows import (
     FOLD_COLUMNS,
     REFUSED_COLUMNS,
     TIMELINE_COLUMNS,
@@ -37,7 +38,6 @@ from dshweb.core.ledger_rows import (
     refused_row,
     timeline_rows,
 )
-from dshweb.dashboard import exports
 from dshweb.dashboard.selectors import reset_home_index
 from tests.conftest import FIXTURE_HOMES
 from tests.foldlog import long_session, write_session
@@ -275,7 +275,7 @@ def test_refused_commands_are_bounded(home: Path) -> None:
     (refused,) = shot.ledger.refused
     many = tuple(replace(refused, seq=refused.seq + n) for n in range(12))
     shot = replace(shot, ledger=replace(shot.ledger, refused=many))
-    context = {"session": shot, "reading": context_reading(shot)}
+    context = {"session": shot, "gauge": context_gauge(shot)}
     html = render_to_string("dashboard/_ledger.html", context)
     seqs = [int(s) for s in re.findall(r'<li data-seq="(\d+)"', html)]
     assert seqs == [refused.seq + n for n in range(11, 6, -1)]

@@ -11,7 +11,6 @@ from urllib.parse import parse_qsl
 
 import pytest
 
-from dshweb.core.display import Band
 from dshweb.core.filters import (
     MAX_PER_PAGE,
     MAX_QUERY,
@@ -23,6 +22,7 @@ from dshweb.core.filters import (
     search_text,
     session_matches,
 )
+from dshweb.core.fold.gauge import Band
 from dshweb.core.fold.session import SessionSnapshot
 
 BASE = SessionSnapshot(

@@ -57,7 +57,7 @@ def _grow(rest: dict[Path, list[bytes]]) -> None:
 def _shots(hub: Hub) -> dict[str, Any]:
     view = hub.view()
     assert view.error is None
-    return {sid: (dataclasses.asdict(v.snapshot), v.reading) for sid, v in view.sessions.items()}
+    return {sid: (dataclasses.asdict(v.snapshot), v.gauge) for sid, v in view.sessions.items()}
 
 
 def _count_folds(monkeypatch: pytest.MonkeyPatch) -> list[Path]:

@@ -23,8 +23,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from dshweb.asgi import application
-from dshweb.core.display import context_reading
 from dshweb.core.filters import ListQuery
+from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.listing import SessionEntry, list_page
 from dshweb.core.log.home import session_logs
 from dshweb.dashboard import fragments
@@ -321,7 +321,7 @@ MESSAGE_LIMIT = 256 * 1024
 
 
 _SHOT = make_snapshot("s", 1)
-_READING = context_reading(_SHOT)
+_READING = context_gauge(_SHOT)
 
 
 def _copies(start: int, stop: int) -> list[str]:

@@ -27,18 +27,14 @@ from django.core.management.base import CommandError
 from django.template.loader import render_to_string
 from django.test import Client
 
-from dshweb.core.display import (
-    Band,
-    breakdown_parts,
-    cache_hit_ratio,
-    context_reading,
-    dom_id,
-)
 from dshweb.core.filters import ListQuery
+from dshweb.core.fold.gauge import Band, context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.listing import list_page, session_tree
 from dshweb.dashboard import fragments
+from dshweb.dashboard.display.figures import cache_hit_ratio, dom_id
+from dshweb.dashboard.display.ring import breakdown_parts, ring_arcs
 from dshweb.dashboard.selectors import reset_home_index
 from dshweb.live.service import sync_home
 from tests.conftest import FIXTURE_HOMES
@@ -103,7 +99,8 @@ def session_context(shot: SessionSnapshot) -> dict[str, Any]:
     """What the session view and the session socket render a session's parts with."""
     return {
         "session": shot,
-        "reading": context_reading(shot),
+        "gauge": context_gauge(shot),
+        "ring": ring_arcs(context_gauge(shot), shot.context_breakdown),
         "breakdown": breakdown_parts(shot.context_breakdown),
         "cache_hit": cache_hit_ratio(shot.token_usage),
     }
@@ -234,7 +231,7 @@ def test_rows_carry_their_figures(
     elements = Elements(html)
     for session_id, shot in snapshots.items():
         row = elements.rows[session_id]
-        reading = context_reading(shot)
+        reading = context_gauge(shot)
         # Not the session page's article id: both can be on a page the socket updates.
         assert row["id"] == dom_id("row", session_id) != dom_id("session", session_id)
         assert row["data-parent"] == (shot.parent_session or "")
@@ -347,7 +344,7 @@ def test_list_counts_the_whole_home_by_band(
 ) -> None:
     expected = {band.value: 0 for band in Band}
     for shot in snapshots.values():
-        expected[context_reading(shot).band.value] += 1
+        expected[context_gauge(shot).band.value] += 1
     assert expected["ample"] == 2 and expected["unknown"] == 2
     html = user_client.get("/?q=plain").content.decode()
     chips = dict(re.findall(r'data-band-count="(\w+)" data-count="(\d+)"', html))
@@ -377,7 +374,7 @@ def test_list_sorts_on_the_server(
     order: list[str],
 ) -> None:
     # The expectations follow from the fixtures' figures, checked here.
-    readings = [context_reading(snapshots[sid]) for sid in order]
+    readings = [context_gauge(snapshots[sid]) for sid in order]
     if sort == "percent":
         assert [r.percent for r in readings] == [41, 37, 1, 1]
     if sort == "headroom":
@@ -725,7 +722,7 @@ def test_errors_are_flagged_in_the_list() -> None:
     html = _table([shot])
     assert "has-errors" in Elements(html).rows["broken"]["class"]
     assert "1 error<" in html
-    assert context_reading(shot).band is Band.UNKNOWN
+    assert context_gauge(shot).band is Band.UNKNOWN
 
 
 # --- dshweb_bootstrap ------------------------------------------------------------

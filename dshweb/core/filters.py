@@ -18,7 +18,7 @@ from enum import StrEnum
 from typing import TypeVar
 from urllib.parse import urlencode
 
-from dshweb.core.display import Band
+from dshweb.core.fold.gauge import Band
 from dshweb.core.fold.session import SessionSnapshot
 
 PER_PAGE = 50

@@ -22,8 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
-from dshweb.core.display import Band, ContextReading, context_reading
 from dshweb.core.filters import ListQuery, SortKey, matches, search_text
+from dshweb.core.fold.gauge import Band, ContextGauge, context_gauge
 from dshweb.core.fold.session import SessionSnapshot
 
 BANDS = (Band.AMPLE, Band.MODERATE, Band.TIGHT, Band.CRITICAL, Band.UNKNOWN)
@@ -35,7 +35,7 @@ class SessionEntry:
     """One row of the sessions list: sub-agents follow their parent, one level deeper."""
 
     snapshot: SessionSnapshot
-    reading: ContextReading
+    gauge: ContextGauge
     depth: int
     orphan: bool
     """A sub-agent listed at the top: its parent is not in this home (or the chain loops)."""
@@ -43,7 +43,7 @@ class SessionEntry:
 
 def session_tree(
     snapshots: Sequence[SessionSnapshot],
-    reading_of: Callable[[SessionSnapshot], ContextReading] = context_reading,
+    gauge_of: Callable[[SessionSnapshot], ContextGauge] = context_gauge,
 ) -> list[SessionEntry]:
     """Sessions in list order: newest activity first, each sub-agent right under its parent.
 
@@ -84,7 +84,7 @@ def session_tree(
     def place(shot: SessionSnapshot, depth: int) -> None:
         placed.add(shot.session_id)
         orphan = depth == 0 and shot.parent_session is not None
-        entries.append(SessionEntry(shot, reading_of(shot), depth, orphan))
+        entries.append(SessionEntry(shot, gauge_of(shot), depth, orphan))
         for child in order(children.get(shot.session_id, [])):
             if child.session_id not in placed:
                 place(child, depth + 1)
@@ -195,7 +195,7 @@ class SessionList:
         bands = dict.fromkeys(BANDS, 0)
         live = 0
         for entry in self.entries:
-            bands[entry.reading.band] += 1
+            bands[entry.gauge.band] += 1
             live += entry.snapshot.live
         return ListCounts(len(self.entries), live, tuple(bands.items()))
 
@@ -206,7 +206,7 @@ class SessionList:
     @cached_property
     def _by_percent(self) -> tuple[int, ...]:
         def key(i: int) -> tuple[bool, int, int, str]:
-            shot, percent = self.entries[i].snapshot, self.entries[i].reading.percent
+            shot, percent = self.entries[i].snapshot, self.entries[i].gauge.percent
             return (percent is None, -(percent or 0), -(shot.last_time or 0), shot.session_id)
 
         return tuple(sorted(range(len(self.entries)), key=key))
@@ -214,7 +214,7 @@ class SessionList:
     @cached_property
     def _by_headroom(self) -> tuple[int, ...]:
         def key(i: int) -> tuple[bool, int, int, str]:
-            shot, headroom = self.entries[i].snapshot, self.entries[i].reading.headroom
+            shot, headroom = self.entries[i].snapshot, self.entries[i].gauge.headroom
             return (headroom is None, headroom or 0, -(shot.last_time or 0), shot.session_id)
 
         return tuple(sorted(range(len(self.entries)), key=key))
@@ -239,7 +239,7 @@ class SessionList:
                     query,
                     terms,
                     live=entries[i].snapshot.live,
-                    band=entries[i].reading.band,
+                    band=entries[i].gauge.band,
                     text=texts[i],
                 )
             ]

@@ -30,7 +30,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dshweb.core.display import Band
+from dshweb.core.fold.gauge import Band
 from dshweb.core.fold.pace import PaceEstimate, pace_estimate
 from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.occupancy_figures import Figures, display_step, floor_to, headroom_step, percent_of

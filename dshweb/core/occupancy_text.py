@@ -9,7 +9,7 @@ its :data:`~dshweb.core.occupancy.UNVERIFIED` lists the pieces of ours in the la
 
 from __future__ import annotations
 
-from dshweb.core.display import Band
+from dshweb.core.fold.gauge import Band
 from dshweb.core.fold.pace import PaceEstimate
 from dshweb.core.occupancy_figures import Figures, format_tokens, percent_of
 from dshweb.core.occupancy_settings import LineSettings, Wording

@@ -34,7 +34,7 @@ from django.db import close_old_connections, transaction
 from django.db.models.signals import post_save
 from django.utils import timezone
 
-from dshweb.core.compact_status import RequestRecord
+from dshweb.dashboard.display.compact_status import RequestRecord
 from dshweb.dashboard.models import CompactionRequest, EngineSetting
 from dshweb.engine.client import (
     CompactOutcome,

@@ -4,7 +4,7 @@
 fragment for ``#ledger-older`` to an htmx request, a page of its own otherwise (so the
 session page's "Older folds" link works without JavaScript). ``timeline.csv|json`` and
 ``ledger.csv|json`` are downloads (``Content-Disposition: attachment``) of every point
-and every fold the ledger holds, the rows of :mod:`dshweb.core.ledger_rows`.
+and every fold the ledger holds, the rows of :mod:`dshweb.dashboard.display.ledger_rows`.
 
 Downloads are streamed a batch of rows at a time from an *asynchronous* iterator:
 dshweb runs under ASGI (Daphne), where Django would first collect a synchronous
@@ -34,7 +34,8 @@ from django.views.decorators.http import require_GET
 from django_htmx.middleware import HtmxDetails
 
 from dshweb.core.fold.session import SessionSnapshot
-from dshweb.core.ledger_rows import (
+from dshweb.dashboard.display.ledger_pages import ledger_page
+from dshweb.dashboard.display.ledger_rows import (
     FOLD_COLUMNS,
     REFUSED_COLUMNS,
     TIMELINE_COLUMNS,
@@ -94,7 +95,8 @@ def session_ledger(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     if isinstance(found, HttpResponse):
         return found
     ledger = found.ledger
-    context = {"session": found, "ledger": ledger, "page": ledger.page(before)}
+    page = ledger_page(ledger.folds, before=before)
+    context = {"session": found, "ledger": ledger, "page": page}
     if request.htmx and not request.htmx.history_restore_request:
         return render(request, "dashboard/_ledger_page.html", context)
     return render(request, "dashboard/session_ledger.html", context)

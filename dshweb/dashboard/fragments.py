@@ -18,12 +18,14 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 
-from dshweb.core.compact_status import CompactView, compact_view
-from dshweb.core.display import ContextReading, breakdown_parts, cache_hit_ratio
 from dshweb.core.filters import ListQuery
+from dshweb.core.fold.gauge import ContextGauge
 from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.listing import ListPage, SessionEntry
 from dshweb.dashboard.compact import latest_record
+from dshweb.dashboard.display.compact_status import CompactView, compact_view
+from dshweb.dashboard.display.figures import cache_hit_ratio
+from dshweb.dashboard.display.ring import breakdown_parts, ring_arcs
 from dshweb.live.hub import SessionView
 
 ROW_TEMPLATE = "dashboard/_session_row.html"
@@ -33,10 +35,11 @@ SESSION_TEMPLATE = "dashboard/_session_live.html"
 COMPACT_TEMPLATE = "dashboard/_compact_status.html"
 
 
-def session_context(snapshot: SessionSnapshot, reading: ContextReading) -> dict[str, Any]:
+def session_context(snapshot: SessionSnapshot, gauge: ContextGauge) -> dict[str, Any]:
     return {
         "session": snapshot,
-        "reading": reading,
+        "gauge": gauge,
+        "ring": ring_arcs(gauge, snapshot.context_breakdown),
         "breakdown": breakdown_parts(snapshot.context_breakdown),
         "cache_hit": cache_hit_ratio(snapshot.token_usage),
         "compact": compact_status(snapshot),
@@ -161,7 +164,7 @@ def live_parts_html(view: SessionView) -> str:
         if html is not None:
             _rendered.move_to_end(key)
             return html
-    html = render_to_string(SESSION_TEMPLATE, session_context(view.snapshot, view.reading))
+    html = render_to_string(SESSION_TEMPLATE, session_context(view.snapshot, view.gauge))
     with _rendered_lock:
         _rendered[key] = html
         while len(_rendered) > RENDERED_KEPT:

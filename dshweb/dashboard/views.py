@@ -21,9 +21,9 @@ from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import push_url
 from django_htmx.middleware import HtmxDetails
 
-from dshweb.core.compact_status import CompactView
 from dshweb.core.filters import list_query
 from dshweb.dashboard import compact, fragments
+from dshweb.dashboard.display.compact_status import CompactView
 from dshweb.dashboard.fragments import live_parts_html, session_context
 from dshweb.dashboard.selectors import HomeReading, home_reading
 from dshweb.live.service import current_hub
@@ -77,7 +77,7 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
         )
     template = "dashboard/_session.html" if request.htmx else "dashboard/session_detail.html"
     view = reading.sessions[session_id]
-    context = session_context(snapshot, view.reading)
+    context = session_context(snapshot, view.gauge)
     context["live_parts"] = mark_safe(live_parts_html(view))  # rendered by our templates
     context["progress"] = reading.progress
     return render(request, template, context)

@@ -1,9 +1,9 @@
 """One hub per DSH home: it alone folds, and everyone else reads what it holds.
 
-The hub owns the home's :class:`~dshweb.core.fold.index.HomeIndex` (its trackers, the band
-each session is in, the profile's compaction point) and a thread that follows the home:
-kernel file notifications for what changed, a liveness read of the kernel's lock table
-every second, and a cheap ``stat`` pass every :data:`RESCAN_EVERY` seconds that folds
+The hub owns the home's :class:`~dshweb.core.fold.index.HomeIndex` (its trackers, the
+profile's compaction point), the band each session is in, and a thread that follows the
+home: kernel file notifications for what changed, a liveness read of the kernel's lock
+table every second, and a cheap ``stat`` pass every :data:`RESCAN_EVERY` seconds that folds
 nothing unchanged. After every pass it publishes a new :class:`HomeView`, an immutable
 value that pages, sockets and the settings preview read without a lock and without ever
 folding, and tells its listeners which sessions changed.
@@ -28,8 +28,8 @@ from typing import Protocol
 
 from watchfiles import Change, watch
 
-from dshweb.core.display import ContextReading
 from dshweb.core.errors import DshError
+from dshweb.core.fold.gauge import ContextGauge, context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.progress import FoldProgress, ProgressCounter
 from dshweb.core.fold.session import SessionSnapshot, SessionTracker
@@ -52,10 +52,11 @@ log = logging.getLogger("dshweb.live")
 
 @dataclass(frozen=True, slots=True)
 class SessionView:
-    """One session as last folded: its snapshot and the ring's reading of it."""
+    """One session as last folded: its snapshot and its gauge (the band held with
+    hysteresis against the gauge this view replaced)."""
 
     snapshot: SessionSnapshot
-    reading: ContextReading
+    gauge: ContextGauge
     version: int
 
 
@@ -82,7 +83,7 @@ class HomeView:
     @cached_property
     def tree(self) -> tuple[SessionEntry, ...]:
         """The sessions list's order: sub-agents under their parents."""
-        return tuple(session_tree(self.snapshots, lambda s: self.sessions[s.session_id].reading))
+        return tuple(session_tree(self.snapshots, lambda s: self.sessions[s.session_id].gauge))
 
     @cached_property
     def listing(self) -> SessionList:
@@ -96,9 +97,9 @@ class HomeView:
         view = self.sessions.get(session_id)
         return view.snapshot if view is not None else None
 
-    def reading(self, session_id: str) -> ContextReading | None:
+    def gauge(self, session_id: str) -> ContextGauge | None:
         view = self.sessions.get(session_id)
-        return view.reading if view is not None else None
+        return view.gauge if view is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,9 +315,9 @@ class Hub:
             if old is not None and old.version == tracker.version:
                 continue
             snapshot = index.snapshot(folder)
-            self._by_folder[folder] = SessionView(
-                snapshot, index.reading_of(snapshot), tracker.version
-            )
+            previous = old.gauge.band if old is not None else None
+            gauge = context_gauge(snapshot, previous, index.rule)
+            self._by_folder[folder] = SessionView(snapshot, gauge, tracker.version)
             changed.add(snapshot.session_id)
             if old is not None and old.snapshot.session_id != snapshot.session_id:
                 removed.add(old.snapshot.session_id)

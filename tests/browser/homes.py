@@ -14,7 +14,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from dshweb.core.display import ContextReading, context_band, context_reading
+from dshweb.core.fold.gauge import ContextGauge, context_band, context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.log.home import LogFile, session_logs
@@ -71,10 +71,10 @@ def append_frames(path: Path, frames: list[bytes]) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Shown:
-    """What a page shows for a session after some of its log: snapshot and ring reading."""
+    """What a page shows for a session after some of its log: snapshot and gauge."""
 
     snapshot: SessionSnapshot
-    reading: ContextReading
+    gauge: ContextGauge
 
 
 def shown_after_each_frame(profiles: Path, log: LogFile, scratch: Path) -> list[Shown]:
@@ -91,7 +91,7 @@ def shown_after_each_frame(profiles: Path, log: LogFile, scratch: Path) -> list[
         append_frames(path, [frame])
         index.refresh()
         snapshot = index.snapshot(next(iter(index.trackers)))
-        shown.append(Shown(snapshot, context_reading(snapshot)))
+        shown.append(Shown(snapshot, context_gauge(snapshot)))
     return shown
 
 
@@ -104,9 +104,9 @@ def cut_for_a_visible_change(shown: list[Shown], *, at_least: int) -> int:
     where a fresh fold of the full log says "moderate"; such a cut would not show the
     full log's band, and is skipped.
     """
-    final = shown[-1].reading
+    final = shown[-1].gauge
     for count in range(max(1, at_least), len(shown)):
-        before = shown[count - 1].reading
+        before = shown[count - 1].gauge
         after_jump = context_band(final.used, final.threshold, before.band)
         if before.percent != final.percent and before.band != final.band == after_jump:
             return count

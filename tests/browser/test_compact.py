@@ -21,10 +21,11 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, StorageState, expect
 
-from dshweb.core.display import context_reading, format_tokens
 from dshweb.core.fold.folds import Fold
+from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
+from dshweb.dashboard.display.figures import format_tokens
 from tests.browser.conftest import SameDocument, serving, sign_in
 from tests.browser.homes import PROFILE
 from tests.browser.server import DshwebServer
@@ -139,7 +140,7 @@ def test_compact_folds_the_session_and_the_page_follows(
     for turn in (1, 2, 3):
         prompt(api, "b-compact", f"turn {turn}: " + "words " * 400)
         wait_for_log(engine.home, "b-compact", turns_at_least(turn), timeout=30)
-    before = context_reading(_snapshot(engine.home, "b-compact")).used
+    before = context_gauge(_snapshot(engine.home, "b-compact")).used
     assert before is not None
 
     same = _open(page, "b-compact")
@@ -152,7 +153,7 @@ def test_compact_folds_the_session_and_the_page_follows(
     expect(status).to_have_text(DONE, timeout=COMPACT_MS)
     snapshot = _snapshot(engine.home, "b-compact")
     (fold,) = [f for f in snapshot.ledger.folds if f.kind == "manual"]
-    after = context_reading(snapshot).used
+    after = context_gauge(snapshot).used
     assert fold.before == before and fold.after == after, (fold, before, after)
     expect(ring).to_have_attribute("data-used", str(after))
     assert after is not None and after < before

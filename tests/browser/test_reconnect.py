@@ -28,7 +28,7 @@ def test_socket_reconnects_after_a_server_restart(
     status = page.locator("#live-status")
     ring = page.locator("#context-ring")
     expect(status).to_have_attribute("data-state", "open")
-    expect(ring).to_have_attribute("data-percent", str(plan.before.reading.percent))
+    expect(ring).to_have_attribute("data-percent", str(plan.before.gauge.percent))
     same = SameDocument(page)
 
     try:
@@ -40,7 +40,7 @@ def test_socket_reconnects_after_a_server_restart(
 
     append_frames(plan.log, plan.rest)
 
-    after = plan.after.reading
+    after = plan.after.gauge
     expect(ring).to_have_attribute("data-percent", str(after.percent), timeout=WAIT_MS)
     expect(ring).to_have_attribute("data-band", after.band.value)
     expect(ring).to_have_attribute("data-used", str(after.used))

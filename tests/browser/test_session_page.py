@@ -18,7 +18,7 @@ def test_ring_follows_appended_frames_without_reload(
     page: Page, server: DshwebServer, home: BrowserHome, artifacts: Path
 ) -> None:
     plan = home.continuations["auto-compact"]
-    before, after = plan.before.reading, plan.after.reading
+    before, after = plan.before.gauge, plan.after.gauge
     page.goto("/sessions/auto-compact/")
     ring = page.locator("#context-ring")
     expect(ring).to_have_attribute("data-percent", str(before.percent))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Locator, Page, expect
 
-from dshweb.core.display import context_reading
+from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from tests.browser.conftest import LIVE, WAIT_MS, BrowserHome, SameDocument
 from tests.browser.homes import PROFILE, create_session, fixture_log
@@ -73,7 +73,7 @@ def test_new_session_row_appears_then_goes_without_reload(
 
     index = HomeIndex(home.path, profile=PROFILE)
     index.refresh([log.parent])
-    expected = context_reading(index.snapshot(log.parent))
+    expected = context_gauge(index.snapshot(log.parent))
     assert expected.percent is not None
     row = _row(page, NEW)
     expect(row).to_have_count(1, timeout=WAIT_MS)

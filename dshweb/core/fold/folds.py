@@ -1,4 +1,5 @@
-"""The ledger's records: one fold of a session's context, and a ``/compact`` that folded nothing.
+"""The ledger's records: one fold of a session's context, a ``/compact`` that folded
+nothing, and one point of the pressure timeline.
 
 Per fold (:class:`Fold`) the ledger keeps what was shadowed (``shadowedTokenCount``, or the
 prunes' sum), the price of what replaced it, the meter's projected tokens just before and
@@ -16,6 +17,7 @@ from typing import Literal
 from dshweb.core.fold.meter import Usage
 
 FoldKind = Literal["automatic", "manual", "overflow", "prune"]
+PointRole = Literal["step", "before", "after", "now"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,3 +83,16 @@ class CompactCommand:
     kind: str
     text: str | None
     done_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimelinePoint:
+    """One reading of the projected tokens on the pressure timeline: after a step, just
+    before or right after a fold, or now."""
+
+    seq: int
+    time: int | None
+    tokens: int
+    role: PointRole
+    fold: int | None = None
+    """The fold's number (1-based, as the ledger lists it) for a before/after point."""

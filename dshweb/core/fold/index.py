@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dshweb.core.display import Band, ContextReading, context_reading
 from dshweb.core.fold.session import SessionSnapshot, SessionTracker, take_snapshot
 from dshweb.core.log.home import (
     LOCK_NAME,
@@ -63,7 +62,6 @@ class HomeIndex:
     engine: EngineConfig | None = field(default_factory=EngineConfig)
     """``None`` when DSH would not run the engine (see ``profile_error``): no point."""
     profile_error: str | None = None
-    bands: dict[str, Band] = field(default_factory=dict)
     rule: BandRule = DEFAULT_RULE
     """Band edges from the profile's ``context-truth`` settings."""
     live: frozenset[Path] = frozenset()
@@ -215,9 +213,3 @@ class HomeIndex:
         self.refresh_liveness()
         shots = [self.snapshot(folder) for folder in self.trackers]
         return sorted(shots, key=lambda s: (-(s.last_time or 0), s.session_id))
-
-    def reading_of(self, snapshot: SessionSnapshot) -> ContextReading:
-        """The ring's reading, its band held with hysteresis across calls."""
-        reading = context_reading(snapshot, self.bands.get(snapshot.session_id), self.rule)
-        self.bands[snapshot.session_id] = reading.band
-        return reading

@@ -22,9 +22,9 @@ folds it: a few numbers per fold, and the pressure after each usage-bearing even
 ``(seq, time, tokens)``, thinned to at most :data:`MAX_STEP_POINTS` by doubling a stride
 (every fold's before and after points are kept besides). Its state depends only on the
 events folded, never on how they were batched, so a log folded in pieces gives the same
-ledger. :meth:`LedgerCollector.result` freezes it into a :class:`Ledger`,
-:attr:`Ledger.chart` lays the timeline out for an inline SVG (:mod:`dshweb.core.timeline`),
-and :meth:`Ledger.page` gives its folds a page at a time (:mod:`dshweb.core.ledger_pages`).
+ledger. :meth:`LedgerCollector.result` freezes it into a :class:`Ledger`: its folds, its
+refused commands and its timeline points, plain values. Laying them out (the chart, the
+pages, the downloads) is the dashboard's (:mod:`dshweb.dashboard.display`).
 """
 
 from __future__ import annotations
@@ -32,9 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dshweb.core.fold.folds import CompactCommand, Fold, FoldKind
+from dshweb.core.fold.folds import CompactCommand, Fold, FoldKind, TimelinePoint
 from dshweb.core.fold.meter import SessionMeter, stream_chunks, to_usage
-from dshweb.core.ledger_pages import LedgerPage, RefusedTail, ledger_page, refused_tail
 from dshweb.core.log.wire import (
     SURFACE,
     AnyEvent,
@@ -58,7 +57,6 @@ from dshweb.core.log.wire import (
     TurnEnd,
     TurnStart,
 )
-from dshweb.core.timeline import TimelineChart, TimelinePoint, timeline_chart
 
 MAX_STEP_POINTS = 240
 """The most step points kept; past it every other one is dropped and the stride doubles."""
@@ -109,23 +107,6 @@ class Ledger:
     @property
     def dropped(self) -> int:
         return sum(f.dropped or 0 for f in self.folds)
-
-    @property
-    def chart(self) -> TimelineChart | None:
-        return timeline_chart(self) if self.points else None
-
-    def page(self, before: int | None = None) -> LedgerPage:
-        """The folds numbered below ``before``, newest first (``None``: the newest page)."""
-        return ledger_page(self.folds, before=before)
-
-    @property
-    def newest_page(self) -> LedgerPage:
-        return self.page()
-
-    @property
-    def refused_tail(self) -> RefusedTail:
-        """The newest refused commands, and how many more."""
-        return refused_tail(self.refused)
 
 
 def _int(value: Any) -> int | None:

@@ -1,8 +1,9 @@
 """Template filters that show DSH numbers the way DSH's own ring does.
 
-Thin wrappers over :mod:`dshweb.core.display`; every filter shows an unknown value
+Thin wrappers over :mod:`dshweb.dashboard.display`; every filter shows an unknown value
 (``None``, or ``""`` for a key the projection does not have yet) as an em dash instead
-of failing.
+of failing. A ledger's chart, newest page and refused commands are laid out here too, for
+the templates that show a session's ledger.
 """
 
 from __future__ import annotations
@@ -11,7 +12,12 @@ from datetime import UTC, datetime
 
 from django import template
 
-from dshweb.core import display
+from dshweb.core.fold.gauge import context_percent
+from dshweb.core.fold.ledger import Ledger
+from dshweb.dashboard.display import figures
+from dshweb.dashboard.display.ledger_pages import LedgerPage, RefusedTail, ledger_page
+from dshweb.dashboard.display.ledger_pages import refused_tail as newest_refused
+from dshweb.dashboard.display.timeline import TimelineChart, timeline_chart
 
 register = template.Library()
 
@@ -21,7 +27,7 @@ UNKNOWN = "—"
 @register.filter
 def tokens(value: int | str | None) -> str:
     """``1234`` → ``1.2K``."""
-    return UNKNOWN if value is None or value == "" else display.format_tokens(int(value))
+    return UNKNOWN if value is None or value == "" else figures.format_tokens(int(value))
 
 
 @register.filter
@@ -33,14 +39,14 @@ def exact(value: int | str | None) -> str:
 @register.filter
 def percent(used: int | None, window: int | None) -> str:
     """``{{ used|percent:window }}``: the ring's whole percent, without the sign."""
-    value = display.context_percent(used, window)
+    value = context_percent(used, window)
     return "" if value is None else str(value)
 
 
 @register.filter
 def ratio(value: float | None) -> str:
     """``0.8734`` → ``87.3%``."""
-    return display.format_ratio(value)
+    return figures.format_ratio(value)
 
 
 @register.filter
@@ -58,7 +64,7 @@ def epoch_ms(value: int | None) -> datetime | None:
 @register.filter
 def dom_id(value: str, prefix: str = "session") -> str:
     """A stable, unique element id for a session id (any characters)."""
-    return display.dom_id(prefix, value)
+    return figures.dom_id(prefix, value)
 
 
 @register.filter
@@ -89,3 +95,21 @@ def diff_lines(diff: str) -> list[tuple[str, str]]:
         ("hunk" if line.startswith(("+++", "---")) else kinds.get(line[:1], "same"), line)
         for line in diff.splitlines()
     ]
+
+
+@register.filter
+def chart(ledger: Ledger) -> TimelineChart | None:
+    """``{{ ledger|chart }}``: its pressure timeline as SVG geometry (none without a point)."""
+    return timeline_chart(ledger) if ledger.points else None
+
+
+@register.filter
+def newest_page(ledger: Ledger) -> LedgerPage:
+    """``{{ ledger|newest_page }}``: its newest folds, a page of them."""
+    return ledger_page(ledger.folds)
+
+
+@register.filter
+def refused_tail(ledger: Ledger) -> RefusedTail:
+    """``{{ ledger|refused_tail }}``: its newest refused commands, and how many more."""
+    return newest_refused(ledger.refused)

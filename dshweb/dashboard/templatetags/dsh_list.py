@@ -7,8 +7,8 @@ from dataclasses import replace
 
 from django import template
 
-from dshweb.core.display import Band
 from dshweb.core.filters import ListQuery, SessionState
+from dshweb.core.fold.gauge import Band
 from dshweb.dashboard import fragments
 
 register = template.Library()

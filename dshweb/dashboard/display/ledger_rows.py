@@ -1,8 +1,8 @@
 """The ledger and its timeline as rows of plain values: what the downloads hold.
 
 Every point of the ledger's series (:attr:`Ledger.points`, the very series the chart is
-drawn from before :func:`~dshweb.core.timeline.downsample`) is one timeline row, and every
-fold one ledger row with the figures the ledger table shows. Values are ``int``, ``str``
+drawn from before :func:`~.timeline.downsample`) is one timeline row, and every fold one
+ledger row with the figures the ledger table shows. Values are ``int``, ``str``
 or ``None`` (a figure the log does not give), so a row is ready for CSV or JSON; texts
 from the log have lone surrogates replaced (U+FFFD), so they encode as UTF-8. Rows are
 yielded one at a time: a caller can stream them.
@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 
-from dshweb.core.fold.folds import CompactCommand, Fold
+from dshweb.core.fold.folds import CompactCommand, Fold, TimelinePoint
 from dshweb.core.log.jsjson import printable
-from dshweb.core.timeline import TimelinePoint
 
 Value = int | str | None
 

@@ -1,11 +1,11 @@
 """The pressure timeline of a ledger, laid out as the geometry of an inline SVG.
 
-:class:`TimelinePoint` is one reading of the projected tokens (a step, a fold's before or
-after, or now); :func:`timeline_chart` lays a ledger's points out in a fixed
-``CHART_WIDTH × CHART_HEIGHT`` view box: x by seq, y by tokens from zero, the folds marked,
-and the compaction point drawn when it is within reach of the peak. Pure geometry: it
-reads the ledger (typed by shape, :class:`TimelineSource`, so :mod:`dshweb.core.fold.ledger`
-can offer ``Ledger.chart`` without an import cycle) and returns plain numbers and path data.
+:func:`timeline_chart` lays a :class:`~dshweb.core.fold.ledger.Ledger`'s points
+(:class:`~dshweb.core.fold.folds.TimelinePoint`: a step, a fold's before or after, or now)
+out in a fixed ``CHART_WIDTH × CHART_HEIGHT`` view box: x by seq, y by tokens from zero,
+the folds marked, and the compaction point drawn when it is within reach of the peak.
+Pure geometry: it reads the ledger (or any :class:`TimelineSource`) and returns plain
+numbers and path data.
 
 The drawing stays the same size however long the session: the line is drawn through
 :func:`downsample`, which keeps the lowest and the highest point of each pixel column
@@ -22,23 +22,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from dshweb.core.fold.folds import Fold, FoldKind
-
-PointRole = Literal["step", "before", "after", "now"]
-
-
-@dataclass(frozen=True, slots=True)
-class TimelinePoint:
-    seq: int
-    time: int | None
-    tokens: int
-    role: PointRole
-    fold: int | None = None
-    """The fold's number (1-based, as the ledger lists it) for a before/after point."""
+from dshweb.core.fold.folds import Fold, FoldKind, TimelinePoint
 
 
 class TimelineSource(Protocol):
-    """What the chart is laid out from: a :class:`~dshweb.core.fold.ledger.Ledger`."""
+    """What the chart is laid out from: a :class:`~dshweb.core.fold.ledger.Ledger`, or
+    any value of its shape."""
 
     @property
     def points(self) -> Sequence[TimelinePoint]: ...
@@ -238,7 +227,8 @@ def _status(folds: Sequence[Fold]) -> Literal["done", "failed", "open"]:
 
 
 def timeline_chart(ledger: TimelineSource) -> TimelineChart:
-    """Lay the ledger's points out: x by seq, y by tokens from zero, the folds marked."""
+    """Lay the ledger's points out: x by seq, y by tokens from zero, the folds marked
+    (a ledger with at least one point)."""
     points = ledger.points
     peak = max(p.tokens for p in points)
     threshold = ledger.threshold

@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from dshweb.core.display import format_tokens
 from dshweb.core.fold.folds import Fold
 from dshweb.core.fold.ledger import Ledger
+from dshweb.dashboard.display.figures import format_tokens
 
 State = Literal["idle", "requested", "running", "done", "failed"]
 

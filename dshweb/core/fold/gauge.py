@@ -1,0 +1,113 @@
+"""How full a session's context is: the ring's figures and the band, as the hub folds them.
+
+The figures follow DSH's own Web UI ring (DSH_FACTS §6):
+``used = projectedTokens ?? pressureTokens`` and
+``percent = min(100, round_half_up(used / contextWindow × 100))``. Rounding is always
+half-up (``floor(x + 0.5)``, like JavaScript's ``Math.round``), never Python's
+round-half-to-even. The bands are keyed to the compaction point like
+dsh-context-truth: ``ratio = used / threshold``, held with its hysteresis against the
+band shown before (the caller keeps that: a gauge is a value, taking one changes
+nothing).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+from dshweb.core.fold.session import SessionSnapshot
+from dshweb.core.profile.effective import DEFAULT_RULE, BandRule
+
+CRITICAL_AT = 1.0
+
+
+class Band(StrEnum):
+    AMPLE = "ample"
+    MODERATE = "moderate"
+    TIGHT = "tight"
+    CRITICAL = "critical"
+    UNKNOWN = "unknown"
+
+
+def round_half_up(value: float) -> int:
+    return math.floor(value + 0.5)
+
+
+def context_percent(used: int | None, window: int | None) -> int | None:
+    """The ring's percent, or ``None`` unless both figures are known (as DSH shows it)."""
+    if used is None or not window or window <= 0:
+        return None
+    # Float arithmetic on purpose: the same expression DSH's ring evaluates.
+    return min(100, round_half_up(max(0, used) / window * 100))
+
+
+def context_band(
+    used: int | None,
+    threshold: int | None,
+    previous: Band | None = None,
+    rule: BandRule = DEFAULT_RULE,
+) -> Band:
+    """``ample < moderateAt ≤ moderate < tightAt ≤ tight < 1.0 ≤ critical`` of the
+    compaction point.
+
+    Like dsh-context-truth, a band is entered as soon as its edge is reached but left
+    downward only once the ratio falls ``hysteresis`` below its edge (at or under
+    ``floor − hysteresis``), so a reading that hovers on an edge does not flip the band.
+    """
+    if used is None or threshold is None or threshold <= 0:
+        return Band.UNKNOWN
+    ratio = used / threshold
+    if ratio >= CRITICAL_AT:
+        band = Band.CRITICAL
+    elif ratio >= rule.tight_at:
+        band = Band.TIGHT
+    elif ratio >= rule.moderate_at:
+        band = Band.MODERATE
+    else:
+        band = Band.AMPLE
+    if previous is None or _RANK[band] >= _RANK[previous]:
+        return band
+    return band if ratio <= _floor(rule, previous) - rule.hysteresis else previous
+
+
+_RANK = {Band.UNKNOWN: -1, Band.AMPLE: 0, Band.MODERATE: 1, Band.TIGHT: 2, Band.CRITICAL: 3}
+
+
+def _floor(rule: BandRule, band: Band) -> float:
+    """Where ``band`` starts, as a fraction of the compaction point."""
+    return {
+        Band.MODERATE: rule.moderate_at,
+        Band.TIGHT: rule.tight_at,
+        Band.CRITICAL: CRITICAL_AT,
+    }.get(band, 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class ContextGauge:
+    """How full one session's context is: what the ring and the sessions list show."""
+
+    used: int | None
+    window: int | None
+    percent: int | None
+    threshold: int | None
+    headroom: int | None
+    """``threshold − used``; negative past the compaction point."""
+    band: Band
+
+
+def context_gauge(
+    snapshot: SessionSnapshot, previous: Band | None = None, rule: BandRule = DEFAULT_RULE
+) -> ContextGauge:
+    """The gauge of a snapshot; ``previous`` is the band shown before (hysteresis)."""
+    used = snapshot.used_tokens
+    window = snapshot.context_pressure.get("contextWindow")
+    threshold = snapshot.point.threshold_tokens if snapshot.point is not None else None
+    return ContextGauge(
+        used=used,
+        window=window,
+        percent=context_percent(used, window),
+        threshold=threshold,
+        headroom=threshold - used if threshold is not None and used is not None else None,
+        band=context_band(used, threshold, previous, rule),
+    )

@@ -1,0 +1,58 @@
+"""Figures as the pages show them: compact token counts, ratios, and element ids.
+
+Rounding is half-up like DSH's own ring (:func:`~dshweb.core.fold.gauge.round_half_up`),
+never Python's round-half-to-even.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from dshweb.core.fold.gauge import round_half_up
+
+
+def format_tokens(count: int) -> str:
+    """``999``, ``1.2K``, ``678K``, ``1.0M``: the ring's compact token figure.
+
+    Below 10K one decimal of K, below 1M whole K, above that one decimal of M. A value
+    that rounds up to the next unit's size is shown in that unit (``9_999`` is ``10K``,
+    ``999_999`` is ``1.0M``), so no figure reads ``10.0K`` or ``1000K``.
+    """
+    if count < 0:
+        return "-" + format_tokens(-count)
+    if count < 1000:
+        return str(count)
+    # Integer half-up rounding: exact, no float drift at the .5 boundaries.
+    tenths_k = (count + 50) // 100
+    if tenths_k < 100:
+        return f"{tenths_k // 10}.{tenths_k % 10}K"
+    whole_k = (count + 500) // 1000
+    if whole_k < 1000:
+        return f"{whole_k}K"
+    tenths_m = (count + 50_000) // 100_000
+    return f"{tenths_m // 10}.{tenths_m % 10}M"
+
+
+def cache_hit_ratio(token_usage: Mapping[str, int]) -> float | None:
+    """``cacheRead / (uncachedInput + cacheRead + cacheWrite)``; ``None`` before any input."""
+    read = token_usage.get("cacheReadTokens", 0)
+    total = (
+        token_usage.get("uncachedInputTokens", 0) + read + token_usage.get("cacheWriteTokens", 0)
+    )
+    return read / total if total > 0 else None
+
+
+def format_ratio(ratio: float | None) -> str:
+    """``0.8734`` → ``87.3%`` (half-up to one decimal); ``—`` when unknown."""
+    if ratio is None:
+        return "—"
+    tenths = round_half_up(ratio * 1000)
+    return f"{tenths // 10}.{tenths % 10}%"
+
+
+def dom_id(prefix: str, key: str) -> str:
+    """A stable, unique HTML id for ``key``: ``[A-Za-z0-9-]`` kept, the rest ``_hex_``."""
+    escaped = "".join(
+        ch if (ch.isascii() and ch.isalnum()) or ch == "-" else f"_{ord(ch):x}_" for ch in key
+    )
+    return f"{prefix}-{escaped}"
