@@ -17,6 +17,7 @@ checkpointed every :data:`CHECKPOINT_EVERY` seconds for the sessions that change
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
 import time
@@ -194,6 +195,9 @@ class Hub:
         while not self._stop.is_set():
             try:
                 self.cold_start()
+                # The fold state is long-lived: keep the collector from walking it again
+                # and again (a full collection over a big home costs a second of CPU).
+                gc.freeze()
                 self._follow()
                 backoff = 1.0
             except (DshError, FileNotFoundError) as problem:
