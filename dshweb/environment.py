@@ -1,4 +1,6 @@
-"""What the environment configures, read without Django (settings and the CLI share it).
+"""What the environment configures, read without Django: ``settings.py`` reads it once
+into its ``DSHWEB`` dict (:mod:`dshweb.config`), and the CLI, which starts no Django, reads
+it here too. Nothing here touches a file but :func:`home_choice`, called on first use.
 
 ``DSHWEB_DATA_DIR`` (default ``var/`` in the checkout) holds the database, the secret key
 and the demo home; the DSH home is ``$DSH_HOME`` (else ``~/.dsh``) or, when that does
@@ -28,14 +30,27 @@ class HomeChoice:
     is_demo: bool
 
 
-def home_choice() -> HomeChoice:
-    """The DSH home to show; the demo copy is made on first use."""
-    configured = dsh_home()
-    if configured.exists() or os.environ.get("DSHWEB_NO_DEMO") == "1":
+def configured_home() -> Path:
+    """``$DSH_HOME``, else ``~/.dsh`` (an empty value counts as unset, as in DSH)."""
+    return dsh_home()
+
+
+def demo_allowed() -> bool:
+    """``DSHWEB_NO_DEMO`` is not ``1``: a missing DSH home shows the demo home instead."""
+    return os.environ.get("DSHWEB_NO_DEMO") != "1"
+
+
+def home_choice(configured: Path, *, demo: bool, data_dir: Path) -> HomeChoice:
+    """The DSH home to show: ``configured``, or when it does not exist and ``demo`` is on,
+    a writable copy of the bundled demo home in ``data_dir`` (the data folder made private
+    and the copy made now, when missing: call this on first use, never at import)."""
+    if not demo or configured.exists():
         return HomeChoice(configured, False)
     from dshweb.live.demo import ensure_demo_home
+    from dshweb.private_data import make_private
 
-    return HomeChoice(ensure_demo_home(data_dir() / "demo-home"), True)
+    make_private(data_dir)
+    return HomeChoice(ensure_demo_home(data_dir / "demo-home"), True)
 
 
 def profile() -> str:

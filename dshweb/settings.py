@@ -3,42 +3,54 @@
 Everything works with no configuration: SQLite and a generated secret key under
 ``DSHWEB_DATA_DIR``, an in-memory channel layer, loopback only, and the DSH home from
 ``DSH_HOME`` (else ``~/.dsh``), or a copy of the bundled demo home when that does not
-exist.
+exist. dshweb's own settings are the one ``DSHWEB`` dict below, read through
+:func:`dshweb.config.get_config`.
+
+The environment is read here, once. Importing these settings creates, changes and copies
+no file: the one I/O is reading an existing secret key file (:mod:`dshweb.secret_key`).
+The data folder is made private and the key created by ``manage.py dshweb_bootstrap``
+(``scripts/start`` runs it); the demo home is copied when it is first shown.
 """
 
 from __future__ import annotations
 
 import os
-import secrets
 
 import django_stubs_ext
 
-from dshweb import environment, private_data
+from dshweb import environment, secret_key
 
 django_stubs_ext.monkeypatch()  # ModelAdmin[Model] and friends at run time
 
 BASE_DIR = environment.BASE_DIR
 DATA_DIR = environment.data_dir()
-# 0700 folder, 0600 secrets (shared hosts); the app logs what had to be tightened.
-DATA_DIR_PRIVACY_CHANGES = private_data.make_private(DATA_DIR)
+_https = environment.https_setup()
+_env_secret_key = os.environ.get("DSHWEB_SECRET_KEY", "")
 
+# dshweb's own settings (dshweb/config.py says what each means and its default).
+DSHWEB: dict[str, object] = {
+    "DATA_DIR": DATA_DIR,
+    "SECRET_KEY_FILE": not _env_secret_key,
+    "DSH_HOME": environment.configured_home(),
+    "DEMO": environment.demo_allowed(),
+    "PROFILE": environment.profile(),
+    "FOLD_CHECKPOINTS": environment.fold_checkpoints(),
+    "ENGINE_URL": os.environ.get("DSHWEB_ENGINE_URL", ""),
+    "ENGINE": os.environ.get("DSHWEB_ENGINE", ""),
+    "LOGIN_THROTTLE_FAILURES": 5,
+    "LOGIN_THROTTLE_SECONDS": 300,
+    "BEHIND_TLS_PROXY": _https.behind_tls_proxy,
+    "TRUSTED_ORIGINS": _https.trusted_origins,
+    "HSTS_SECONDS": _https.hsts_seconds,
+}
 
-def _secret_key() -> str:
-    if key := os.environ.get("DSHWEB_SECRET_KEY"):
-        return key
-    path = DATA_DIR / "secret_key"
-    try:
-        return path.read_text().strip()
-    except FileNotFoundError:
-        key = secrets.token_urlsafe(50)
-        try:
-            private_data.write_secret(path, key)
-        except FileExistsError:  # another process made it first
-            return path.read_text().strip()
-        return key
-
-
-SECRET_KEY = _secret_key()
+# Until bootstrap has made the key file, a process signs with a key of its own
+# (system check dshweb.W001).
+SECRET_KEY = (
+    _env_secret_key
+    or secret_key.read_secret_key(DATA_DIR / secret_key.FILE_NAME)
+    or secret_key.random_secret_key()
+)
 DEBUG = os.environ.get("DSHWEB_DEBUG", "") == "1"
 ALLOWED_HOSTS = [
     h for h in os.environ.get("DSHWEB_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]").split(",") if h
@@ -123,15 +135,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = DATA_DIR / "staticfiles"
-STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise warns when it is missing
+STATIC_ROOT = DATA_DIR / "staticfiles"  # made by bootstrap: WhiteNoise warns when it is missing
 WHITENOISE_USE_FINDERS = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
-
-# The demo is a writable copy of the bundled home: a recorded session is replayed into it.
-_home = environment.home_choice()
-DSH_HOME, DSH_HOME_IS_DEMO = _home.path, _home.is_demo
-DSH_PROFILE = environment.profile()
 
 LOGGING = {
     "version": 1,
@@ -144,7 +150,6 @@ LOGGING = {
 }
 
 # --- Behind HTTPS and a reverse proxy (README "Behind HTTPS") ---------------------------
-_https = environment.https_setup()
 # Origins besides the server's own that may POST forms; the WebSocket origin check accepts
 # the same list.
 CSRF_TRUSTED_ORIGINS = list(_https.trusted_origins)
@@ -159,13 +164,3 @@ if _https.behind_tls_proxy:
     # includeSubDomains and preload bind every name under the domain to HTTPS for good:
     # the domain owner's decision, made at the proxy, not dshweb's.
     SILENCED_SYSTEM_CHECKS = ["security.W005", "security.W021"]
-
-# Failed sign-ins (dshweb/accounts/throttle.py): after this many failures for one username
-# from one address, each within the cool-off of the last, that pair is refused until the
-# cool-off has passed. Counted in the default cache (local memory, per process).
-LOGIN_THROTTLE_FAILURES = 5
-LOGIN_THROTTLE_SECONDS = 300
-
-# The hub (dshweb/live/hub.py) saves each session's fold state in the database, so a
-# restart folds only what the logs gained since.
-DSHWEB_FOLD_CHECKPOINTS = environment.fold_checkpoints()

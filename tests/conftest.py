@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -79,13 +81,36 @@ def django_db_modify_db_settings(
     connections["default"].settings_dict["TEST"]["NAME"] = str(folder / "test.sqlite3")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The tests' own data folder, made before any test module is imported (one imports
+    the ASGI app, whose WhiteNoise looks for STATIC_ROOT at once); no demo home and no
+    fold checkpoints unless a test asks. Tests change ``DSHWEB`` with the ``settings``
+    fixture: ``settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": home}``."""
+    from django.conf import settings
+    from django.test import override_settings
+
+    data = Path(tempfile.mkdtemp(prefix="dshweb-tests-"))
+    (data / "staticfiles").mkdir()
+    override = override_settings(
+        STATIC_ROOT=data / "staticfiles",
+        DSHWEB={**settings.DSHWEB, "DATA_DIR": data, "DEMO": False, "FOLD_CHECKPOINTS": False},
+    )
+    override.enable()
+    config.stash[_DATA_DIR] = data
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if (data := config.stash.get(_DATA_DIR, None)) is not None:
+        shutil.rmtree(data, ignore_errors=True)
+
+
+_DATA_DIR = pytest.StashKey[Path]()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _hub_for_tests() -> None:
     """Pages wait for the hub's first pass however slow the machine (the progress tests
-    set their own wait), and the hub keeps no checkpoints unless a test asks."""
-    from django.conf import settings
-
+    set their own wait)."""
     from dshweb.live import timing
 
     timing.FIRST_PAGE_WAIT = 60.0
-    settings.DSHWEB_FOLD_CHECKPOINTS = False

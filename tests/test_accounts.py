@@ -25,8 +25,11 @@ THROTTLED = "Too many failed sign-ins"
 @pytest.fixture(autouse=True)
 def fast_throttle(settings: Any) -> Iterator[None]:
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    settings.LOGIN_THROTTLE_FAILURES = LIMIT
-    settings.LOGIN_THROTTLE_SECONDS = 60
+    settings.DSHWEB = {
+        **settings.DSHWEB,
+        "LOGIN_THROTTLE_FAILURES": LIMIT,
+        "LOGIN_THROTTLE_SECONDS": 60,
+    }
     cache.clear()
     yield
     cache.clear()
@@ -69,7 +72,7 @@ def test_failed_sign_ins_throttle_that_username_from_that_address(alice: User) -
 
 
 def test_the_cool_off_ends_and_a_success_clears_the_count(alice: User, settings: Any) -> None:
-    settings.LOGIN_THROTTLE_SECONDS = 1
+    settings.DSHWEB = {**settings.DSHWEB, "LOGIN_THROTTLE_SECONDS": 1}
     _fail(LIMIT)
     assert _sign_in(GOOD).status_code == 429
     time.sleep(1.2)

@@ -70,9 +70,7 @@ def home(tmp_path: Path, settings: Any) -> Path:
         for project in (FIXTURE_HOMES / name / "sessions").iterdir():
             shutil.copytree(project, path / "sessions" / project.name, dirs_exist_ok=True)
     write_session(path, MANY, long_session(steps=600, fold_every=10))
-    settings.DSH_HOME = path
-    settings.DSH_HOME_IS_DEMO = False
-    settings.DSH_PROFILE = "sdk"
+    settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": path, "DEMO": False, "PROFILE": "sdk"}
     return path
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -186,16 +185,13 @@ def logs(draw: st.DrawFn) -> tuple[bytes, bool]:
 
 
 @pytest.fixture
-def fuzz_home(tmp_path: Path, settings: Any) -> Iterator[Path]:
+def fuzz_home(tmp_path: Path, settings: Any) -> Path:
     home = tmp_path / "home"
     shutil.copytree(FIXTURE_HOMES / GOOD, home)
-    settings.DSH_HOME = home
-    settings.DSH_HOME_IS_DEMO = False
-    settings.DSH_PROFILE = "sdk"
+    settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": home, "DEMO": False, "PROFILE": "sdk"}
     settings.STATIC_ROOT = tmp_path / "static"
     settings.STATIC_ROOT.mkdir()
-    yield home
-    reset_home_index()
+    return home
 
 
 @pytest.fixture

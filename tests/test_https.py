@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import secrets
 import subprocess
 from pathlib import Path
 
@@ -98,6 +99,8 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
         "DSH_HOME": str(tmp_path / "home"),
         "DSHWEB_DATA_DIR": str(tmp_path / "data"),
         "DSHWEB_NO_DEMO": "1",
+        # As after the first start: no dshweb.W001 (no key kept yet) among the warnings.
+        "DSHWEB_SECRET_KEY": secrets.token_urlsafe(50),
         "DJANGO_SETTINGS_MODULE": "dshweb.settings",
         **extra,
     }

@@ -11,7 +11,6 @@ import dataclasses
 import random
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -160,14 +159,11 @@ def test_a_log_changed_behind_a_checkpoint_is_folded_again(change: str, tmp_path
 
 
 @pytest.fixture
-def served(tmp_path: Path, settings: Any) -> Iterator[Path]:
+def served(tmp_path: Path, settings: Any) -> Path:
     home = tmp_path / "home"
     shutil.copytree(FIXTURE_HOMES / "auto-compact", home)
-    settings.DSH_HOME = home
-    settings.DSH_PROFILE = "sdk"
-    service.stop_hub()
-    yield home
-    service.stop_hub()
+    settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": home, "PROFILE": "sdk"}
+    return home
 
 
 @pytest.mark.asyncio

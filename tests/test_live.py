@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -28,7 +28,6 @@ from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.listing import SessionEntry, list_page
 from dshweb.core.log.home import session_logs
 from dshweb.dashboard import fragments
-from dshweb.dashboard.selectors import reset_home_index
 from dshweb.live.publisher import stop_publisher
 from dshweb.live.service import sync_home
 from tests.conftest import FIXTURE_HOMES
@@ -46,18 +45,15 @@ WAIT = 10.0
 
 
 @pytest.fixture
-def home(tmp_path: Path, settings: Any) -> Iterator[Path]:
+def home(tmp_path: Path, settings: Any) -> Path:
     """A copy of the auto-compact fixture home whose log stops a third of the way in."""
     target = tmp_path / "home"
     shutil.copytree(SOURCE, target)
-    settings.DSH_HOME = target
-    settings.DSH_PROFILE = "sdk"
     log = session_logs(target)[0].path
     frames = frames_of(log)
     log.write_bytes(b"".join(frames[: len(frames) // 3]))
-    reset_home_index()
-    yield target
-    reset_home_index()
+    settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": target, "PROFILE": "sdk"}
+    return target
 
 
 @pytest_asyncio.fixture
@@ -329,14 +325,11 @@ def _copies(start: int, stop: int) -> list[str]:
 
 
 @pytest.fixture
-def big_home(tmp_path: Path, settings: Any) -> Iterator[Path]:
+def big_home(tmp_path: Path, settings: Any) -> Path:
     """600 copies of a real session (the same times: the list orders them by id)."""
     target = home_of_copies(FIXTURE_HOMES / "plain-turns", tmp_path / "big", BIG)
-    settings.DSH_HOME = target
-    settings.DSH_PROFILE = "sdk"
-    reset_home_index()
-    yield target
-    reset_home_index()
+    settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": target, "PROFILE": "sdk"}
+    return target
 
 
 def _size(html: str) -> int:

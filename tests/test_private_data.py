@@ -1,8 +1,8 @@
 """The data folder on a shared host: 0700, the database and the secret key 0600, for a
 new install and for one made before (tightened on start, with a log line).
 
-Each test runs the real ``manage.py`` in a child process with the everyday umask 022,
-on a real data folder.
+Each test runs the real ``manage.py dshweb_bootstrap`` (``scripts/start`` runs it on every
+start) in a child process with the everyday umask 022, on a real data folder.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _mode(path: Path) -> int:
 
 def test_a_new_install_is_private(tmp_path: Path) -> None:
     data = tmp_path / "var"
-    _manage(data, "migrate", "--noinput", "--verbosity", "0")
+    _manage(data, "dshweb_bootstrap")
     assert _mode(data) == 0o700
     assert _mode(data / "db.sqlite3") == 0o600
     assert _mode(data / "secret_key") == 0o600
@@ -43,12 +43,12 @@ def test_a_new_install_is_private(tmp_path: Path) -> None:
 
 def test_an_existing_install_is_made_private_on_start(tmp_path: Path) -> None:
     data = tmp_path / "var"
-    _manage(data, "migrate", "--noinput", "--verbosity", "0")
+    _manage(data, "dshweb_bootstrap")
     key = (data / "secret_key").read_text()
     os.chmod(data, 0o755)  # as main made them before
     os.chmod(data / "db.sqlite3", 0o644)
     os.chmod(data / "secret_key", 0o644)
-    done = _manage(data, "check")
+    done = _manage(data, "dshweb_bootstrap")
     assert _mode(data) == 0o700
     assert _mode(data / "db.sqlite3") == 0o600
     assert _mode(data / "secret_key") == 0o600
@@ -56,7 +56,7 @@ def test_an_existing_install_is_made_private_on_start(tmp_path: Path) -> None:
     assert f"{data}: mode 0755 -> 0700" in done.stderr
     assert f"{data / 'secret_key'}: mode 0644 -> 0600" in done.stderr
     assert f"{data / 'db.sqlite3'}: mode 0644 -> 0600" in done.stderr
-    assert "mode" not in _manage(data, "check").stderr  # nothing left to say
+    assert "mode" not in _manage(data, "dshweb_bootstrap").stderr  # nothing left to say
 
 
 def test_a_shared_sticky_folder_is_left_alone_and_named(tmp_path: Path) -> None:

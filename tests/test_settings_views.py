@@ -5,7 +5,6 @@ and history with restore."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from dshweb.core.profile.layers import engine_config
 from dshweb.core.profile.plugins import CONTEXT_TRUTH_SCHEMA
 from dshweb.dashboard import patches
 from dshweb.dashboard.models import PatchRevision
-from dshweb.dashboard.selectors import home_reading, reset_home_index
+from dshweb.dashboard.selectors import home_reading
 from dshweb.dashboard.settings_forms import initial_values
 from tests.conftest import FIXTURE_HOMES
 
@@ -53,17 +52,15 @@ HAND_WRITTEN = """\
 
 
 @pytest.fixture
-def home(tmp_path: Path, settings: Any) -> Iterator[Path]:
+def home(tmp_path: Path, settings: Any) -> Path:
     target = tmp_path / "home"
     shutil.copytree(FIXTURE_HOMES / "auto-compact", target)
     (target / "profiles" / "sdk" / "cordis.patch.yml").write_text(HAND_WRITTEN)
     web = target / "profiles" / "web"
     web.mkdir()
     (web / "package.json").write_text(WEB_PACKAGE)
-    settings.DSH_HOME = target
-    reset_home_index()
-    yield target
-    reset_home_index()
+    settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": target}
+    return target
 
 
 @pytest.fixture

@@ -127,9 +127,7 @@ def _static_root(tmp_path: Path, settings: Any) -> None:
 @pytest.fixture
 def home(tmp_path: Path, settings: Any) -> Path:
     copy = copy_home(tmp_path / "home")
-    settings.DSH_HOME = copy
-    settings.DSH_HOME_IS_DEMO = False
-    settings.DSH_PROFILE = "sdk"
+    settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": copy, "DEMO": False, "PROFILE": "sdk"}
     return copy
 
 
@@ -173,10 +171,11 @@ def test_login_page_is_reachable(client: Client) -> None:
 
 
 @pytest.mark.django_db
-def test_demo_banner(user_client: Client, home: Path, settings: Any) -> None:
-    settings.DSH_HOME_IS_DEMO = True
+def test_demo_banner(user_client: Client, home: Path, tmp_path: Path, settings: Any) -> None:
+    shown = settings.DSHWEB
+    settings.DSHWEB = {**shown, "DSH_HOME": tmp_path / "absent", "DEMO": True}
     assert b"Demo home: these are recorded DSH sessions" in user_client.get("/").content
-    settings.DSH_HOME_IS_DEMO = False
+    settings.DSHWEB = shown
     assert b"Demo home" not in user_client.get("/").content
 
 
@@ -436,8 +435,8 @@ def test_pager_links_keep_the_query(user_client: Client, home: Path) -> None:
 def test_a_big_home_is_served_a_page_at_a_time(
     user_client: Client, tmp_path: Path, settings: Any
 ) -> None:
-    settings.DSH_HOME = home_of_copies(FIXTURE_HOMES / "plain-turns", tmp_path / "big", 600)
-    settings.DSH_PROFILE = "sdk"
+    big = home_of_copies(FIXTURE_HOMES / "plain-turns", tmp_path / "big", 600)
+    settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": big, "PROFILE": "sdk"}
     sync_home()
     html = user_client.get("/").content.decode()
     assert len(html.encode()) < 256 * 1024
@@ -622,7 +621,7 @@ def test_unknown_page_is_404(user_client: Client, home: Path) -> None:
 def test_missing_home_is_explained(
     user_client: Client, tmp_path: Path, settings: Any, url: str
 ) -> None:
-    settings.DSH_HOME = tmp_path / "nowhere"
+    settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": tmp_path / "nowhere", "DEMO": False}
     response = user_client.get(url)
     assert response.status_code == 503
     html = response.content.decode()
@@ -636,7 +635,7 @@ def test_home_that_appears_later_is_picked_up(
     user_client: Client, tmp_path: Path, settings: Any
 ) -> None:
     later = tmp_path / "later"
-    settings.DSH_HOME = later
+    settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": later, "DEMO": False}
     assert user_client.get("/").status_code == 503
     copy_home(tmp_path / "staged").rename(later)  # appears whole, as a moved folder does
     deadline = time.monotonic() + 20  # the hub looks again every few seconds

@@ -1,7 +1,7 @@
 """Failed sign-ins are counted per username and client address, in Django's cache.
 
-After ``settings.LOGIN_THROTTLE_FAILURES`` failures for one pair, each within
-``settings.LOGIN_THROTTLE_SECONDS`` of the one before, the pair is refused — even with
+After ``DSHWEB["LOGIN_THROTTLE_FAILURES"]`` failures for one pair, each within
+``DSHWEB["LOGIN_THROTTLE_SECONDS"]`` of the one before, the pair is refused — even with
 the right password — until that many seconds have passed since the last failure. A
 refused attempt is not a failure (it neither extends nor restarts the cool-off); a
 successful sign-in clears the count. Other usernames, and the same username from another
@@ -19,8 +19,9 @@ import hashlib
 import math
 import time
 
-from django.conf import settings
 from django.core.cache import cache
+
+from dshweb.config import get_config
 
 _PREFIX = "dshweb.login"
 
@@ -34,7 +35,8 @@ def login_cool_off_left(*, username: str, address: str) -> int:
 
 
 def login_failed(*, username: str, address: str) -> None:
-    window = settings.LOGIN_THROTTLE_SECONDS
+    config = get_config()
+    window = config.login_throttle_seconds
     key = _key("failures", username, address)
     cache.add(key, 0, window)
     try:
@@ -42,7 +44,7 @@ def login_failed(*, username: str, address: str) -> None:
     except ValueError:  # expired between add and incr
         cache.set(key, failures := 1, window)
     cache.touch(key, window)  # the window runs from the latest failure
-    if failures >= settings.LOGIN_THROTTLE_FAILURES:
+    if failures >= config.login_throttle_failures:
         cache.set(_key("until", username, address), time.time() + window, window)
 
 

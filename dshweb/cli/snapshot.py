@@ -133,7 +133,13 @@ def main(argv: Sequence[str], out: TextIO = sys.stdout, err: TextIO = sys.stderr
     options = parser.parse_args(argv)
     from dshweb import environment
 
-    home = options.home or environment.home_choice().path
+    home = options.home or (
+        environment.home_choice(
+            environment.configured_home(),
+            demo=environment.demo_allowed(),
+            data_dir=environment.data_dir(),
+        ).path
+    )
     try:
         shots = snapshots(
             home=home,

@@ -5,7 +5,6 @@ from pathlib import Path
 from typing import Any
 
 from django.apps import AppConfig
-from django.conf import settings
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 
@@ -20,9 +19,8 @@ class DashboardConfig(AppConfig):
     verbose_name = "DSH dashboard"
 
     def ready(self) -> None:
-        # Settings tightened the data folder before logging was set up: say so now.
-        for change in getattr(settings, "DATA_DIR_PRIVACY_CHANGES", ()):
-            log.warning("data folder made private to its owner: %s", change)
+        from dshweb.dashboard import checks  # noqa: F401  (registers them)
+
         connection_created.connect(_private_database, dispatch_uid="dshweb-private-database")
 
 

@@ -1,12 +1,13 @@
 """The Compact button's work: reach DSH's engine, ask it to fold a session, record it.
 
-Thin glue: :mod:`dshweb.engine` talks to DSH; this module chooses the engine (the
-environment, else the stored setting), keeps one request in flight per session, runs
-the request off the request thread (a summariser call can take minutes; closing the
-page does not stop it), records every request, and announces each change of state on the
-session's channel group (``compact.changed``), so open pages show it at once. The latest
-request of each session is kept in memory, so a page or a pushed update reads it without
-a query (every change goes through this module, which forgets the kept one).
+Thin glue: :mod:`dshweb.engine` talks to DSH; this module chooses the engine (``DSHWEB``'s
+``ENGINE_URL`` or ``ENGINE``, else the stored setting), keeps one request in flight per
+session, runs the request off the request thread (a summariser call can take minutes;
+closing the page does not stop it), records every request, and announces each change of
+state on the session's channel group (``compact.changed``), so open pages show it at
+once. The latest request of each session is kept in memory, so a page or a pushed update
+reads it without a query (every change goes through this module, which forgets the kept
+one).
 
 A request records the process that runs it. One left in flight by a process that is
 gone (a crash, a kill) is closed with a reason when dshweb starts and before any new
@@ -23,17 +24,16 @@ import socket
 import threading
 import uuid
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
-from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.db import close_old_connections, transaction
 from django.db.models.signals import post_save
 from django.utils import timezone
 
+from dshweb.config import get_config
 from dshweb.dashboard.display.compact_status import RequestRecord
 from dshweb.dashboard.models import CompactionRequest, EngineSetting
 from dshweb.engine.client import (
@@ -46,6 +46,7 @@ from dshweb.engine.client import (
 )
 from dshweb.engine.managed import ManagedEngine
 from dshweb.live.groups import session_group
+from dshweb.live.service import shown_home
 
 log = logging.getLogger("dshweb.compact")
 
@@ -75,7 +76,7 @@ def managed_engine() -> ManagedEngine:
     """The process's one managed ``dsh web`` for the configured home (started lazily)."""
     global _managed
     with _managed_lock:
-        home = Path(settings.DSH_HOME)
+        home = shown_home().path
         if _managed is None or _managed.home != home:
             if _managed is not None:
                 _managed.stop()
@@ -85,11 +86,12 @@ def managed_engine() -> ManagedEngine:
 
 
 def engine_choice() -> tuple[str, str | None, str]:
-    """(mode, launch URL or None, why not) — the environment wins over the stored row."""
-    url = os.environ.get("DSHWEB_ENGINE_URL", "")
-    if url:
-        return "url", url, ""
-    if os.environ.get("DSHWEB_ENGINE", "") == "managed":
+    """(mode, launch URL or None, why not) — the settings (``DSHWEB_ENGINE_URL``,
+    ``DSHWEB_ENGINE``) win over the stored row."""
+    config = get_config()
+    if config.engine_url:
+        return "url", config.engine_url, ""
+    if config.engine == "managed":
         mode = "managed"
     else:
         row = EngineSetting.objects.first()
@@ -106,9 +108,10 @@ def engine_choice() -> tuple[str, str | None, str]:
 
 def environment_engine() -> str | None:
     """How the environment sets the engine, if it does (it wins over the stored row)."""
-    if os.environ.get("DSHWEB_ENGINE_URL"):
+    config = get_config()
+    if config.engine_url:
         return "DSHWEB_ENGINE_URL (a launch URL)"
-    if os.environ.get("DSHWEB_ENGINE") == "managed":
+    if config.engine == "managed":
         return "DSHWEB_ENGINE=managed"
     return None
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.http import HttpRequest
+
+from dshweb.live.service import shown_home
 
 
 def dsh_home(request: HttpRequest) -> dict[str, object]:
-    return {"dsh_home": settings.DSH_HOME, "dsh_home_is_demo": settings.DSH_HOME_IS_DEMO}
+    home = shown_home()
+    return {"dsh_home": home.path, "dsh_home_is_demo": home.is_demo}

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from django import forms
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
@@ -24,6 +23,7 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from dshweb.config import get_config
 from dshweb.core.dshconfig import context_truth_presence, dump_config, find_dsh, value_sources
 from dshweb.core.errors import DshError
 from dshweb.core.occupancy import occupancy_line, reading_from_snapshot
@@ -44,6 +44,7 @@ from dshweb.dashboard.models import EngineSetting, PatchRevision
 from dshweb.dashboard.selectors import home_reading
 from dshweb.dashboard.settings_forms import config_form, fixed_values, initial_values
 from dshweb.engine.client import EngineClient, LaunchUrlError
+from dshweb.live.service import shown_home
 
 View = Callable[..., HttpResponse]
 ENGINE_ROWS = ("compaction-basic", "tool-result-pruner")
@@ -62,7 +63,7 @@ def staff_only(view: View) -> View:
 
 
 def _home() -> Path:
-    return Path(settings.DSH_HOME)
+    return shown_home().path
 
 
 def _profile_or_404(profile: str) -> str:
@@ -99,7 +100,7 @@ def settings_index(request: HttpRequest) -> HttpResponse:
         "settings/index.html",
         {
             "profiles": profiles,
-            "default_profile": settings.DSH_PROFILE,
+            "default_profile": get_config().profile,
             "sections": SCHEMAS,
         },
     )

@@ -1,18 +1,24 @@
-"""The process's hub for the configured DSH home, started on first use.
+"""The process's hub for the shown DSH home, started on first use.
 
-``settings.DSH_HOME`` / ``settings.DSH_PROFILE`` name the home; when either changes (a
-test, a settings change) the old hub is stopped and a new one started. Readers call
-:func:`home_view`, which never folds: at most it waits :data:`FIRST_PAGE_WAIT` seconds
-for the first pass of a hub that has just started.
+:func:`shown_home` is the home of ``DSHWEB["DSH_HOME"]`` (:mod:`dshweb.config`), or the
+demo home copied on first use when that does not exist. When ``DSHWEB`` changes (a test's
+``override_settings``) the hub is stopped, and the next use starts one for the home and
+profile then configured. Readers call :func:`home_view`, which never folds: at most it
+waits :data:`FIRST_PAGE_WAIT` seconds for the first pass of a hub that has just started.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from pathlib import Path
+from typing import Any
 
-from django.conf import settings
+from django.core.signals import setting_changed
+from django.dispatch import receiver
 
+from dshweb.config import get_config
+from dshweb.environment import HomeChoice, home_choice
 from dshweb.live import timing
 from dshweb.live.hub import CheckpointStore, HomeView, Hub
 
@@ -20,8 +26,21 @@ _guard = threading.Lock()
 _hub: Hub | None = None
 
 
+def shown_home() -> HomeChoice:
+    """The DSH home pages show: the configured one, or the demo home (copied now, the first
+    time it is needed) when that does not exist and the demo is allowed."""
+    config = get_config()
+    return _home_choice(config.dsh_home, config.demo, config.data_dir)
+
+
+@functools.cache
+def _home_choice(configured: Path, demo: bool, data_dir: Path) -> HomeChoice:
+    # Once per process (and configuration): a home made later does not replace the demo.
+    return home_choice(configured, demo=demo, data_dir=data_dir)
+
+
 def _store() -> CheckpointStore | None:
-    if not settings.DSHWEB_FOLD_CHECKPOINTS:
+    if not get_config().fold_checkpoints:
         return None
     from dshweb.live.checkpoints import DatabaseCheckpoints
 
@@ -31,7 +50,7 @@ def _store() -> CheckpointStore | None:
 def current_hub() -> Hub:
     """The running hub of the configured home (started, or replaced, as needed)."""
     global _hub
-    home, profile = Path(settings.DSH_HOME), str(settings.DSH_PROFILE)
+    home, profile = shown_home().path, get_config().profile
     hub = _hub
     if hub is not None and hub.home == home and hub.profile == profile:
         return hub
@@ -66,3 +85,9 @@ def stop_hub() -> None:
         hub, _hub = _hub, None
     if hub is not None:
         hub.stop()
+
+
+@receiver(setting_changed, dispatch_uid="dshweb-live-hub")
+def _stop_on_change(*, setting: str, **kwargs: Any) -> None:
+    if setting == "DSHWEB":
+        stop_hub()

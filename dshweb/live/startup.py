@@ -10,15 +10,14 @@ its own thread while pages are served with what is folded so far.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 from asgiref.sync import sync_to_async
 from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 from channels.routing import ProtocolTypeRouter
-from django.conf import settings
 
 from dshweb.live.demo import start_demo_replay
 from dshweb.live.publisher import start_publisher
+from dshweb.live.service import shown_home
 
 
 class StartLiveServices:
@@ -34,8 +33,8 @@ class StartLiveServices:
     ) -> None:
         if scope["type"] in ("http", "websocket"):
             start_publisher()
-            if settings.DSH_HOME_IS_DEMO:
-                start_demo_replay(Path(settings.DSH_HOME))
+            if (home := shown_home()).is_demo:
+                start_demo_replay(home.path)
             if not self.swept:
                 self.swept = True
                 for job in self.on_start:

@@ -76,8 +76,8 @@ class DshwebServer:
         return env
 
     def prepare(self) -> None:
-        """Create the database and the user the tests sign in as."""
-        self._manage("migrate", "--noinput", "--verbosity", "0")
+        """Prepare the data folder as ``scripts/start`` does, and the user the tests sign in as."""
+        self._manage("dshweb_bootstrap", "--verbosity", "0")
         env = self.env() | {
             "DJANGO_SUPERUSER_USERNAME": USERNAME,
             "DJANGO_SUPERUSER_PASSWORD": PASSWORD,

@@ -6,10 +6,11 @@ from __future__ import annotations
 from argparse import ArgumentParser
 from typing import Any
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from dshweb.cli import snapshot
+from dshweb.config import get_config
+from dshweb.live.service import shown_home
 
 
 class Command(BaseCommand):
@@ -21,8 +22,8 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             shots = snapshot.snapshots(
-                home=options["home"] or settings.DSH_HOME,
-                profile=options["profile"] or settings.DSH_PROFILE,
+                home=options["home"] or shown_home().path,
+                profile=options["profile"] or get_config().profile,
                 session=options["session"],
                 at_seq=options["at_seq"],
                 patches=options["patch"],

@@ -1,29 +1,64 @@
-"""``manage.py dshweb_bootstrap``: make sure someone can sign in, on the first start.
+"""``manage.py dshweb_bootstrap``: everything a start needs before the server runs.
 
-With no superuser, creates ``admin`` with a random password and prints both once;
-the password is stored only as Django's hash, so it cannot be shown again. With a
-superuser already there it changes nothing, so every start may run it.
+``scripts/start`` runs it on every start; each step changes nothing when it is done
+already, and none of it happens when the settings are imported:
+
+1. the data folder (``DSHWEB["DATA_DIR"]``) is created 0700, or an existing one and its
+   secret files are tightened, each change logged (``dshweb.privacy``);
+2. the secret key is kept in ``secret_key`` there, 0600 from the start, unless
+   ``DSHWEB_SECRET_KEY`` gives it or the file exists (servers started after this read it);
+3. ``STATIC_ROOT`` exists (WhiteNoise warns at start without it);
+4. the database is migrated;
+5. with no superuser, ``admin`` is created with a random password, and both are printed
+   once: the password is stored only as Django's hash, so it cannot be shown again.
 """
 
 from __future__ import annotations
 
+import logging
 import secrets
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import IntegrityError, transaction
 
+from dshweb.config import get_config
+from dshweb.private_data import make_private
+from dshweb.secret_key import create_secret_key
+
 USERNAME = "admin"
+log = logging.getLogger("dshweb.privacy")
 
 
 class Command(BaseCommand):
-    help = "Create the first superuser (admin, random password) unless one exists."
+    help = (
+        "Prepare dshweb's data folder (private, secret key, database) and create the first "
+        "superuser (admin, random password) unless one exists."
+    )
+    # The checks would say what this command is about to fix (no folder, no key yet).
+    requires_system_checks = ()
 
     def handle(self, *args: Any, **options: Any) -> None:
+        verbosity = options["verbosity"]
+        config = get_config()
+        for change in make_private(config.data_dir):
+            log.warning("data folder made private to its owner: %s", change)
+        key = config.secret_key_path
+        if key is not None and create_secret_key(key) and verbosity >= 2:
+            self.stdout.write(f"dshweb: a new secret key is kept in {key}")
+        if settings.STATIC_ROOT:
+            Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
+        call_command("migrate", interactive=False, verbosity=max(0, verbosity - 1))
+        self._first_superuser(verbosity)
+
+    def _first_superuser(self, verbosity: int) -> None:
         users = get_user_model()
         if users.objects.filter(is_superuser=True).exists():
-            if options["verbosity"] >= 2:
+            if verbosity >= 2:
                 self.stdout.write("dshweb: a superuser exists already; nothing to do.")
             return
         password = secrets.token_urlsafe(15)

@@ -1,0 +1,141 @@
+"""dshweb's own settings: one ``DSHWEB`` dict in Django's settings, read through
+:func:`get_config`.
+
+``settings.py`` fills ``DSHWEB`` from the environment once, at import (README
+"Configuration"); nothing else reads the environment. A key left out takes its default in
+:data:`DEFAULTS`; an unknown key is refused, so a typo is never silently ignored.
+:func:`get_config` is cached and forgotten on ``setting_changed``: a test changes a setting
+with ``override_settings(DSHWEB={**settings.DSHWEB, "PROFILE": "x"})`` (or pytest-django's
+``settings`` fixture) and nothing else. Reading the settings touches no file.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+from django.core.signals import setting_changed
+from django.dispatch import receiver
+
+from dshweb import secret_key
+from dshweb.environment import BASE_DIR, DEFAULT_HSTS_SECONDS, DEFAULT_PROFILE
+
+T = TypeVar("T")
+
+DEFAULTS: Mapping[str, object] = {
+    "DATA_DIR": BASE_DIR / "var",
+    "SECRET_KEY_FILE": True,
+    "DSH_HOME": "~/.dsh",
+    "DEMO": True,
+    "PROFILE": DEFAULT_PROFILE,
+    "FOLD_CHECKPOINTS": True,
+    "ENGINE_URL": "",
+    "ENGINE": "",
+    "LOGIN_THROTTLE_FAILURES": 5,
+    "LOGIN_THROTTLE_SECONDS": 300,
+    "BEHIND_TLS_PROXY": False,
+    "TRUSTED_ORIGINS": (),
+    "HSTS_SECONDS": DEFAULT_HSTS_SECONDS,
+}
+"""Every key of ``DSHWEB`` and its default (see :class:`DshwebConfig` for each meaning)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DshwebConfig:
+    data_dir: Path
+    """``DATA_DIR``: the database, the secret key, the demo home; private to its owner.
+    ``settings.py`` derives ``DATABASES``, ``STATIC_ROOT`` and ``SECRET_KEY`` from it at
+    import, so a later override moves only the demo home and what bootstrap prepares."""
+    secret_key_file: bool
+    """``SECRET_KEY_FILE``: the secret key is kept in ``DATA_DIR/secret_key`` (made by
+    ``manage.py dshweb_bootstrap``, read by ``settings.py``); off when
+    ``DSHWEB_SECRET_KEY`` gives the key."""
+    dsh_home: Path
+    """``DSH_HOME``: the DSH home to watch."""
+    demo: bool
+    """``DEMO``: when ``DSH_HOME`` does not exist, show a copy of the bundled demo home
+    (``DATA_DIR/demo-home``, made on first use) instead."""
+    profile: str
+    """``PROFILE``: the DSH profile whose compaction settings give the compaction point."""
+    fold_checkpoints: bool
+    """``FOLD_CHECKPOINTS``: the hub keeps each session's fold state in the database."""
+    engine_url: str
+    """``ENGINE_URL``: launch URL of a running ``dsh web`` for the Compact button (it wins
+    over the engine stored in the database)."""
+    engine: str
+    """``ENGINE``: ``managed`` runs ``dsh --profile web`` for the Compact button."""
+    login_throttle_failures: int
+    """``LOGIN_THROTTLE_FAILURES``: failed sign-ins of one username from one address, each
+    within the cool-off of the one before, after which that pair is refused."""
+    login_throttle_seconds: int
+    """``LOGIN_THROTTLE_SECONDS``: the cool-off."""
+    behind_tls_proxy: bool
+    """``BEHIND_TLS_PROXY``: a proxy on this host terminates TLS. This and the next two are
+    turned into Django's security settings by ``settings.py`` itself, at import."""
+    trusted_origins: tuple[str, ...]
+    """``TRUSTED_ORIGINS``: origins besides the server's own that may post forms."""
+    hsts_seconds: int
+    """``HSTS_SECONDS``: HSTS max-age behind the proxy (0: none)."""
+
+    @property
+    def secret_key_path(self) -> Path | None:
+        return self.data_dir / secret_key.FILE_NAME if self.secret_key_file else None
+
+
+@functools.cache
+def get_config() -> DshwebConfig:
+    """``settings.DSHWEB`` over :data:`DEFAULTS`, checked and typed (cached)."""
+    given: Mapping[str, object] = getattr(settings, "DSHWEB", {})
+    if unknown := sorted(set(given) - set(DEFAULTS)):
+        raise ImproperlyConfigured(
+            f"DSHWEB: unknown key {', '.join(unknown)}; the keys are {', '.join(DEFAULTS)}"
+        )
+    value = {**DEFAULTS, **given}
+    return DshwebConfig(
+        data_dir=_path(value, "DATA_DIR"),
+        secret_key_file=_typed(value, "SECRET_KEY_FILE", bool),
+        dsh_home=_path(value, "DSH_HOME").expanduser(),
+        demo=_typed(value, "DEMO", bool),
+        profile=_typed(value, "PROFILE", str),
+        fold_checkpoints=_typed(value, "FOLD_CHECKPOINTS", bool),
+        engine_url=_typed(value, "ENGINE_URL", str),
+        engine=_typed(value, "ENGINE", str),
+        login_throttle_failures=_typed(value, "LOGIN_THROTTLE_FAILURES", int),
+        login_throttle_seconds=_typed(value, "LOGIN_THROTTLE_SECONDS", int),
+        behind_tls_proxy=_typed(value, "BEHIND_TLS_PROXY", bool),
+        trusted_origins=_origins(value),
+        hsts_seconds=_typed(value, "HSTS_SECONDS", int),
+    )
+
+
+@receiver(setting_changed, dispatch_uid="dshweb-config")
+def _forget_config(*, setting: str, **kwargs: Any) -> None:
+    if setting == "DSHWEB":
+        get_config.cache_clear()
+
+
+def _path(value: Mapping[str, object], key: str) -> Path:
+    item = value[key]
+    if not isinstance(item, str | os.PathLike):
+        raise ImproperlyConfigured(f"DSHWEB[{key!r}]: {item!r} is not a path")
+    return Path(item)
+
+
+def _typed(value: Mapping[str, object], key: str, kind: type[T]) -> T:
+    item = value[key]
+    if not isinstance(item, kind):
+        raise ImproperlyConfigured(f"DSHWEB[{key!r}]: {item!r} is not a {kind.__name__}")
+    return item
+
+
+def _origins(value: Mapping[str, object]) -> tuple[str, ...]:
+    item = value["TRUSTED_ORIGINS"]
+    if not isinstance(item, tuple | list) or not all(isinstance(o, str) for o in item):
+        raise ImproperlyConfigured(f"DSHWEB['TRUSTED_ORIGINS']: {item!r} is not a list of origins")
+    return tuple(str(o) for o in item)
