@@ -5,6 +5,7 @@ touches no file; one ``DSHWEB`` dict, read through a cached accessor that follow
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -14,11 +15,11 @@ from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
-from dshweb.config import get_config
+from dshweb.config import DEFAULTS, get_config
 from dshweb.dashboard import compact
 from dshweb.environment import HomeChoice
 from dshweb.live import service
-from tests.conftest import run_python
+from tests.conftest import REPO, run_python
 
 
 def _clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
@@ -121,3 +122,10 @@ def test_the_demo_home_is_copied_when_first_shown(tmp_path: Path, settings: Any)
     assert stat.S_IMODE(data.stat().st_mode) == 0o700
     settings.DSHWEB = {**settings.DSHWEB, "DEMO": False}
     assert service.shown_home() == HomeChoice(absent, False)
+
+
+def test_the_readme_table_names_every_dshweb_setting() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r'\["([A-Z_]+)"\]', section))
+    assert named == set(DEFAULTS) - {"SECRET_KEY_FILE"}  # that one follows DSHWEB_SECRET_KEY
