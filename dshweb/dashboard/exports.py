@@ -21,12 +21,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from itertools import islice
 from typing import Literal
 
-from django.http import (
-    HttpRequest,
-    HttpResponse,
-    HttpResponseBadRequest,
-    StreamingHttpResponse,
-)
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from django.utils.http import content_disposition_header
@@ -87,10 +82,8 @@ def session_ledger(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     try:
         before = int(raw) if raw else None
     except ValueError:
-        return HttpResponseBadRequest(
-            f"?before= takes a fold number (1, 2, …), not {raw[:40]!r}.",
-            content_type="text/plain; charset=utf-8",
-        )
+        reason = f"?before= takes a fold number (1, 2, …), not {raw[:40]!r}."
+        return render(request, "400.html", {"reason": reason}, status=400)
     found = _snapshot(request, session_id)
     if isinstance(found, HttpResponse):
         return found
