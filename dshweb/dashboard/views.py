@@ -4,12 +4,15 @@ Views only translate: :mod:`dshweb.dashboard.selectors` reads the hub's view of 
 (a request never folds), the pure
 :mod:`dshweb.core.display` turns a snapshot into what is shown. Each page is a base
 layout around partials with stable ids, so htmx and the live socket can replace one
-fragment at a time; an htmx request gets the fragment alone. The sessions list is
+fragment at a time; the list's form and pager get the list section alone. The list is
 filtered, sorted and paged here (``?q=…&state=…&band=…&sort=…&page=…``,
 :mod:`dshweb.core.filters`): a page holds only its rows, whatever the home's size.
 """
 
 from __future__ import annotations
+
+import contextlib
+from http import HTTPStatus
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
@@ -23,7 +26,6 @@ from django_htmx.middleware import HtmxDetails
 
 from dshweb.core.filters import list_query
 from dshweb.dashboard import compact, fragments
-from dshweb.dashboard.display.compact_status import CompactView
 from dshweb.dashboard.fragments import live_parts_html, session_context
 from dshweb.dashboard.selectors import HomeReading, home_reading
 from dshweb.live.service import current_hub
@@ -75,12 +77,11 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
             {"session_id": session_id, "home": reading.home, "progress": reading.progress},
             status=404 if reading.progress.done else HOME_UNAVAILABLE,
         )
-    template = "dashboard/_session.html" if request.htmx else "dashboard/session_detail.html"
     view = reading.sessions[session_id]
     context = session_context(snapshot, view.gauge)
     context["live_parts"] = mark_safe(live_parts_html(view))  # rendered by our templates
     context["progress"] = reading.progress
-    return render(request, template, context)
+    return render(request, "dashboard/session_detail.html", context)
 
 
 @require_safe
@@ -96,26 +97,25 @@ def fold_progress(request: HtmxHttpRequest) -> HttpResponse:
 
 @require_POST
 def session_compact(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
-    """Ask DSH's engine to fold this session now (a POST with CSRF, ``compact`` only)."""
+    """Ask DSH's engine to fold this session now (a POST with CSRF, ``compact`` only).
+
+    The button's form swaps nothing: the status line reaches every open page of the
+    session over its socket, and is on the page when it is loaded again. A press while a
+    request is in flight changes nothing, and the line already says one is.
+    """
     if not request.user.has_perm("dashboard.compact"):
         raise PermissionDenied("Your account may not compact sessions.")
     reading = home_reading()
     snapshot = reading.session(session_id)
     if snapshot is None:
         raise Http404(f"no session {session_id!r}")
-    note = ""
-    try:
+    with contextlib.suppress(compact.AlreadyRunning):
         compact.request_compaction(
             session_id=session_id,
             user=request.user,
             seq=snapshot.last_seq,
             projected=snapshot.context_pressure.get("projectedTokens"),
         )
-    except compact.AlreadyRunning:
-        note = "A compaction of this session is already running."
-    if not request.htmx:
-        return HttpResponseRedirect(reverse("dashboard:session-detail", args=[session_id]))
-    view = fragments.compact_status(snapshot)
-    if note:
-        view = CompactView(view.state, note)
-    return render(request, fragments.COMPACT_TEMPLATE, {"compact": view})
+    if request.htmx:
+        return HttpResponse(status=HTTPStatus.NO_CONTENT)
+    return HttpResponseRedirect(reverse("dashboard:session-detail", args=[session_id]))
