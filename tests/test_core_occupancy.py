@@ -26,19 +26,24 @@ from dshweb.core.fold.pace import (
 )
 from dshweb.core.fold.session import SessionTracker, take_snapshot
 from dshweb.core.log.home import LogFile
-from dshweb.core.occupancy import (
-    LineState,
-    Reading,
-    occupancy_line,
-    reading_from_snapshot,
-    render_lines,
-    settle_band,
-)
-from dshweb.core.occupancy_figures import display_step, format_tokens, headroom_step, js_round
-from dshweb.core.occupancy_settings import LineSettings, Wording, wording_for
 from dshweb.core.profile.effective import EngineConfig
 from dshweb.core.profile.plugins import CONTEXT_TRUTH_SCHEMA
 from dshweb.core.profile.schema import validate
+from dshweb.core.settings.occupancy.figures import (
+    display_step,
+    format_tokens,
+    headroom_step,
+    js_round,
+)
+from dshweb.core.settings.occupancy.line import (
+    LineInput,
+    LineState,
+    line_input,
+    occupancy_line,
+    render_lines,
+    settle_band,
+)
+from dshweb.core.settings.occupancy.line_settings import LineSettings, Wording, wording_for
 from tests.conftest import all_homes, session_log_paths
 from tests.logbuilder import log_records, typed
 
@@ -60,7 +65,7 @@ def line(
     samples: tuple[int, ...] = (),
     state: LineState | None = None,
 ) -> str:
-    return occupancy_line(Reading(used, window, MAX_TOKENS, samples), settings, state).text
+    return occupancy_line(LineInput(used, window, MAX_TOKENS, samples), settings, state).text
 
 
 # -- the 0.1.3 source, byte for byte -------------------------------------------------------
@@ -237,8 +242,10 @@ def test_language_and_switches_are_honoured() -> None:
 def test_a_floored_headroom_names_its_own_step() -> None:
     # The source suite: 2464 floors to one full 2K step; only a reading inside it says "Under".
     assert headroom_step(2464, WINDOW, OLD) == 2000
-    assert occupancy_line(Reading(THRESHOLD - 2464, WINDOW, MAX_TOKENS), OLD).headroom_shown == 2000
-    floored = occupancy_line(Reading(THRESHOLD - 1500, WINDOW, MAX_TOKENS), OLD)
+    assert (
+        occupancy_line(LineInput(THRESHOLD - 2464, WINDOW, MAX_TOKENS), OLD).headroom_shown == 2000
+    )
+    floored = occupancy_line(LineInput(THRESHOLD - 1500, WINDOW, MAX_TOKENS), OLD)
     assert floored.headroom_shown == 0
     assert "Under 2K tokens of headroom remain before it." in floored.text
     assert "less than 1K" not in floored.text
@@ -247,14 +254,14 @@ def test_a_floored_headroom_names_its_own_step() -> None:
 def test_the_headroom_never_promises_more_room_than_there_is() -> None:
     for settings in (OLD, NEW):
         for used in (172_437, 400_000, 600_000, 610_000, 650_000, 670_000, 678_463):
-            shown = occupancy_line(Reading(used, WINDOW, MAX_TOKENS), settings).headroom_shown
+            shown = occupancy_line(LineInput(used, WINDOW, MAX_TOKENS), settings).headroom_shown
             assert shown is not None
             assert shown <= THRESHOLD - used < shown + 50_000
         for headroom in (120_000, 65_000, 28_464, 8_464):
             step = headroom_step(headroom, WINDOW, settings)
             assert headroom - (headroom // step) * step < 12_000
-    assert occupancy_line(Reading(172_437, WINDOW, MAX_TOKENS), OLD).headroom_shown == 500_000
-    assert occupancy_line(Reading(610_000, WINDOW, MAX_TOKENS), OLD).headroom_shown == 65_000
+    assert occupancy_line(LineInput(172_437, WINDOW, MAX_TOKENS), OLD).headroom_shown == 500_000
+    assert occupancy_line(LineInput(610_000, WINDOW, MAX_TOKENS), OLD).headroom_shown == 65_000
 
 
 # -- JavaScript arithmetic -----------------------------------------------------------------
@@ -367,7 +374,7 @@ def test_hysteresis_like_the_source(ratio: float, previous: Band | None, band: B
 
 def test_the_state_carries_the_band_across_renders() -> None:
     used = [300_000, 345_000, 330_000, 300_000, 580_000, 560_000, 520_000, 700_000, 660_000]
-    lines = render_lines([Reading(u, WINDOW, MAX_TOKENS) for u in used], NEW)
+    lines = render_lines([LineInput(u, WINDOW, MAX_TOKENS) for u in used], NEW)
     assert [ln.band for ln in lines] == [
         Band.AMPLE,
         Band.MODERATE,  # 0.508
@@ -382,7 +389,7 @@ def test_the_state_carries_the_band_across_renders() -> None:
 
 
 def test_edges_in_tokens_for_the_ring() -> None:
-    result = occupancy_line(Reading(300_000, WINDOW, MAX_TOKENS), NEW)
+    result = occupancy_line(LineInput(300_000, WINDOW, MAX_TOKENS), NEW)
     assert result.threshold == THRESHOLD
     assert result.edges is not None
     assert (result.edges.moderate, result.edges.tight, result.edges.critical) == (
@@ -391,7 +398,7 @@ def test_edges_in_tokens_for_the_ring() -> None:
         THRESHOLD,
     )
     no_point = occupancy_line(
-        Reading(300_000, WINDOW, MAX_TOKENS),
+        LineInput(300_000, WINDOW, MAX_TOKENS),
         LineSettings(show_point=False, wording=Wording.SOURCE_0_1_3),
     )
     assert no_point.threshold is None and no_point.edges is not None
@@ -405,8 +412,8 @@ def test_edges_in_tokens_for_the_ring() -> None:
 
 def test_reserved_completion_setting_overrides_the_header() -> None:
     settings = LineSettings(reserved_completion_tokens=0)
-    assert occupancy_line(Reading(100, WINDOW, MAX_TOKENS), settings).threshold == 800_000
-    tiny = occupancy_line(Reading(100, 100_000, 64_000), NEW)
+    assert occupancy_line(LineInput(100, WINDOW, MAX_TOKENS), settings).threshold == 800_000
+    tiny = occupancy_line(LineInput(100, 100_000, 64_000), NEW)
     assert tiny.threshold is None  # no pressure budget: no point, like compaction-basic
 
 
@@ -588,7 +595,7 @@ def test_the_floor_halves_the_recommits_of_a_walk_to_the_point() -> None:
     def changes(settings: LineSettings) -> int:
         shown = []
         for headroom in range(128_000, -1, -250):
-            result = occupancy_line(Reading(THRESHOLD - headroom, WINDOW, MAX_TOKENS), settings)
+            result = occupancy_line(LineInput(THRESHOLD - headroom, WINDOW, MAX_TOKENS), settings)
             shown.append((result.headroom_shown, result.headroom != 0))
         return sum(1 for a, b in itertools.pairwise(shown) if a != b)
 
@@ -684,23 +691,23 @@ def test_pace_clause_in_the_tight_band(sample: int, clause: str | None) -> None:
 
 
 def test_pace_rung_is_kept_in_the_state() -> None:
-    first = occupancy_line(Reading(610_000, WINDOW, MAX_TOKENS, (20_000,) * 3), NEW)
+    first = occupancy_line(LineInput(610_000, WINDOW, MAX_TOKENS, (20_000,) * 3), NEW)
     assert first.pace is not None and first.state == LineState(Band.TIGHT, 3)
     # 68,464 / 13,000 = 5.27: the raw rung is 5, but 5 × 1.25 is not cleared from 3.
-    held = occupancy_line(Reading(610_000, WINDOW, MAX_TOKENS, (13_000,) * 3), NEW, first.state)
+    held = occupancy_line(LineInput(610_000, WINDOW, MAX_TOKENS, (13_000,) * 3), NEW, first.state)
     assert held.state.rung == 3
     assert "roughly 3 more steps" in held.text
-    calm = occupancy_line(Reading(100_000, WINDOW, MAX_TOKENS, (13_000,) * 3), NEW)
+    calm = occupancy_line(LineInput(100_000, WINDOW, MAX_TOKENS, (13_000,) * 3), NEW)
     assert "recent rate" not in calm.text  # only tight and critical speak of pace
 
 
 def test_critical_held_by_hysteresis_keeps_the_headroom_and_pace() -> None:
     state = LineState(Band.CRITICAL, None)
-    held = occupancy_line(Reading(670_000, WINDOW, MAX_TOKENS, (2_000,) * 3), NEW, state)
+    held = occupancy_line(LineInput(670_000, WINDOW, MAX_TOKENS, (2_000,) * 3), NEW, state)
     assert held.band is Band.CRITICAL
     assert "Under 10K tokens of headroom remain before it." in held.text
     assert "roughly 3 more steps" in held.text
-    old = occupancy_line(Reading(670_000, WINDOW, MAX_TOKENS, (2_000,) * 3), OLD, state)
+    old = occupancy_line(LineInput(670_000, WINDOW, MAX_TOKENS, (2_000,) * 3), OLD, state)
     assert "headroom" not in old.text and "recent rate" not in old.text
 
 
@@ -774,7 +781,7 @@ def test_tracker_snapshot_carries_the_samples(log: Path) -> None:
     snapshot = take_snapshot(tracker, home=log.parent, live=False, engine=EngineConfig())
     assert snapshot.pace_samples == pace_samples(map(typed, _events(log)))
     assert all(delta >= 0 for delta in snapshot.pace_samples)
-    reading = reading_from_snapshot(snapshot)
+    reading = line_input(snapshot)
     assert reading.used == snapshot.measured_tokens
     assert reading.pace_samples == snapshot.pace_samples
     result = occupancy_line(reading, NEW)

@@ -1,4 +1,4 @@
-"""dshweb.core.patchfile: minimal edits of cordis.patch.yml, read and written safely.
+"""dshweb.core.settings.patchfile: minimal edits of cordis.patch.yml, read and written safely.
 
 The hand-written fixture is a copy of the corpus web profile's patch file (comments,
 blank lines, a trailing comment on a value), kept in tests/fixtures/patches/.
@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from dshweb.core.errors import DshError
-from dshweb.core.patchfile import (
+from dshweb.core.profile.dshyaml import JsExpr
+from dshweb.core.settings.patchfile import (
     DEFAULT_PATCH_TEXT,
     EMPTY_SHA256,
     PatchConflict,
@@ -30,7 +31,6 @@ from dshweb.core.patchfile import (
     write_patch_atomically,
     write_refusal,
 )
-from dshweb.core.profile.dshyaml import JsExpr
 
 PATCHES = Path(__file__).resolve().parent / "fixtures" / "patches"
 WEB_PATCH = (PATCHES / "web-cordis.patch.yml").read_text(encoding="utf-8")

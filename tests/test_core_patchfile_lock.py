@@ -9,7 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from dshweb.core.patchfile import PatchConflict, PatchError, read_patch, write_patch_atomically
+from dshweb.core.settings.patchfile import (
+    PatchConflict,
+    PatchError,
+    read_patch,
+    write_patch_atomically,
+)
 
 WRITERS = 10
 

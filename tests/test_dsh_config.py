@@ -1,4 +1,4 @@
-"""dshweb.core.dshconfig: the composed profile as the real ``dsh`` prints it.
+"""dshweb.core.settings.dshconfig: the composed profile as the real ``dsh`` prints it.
 
 Tests without the marker read tests/fixtures/patches/web-dump-config.txt (a real
 ``dsh --profile web --dump-config`` of the corpus web profile). Tests marked ``dsh`` run
@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from dshweb.core.dshconfig import (
+from dshweb.core.profile.dshyaml import JsExpr
+from dshweb.core.settings.dshconfig import (
     DshConfigError,
     SourceKind,
     active_engine_rows,
@@ -33,13 +34,12 @@ from dshweb.core.dshconfig import (
     validate_patch,
     value_sources,
 )
-from dshweb.core.patchfile import (
+from dshweb.core.settings.patchfile import (
     load_entry_list,
     read_patch,
     set_row_config,
     write_patch_atomically,
 )
-from dshweb.core.profile.dshyaml import JsExpr
 
 PATCHES = Path(__file__).resolve().parent / "fixtures" / "patches"
 WEB_DUMP = (PATCHES / "web-dump-config.txt").read_text(encoding="utf-8")

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from dshweb.core.dshconfig import find_dsh
 from dshweb.core.log.home import encode_segment, is_live, locked_files
+from dshweb.core.settings.dshconfig import find_dsh
 from dshweb.engine import (
     CompactStatus,
     ConnectionStatus,

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from dshweb.core.dshconfig.errors import DshConfigError
-from dshweb.core.dshconfig.run import dump_config, find_dsh
 from dshweb.core.fold.compaction import compaction_point
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.profile.effective import EngineConfig, EngineConfigError
 from dshweb.core.profile.layers import engine_config
+from dshweb.core.settings.dshconfig.errors import DshConfigError
+from dshweb.core.settings.dshconfig.run import dump_config, find_dsh
 from tests.logbuilder import event, frame, header
 
 pytestmark = pytest.mark.dsh

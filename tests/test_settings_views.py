@@ -13,18 +13,18 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils.html import escape
 
-from dshweb.core.dshconfig import (
+from dshweb.core.profile.layers import engine_config
+from dshweb.core.profile.plugins import CONTEXT_TRUTH_SCHEMA
+from dshweb.core.settings.dshconfig import (
     active_engine_rows,
     dump_config,
     dump_config_schema,
     find_dsh,
     validate_patch,
 )
-from dshweb.core.occupancy import occupancy_line, reading_from_snapshot
-from dshweb.core.occupancy_settings import LineSettings, Wording
-from dshweb.core.patchfile import read_patch, row_config
-from dshweb.core.profile.layers import engine_config
-from dshweb.core.profile.plugins import CONTEXT_TRUTH_SCHEMA
+from dshweb.core.settings.occupancy.line import line_input, occupancy_line
+from dshweb.core.settings.occupancy.line_settings import LineSettings, Wording
+from dshweb.core.settings.patchfile import read_patch, row_config
 from dshweb.dashboard import patches
 from dshweb.dashboard.models import PatchRevision
 from dshweb.dashboard.selectors import home_reading
@@ -313,9 +313,9 @@ def test_preview_speaks_the_installed_plugin_version(home: Path, staff: Client) 
     snapshot = home_reading().session("auto-compact")
     assert snapshot is not None
     old = occupancy_line(
-        reading_from_snapshot(snapshot), LineSettings.from_config({}, wording=Wording.SOURCE_0_1_3)
+        line_input(snapshot), LineSettings.from_config({}, wording=Wording.SOURCE_0_1_3)
     )
-    new = occupancy_line(reading_from_snapshot(snapshot), LineSettings.from_config({}))
+    new = occupancy_line(line_input(snapshot), LineSettings.from_config({}))
     assert old.text != new.text
     assert escape(old.text) in page
 

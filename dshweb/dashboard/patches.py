@@ -1,6 +1,6 @@
 """Saving a plugin row into a profile's patch file, and restoring an earlier file.
 
-Thin: the pure :mod:`dshweb.core.patchfile` edits and writes the file (only that row's
+Thin: the pure :mod:`dshweb.core.settings.patchfile` edits and writes the file (only that row's
 ``config``, atomically, refusing when the file changed since the form was shown); this
 module records each write as a :class:`PatchRevision`.
 """
@@ -14,7 +14,10 @@ from pathlib import Path
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.db import transaction
 
-from dshweb.core.dshconfig import (
+from dshweb.core.errors import DshError
+from dshweb.core.profile.layers import WEB_APP_BUNDLE, profile_bundles
+from dshweb.core.profile.schema import Schema, minimal_config
+from dshweb.core.settings.dshconfig import (
     ComposedConfig,
     EngineRow,
     active_engine_rows,
@@ -22,16 +25,13 @@ from dshweb.core.dshconfig import (
     find_dsh,
     preset_engine_patch,
 )
-from dshweb.core.errors import DshError
-from dshweb.core.patchfile import (
+from dshweb.core.settings.patchfile import (
     DEFAULT_PATCH_TEXT,
     PatchDocument,
     read_patch,
     set_row_config,
     write_patch_atomically,
 )
-from dshweb.core.profile.layers import WEB_APP_BUNDLE, profile_bundles
-from dshweb.core.profile.schema import Schema, minimal_config
 from dshweb.dashboard.models import PatchRevision
 
 PATCH_NAME = "cordis.patch.yml"
@@ -68,7 +68,7 @@ def save_row(
 ) -> PatchRevision:
     """Write ``config`` (the whole desired config) as ``schema``'s row of the profile patch.
 
-    Raises :class:`dshweb.core.patchfile.PatchConflict` when the file changed since
+    Raises :class:`dshweb.core.settings.patchfile.PatchConflict` when the file changed since
     ``expected_sha256`` was read, and ``PatchError`` when it does not parse.
     """
     path = patch_path(home, profile)

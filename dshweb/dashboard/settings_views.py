@@ -24,11 +24,19 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from dshweb.config import get_config
-from dshweb.core.dshconfig import context_truth_presence, dump_config, find_dsh, value_sources
 from dshweb.core.errors import DshError
-from dshweb.core.occupancy import occupancy_line, reading_from_snapshot
-from dshweb.core.occupancy_settings import LineSettings, wording_for
-from dshweb.core.patchfile import (
+from dshweb.core.profile.layers import WEB_APP_BUNDLE, profile_bundles
+from dshweb.core.profile.plugins import SCHEMAS
+from dshweb.core.profile.schema import validate
+from dshweb.core.settings.dshconfig import (
+    context_truth_presence,
+    dump_config,
+    find_dsh,
+    value_sources,
+)
+from dshweb.core.settings.occupancy.line import line_input, occupancy_line
+from dshweb.core.settings.occupancy.line_settings import LineSettings, wording_for
+from dshweb.core.settings.patchfile import (
     PatchConflict,
     PatchNotWritable,
     read_patch,
@@ -36,9 +44,6 @@ from dshweb.core.patchfile import (
     unified_diff,
     write_refusal,
 )
-from dshweb.core.profile.layers import WEB_APP_BUNDLE, profile_bundles
-from dshweb.core.profile.plugins import SCHEMAS
-from dshweb.core.profile.schema import validate
 from dshweb.dashboard import compact, patches
 from dshweb.dashboard.models import EngineSetting, PatchRevision
 from dshweb.dashboard.selectors import home_reading
@@ -258,7 +263,7 @@ def settings_preview(request: HttpRequest, profile: str) -> HttpResponse:
     line = None
     if snapshot is not None:
         line = occupancy_line(
-            reading_from_snapshot(snapshot),
+            line_input(snapshot),
             LineSettings.from_config(
                 checked.config, wording=wording_for(installed_truth_version(_home(), profile))
             ),

@@ -41,7 +41,7 @@ from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
 
-from dshweb.core.dshconfig import find_dsh
+from dshweb.core.settings.dshconfig import find_dsh
 from dshweb.engine.client import EngineClient
 
 log = logging.getLogger("dshweb.engine")

@@ -17,9 +17,9 @@ from playwright.sync_api import Page, expect
 
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.log.home import session_logs
-from dshweb.core.occupancy import OccupancyLine, occupancy_line, reading_from_snapshot
-from dshweb.core.occupancy_settings import LineSettings
-from dshweb.core.patchfile import read_patch, row_config
+from dshweb.core.settings.occupancy.line import OccupancyLine, line_input, occupancy_line
+from dshweb.core.settings.occupancy.line_settings import LineSettings
+from dshweb.core.settings.patchfile import read_patch, row_config
 from tests.browser.conftest import PROFILES_FROM, BrowserHome, SameDocument
 from tests.browser.homes import PROFILE
 from tests.browser.server import DshwebServer
@@ -64,7 +64,7 @@ def _expected(home: BrowserHome, **config: object) -> OccupancyLine:
     index = HomeIndex(home.path, profile=PROFILE)
     index.refresh([folder])
     snapshot = index.snapshot(folder)
-    return occupancy_line(reading_from_snapshot(snapshot), LineSettings.from_config(config))
+    return occupancy_line(line_input(snapshot), LineSettings.from_config(config))
 
 
 def _line(page: Page) -> tuple[str, str]:

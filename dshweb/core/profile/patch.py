@@ -11,7 +11,7 @@ Contract:
 - Rows are read exactly as DSH reads them (:mod:`dshweb.core.profile.dshyaml`: js-yaml's JSON
   schema, ``yes`` and ``1_000`` are strings, duplicate keys are errors), and the editor
   splices into the node tree those rows were built from: one parse, DSH's. The editor
-  (:mod:`dshweb.core.patchfile`) shares :func:`parse_patch` (rows and node tree),
+  (:mod:`dshweb.core.settings.patchfile`) shares :func:`parse_patch` (rows and node tree),
   :func:`locate_row` and :func:`sha256_hex`.
 """
 

@@ -26,8 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from dshweb.core.dshconfig.composed import ComposedConfig, parse_dump
-from dshweb.core.dshconfig.errors import DshConfigError
+from dshweb.core.settings.dshconfig.composed import ComposedConfig, parse_dump
+from dshweb.core.settings.dshconfig.errors import DshConfigError
 
 DUMP_TIMEOUT = 60.0
 SCHEMA_TIMEOUT = 120.0

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dshweb.core.dshconfig.composed import ComposedConfig, ComposedRow, is_preset
-from dshweb.core.dshconfig.errors import DshConfigError
+from dshweb.core.settings.dshconfig.composed import ComposedConfig, ComposedRow, is_preset
+from dshweb.core.settings.dshconfig.errors import DshConfigError
 
 ENGINES: Mapping[str, str] = {
     "@deepseek-ai/dsh-compaction-basic": "compaction-basic",

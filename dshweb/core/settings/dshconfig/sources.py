@@ -5,7 +5,7 @@ default) to a :class:`ValueSource`. A patch ``config`` replaces the whole config
 keys that are set share the last layer that wrote the config of the row that owns it
 (for a row inside a preset: the preset row); the layer is found by reading the profile,
 home and overlay patch files, else it is one of the bundles inside ``dsh``. Keys left
-out take their defaults (:func:`~dshweb.core.dshconfig.schema.config_defaults`).
+out take their defaults (:func:`~dshweb.core.settings.dshconfig.schema.config_defaults`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from dshweb.core.dshconfig.composed import ComposedConfig, ComposedRow
-from dshweb.core.dshconfig.schema import config_defaults
 from dshweb.core.errors import DshError
-from dshweb.core.patchfile import find_row, read_patch
+from dshweb.core.settings.dshconfig.composed import ComposedConfig, ComposedRow
+from dshweb.core.settings.dshconfig.schema import config_defaults
+from dshweb.core.settings.patchfile import find_row, read_patch
 
 
 class SourceKind(StrEnum):

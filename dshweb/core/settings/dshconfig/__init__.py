@@ -26,40 +26,40 @@ their public API; import it from here.
 
 from __future__ import annotations
 
-from dshweb.core.dshconfig.composed import (
+from dshweb.core.settings.dshconfig.composed import (
     PRESET_PLUGIN,
     PRESET_REGISTRY,
     ComposedConfig,
     ComposedRow,
     parse_dump,
 )
-from dshweb.core.dshconfig.engines import (
+from dshweb.core.settings.dshconfig.engines import (
     ENGINES,
     EngineRow,
     active_engine_rows,
     preset_engine_patch,
 )
-from dshweb.core.dshconfig.errors import DshConfigError
-from dshweb.core.dshconfig.presence import (
+from dshweb.core.settings.dshconfig.errors import DshConfigError
+from dshweb.core.settings.dshconfig.presence import (
     CONTEXT_TRUTH_ID,
     CONTEXT_TRUTH_PACKAGE,
     Presence,
     context_truth_presence,
 )
-from dshweb.core.dshconfig.run import (
+from dshweb.core.settings.dshconfig.run import (
     DUMP_TIMEOUT,
     SCHEMA_TIMEOUT,
     dump_config,
     dump_config_schema,
     find_dsh,
 )
-from dshweb.core.dshconfig.schema import (
+from dshweb.core.settings.dshconfig.schema import (
     KNOWN_DEFAULTS,
     config_defaults,
     config_ref,
     validate_patch,
 )
-from dshweb.core.dshconfig.sources import SourceKind, ValueSource, value_sources
+from dshweb.core.settings.dshconfig.sources import SourceKind, ValueSource, value_sources
 
 __all__ = [
     "CONTEXT_TRUTH_ID",

@@ -1,4 +1,5 @@
-"""The one error of :mod:`dshweb.core.dshconfig`, a :class:`~dshweb.core.errors.DshError`."""
+"""The one error of :mod:`dshweb.core.settings.dshconfig`, a
+:class:`~dshweb.core.errors.DshError`."""
 
 from __future__ import annotations
 

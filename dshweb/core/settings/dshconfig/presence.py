@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dshweb.core.dshconfig.composed import ComposedConfig
 from dshweb.core.errors import DshError
-from dshweb.core.patchfile import read_patch
+from dshweb.core.settings.dshconfig.composed import ComposedConfig
+from dshweb.core.settings.patchfile import read_patch
 
 CONTEXT_TRUTH_PACKAGE = "dsh-context-truth"
 CONTEXT_TRUTH_ID = "context-truth"

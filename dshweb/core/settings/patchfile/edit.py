@@ -15,9 +15,9 @@ from typing import Any
 
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from dshweb.core.patchfile.emit import emit_entry, emit_mapping
 from dshweb.core.profile.dshyaml import construct
 from dshweb.core.profile.patch import PatchError, locate_row, parse_patch
+from dshweb.core.settings.patchfile.emit import emit_entry, emit_mapping
 
 
 @dataclass(frozen=True, slots=True, order=True)

@@ -14,9 +14,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dshweb.core.dshconfig.errors import DshConfigError
-from dshweb.core.patchfile import PatchError, load_entry_list
 from dshweb.core.profile.dshyaml import JsExpr
+from dshweb.core.settings.dshconfig.errors import DshConfigError
+from dshweb.core.settings.patchfile import PatchError, load_entry_list
 
 PRESET_PLUGIN = "@deepseek-ai/dsh-agent-preset"
 PRESET_REGISTRY = "@deepseek-ai/dsh-agent-preset-registry"

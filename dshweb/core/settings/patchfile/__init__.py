@@ -24,16 +24,6 @@ from here.
 
 from __future__ import annotations
 
-from dshweb.core.patchfile.edit import set_row_config
-from dshweb.core.patchfile.emit import FOLD_WIDTH
-from dshweb.core.patchfile.write import (
-    NEW_FILE_MODE,
-    PatchConflict,
-    PatchNotWritable,
-    unified_diff,
-    write_patch_atomically,
-    write_refusal,
-)
 from dshweb.core.profile.patch import (
     DEFAULT_PATCH_TEXT,
     EMPTY_SHA256,
@@ -46,6 +36,16 @@ from dshweb.core.profile.patch import (
     load_entry_list,
     read_patch,
     row_config,
+)
+from dshweb.core.settings.patchfile.edit import set_row_config
+from dshweb.core.settings.patchfile.emit import FOLD_WIDTH
+from dshweb.core.settings.patchfile.write import (
+    NEW_FILE_MODE,
+    PatchConflict,
+    PatchNotWritable,
+    unified_diff,
+    write_patch_atomically,
+    write_refusal,
 )
 
 __all__ = [

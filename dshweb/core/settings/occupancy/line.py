@@ -1,11 +1,11 @@
 """The line dsh-context-truth injects for a reading, rendered here byte for byte.
 
-:func:`occupancy_line` is pure: a :class:`Reading` (``measure().totalTokens``, the window,
+:func:`occupancy_line` is pure: a :class:`LineInput` (``measure().totalTokens``, the window,
 the routed request's ``maxTokens``, the pace samples), the plugin's settings and the
 previous :class:`LineState` in; the text, its band, every figure behind it and the next
 state out. No globals: the caller keeps the state per session, as the plugin does.
 
-Two wordings (:class:`~dshweb.core.occupancy_settings.Wording`):
+Two wordings (:class:`~dshweb.core.settings.occupancy.line_settings.Wording`):
 
 * ``SOURCE_0_1_3`` is ``lib/index.js`` of dsh-context-truth 0.1.3 (commit ``abdc1f8``),
   the newest source published: every string and number rule is taken from it. It has
@@ -18,10 +18,9 @@ Two wordings (:class:`~dshweb.core.occupancy_settings.Wording`):
   Chinese of those clauses, the ``inform`` sentence, where each clause sits, "20+")
   the wording here is our own; :data:`UNVERIFIED` lists those pieces.
 
-The pieces: :mod:`dshweb.core.occupancy_settings` (what shapes the line),
-:mod:`dshweb.core.occupancy_figures` (its numbers, in JavaScript's arithmetic) and
-:mod:`dshweb.core.occupancy_text` (its words); this module settles the band and puts
-them together.
+The pieces: :mod:`.line_settings` (what shapes the line), :mod:`.figures` (its numbers,
+in JavaScript's arithmetic) and :mod:`.text` (its words); this module settles the band
+and puts them together.
 """
 
 from __future__ import annotations
@@ -33,9 +32,15 @@ from dataclasses import dataclass
 from dshweb.core.fold.gauge import Band
 from dshweb.core.fold.pace import PaceEstimate, pace_estimate
 from dshweb.core.fold.session import SessionSnapshot
-from dshweb.core.occupancy_figures import Figures, display_step, floor_to, headroom_step, percent_of
-from dshweb.core.occupancy_settings import LineSettings, Wording
-from dshweb.core.occupancy_text import line_text, unknown_text
+from dshweb.core.settings.occupancy.figures import (
+    Figures,
+    display_step,
+    floor_to,
+    headroom_step,
+    percent_of,
+)
+from dshweb.core.settings.occupancy.line_settings import LineSettings, Wording
+from dshweb.core.settings.occupancy.text import line_text, unknown_text
 
 UNVERIFIED = (
     "zh authority clause (README wording)",
@@ -51,7 +56,9 @@ UNVERIFIED = (
 
 
 @dataclass(frozen=True, slots=True)
-class Reading:
+class LineInput:
+    """What the plugin reads for one render of the line."""
+
     used: int | None
     """``tokenMeter.measure(session).totalTokens``."""
     window: int | None
@@ -61,10 +68,10 @@ class Reading:
     """Per-step deltas since the last re-base, oldest first (:mod:`dshweb.core.fold.pace`)."""
 
 
-def reading_from_snapshot(snapshot: SessionSnapshot) -> Reading:
+def line_input(snapshot: SessionSnapshot) -> LineInput:
     """What the plugin would read for this session now."""
     point = snapshot.point
-    return Reading(
+    return LineInput(
         used=snapshot.measured_tokens,
         window=snapshot.context_pressure.get("contextWindow"),
         reserved=point.reserved_tokens if point is not None else 0,
@@ -149,7 +156,7 @@ def settle_band(ratio: float, previous: Band | None, settings: LineSettings) -> 
 
 
 def occupancy_line(
-    reading: Reading, settings: LineSettings, state: LineState | None = None
+    reading: LineInput, settings: LineSettings, state: LineState | None = None
 ) -> OccupancyLine:
     state = state or LineState()
     used, window = reading.used, reading.window
@@ -248,7 +255,7 @@ def occupancy_line(
 
 
 def render_lines(
-    readings: Sequence[Reading], settings: LineSettings, state: LineState | None = None
+    readings: Sequence[LineInput], settings: LineSettings, state: LineState | None = None
 ) -> list[OccupancyLine]:
     """The lines for a run of readings of one session, each settled against the last."""
     lines: list[OccupancyLine] = []

@@ -18,8 +18,8 @@ import tempfile
 from contextlib import suppress
 from pathlib import Path
 
-from dshweb.core.patchfile.lock import patch_file_lock
 from dshweb.core.profile.patch import PatchError, sha256_hex
+from dshweb.core.settings.patchfile.lock import patch_file_lock
 
 NEW_FILE_MODE = 0o644
 

@@ -3,7 +3,7 @@
 :class:`LineSettings` holds the ``context-truth`` settings the line depends on, built from a
 validated config by :meth:`LineSettings.from_config` (an unusable value takes the default,
 as the plugin does). :class:`Wording` names which plugin version's line is rendered (see
-:mod:`dshweb.core.occupancy`); :func:`wording_for` picks it from an installed version.
+:mod:`dshweb.core.settings.occupancy.line`); :func:`wording_for` picks it from an installed version.
 """
 
 from __future__ import annotations

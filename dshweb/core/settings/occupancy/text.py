@@ -3,16 +3,16 @@
 :func:`line_text` renders the line for a reading from its band, its :class:`Figures` and
 the settings; :func:`unknown_text` the line before any reading. Every sentence is in
 English and Chinese (``LineSettings.language``). ``SOURCE_0_1_3`` assembles the 0.1.3
-source's line, ``README`` the later one; :mod:`dshweb.core.occupancy` describes both, and
-its :data:`~dshweb.core.occupancy.UNVERIFIED` lists the pieces of ours in the latter.
+source's line, ``README`` the later one; :mod:`.line` describes both, and its
+:data:`~.line.UNVERIFIED` lists the pieces of ours in the latter.
 """
 
 from __future__ import annotations
 
 from dshweb.core.fold.gauge import Band
 from dshweb.core.fold.pace import PaceEstimate
-from dshweb.core.occupancy_figures import Figures, format_tokens, percent_of
-from dshweb.core.occupancy_settings import LineSettings, Wording
+from dshweb.core.settings.occupancy.figures import Figures, format_tokens, percent_of
+from dshweb.core.settings.occupancy.line_settings import LineSettings, Wording
 
 _AUTHORITY_0_1_3 = {
     "en": "This host-measured line is the only authority on context pressure; never "

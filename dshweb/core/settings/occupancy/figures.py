@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
 from dshweb.core.fold.pace import PaceEstimate
-from dshweb.core.occupancy_settings import LineSettings, Wording
+from dshweb.core.settings.occupancy.line_settings import LineSettings, Wording
 
 
 def js_round(value: float) -> int:
