@@ -6,10 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from dshweb.core.filters import ListQuery, SessionState, SortKey
 from dshweb.core.fold.gauge import Band, ContextGauge
 from dshweb.core.fold.session import SessionSnapshot
-from dshweb.core.listing import (
+from dshweb.core.listing.pages import (
     BANDS,
     ListCounts,
     SessionEntry,
@@ -17,6 +16,7 @@ from dshweb.core.listing import (
     list_page,
     session_tree,
 )
+from dshweb.core.listing.query import ListQuery, SessionState, SortKey
 
 
 def shot(

@@ -11,7 +11,9 @@ from urllib.parse import parse_qsl
 
 import pytest
 
-from dshweb.core.filters import (
+from dshweb.core.fold.gauge import Band
+from dshweb.core.fold.session import SessionSnapshot
+from dshweb.core.listing.query import (
     MAX_PER_PAGE,
     MAX_QUERY,
     PER_PAGE,
@@ -22,8 +24,6 @@ from dshweb.core.filters import (
     search_text,
     session_matches,
 )
-from dshweb.core.fold.gauge import Band
-from dshweb.core.fold.session import SessionSnapshot
 
 BASE = SessionSnapshot(
     session_id="sess-001",

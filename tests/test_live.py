@@ -23,9 +23,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from dshweb.asgi import application
-from dshweb.core.filters import ListQuery
 from dshweb.core.fold.gauge import context_gauge
-from dshweb.core.listing import SessionEntry, list_page
+from dshweb.core.listing.pages import SessionEntry, list_page
+from dshweb.core.listing.query import ListQuery
 from dshweb.core.log.home import session_logs
 from dshweb.dashboard import fragments
 from dshweb.live.publisher import stop_publisher

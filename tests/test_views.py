@@ -27,11 +27,11 @@ from django.core.management.base import CommandError
 from django.template.loader import render_to_string
 from django.test import Client
 
-from dshweb.core.filters import ListQuery
 from dshweb.core.fold.gauge import Band, context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
-from dshweb.core.listing import list_page, session_tree
+from dshweb.core.listing.pages import list_page, session_tree
+from dshweb.core.listing.query import ListQuery
 from dshweb.dashboard import fragments
 from dshweb.dashboard.display.figures import cache_hit_ratio, dom_id
 from dshweb.dashboard.display.ring import breakdown_parts, ring_arcs

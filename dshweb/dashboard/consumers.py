@@ -16,8 +16,8 @@ from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer, WebsocketConsumer
 from django.http import QueryDict
 
-from dshweb.core.filters import ListQuery, list_query
-from dshweb.core.listing import ListPage
+from dshweb.core.listing.pages import ListPage
+from dshweb.core.listing.query import ListQuery, list_query
 from dshweb.dashboard import fragments
 from dshweb.live.groups import SESSIONS_GROUP, session_group, subscriptions
 from dshweb.live.publisher import start_publisher

@@ -6,7 +6,7 @@ Views only translate: :mod:`dshweb.dashboard.selectors` reads the hub's view of 
 layout around partials with stable ids, so htmx and the live socket can replace one
 fragment at a time; the list's form and pager get the list section alone. The list is
 filtered, sorted and paged here (``?q=…&state=…&band=…&sort=…&page=…``,
-:mod:`dshweb.core.filters`): a page holds only its rows, whatever the home's size.
+:mod:`dshweb.core.listing.query`): a page holds only its rows, whatever the home's size.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import push_url
 from django_htmx.middleware import HtmxDetails
 
-from dshweb.core.filters import list_query
+from dshweb.core.listing.query import list_query
 from dshweb.dashboard import compact, fragments
 from dshweb.dashboard.fragments import live_parts_html, session_context
 from dshweb.dashboard.selectors import HomeReading, home_reading

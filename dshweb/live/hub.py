@@ -34,7 +34,7 @@ from dshweb.core.fold.gauge import ContextGauge, context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.progress import FoldProgress, ProgressCounter
 from dshweb.core.fold.session import SessionSnapshot, SessionTracker
-from dshweb.core.listing import SessionEntry, SessionList, session_tree
+from dshweb.core.listing.pages import SessionEntry, SessionList, session_tree
 from dshweb.core.log.home import LogFile, session_logs
 from dshweb.live.timing import (
     BACKOFF_MAX,
@@ -88,7 +88,7 @@ class HomeView:
 
     @cached_property
     def listing(self) -> SessionList:
-        """The sessions list's pages and counts (:mod:`dshweb.core.listing`)."""
+        """The sessions list's pages and counts (:mod:`dshweb.core.listing.pages`)."""
         return SessionList(self.tree)
 
     def entries(self) -> list[SessionEntry]:

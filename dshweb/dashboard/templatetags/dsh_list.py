@@ -1,5 +1,5 @@
 """Addresses of the sessions list for a query with some values changed: the pager's,
-the count chips' and the list socket's (:mod:`dshweb.core.filters`)."""
+the count chips' and the list socket's (:mod:`dshweb.core.listing.query`)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from dataclasses import replace
 
 from django import template
 
-from dshweb.core.filters import ListQuery, SessionState
 from dshweb.core.fold.gauge import Band
+from dshweb.core.listing.query import ListQuery, SessionState
 from dshweb.dashboard import fragments
 
 register = template.Library()

@@ -2,7 +2,7 @@
 
 Pure, no Django. :func:`session_tree` gives the list's natural order (newest activity
 first, each sub-agent under its parent); :class:`SessionList` filters, sorts and pages
-it for a :class:`~dshweb.core.filters.ListQuery` (:func:`list_page`), and counts the
+it for a :class:`~.query.ListQuery` (:func:`list_page`), and counts the
 whole home by band and by live/idle. A :class:`SessionList` is built once per view of
 the home and keeps what every query shares (the counts, search texts, flat orders), so
 a page of a 5,000-session home costs a pass over the entries, no sort.
@@ -22,9 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
-from dshweb.core.filters import ListQuery, SortKey, matches, search_text
 from dshweb.core.fold.gauge import Band, ContextGauge, context_gauge
 from dshweb.core.fold.session import SessionSnapshot
+from dshweb.core.listing.query import ListQuery, SortKey, matches, search_text
 
 BANDS = (Band.AMPLE, Band.MODERATE, Band.TIGHT, Band.CRITICAL, Band.UNKNOWN)
 """The bands in the order the counts show them."""

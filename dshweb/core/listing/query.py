@@ -1,7 +1,7 @@
 """The sessions list's query: which sessions it shows, in which order, which page.
 
-Pure, no Django. The rule exists once, here and in :mod:`dshweb.core.listing`: the page,
-its htmx requests and its socket all ask the server, which filters, sorts and pages.
+Pure, no Django. The rule exists once, here and in :mod:`.pages`: the page, its htmx
+requests and its socket all ask the server, which filters, sorts and pages.
 
 A query is read leniently from the page's ``?q=…&state=…&band=…&sort=…&page=…`` (and
 ``per_page``): a missing, unknown or malformed value is its default, never an error.
