@@ -23,11 +23,3 @@ class LogError(DshError):
         super().__init__(f"{message} (at {where})")
         self.offset = offset
         self.seq = seq
-
-
-class ReplayError(DshError):
-    """A recorded session cannot be replayed into its target folder."""
-
-
-class ReplayBusyError(ReplayError):
-    """Another process already holds the replay target's ``session.lock``."""

@@ -16,8 +16,7 @@ import threading
 import time
 from pathlib import Path
 
-from dshweb.core.errors import ReplayBusyError
-from dshweb.core.replay import load_recording, play_recording, replay_dir
+from dshweb.live.replay import ReplayBusyError, load_recording, play_recording, replay_dir
 
 logger = logging.getLogger("dshweb.demo")
 

@@ -1,5 +1,8 @@
 """Replay a recorded DSH session log into a session folder, frame by frame, as DSH writes it.
 
+The demo's writer (:mod:`dshweb.live.demo` runs it), not part of the core: the core only
+ever reads a DSH home, and this writes one.
+
 A :class:`Recording` is a source log cut at its frame boundaries: frame 0 holds the
 header line (its ``id`` may be rewritten, the frame recompressed like DSH: checksum, no
 content size), every later frame one recorded append batch, kept as recorded.
@@ -41,9 +44,18 @@ from typing import Any
 
 import zstandard
 
-from dshweb.core.errors import LogError, ReplayBusyError, ReplayError
+from dshweb.core.errors import DshError, LogError
 from dshweb.core.log.frames import split_frames
 from dshweb.core.log.home import encode_segment, project_folder
+
+
+class ReplayError(DshError):
+    """A recorded session cannot be replayed into its target folder."""
+
+
+class ReplayBusyError(ReplayError):
+    """Another process already holds the replay target's ``session.lock``."""
+
 
 LOG_NAME = "session.v4.jsonl.zstd"
 MAX_DELAY = 5.0
