@@ -195,6 +195,7 @@ class Hub:
         while not self._stop.is_set():
             try:
                 self.cold_start()
+                self.flush_checkpoints()  # what the cold start folded, kept at once
                 # The fold state is long-lived: keep the collector from walking it again
                 # and again (a full collection over a big home costs a second of CPU).
                 gc.freeze()
