@@ -21,7 +21,7 @@ from dshweb.core.fold.ledger import Ledger
 from dshweb.dashboard import compact
 from dshweb.dashboard.display.compact_status import RequestRecord, compact_view, result_line
 from dshweb.dashboard.models import CompactionRequest, EngineSetting
-from dshweb.dashboard.selectors import home_reading, reset_home_index
+from dshweb.live.service import home_view, stop_hub
 from tests.conftest import FIXTURE_HOMES
 from tests.test_engine_client import (
     Setup,
@@ -103,9 +103,9 @@ def home(tmp_path: Path, settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iter
     settings.DSH_HOME = target
     monkeypatch.delenv("DSHWEB_ENGINE_URL", raising=False)
     monkeypatch.delenv("DSHWEB_ENGINE", raising=False)
-    reset_home_index()
+    stop_hub()
     yield target
-    reset_home_index()
+    stop_hub()
 
 
 def _user(name: str, *, may_compact: bool) -> Client:
@@ -252,9 +252,9 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
 def live(engine: Setup, settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Setup]:
     settings.DSH_HOME = engine.home
     monkeypatch.setenv("DSHWEB_ENGINE_URL", engine.launch_url)
-    reset_home_index()
+    stop_hub()
     yield engine
-    reset_home_index()
+    stop_hub()
 
 
 @pytest.mark.dsh
@@ -266,7 +266,7 @@ def test_compact_through_the_dashboard(live: Setup) -> None:
     for turn in (1, 2, 3):
         prompt(api, "s-dash", f"turn {turn}: " + "words " * 400)
         wait_for_log(live.home, "s-dash", turns_at_least(turn), timeout=30)
-    before = home_reading().session("s-dash")
+    before = home_view().session("s-dash")
     assert before is not None
     client = _user("boss", may_compact=True)
     response = client.post("/sessions/s-dash/compact/", HTTP_HX_REQUEST="true")
@@ -279,7 +279,7 @@ def test_compact_through_the_dashboard(live: Setup) -> None:
     (done,) = log.of_type("command/done")
     assert start["data"]["turn"] is None and "error" not in end["data"]
     assert done["data"]["kind"] == "success" and done["data"]["text"] == request.message
-    after = home_reading().session("s-dash")
+    after = home_view().session("s-dash")
     assert after is not None
     (fold,) = [f for f in after.ledger.folds if f.kind == "manual"]
     assert request.projected_before == before.context_pressure["projectedTokens"] == fold.before

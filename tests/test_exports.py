@@ -38,7 +38,7 @@ from dshweb.dashboard.display.ledger_rows import (
     refused_row,
     timeline_rows,
 )
-from dshweb.dashboard.selectors import reset_home_index
+from dshweb.live.service import stop_hub
 from tests.conftest import FIXTURE_HOMES
 from tests.foldlog import long_session, write_session
 
@@ -48,9 +48,9 @@ MANY = "many-folds"
 
 @pytest.fixture(autouse=True)
 def _fresh_index() -> Iterator[None]:
-    reset_home_index()
+    stop_hub()
     yield
-    reset_home_index()
+    stop_hub()
 
 
 @pytest.fixture(autouse=True)

@@ -25,7 +25,7 @@ from django.test import Client
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from dshweb.dashboard.selectors import home_reading, reset_home_index
+from dshweb.live.service import home_view, stop_hub
 from tests.conftest import FIXTURE_HOMES, REPO
 
 CORPUS = REPO / "tests" / "fuzz-corpus"
@@ -206,11 +206,11 @@ def _every_page_answers(client: Client, home: Path, body: bytes, compressed: boo
     folder.mkdir(parents=True)
     name = "session.v4.jsonl.zstd" if compressed else "session.v4.jsonl"
     (folder / name).write_bytes(body)
-    reset_home_index()
+    stop_hub()
     listing = client.get("/")
     assert listing.status_code == 200
     listing.content.decode("utf-8")  # strict: every byte of the page is valid UTF-8
-    ids = [shot.session_id for shot in home_reading().snapshots]
+    ids = [shot.session_id for shot in home_view().snapshots]
     assert GOOD in ids, "a bad session hid the good one"
     for session_id in ids:
         page = client.get(f"/sessions/{quote(session_id, safe='')}/")
@@ -218,7 +218,7 @@ def _every_page_answers(client: Client, home: Path, body: bytes, compressed: boo
         page.content.decode("utf-8")
     good = client.get(f"/sessions/{GOOD}/")
     assert good.status_code == 200 and b'data-count="0"' in good.content
-    shot = home_reading().session("fz")
+    shot = home_view().session("fz")
     if shot is not None:
         assert all(isinstance(e, str) and e for e in shot.errors)
         json.dumps(shot.as_json(), ensure_ascii=False).encode("utf-8")

@@ -27,8 +27,8 @@ from dshweb.core.settings.occupancy.line_settings import LineSettings, Wording
 from dshweb.core.settings.patchfile import read_patch, row_config
 from dshweb.dashboard import patches
 from dshweb.dashboard.models import PatchRevision
-from dshweb.dashboard.selectors import home_reading
 from dshweb.dashboard.settings_forms import initial_values
+from dshweb.live.service import home_view
 from tests.conftest import FIXTURE_HOMES
 
 pytestmark = pytest.mark.django_db
@@ -310,7 +310,7 @@ def test_preview_speaks_the_installed_plugin_version(home: Path, staff: Client) 
     data = _form_data(staff, "/settings/sdk/context-truth/")
     data["session"] = "auto-compact"
     page = staff.post("/settings/sdk/preview/", data).content.decode()
-    snapshot = home_reading().session("auto-compact")
+    snapshot = home_view().session("auto-compact")
     assert snapshot is not None
     old = occupancy_line(
         line_input(snapshot), LineSettings.from_config({}, wording=Wording.SOURCE_0_1_3)

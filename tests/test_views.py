@@ -35,8 +35,7 @@ from dshweb.core.listing.query import ListQuery
 from dshweb.dashboard import fragments
 from dshweb.dashboard.display.figures import cache_hit_ratio, dom_id
 from dshweb.dashboard.display.ring import breakdown_parts, ring_arcs
-from dshweb.dashboard.selectors import reset_home_index
-from dshweb.live.service import sync_home
+from dshweb.live.service import stop_hub, sync_home
 from tests.conftest import FIXTURE_HOMES
 from tests.homecopies import home_of_copies
 
@@ -112,9 +111,9 @@ def ring_percent(used: int, window: int) -> int:
 
 @pytest.fixture(autouse=True)
 def _fresh_index() -> Iterator[None]:
-    reset_home_index()
+    stop_hub()
     yield
-    reset_home_index()
+    stop_hub()
 
 
 @pytest.fixture(autouse=True)

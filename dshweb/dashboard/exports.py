@@ -39,7 +39,7 @@ from dshweb.dashboard.display.ledger_rows import (
     refused_row,
     timeline_rows,
 )
-from dshweb.dashboard.selectors import home_reading
+from dshweb.live.service import home_view
 
 BATCH = 500
 """Rows per chunk sent."""
@@ -56,20 +56,20 @@ class HtmxHttpRequest(HttpRequest):
 
 def _snapshot(request: HttpRequest, session_id: str) -> SessionSnapshot | HttpResponse:
     """The session now, or the page saying why there is none (503 or 404)."""
-    reading = home_reading()
-    if reading.error is not None:
+    home = home_view()
+    if home.error is not None:
         return render(
             request,
             "dashboard/home_error.html",
-            {"home": reading.home, "error": reading.error},
+            {"home": home.home, "error": home.error},
             status=HOME_UNAVAILABLE,
         )
-    snapshot = reading.session(session_id)
+    snapshot = home.session(session_id)
     if snapshot is None:
         return render(
             request,
             "dashboard/session_missing.html",
-            {"session_id": session_id, "home": reading.home},
+            {"session_id": session_id, "home": home.home},
             status=404,
         )
     return snapshot

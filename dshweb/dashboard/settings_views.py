@@ -46,10 +46,9 @@ from dshweb.core.settings.patchfile import (
 )
 from dshweb.dashboard import compact, patches
 from dshweb.dashboard.models import EngineSetting, PatchRevision
-from dshweb.dashboard.selectors import home_reading
 from dshweb.dashboard.settings_forms import config_form, fixed_values, initial_values
 from dshweb.engine.client import EngineClient, LaunchUrlError
-from dshweb.live.service import shown_home
+from dshweb.live.service import home_view, shown_home
 
 View = Callable[..., HttpResponse]
 ENGINE_ROWS = ("compaction-basic", "tool-result-pruner")
@@ -190,7 +189,7 @@ def settings_row(request: HttpRequest, profile: str, section: str) -> HttpRespon
             form.fields[key].disabled = True
             form.fields[key].help_text = "Set by a !!js expression in the file; edit it there."
     sources = _value_sources(profile, section, targets, current)
-    shots = home_reading().snapshots
+    shots = home_view().snapshots
     return render(
         request,
         "settings/row.html",
@@ -258,8 +257,7 @@ def settings_preview(request: HttpRequest, profile: str) -> HttpResponse:
     form.is_valid()
     typed = {k: v for k, v in (form.cleaned_data.get("config") or {}).items()}
     checked = validate(schema, typed)
-    reading = home_reading()
-    snapshot = reading.session(request.POST.get("session", ""))
+    snapshot = home_view().session(request.POST.get("session", ""))
     line = None
     if snapshot is not None:
         line = occupancy_line(

@@ -1,8 +1,8 @@
 """Server-rendered pages: the sessions list and one page per session.
 
-Views only translate: :mod:`dshweb.dashboard.selectors` reads the hub's view of the home
-(a request never folds), the pure
-:mod:`dshweb.core.display` turns a snapshot into what is shown. Each page is a base
+Views only translate: they read the hub's view of the home
+(:func:`~dshweb.live.service.home_view`: a request never folds), and the pure
+:mod:`dshweb.dashboard.display` lays out what is shown. Each page is a base
 layout around partials with stable ids, so htmx and the live socket can replace one
 fragment at a time; the list's form and pager get the list section alone. The list is
 filtered, sorted and paged here (``?q=…&state=…&band=…&sort=…&page=…``,
@@ -27,8 +27,8 @@ from django_htmx.middleware import HtmxDetails
 from dshweb.core.listing.query import list_query
 from dshweb.dashboard import compact, fragments
 from dshweb.dashboard.fragments import live_parts_html, session_context
-from dshweb.dashboard.selectors import HomeReading, home_reading
-from dshweb.live.service import current_hub
+from dshweb.live.hub import HomeView
+from dshweb.live.service import current_hub, home_view
 
 HOME_UNAVAILABLE = 503
 
@@ -37,22 +37,22 @@ class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
 
 
-def _home_error(request: HttpRequest, reading: HomeReading) -> HttpResponse:
+def _home_error(request: HttpRequest, home: HomeView) -> HttpResponse:
     return render(
         request,
         "dashboard/home_error.html",
-        {"home": reading.home, "error": reading.error},
+        {"home": home.home, "error": home.error},
         status=HOME_UNAVAILABLE,
     )
 
 
 @require_safe
 def session_list(request: HtmxHttpRequest) -> HttpResponse:
-    reading = home_reading()
-    if reading.error is not None:
-        return _home_error(request, reading)
-    page = reading.listing.page(list_query(request.GET))
-    context = {"progress": reading.progress, **fragments.list_context(page)}
+    home = home_view()
+    if home.error is not None:
+        return _home_error(request, home)
+    page = home.listing.page(list_query(request.GET))
+    context = {"progress": home.progress, **fragments.list_context(page)}
     if request.htmx and not request.htmx.history_restore_request:
         # The filter form, sort and pager ask for the list section alone; the address
         # shows the query as the server read it (defaults left out, page clamped).
@@ -66,21 +66,21 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
 
 @require_safe
 def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
-    reading = home_reading()
-    if reading.error is not None:
-        return _home_error(request, reading)
-    snapshot = reading.session(session_id)
+    home = home_view()
+    if home.error is not None:
+        return _home_error(request, home)
+    snapshot = home.session(session_id)
     if snapshot is None:  # or not read yet: the page says which, and reloads when done
         return render(
             request,
             "dashboard/session_missing.html",
-            {"session_id": session_id, "home": reading.home, "progress": reading.progress},
-            status=404 if reading.progress.done else HOME_UNAVAILABLE,
+            {"session_id": session_id, "home": home.home, "progress": home.progress},
+            status=404 if home.progress.done else HOME_UNAVAILABLE,
         )
-    view = reading.sessions[session_id]
+    view = home.sessions[session_id]
     context = session_context(snapshot, view.gauge)
     context["live_parts"] = mark_safe(live_parts_html(view))  # rendered by our templates
-    context["progress"] = reading.progress
+    context["progress"] = home.progress
     return render(request, "dashboard/session_detail.html", context)
 
 
@@ -105,8 +105,8 @@ def session_compact(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     """
     if not request.user.has_perm("dashboard.compact"):
         raise PermissionDenied("Your account may not compact sessions.")
-    reading = home_reading()
-    snapshot = reading.session(session_id)
+    home = home_view()
+    snapshot = home.session(session_id)
     if snapshot is None:
         raise Http404(f"no session {session_id!r}")
     with contextlib.suppress(compact.AlreadyRunning):
