@@ -20,10 +20,10 @@ from dshweb.core.fold.folds import Fold
 from dshweb.core.fold.ledger import Ledger
 from dshweb.dashboard import compact
 from dshweb.dashboard.display.compact_status import RequestRecord, compact_view, result_line
-from dshweb.dashboard.models import CompactionRequest, EngineSetting
+from dshweb.dashboard.models import CompactionRequest, DshWebSetting
 from dshweb.live.service import home_view, stop_hub
 from tests.conftest import FIXTURE_HOMES
-from tests.test_engine_client import (
+from tests.test_dsh_web_client import (
     Setup,
     SlowTurns,
     create,
@@ -204,7 +204,7 @@ def test_a_request_a_stopped_dshweb_left_in_flight_is_closed_with_a_reason(
 def test_an_engine_that_never_answers_fails_the_press_in_seconds(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("dshweb.engine.client.LOGIN_TIMEOUT", 2.0, raising=False)
+    monkeypatch.setattr("dshweb.dsh_web.client.LOGIN_TIMEOUT", 2.0, raising=False)
     listener = socket.create_server(("127.0.0.1", 0))  # the kernel accepts; nobody answers
     try:
         port = listener.getsockname()[1]
@@ -231,7 +231,7 @@ def test_engine_settings_never_show_the_token(home: Path) -> None:
     page = response.content.decode()
     assert "very-secret-token" not in page
     assert 'data-status="unreachable"' in page
-    assert EngineSetting.objects.get().launch_url == secret
+    assert DshWebSetting.objects.get().launch_url == secret
     assert "very-secret-token" not in admin.get("/settings/engine/").content.decode()
     bad = admin.post(
         "/settings/engine/", {"mode": "url", "launch_url": "http://example.com/?token=x"}
@@ -286,8 +286,8 @@ def test_compact_through_the_dashboard(live: Setup) -> None:
     assert after.context_pressure["projectedTokens"] == fold.after
     assert fold.before is not None and fold.after is not None and fold.after < fold.before
     assert request.duration_seconds is not None and request.duration_seconds < 60
-    assert f'"command_id": "{done["data"]["commandId"]}"' in request.engine_answer
-    assert live.token not in request.engine_answer
+    assert f'"command_id": "{done["data"]["commandId"]}"' in request.dsh_web_answer
+    assert live.token not in request.dsh_web_answer
     page = client.get("/sessions/s-dash/").content.decode()
     assert 'data-state="done"' in page
     assert result_line(request.message, fold) in page

@@ -94,12 +94,12 @@ def test_compact_reads_its_engine_from_the_settings(
     # The environment is read once, by settings.py: a variable set later changes nothing.
     monkeypatch.setenv("DSHWEB_ENGINE_URL", "http://127.0.0.1:1/?token=from-the-environment")
     settings.DSHWEB = {**settings.DSHWEB, "ENGINE_URL": "", "ENGINE": ""}
-    assert compact.engine_choice()[:2] == ("off", None)
-    assert compact.environment_engine() is None
+    assert compact.dsh_web_choice()[:2] == ("off", None)
+    assert compact.dsh_web_from_environment() is None
     url = "http://127.0.0.1:9/?token=t"
     settings.DSHWEB = {**settings.DSHWEB, "ENGINE_URL": url}
-    assert compact.engine_choice() == ("url", url, "")
-    assert compact.environment_engine() == "DSHWEB_ENGINE_URL (a launch URL)"
+    assert compact.dsh_web_choice() == ("url", url, "")
+    assert compact.dsh_web_from_environment() == "DSHWEB_ENGINE_URL (a launch URL)"
 
 
 def test_the_hub_follows_the_settings(tmp_path: Path, settings: Any) -> None:

@@ -49,7 +49,7 @@ class CompactionRequestAdmin(admin.ModelAdmin[CompactionRequest]):
         "state",
         "outcome",
         "message",
-        "engine_answer",
+        "dsh_web_answer",
         "seq_at_request",
         "projected_before",
     )

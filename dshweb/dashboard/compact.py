@@ -1,13 +1,13 @@
-"""The Compact button's work: reach DSH's engine, ask it to fold a session, record it.
+"""The Compact button's work: reach ``dsh web``, ask it to fold a session, record it.
 
-Thin glue: :mod:`dshweb.engine` talks to DSH; this module chooses the engine (``DSHWEB``'s
-``ENGINE_URL`` or ``ENGINE``, else the stored setting), keeps one request in flight per
-session, runs the request off the request thread (a summariser call can take minutes;
-closing the page does not stop it), records every request, and announces each change of
-state on the session's channel group (``compact.changed``), so open pages show it at
-once. The latest request of each session is kept in memory, so a page or a pushed update
-reads it without a query (every change goes through this module, which forgets the kept
-one).
+Thin glue: :mod:`dshweb.dsh_web` talks to DSH; this module chooses which ``dsh web``
+(``DSHWEB``'s ``ENGINE_URL`` or ``ENGINE``, else the stored setting), keeps one request
+in flight per session, runs the request off the request thread (a summariser call can
+take minutes; closing the page does not stop it), records every request, and announces
+each change of state on the session's channel group (``compact.changed``), so open pages
+show it at once. The latest request of each session is kept in memory, so a page or a
+pushed update reads it without a query (every change goes through this module, which
+forgets the kept one).
 
 A request records the process that runs it. One left in flight by a process that is
 gone (a crash, a kill) is closed with a reason when dshweb starts and before any new
@@ -35,16 +35,16 @@ from django.utils import timezone
 
 from dshweb.config import get_config
 from dshweb.dashboard.display.compact_status import RequestRecord
-from dshweb.dashboard.models import CompactionRequest, EngineSetting
-from dshweb.engine.client import (
+from dshweb.dashboard.models import CompactionRequest, DshWebSetting
+from dshweb.dsh_web.client import (
     CompactOutcome,
     CompactStatus,
     ConnectionCheck,
     ConnectionStatus,
-    EngineClient,
+    DshWebClient,
     LaunchUrlError,
 )
-from dshweb.engine.managed import ManagedEngine
+from dshweb.dsh_web.managed import ManagedDshWeb
 from dshweb.live.groups import session_group
 from dshweb.live.service import shown_home
 
@@ -52,7 +52,7 @@ log = logging.getLogger("dshweb.compact")
 
 COMPACT_TIMEOUT = 15 * 60.0
 """A summariser call can take minutes; past this overall deadline the request is reported
-as timed out (an engine that answers nothing at all fails at the login, in seconds)."""
+as timed out (a ``dsh web`` that answers nothing at all fails at the login, in seconds)."""
 ABANDONED = "abandoned"
 ABANDONED_TEXT = "dshweb stopped while this ran"
 _PROCESS_TOKEN = uuid.uuid4().hex
@@ -68,11 +68,11 @@ class AlreadyRunning(Exception):
         self.request = request
 
 
-_managed: ManagedEngine | None = None
+_managed: ManagedDshWeb | None = None
 _managed_lock = threading.Lock()
 
 
-def managed_engine() -> ManagedEngine:
+def managed_dsh_web() -> ManagedDshWeb:
     """The process's one managed ``dsh web`` for the configured home (started lazily)."""
     global _managed
     with _managed_lock:
@@ -80,12 +80,12 @@ def managed_engine() -> ManagedEngine:
         if _managed is None or _managed.home != home:
             if _managed is not None:
                 _managed.stop()
-            _managed = ManagedEngine(home).start()
+            _managed = ManagedDshWeb(home).start()
             atexit.register(_managed.stop)
         return _managed
 
 
-def engine_choice() -> tuple[str, str | None, str]:
+def dsh_web_choice() -> tuple[str, str | None, str]:
     """(mode, launch URL or None, why not) — the settings (``DSHWEB_ENGINE_URL``,
     ``DSHWEB_ENGINE``) win over the stored row."""
     config = get_config()
@@ -94,20 +94,20 @@ def engine_choice() -> tuple[str, str | None, str]:
     if config.engine == "managed":
         mode = "managed"
     else:
-        row = EngineSetting.objects.first()
-        mode = row.mode if row is not None else EngineSetting.Mode.OFF
-        if mode == EngineSetting.Mode.URL:
+        row = DshWebSetting.objects.first()
+        mode = row.mode if row is not None else DshWebSetting.Mode.OFF
+        if mode == DshWebSetting.Mode.URL:
             stored = row.launch_url if row is not None else ""
             return "url", stored or None, "" if stored else "no launch URL is stored"
     if mode == "managed":
-        engine = managed_engine()
-        state = engine.wait_running(MANAGED_START_TIMEOUT)
-        return "managed", engine.launch_url, "" if engine.launch_url else state.reason
+        managed = managed_dsh_web()
+        state = managed.wait_running(MANAGED_START_TIMEOUT)
+        return "managed", managed.launch_url, "" if managed.launch_url else state.reason
     return "off", None, "no DSH engine is configured (Settings → Engine)"
 
 
-def environment_engine() -> str | None:
-    """How the environment sets the engine, if it does (it wins over the stored row)."""
+def dsh_web_from_environment() -> str | None:
+    """How the environment sets ``dsh web``, if it does (it wins over the stored row)."""
     config = get_config()
     if config.engine_url:
         return "DSHWEB_ENGINE_URL (a launch URL)"
@@ -117,12 +117,12 @@ def environment_engine() -> str | None:
 
 
 def test_connection() -> ConnectionCheck:
-    """What the configured engine answers now (never attaches a session)."""
-    _mode, url, why = engine_choice()
+    """What the configured ``dsh web`` answers now (never attaches a session)."""
+    _mode, url, why = dsh_web_choice()
     if url is None:
         return ConnectionCheck(ConnectionStatus.UNREACHABLE, f"not configured: {why}")
     try:
-        return EngineClient(url, timeout=10.0).check()
+        return DshWebClient(url, timeout=10.0).check()
     except LaunchUrlError as problem:
         return ConnectionCheck(ConnectionStatus.UNREACHABLE, str(problem))
 
@@ -213,17 +213,17 @@ def request_compaction(
 
 
 def run_compaction(pk: int) -> None:
-    """Ask the engine to compact, then record the answer (in a worker thread)."""
+    """Ask ``dsh web`` to compact, then record the answer (in a worker thread)."""
     close_old_connections()
     try:
         request = CompactionRequest.objects.get(pk=pk)
-        outcome = _ask_engine(request.session_id)
+        outcome = _ask_dsh_web(request.session_id)
         request.state = (
             CompactionRequest.State.DONE if outcome.ok else CompactionRequest.State.FAILED
         )
         request.outcome = outcome.status.value
         request.message = outcome.text
-        request.engine_answer = json.dumps(
+        request.dsh_web_answer = json.dumps(
             {k: v for k, v in asdict(outcome).items() if k != "details"}
             | {"details": outcome.details},
             default=str,
@@ -244,14 +244,14 @@ def run_compaction(pk: int) -> None:
         close_old_connections()
 
 
-def _ask_engine(session_id: str) -> CompactOutcome:
-    _mode, url, why = engine_choice()
+def _ask_dsh_web(session_id: str) -> CompactOutcome:
+    _mode, url, why = dsh_web_choice()
     if url is None:
         return CompactOutcome(
             CompactStatus.ENGINE_ERROR, f"not configured: {why}", code="dshweb/not-configured"
         )
     try:
-        client = EngineClient(url, timeout=COMPACT_TIMEOUT)
+        client = DshWebClient(url, timeout=COMPACT_TIMEOUT)
     except LaunchUrlError as problem:
         return CompactOutcome(CompactStatus.ENGINE_ERROR, str(problem), code="dshweb/bad-url")
     return client.compact(session_id)

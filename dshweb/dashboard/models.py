@@ -37,9 +37,9 @@ class PatchRevision(models.Model):
         return f"{self.path} {self.get_action_display()} {self.created_at:%Y-%m-%d %H:%M:%S}"
 
 
-class EngineSetting(models.Model):
-    """How dshweb reaches DSH's compaction engine (one row). The launch URL holds the
-    DSH web token: it is stored here and never rendered back."""
+class DshWebSetting(models.Model):
+    """How dshweb reaches a ``dsh web`` for the Compact button (one row). The launch URL
+    holds the DSH web token: it is stored here and never rendered back."""
 
     class Mode(models.TextChoices):
         OFF = "off", "not configured"
@@ -54,7 +54,7 @@ class EngineSetting(models.Model):
     )
 
     def __str__(self) -> str:
-        return f"engine: {self.get_mode_display()}"
+        return f"dsh web: {self.get_mode_display()}"
 
 
 class CompactionRequest(models.Model):
@@ -75,7 +75,7 @@ class CompactionRequest(models.Model):
     state = models.CharField(max_length=10, choices=State.choices, default=State.REQUESTED)
     outcome = models.CharField(max_length=30, blank=True)
     message = models.TextField(blank=True, help_text="The result line, or why it failed.")
-    engine_answer = models.TextField(blank=True, help_text="What the engine answered (JSON).")
+    dsh_web_answer = models.TextField(blank=True, help_text="What dsh web answered (JSON).")
     seq_at_request = models.IntegerField(default=-1)
     projected_before = models.IntegerField(null=True, blank=True)
     owner = models.CharField(

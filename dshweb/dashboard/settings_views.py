@@ -45,9 +45,9 @@ from dshweb.core.settings.patchfile import (
     write_refusal,
 )
 from dshweb.dashboard import compact, patches
-from dshweb.dashboard.models import EngineSetting, PatchRevision
+from dshweb.dashboard.models import DshWebSetting, PatchRevision
 from dshweb.dashboard.settings_forms import config_form, fixed_values, initial_values
-from dshweb.engine.client import EngineClient, LaunchUrlError
+from dshweb.dsh_web.client import DshWebClient, LaunchUrlError
 from dshweb.live.service import home_view, shown_home
 
 View = Callable[..., HttpResponse]
@@ -304,8 +304,8 @@ def settings_restore(request: HttpRequest, revision_id: int) -> HttpResponse:
     return HttpResponseRedirect(reverse("dashboard:settings-history", args=[revision.profile]))
 
 
-class EngineForm(forms.Form):
-    mode = forms.ChoiceField(choices=EngineSetting.Mode.choices, widget=forms.RadioSelect)
+class DshWebForm(forms.Form):
+    mode = forms.ChoiceField(choices=DshWebSetting.Mode.choices, widget=forms.RadioSelect)
     launch_url = forms.CharField(
         required=False,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
@@ -317,7 +317,7 @@ class EngineForm(forms.Form):
         url = str(self.cleaned_data.get("launch_url") or "").strip()
         if url:
             try:
-                EngineClient(url, timeout=1.0)
+                DshWebClient(url, timeout=1.0)
             except LaunchUrlError as problem:
                 raise forms.ValidationError(str(problem)) from problem
         return url
@@ -325,12 +325,12 @@ class EngineForm(forms.Form):
 
 @staff_only
 @require_http_methods(["GET", "POST"])
-def settings_engine(request: HttpRequest) -> HttpResponse:
-    """How the Compact button reaches DSH's engine; the token is never shown back."""
-    row = EngineSetting.objects.first() or EngineSetting()
+def settings_dsh_web(request: HttpRequest) -> HttpResponse:
+    """How the Compact button reaches ``dsh web``; the token is never shown back."""
+    row = DshWebSetting.objects.first() or DshWebSetting()
     check = None
     if request.method == "POST":
-        form = EngineForm(request.POST)
+        form = DshWebForm(request.POST)
         if form.is_valid():
             row.mode = form.cleaned_data["mode"]
             if form.cleaned_data["launch_url"]:
@@ -343,15 +343,15 @@ def settings_engine(request: HttpRequest) -> HttpResponse:
                 messages.success(request, "Saved how dshweb reaches the DSH engine.")
                 return HttpResponseRedirect(request.path)
     else:
-        form = EngineForm(initial={"mode": row.mode})
+        form = DshWebForm(initial={"mode": row.mode})
     return render(
         request,
-        "settings/engine.html",
+        "settings/dsh_web.html",
         {
             "form": form,
             "row": row,
             "has_url": bool(row.launch_url),
             "check": check,
-            "environment": compact.environment_engine(),
+            "environment": compact.dsh_web_from_environment(),
         },
     )

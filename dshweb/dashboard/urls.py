@@ -25,7 +25,7 @@ urlpatterns = [
     ),
     path("sessions/<path:session_id>/", views.session_detail, name="session-detail"),
     path("settings/", settings_views.settings_index, name="settings"),
-    path("settings/engine/", settings_views.settings_engine, name="settings-engine"),
+    path("settings/engine/", settings_views.settings_dsh_web, name="settings-dsh-web"),
     path(
         "settings/revisions/<int:revision_id>/restore/",
         settings_views.settings_restore,

@@ -1,6 +1,6 @@
 """The Compact button in the browser, against the real ``dsh web`` and the fake model.
 
-A ``dsh web`` (:class:`~dshweb.engine.managed.ManagedEngine`, the tests' fake model in its
+A ``dsh web`` (:class:`~dshweb.dsh_web.managed.ManagedDshWeb`, the tests' fake model in its
 environment) runs on its own empty DSH home; a dshweb server of this module's own watches
 that home with ``DSHWEB_ENGINE_URL`` set to the engine's launch URL. Sessions are made
 and prompted through the engine's API, as ``tests/test_engine_client.py`` does.
@@ -30,7 +30,7 @@ from tests.browser.conftest import SameDocument, serving, sign_in
 from tests.browser.homes import PROFILE
 from tests.browser.server import DshwebServer
 from tests.fixtures.fakemodel import ModelRequest, Reply
-from tests.test_engine_client import (
+from tests.test_dsh_web_client import (
     Setup,
     SlowTurns,
     create,

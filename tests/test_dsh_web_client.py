@@ -1,4 +1,4 @@
-"""dshweb.engine: DSH's web API from outside, and the ``dsh web`` that dshweb manages.
+"""dshweb.dsh_web: DSH's web API from outside, and the ``dsh web`` that dshweb manages.
 
 Tests without the marker need no DSH: launch-URL checks, a closed port, a plain HTTP
 server, and a stub that answers like ``dsh web`` where the real one cannot be made to
@@ -31,19 +31,19 @@ import pytest
 
 from dshweb.core.log.home import encode_segment, is_live, locked_files
 from dshweb.core.settings.dshconfig import find_dsh
-from dshweb.engine import (
+from dshweb.dsh_web import (
     CompactStatus,
     ConnectionStatus,
-    EngineClient,
-    EnginePhase,
-    EngineState,
+    DshWebClient,
+    DshWebPhase,
+    DshWebState,
     LaunchUrlError,
-    ManagedEngine,
+    ManagedDshWeb,
     RpcError,
 )
-from dshweb.engine import managed as managed_module
-from dshweb.engine.client import NO_COMMAND, UNEXPECTED
-from dshweb.engine.managed import free_port
+from dshweb.dsh_web import managed as managed_module
+from dshweb.dsh_web.client import NO_COMMAND, UNEXPECTED
+from dshweb.dsh_web.managed import free_port
 from tests.fixtures.fakemodel import FakeModel, ModelRequest, Reply, directive_script, text
 
 if TYPE_CHECKING:  # the SDK behind dshrun is needed only where dsh is
@@ -96,7 +96,7 @@ def test_the_engine_package_imports_no_framework() -> None:
 )
 def test_only_a_loopback_http_launch_url_is_accepted(launch: str, message: str) -> None:
     with pytest.raises(LaunchUrlError, match=re.escape(message)) as caught:
-        EngineClient(launch, timeout=1)
+        DshWebClient(launch, timeout=1)
     assert TOKEN not in str(caught.value)
 
 
@@ -110,14 +110,14 @@ def test_only_a_loopback_http_launch_url_is_accepted(launch: str, message: str) 
     ],
 )
 def test_repr_shows_where_but_never_the_token(launch: str, base: str) -> None:
-    client = EngineClient(launch, timeout=1)
+    client = DshWebClient(launch, timeout=1)
     assert client.base_url == base
-    assert repr(client) == f"EngineClient({base}, token=***)"
+    assert repr(client) == f"DshWebClient({base}, token=***)"
     assert TOKEN not in repr(client)
 
 
 def test_a_closed_port_is_unreachable() -> None:
-    client = EngineClient(url(free_port()), timeout=2)
+    client = DshWebClient(url(free_port()), timeout=2)
     check = client.check()
     assert check.status is ConnectionStatus.UNREACHABLE and not check.ok
     assert "Connection refused" in check.detail and TOKEN not in check.detail
@@ -153,7 +153,7 @@ def serve() -> Iterator[Callable[[type[http.server.BaseHTTPRequestHandler]], int
 def test_a_plain_http_server_is_not_dsh(
     serve: Callable[[type[http.server.BaseHTTPRequestHandler]], int],
 ) -> None:
-    client = EngineClient(url(serve(_Quiet)), timeout=5)
+    client = DshWebClient(url(serve(_Quiet)), timeout=5)
     check = client.check()
     assert check.status is ConnectionStatus.NOT_DSH
     assert "answered the token login with HTTP 200, not dsh web's 303 and cookie" in check.detail
@@ -202,7 +202,7 @@ def test_a_refused_cookie_logs_in_again_once_then_is_token_rejected(
     serve: Callable[[type[http.server.BaseHTTPRequestHandler]], int],
 ) -> None:
     handler = dsh_like(api_status=401, api_body=staticmethod(lambda request: b"unauthorized"))
-    client = EngineClient(url(serve(handler)), timeout=5)
+    client = DshWebClient(url(serve(handler)), timeout=5)
     outcome = client.compact("s-1")
     assert outcome.status is CompactStatus.TOKEN_REJECTED
     assert outcome.text == "commands/execute: the engine refused the session cookie (HTTP 401)"
@@ -243,7 +243,7 @@ def test_compact_classifies_answers_real_dsh_gives_rarely(
     words: str,
 ) -> None:
     handler = dsh_like(api_body=staticmethod(lambda request: envelope(request, result)))
-    outcome = EngineClient(url(serve(handler)), timeout=5).compact("s-1")
+    outcome = DshWebClient(url(serve(handler)), timeout=5).compact("s-1")
     assert (outcome.status, outcome.code) == (status, code)
     assert words in outcome.text
 
@@ -256,21 +256,21 @@ def test_a_slow_answer_is_a_timeout(
         return envelope(request, {"ok": True})
 
     handler = dsh_like(api_body=staticmethod(slow))
-    outcome = EngineClient(url(serve(handler)), timeout=5).compact("s-1", timeout=0.3)
+    outcome = DshWebClient(url(serve(handler)), timeout=5).compact("s-1", timeout=0.3)
     assert outcome.status is CompactStatus.TIMEOUT
     assert outcome.text.endswith("did not answer within 0.3 s; the compaction may still finish")
 
 
 def test_an_engine_that_cannot_be_run_fails_without_restarting(tmp_path: Path) -> None:
-    engine = ManagedEngine(tmp_path, dsh=tmp_path / "no-such-dsh").start()
+    engine = ManagedDshWeb(tmp_path, dsh=tmp_path / "no-such-dsh").start()
     try:
         state = engine.wait_running(10)
-        assert state.phase is EnginePhase.FAILED
+        assert state.phase is DshWebPhase.FAILED
         assert state.reason.startswith(f"cannot run {tmp_path / 'no-such-dsh'}:")
         assert engine.launch_url is None and engine.client(timeout=1) is None
     finally:
         engine.stop()
-    assert engine.state.phase is EnginePhase.STOPPED
+    assert engine.state.phase is DshWebPhase.STOPPED
 
 
 def test_a_launch_that_dies_is_retried_with_its_reason(
@@ -280,21 +280,21 @@ def test_a_launch_that_dies_is_retried_with_its_reason(
     fake.write_text("#!/bin/sh\necho 'dsh: startup failed: boom'\necho 'Error: listen'\nexit 3\n")
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setattr(managed_module, "BACKOFF_FIRST", 0.05)
-    seen: list[EngineState] = []
-    with ManagedEngine(tmp_path, dsh=fake, on_state=seen.append) as engine:
+    seen: list[DshWebState] = []
+    with ManagedDshWeb(tmp_path, dsh=fake, on_state=seen.append) as engine:
         deadline = time.monotonic() + 10
-        while sum(s.phase is EnginePhase.RESTARTING for s in seen) < 3:
+        while sum(s.phase is DshWebPhase.RESTARTING for s in seen) < 3:
             assert time.monotonic() < deadline
             time.sleep(0.05)
         assert engine.output_tail()[:2] == ["dsh: startup failed: boom", "Error: listen"]
-    restarting = [s for s in seen if s.phase is EnginePhase.RESTARTING]
+    restarting = [s for s in seen if s.phase is DshWebPhase.RESTARTING]
     assert restarting[0].reason == (
         "dsh web exited with code 3 before printing its URL: "
         "dsh: startup failed: boom; Error: listen"
     )
     assert [s.retry_in for s in restarting[:3]] == [0.05, 0.1, 0.2]
     assert [s.restarts for s in restarting[:3]] == [1, 2, 3]
-    assert seen[-1].phase is EnginePhase.STOPPED
+    assert seen[-1].phase is DshWebPhase.STOPPED
 
 
 # --- the real dsh web -----------------------------------------------------------------
@@ -319,7 +319,7 @@ class Setup:
     workspace: Path
     fake: FakeModel
     script: SlowTurns
-    engine: ManagedEngine
+    engine: ManagedDshWeb
 
     @property
     def launch_url(self) -> str:
@@ -331,8 +331,8 @@ class Setup:
     def token(self) -> str:
         return self.launch_url.split("token=", 1)[1]
 
-    def client(self, timeout: float = 30) -> EngineClient:
-        return EngineClient(self.launch_url, timeout=timeout)
+    def client(self, timeout: float = 30) -> DshWebClient:
+        return DshWebClient(self.launch_url, timeout=timeout)
 
 
 @pytest.fixture(scope="module")
@@ -357,9 +357,9 @@ def engine_setup(root: Path, script: SlowTurns) -> Iterator[Setup]:
     home, workspace = root / "home", root / "ws"
     home.mkdir()
     workspace.mkdir()
-    with FakeModel(script) as fake, ManagedEngine(home, dsh=dsh, env_extra=fake.env()) as engine:
+    with FakeModel(script) as fake, ManagedDshWeb(home, dsh=dsh, env_extra=fake.env()) as engine:
         state = engine.wait_running(60)
-        assert state.phase is EnginePhase.RUNNING, (state, engine.output_tail())
+        assert state.phase is DshWebPhase.RUNNING, (state, engine.output_tail())
         yield Setup(home, workspace, fake, script, engine)
         assert fake.errors == []
 
@@ -396,7 +396,7 @@ def turns_at_least(count: int) -> Callable[[SessionLog], bool]:
     return lambda log: log.count("turn/end") >= count
 
 
-def prompt(client: EngineClient, session_id: str, words: str) -> None:
+def prompt(client: DshWebClient, session_id: str, words: str) -> None:
     request = {
         "requestId": f"r-{time.monotonic_ns()}",
         "sessionId": session_id,
@@ -406,7 +406,7 @@ def prompt(client: EngineClient, session_id: str, words: str) -> None:
     assert client.rpc("session/prompt", {"request": request})["accepted"] is True
 
 
-def create(setup: Setup, client: EngineClient, session_id: str) -> None:
+def create(setup: Setup, client: DshWebClient, session_id: str) -> None:
     request = {"cwd": str(setup.workspace), "sessionId": session_id}
     created = client.rpc("session/create", {"request": request})
     assert created == {"sessionId": session_id, "agentPreset": "standard"}
@@ -525,7 +525,7 @@ def test_compact_while_a_turn_is_in_flight_is_busy(setup: Setup) -> None:
 def test_a_wrong_token_is_rejected_and_no_token_is_ever_shown(setup: Setup) -> None:
     port = setup.engine.state.port
     assert port is not None
-    client = EngineClient(url(port, "wrong-" + TOKEN), timeout=10)
+    client = DshWebClient(url(port, "wrong-" + TOKEN), timeout=10)
     check = client.check()
     assert check.status is ConnectionStatus.TOKEN_REJECTED
     assert check.detail == (
@@ -552,15 +552,15 @@ def test_the_managed_engine_comes_back_after_a_kill_and_stops(
     dsh: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(managed_module, "BACKOFF_FIRST", 0.2)
-    seen: list[EngineState] = []
-    engine = ManagedEngine(tmp_path, dsh=dsh, on_state=seen.append).start()
+    seen: list[DshWebState] = []
+    engine = ManagedDshWeb(tmp_path, dsh=dsh, on_state=seen.append).start()
     try:
         first = engine.wait_running(60)
-        assert first.phase is EnginePhase.RUNNING and first.pid is not None
+        assert first.phase is DshWebPhase.RUNNING and first.pid is not None
         first_url = engine.launch_url
         os.kill(first.pid, signal.SIGKILL)
         deadline = time.monotonic() + 30
-        while (state := engine.state).phase is not EnginePhase.RUNNING or state.pid == first.pid:
+        while (state := engine.state).phase is not DshWebPhase.RUNNING or state.pid == first.pid:
             assert time.monotonic() < deadline, (state, engine.output_tail())
             time.sleep(0.05)
         assert state.restarts == 1 and engine.launch_url not in (None, first_url)
@@ -568,16 +568,16 @@ def test_the_managed_engine_comes_back_after_a_kill_and_stops(
         assert client is not None and client.check().ok
     finally:
         engine.stop()
-    restarting = [s for s in seen if s.phase is EnginePhase.RESTARTING]
+    restarting = [s for s in seen if s.phase is DshWebPhase.RESTARTING]
     assert [s.reason for s in restarting] == [restarting[0].reason]
     assert re.fullmatch(r"dsh web was killed by SIGKILL after \d+ s", restarting[0].reason)
     assert restarting[0].retry_in == 0.2
     assert state.pid is not None
     with pytest.raises(ProcessLookupError):
         os.kill(state.pid, 0)
-    assert engine.state.phase is EnginePhase.STOPPED and engine.launch_url is None
+    assert engine.state.phase is DshWebPhase.STOPPED and engine.launch_url is None
     engine.stop()
-    assert engine.state.phase is EnginePhase.STOPPED and seen[-1].phase is EnginePhase.STOPPED
+    assert engine.state.phase is DshWebPhase.STOPPED and seen[-1].phase is DshWebPhase.STOPPED
 
 
 class Trickle:
@@ -644,7 +644,7 @@ def _finishes_within(seconds: float, call: Callable[[], Any]) -> Any:
 def test_an_engine_that_trickles_bytes_still_times_out_by_the_deadline() -> None:
     server = Trickle(pause=0.1)
     try:
-        client = EngineClient(url(server.port), timeout=5)
+        client = DshWebClient(url(server.port), timeout=5)
         started = time.monotonic()
         outcome = _finishes_within(15, lambda: client.compact("s-1", timeout=1.0))
         elapsed = time.monotonic() - started
@@ -658,10 +658,10 @@ def test_an_engine_that_trickles_bytes_still_times_out_by_the_deadline() -> None
 def test_an_engine_that_accepts_but_never_answers_fails_in_seconds(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("dshweb.engine.client.LOGIN_TIMEOUT", 1.0, raising=False)
+    monkeypatch.setattr("dshweb.dsh_web.client.LOGIN_TIMEOUT", 1.0, raising=False)
     server = Trickle(silent=True)
     try:
-        client = EngineClient(url(server.port), timeout=15 * 60)
+        client = DshWebClient(url(server.port), timeout=15 * 60)
         outcome = _finishes_within(15, lambda: client.compact("s-1"))
     finally:
         server.close()

@@ -1,24 +1,24 @@
-"""The engine's door: DSH's web profile API, called from outside (DSH_FACTS §8).
+"""``dsh web``'s door: DSH's web profile API, called from outside (DSH_FACTS §8).
 
 Contract:
 
-- An :class:`EngineClient` is made from the launch URL ``dsh web`` prints,
+- A :class:`DshWebClient` is made from the launch URL ``dsh web`` prints,
   ``http://127.0.0.1:<port>/?token=…``. Only ``http`` on a loopback host is accepted.
   The token is a secret: it never appears in ``repr()``, in an exception or in a log
   line. It changes every time ``dsh web`` starts, and so does the cookie.
 - It logs in lazily (``GET /?token=…`` → 303 + ``Set-Cookie: dsh-auth-<id>=…``), keeps
   the cookie, and logs in again once when the API answers 401 (a refused request was
   not run, so sending it again is safe).
-- :meth:`EngineClient.rpc` raises an :class:`EngineError`; :meth:`EngineClient.check`
-  and :meth:`EngineClient.compact` never raise for what the network or the engine does:
+- :meth:`DshWebClient.rpc` raises a :class:`DshWebError`; :meth:`DshWebClient.check`
+  and :meth:`DshWebClient.compact` never raise for what the network or ``dsh web`` does:
   they classify it.
-- A call naming a session attaches it to the engine, which appends to its log and holds
-  its ``session.lock`` until the engine exits. :meth:`EngineClient.check` calls
+- A call naming a session attaches it to ``dsh web``, which appends to its log and holds
+  its ``session.lock`` until it exits. :meth:`DshWebClient.check` calls
   ``session/list``, which DSH describes as "Read all visible Session rows without
   resuming an Agent": it names no session and writes nothing.
 - Every call has an overall deadline, not a per-read timeout: a watchdog shuts the
-  socket when it passes, so an engine that trickles one byte a second still times out.
-  The login (instant on a live engine) gets at most :data:`LOGIN_TIMEOUT`: an engine
+  socket when it passes, so a ``dsh web`` that trickles one byte a second still times
+  out. The login (instant on a live one) gets at most :data:`LOGIN_TIMEOUT`: one
   that accepts connections but answers nothing is reported in seconds.
 - Thread-safe: one HTTP connection per call; the cookie is guarded by a lock.
 """
@@ -57,31 +57,31 @@ LOGIN_TIMEOUT = 10.0
 """Longest wait for the token login, whatever the call's own deadline."""
 
 
-class EngineError(DshError):
-    """The engine could not be reached, or did not do what was asked."""
+class DshWebError(DshError):
+    """``dsh web`` could not be reached, or did not do what was asked."""
 
 
-class LaunchUrlError(EngineError, ValueError):
+class LaunchUrlError(DshWebError, ValueError):
     """The launch URL is not a ``dsh web`` URL this client may use."""
 
 
-class EngineUnreachable(EngineError):
+class DshWebUnreachable(DshWebError):
     """Nothing accepted the connection, or it broke before an answer."""
 
 
-class EngineTimeout(EngineError):
-    """The engine accepted the request but did not answer in time (it may still act)."""
+class DshWebTimeout(DshWebError):
+    """``dsh web`` accepted the request but did not answer in time (it may still act)."""
 
 
-class TokenRejected(EngineError):
+class TokenRejected(DshWebError):
     """The launch token gave no session cookie, or the API refused the cookie."""
 
 
-class NotDsh(EngineError):
+class NotDsh(DshWebError):
     """Something answered, but not the way ``dsh web`` does."""
 
 
-class RpcError(EngineError):
+class RpcError(DshWebError):
     """The API answered ``ok: false``; ``code``/``message``/``details`` are DSH's."""
 
     def __init__(self, method: str, code: str, message: str, details: Any) -> None:
@@ -197,7 +197,7 @@ def _excerpt(raw: bytes) -> str:
     return text + ("…" if len(raw) > _EXCERPT else "")
 
 
-class EngineClient:
+class DshWebClient:
     """Talks to one running ``dsh web`` through its launch URL."""
 
     def __init__(self, launch_url: str, *, timeout: float) -> None:
@@ -213,7 +213,7 @@ class EngineClient:
         return f"http://{host}:{self._target.port}"
 
     def __repr__(self) -> str:
-        return f"EngineClient({self.base_url}, token=***)"
+        return f"DshWebClient({self.base_url}, token=***)"
 
     # --- transport ----------------------------------------------------------------------
 
@@ -228,11 +228,11 @@ class EngineClient:
         budget: float,
     ) -> _Answer:
         """One HTTP exchange that ends by ``deadline`` (``time.monotonic()``), whatever the
-        engine does; ``budget`` is the whole call's allowance, for the message."""
+        ``dsh web`` does; ``budget`` is the whole call's allowance, for the message."""
         remaining = deadline - time.monotonic()
         late = f"{self.base_url} did not answer within {budget:g} s"
         if remaining <= 0:
-            raise EngineTimeout(late)
+            raise DshWebTimeout(late)
         conn = http.client.HTTPConnection(self._target.host, self._target.port, timeout=remaining)
         expired = threading.Event()
 
@@ -250,35 +250,35 @@ class EngineClient:
             try:
                 conn.connect()
             except TimeoutError as error:
-                raise EngineUnreachable(f"{self.base_url} did not accept a connection") from error
+                raise DshWebUnreachable(f"{self.base_url} did not accept a connection") from error
             except OSError as error:
                 if expired.is_set():
-                    raise EngineUnreachable(
+                    raise DshWebUnreachable(
                         f"{self.base_url} did not accept a connection"
                     ) from error
                 reason = error.strerror or type(error).__name__
-                raise EngineUnreachable(f"cannot connect to {self.base_url}: {reason}") from error
+                raise DshWebUnreachable(f"cannot connect to {self.base_url}: {reason}") from error
             try:
                 conn.request(method, path, body=body, headers=dict(headers))
                 response = conn.getresponse()
                 raw = response.read()
             except TimeoutError as error:
-                raise EngineTimeout(late) from error
+                raise DshWebTimeout(late) from error
             except OSError as error:  # before HTTPException: RemoteDisconnected is both
                 if expired.is_set():
-                    raise EngineTimeout(late) from error
+                    raise DshWebTimeout(late) from error
                 reason = error.strerror or type(error).__name__
-                raise EngineUnreachable(
+                raise DshWebUnreachable(
                     f"{self.base_url} broke the connection: {reason}"
                 ) from error
             except http.client.HTTPException as error:
                 if expired.is_set():
-                    raise EngineTimeout(late) from error
+                    raise DshWebTimeout(late) from error
                 raise NotDsh(
                     f"{self.base_url} did not answer in HTTP ({type(error).__name__})"
                 ) from error
             if expired.is_set():  # a body read to the end of a shut socket is cut short
-                raise EngineTimeout(late)
+                raise DshWebTimeout(late)
         finally:
             watchdog.cancel()
             conn.close()
@@ -293,8 +293,8 @@ class EngineClient:
             answer = self._send(
                 "GET", path, headers={}, deadline=time.monotonic() + budget, budget=budget
             )
-        except EngineTimeout as error:  # nothing was asked of it yet
-            raise EngineUnreachable(
+        except DshWebTimeout as error:  # nothing was asked of it yet
+            raise DshWebUnreachable(
                 f"{error}: the engine accepts connections but does not answer (hung?)"
             ) from error
         if answer.status == 401:
@@ -329,7 +329,7 @@ class EngineClient:
     def rpc(self, method: str, args: Mapping[str, Any], *, timeout: float | None = None) -> Any:
         """``POST /api/<method>``; returns ``result.value`` (``None`` when DSH sends none).
 
-        Raises :class:`RpcError` for ``ok: false`` and the other :class:`EngineError`
+        Raises :class:`RpcError` for ``ok: false`` and the other :class:`DshWebError`
         subclasses for everything else.
         """
         if not _METHOD.fullmatch(method):
@@ -398,7 +398,7 @@ class EngineClient:
         )
 
     def check(self) -> ConnectionCheck:
-        """Log in afresh and list the sessions: is this a DSH engine that takes our token?"""
+        """Log in afresh and list the sessions: is this a ``dsh web`` that takes our token?"""
         started = time.monotonic()
 
         def done(
@@ -409,7 +409,7 @@ class EngineClient:
         try:
             self._cookie_for(time.monotonic() + self.timeout, fresh=True)
             value = self.rpc("session/list", {"_request": {}})
-        except (EngineUnreachable, EngineTimeout) as error:
+        except (DshWebUnreachable, DshWebTimeout) as error:
             return done(ConnectionStatus.UNREACHABLE, str(error))
         except TokenRejected as error:
             return done(ConnectionStatus.TOKEN_REJECTED, str(error))
@@ -437,9 +437,9 @@ class EngineClient:
 
         try:
             value = self.rpc("commands/execute", args, timeout=timeout)
-        except EngineUnreachable as error:
+        except DshWebUnreachable as error:
             return outcome(CompactStatus.UNREACHABLE, str(error))
-        except EngineTimeout as error:
+        except DshWebTimeout as error:
             return outcome(CompactStatus.TIMEOUT, f"{error}; the compaction may still finish")
         except TokenRejected as error:
             return outcome(CompactStatus.TOKEN_REJECTED, str(error))

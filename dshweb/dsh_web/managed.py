@@ -2,25 +2,25 @@
 
 Contract:
 
-- :meth:`ManagedEngine.start` starts a supervisor thread. Each launch runs
+- :meth:`ManagedDshWeb.start` starts a supervisor thread. Each launch runs
   ``dsh --profile web --no-open --host 127.0.0.1 --port <free port>`` in a new process
   session with ``DSH_HOME=home`` and ``DSH_TELEMETRY_MODE=DISABLED`` (always), on top of
   this process's environment and ``env_extra`` (so ``DEEPSEEK_BASE_URL`` and
   ``DEEPSEEK_API_KEY`` pass through).
 - The launch URL is read from the line ``dsh web: http://127.0.0.1:<n>/?token=…``.
-  :attr:`ManagedEngine.launch_url` is a secret, set only while the engine runs; the kept
+  :attr:`ManagedDshWeb.launch_url` is a secret, set only while it runs; the kept
   output tail and ``repr()`` have the token blanked out. The token changes with every
-  launch, so make a new :class:`EngineClient` after a restart.
+  launch, so make a new :class:`DshWebClient` after a restart.
 - States: ``starting`` → ``running``; an exit nobody asked for → ``restarting`` (with
   the reason) → a back-off of 1 s doubling to 60 s → ``starting``. The back-off starts
   over after a run that lasted :data:`STABLE_AFTER` seconds. ``failed`` (no restarts)
-  when ``dsh`` cannot be found or run. ``stopped`` after :meth:`ManagedEngine.stop`.
-- :meth:`ManagedEngine.stop` ends the process this object started and only it
+  when ``dsh`` cannot be found or run. ``stopped`` after :meth:`ManagedDshWeb.stop`.
+- :meth:`ManagedDshWeb.stop` ends the process this object started and only it
   (SIGTERM, SIGKILL after a timeout); it is idempotent and also runs at interpreter
-  exit. An engine left behind by a killed dshweb keeps its sessions' locks until it
+  exit. A ``dsh web`` left behind by a killed dshweb keeps its sessions' locks until it
   is ended by hand.
-- A session the engine attached (every ``/compact``) stays attached, its
-  ``session.lock`` held, until the engine exits.
+- A session it attached (every ``/compact``) stays attached, its ``session.lock``
+  held, until it exits.
 """
 
 from __future__ import annotations
@@ -42,9 +42,9 @@ from pathlib import Path
 from types import MappingProxyType
 
 from dshweb.core.settings.dshconfig import find_dsh
-from dshweb.engine.client import EngineClient
+from dshweb.dsh_web.client import DshWebClient
 
-log = logging.getLogger("dshweb.engine")
+log = logging.getLogger("dshweb.dsh_web")
 
 BACKOFF_FIRST = 1.0
 BACKOFF_MAX = 60.0
@@ -59,7 +59,7 @@ _LAUNCH = re.compile(r"dsh web: (http://\S+)")
 _TOKEN = re.compile(r"([?&]token=)[^&\s]+")
 
 
-class EnginePhase(StrEnum):
+class DshWebPhase(StrEnum):
     STARTING = "starting"
     RUNNING = "running"
     RESTARTING = "restarting"
@@ -68,14 +68,14 @@ class EnginePhase(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class EngineState:
-    """Where the managed engine is; ``reason`` says why when it is not running.
+class DshWebState:
+    """Where the managed ``dsh web`` is; ``reason`` says why when it is not running.
 
     ``retry_in`` is the back-off (seconds) while ``restarting``; ``restarts`` counts
     launches after the first; ``since`` is the wall-clock time of the change.
     """
 
-    phase: EnginePhase
+    phase: DshWebPhase
     reason: str = ""
     pid: int | None = None
     port: int | None = None
@@ -104,7 +104,7 @@ def _exit_words(code: int) -> str:
     return f"exited with code {code}"
 
 
-class ManagedEngine:
+class ManagedDshWeb:
     """``dsh --profile web`` on ``home``, kept running until :meth:`stop`."""
 
     def __init__(
@@ -113,14 +113,14 @@ class ManagedEngine:
         *,
         dsh: Path | None = None,
         env_extra: Mapping[str, str] = MappingProxyType({}),
-        on_state: Callable[[EngineState], None] | None = None,
+        on_state: Callable[[DshWebState], None] | None = None,
     ) -> None:
         self.home = Path(home)
         self._dsh = dsh
         self._env_extra = dict(env_extra)
         self._on_state = on_state
         self._cond = threading.Condition()
-        self._state = EngineState(EnginePhase.STOPPED, "not started")
+        self._state = DshWebState(DshWebPhase.STOPPED, "not started")
         self._launch_url: str | None = None
         self._proc: subprocess.Popen[str] | None = None
         self._thread: threading.Thread | None = None
@@ -129,57 +129,57 @@ class ManagedEngine:
 
     def __repr__(self) -> str:
         state = self.state
-        return f"ManagedEngine(home={str(self.home)!r}, phase={state.phase}, pid={state.pid})"
+        return f"ManagedDshWeb(home={str(self.home)!r}, phase={state.phase}, pid={state.pid})"
 
     # --- what callers see ---------------------------------------------------------------
 
     @property
-    def state(self) -> EngineState:
+    def state(self) -> DshWebState:
         with self._cond:
             return self._state
 
     @property
     def launch_url(self) -> str | None:
-        """The secret launch URL while the engine runs, else ``None``."""
+        """The secret launch URL while it runs, else ``None``."""
         with self._cond:
-            return self._launch_url if self._state.phase is EnginePhase.RUNNING else None
+            return self._launch_url if self._state.phase is DshWebPhase.RUNNING else None
 
-    def client(self, *, timeout: float) -> EngineClient | None:
+    def client(self, *, timeout: float) -> DshWebClient | None:
         """A client for the current launch (``None`` unless running)."""
         url = self.launch_url
-        return EngineClient(url, timeout=timeout) if url else None
+        return DshWebClient(url, timeout=timeout) if url else None
 
     def output_tail(self) -> list[str]:
         """The last lines ``dsh`` printed (across launches), tokens blanked out."""
         with self._cond:
             return list(self._output)
 
-    def wait_running(self, timeout: float) -> EngineState:
+    def wait_running(self, timeout: float) -> DshWebState:
         """Wait until running (or failed/stopped); returns the state reached or current."""
-        settled = (EnginePhase.RUNNING, EnginePhase.FAILED, EnginePhase.STOPPED)
+        settled = (DshWebPhase.RUNNING, DshWebPhase.FAILED, DshWebPhase.STOPPED)
         with self._cond:
             self._cond.wait_for(lambda: self._state.phase in settled, timeout)
             return self._state
 
     # --- lifecycle ----------------------------------------------------------------------
 
-    def start(self) -> ManagedEngine:
-        """Start supervising (once; a stopped engine is not started again)."""
+    def start(self) -> ManagedDshWeb:
+        """Start supervising (once; a stopped one is not started again)."""
         with self._cond:
             if self._stopping.is_set():
-                raise RuntimeError("this ManagedEngine was stopped; make a new one")
+                raise RuntimeError("this ManagedDshWeb was stopped; make a new one")
             if self._thread is not None:
                 return self
             self._thread = threading.Thread(
-                target=self._supervise, name="dsh-engine-supervisor", daemon=True
+                target=self._supervise, name="dsh-web-supervisor", daemon=True
             )
-        self._set(EngineState(EnginePhase.STARTING, "launching dsh web"))
+        self._set(DshWebState(DshWebPhase.STARTING, "launching dsh web"))
         atexit.register(self.stop)
         self._thread.start()
         return self
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> None:
-        """End the engine process (only ours) and the supervisor; safe to call again."""
+        """End the ``dsh web`` process (only ours) and the supervisor; safe to call again."""
         with self._cond:
             self._stopping.set()
             proc = self._proc
@@ -189,10 +189,10 @@ class ManagedEngine:
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout + 5)
         atexit.unregister(self.stop)
-        if self.state.phase is not EnginePhase.STOPPED:
-            self._set(EngineState(EnginePhase.STOPPED, "stopped"))
+        if self.state.phase is not DshWebPhase.STOPPED:
+            self._set(DshWebState(DshWebPhase.STOPPED, "stopped"))
 
-    def __enter__(self) -> ManagedEngine:
+    def __enter__(self) -> ManagedDshWeb:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
@@ -200,9 +200,9 @@ class ManagedEngine:
 
     # --- the supervisor -----------------------------------------------------------------
 
-    def _set(self, state: EngineState, *, launch_url: str | None = None) -> None:
+    def _set(self, state: DshWebState, *, launch_url: str | None = None) -> None:
         with self._cond:
-            if self._stopping.is_set() and self._state.phase is EnginePhase.STOPPED:
+            if self._stopping.is_set() and self._state.phase is DshWebPhase.STOPPED:
                 return  # stop() has spoken: nothing the supervisor says afterwards counts
             self._state = state
             self._launch_url = launch_url
@@ -211,7 +211,7 @@ class ManagedEngine:
             try:
                 self._on_state(state)
             except Exception:
-                log.exception("engine state callback failed")
+                log.exception("dsh web state callback failed")
 
     def _supervise(self) -> None:
         backoff = BACKOFF_FIRST
@@ -226,7 +226,7 @@ class ManagedEngine:
                 return
             port = free_port()
             self._set(
-                EngineState(EnginePhase.STARTING, "launching dsh web", port=port, restarts=restarts)
+                DshWebState(DshWebPhase.STARTING, "launching dsh web", port=port, restarts=restarts)
             )
             try:
                 proc = self._launch(dsh, port)
@@ -238,8 +238,8 @@ class ManagedEngine:
             started = time.monotonic()
             url, reader = self._await_url(proc)
             if url is not None:
-                running = EngineState(
-                    EnginePhase.RUNNING, "", pid=proc.pid, port=port, restarts=restarts
+                running = DshWebState(
+                    DshWebPhase.RUNNING, "", pid=proc.pid, port=port, restarts=restarts
                 )
                 self._set(running, launch_url=url)
                 log.info("dsh web running on 127.0.0.1:%d (pid %d)", port, proc.pid)
@@ -263,18 +263,18 @@ class ManagedEngine:
             restarts += 1
             log.warning("%s; restarting in %g s", reason, backoff)
             self._set(
-                EngineState(
-                    EnginePhase.RESTARTING, reason, port=port, restarts=restarts, retry_in=backoff
+                DshWebState(
+                    DshWebPhase.RESTARTING, reason, port=port, restarts=restarts, retry_in=backoff
                 )
             )
             if self._stopping.wait(backoff):
                 break
             backoff = min(backoff * 2, BACKOFF_MAX)
-        self._set(EngineState(EnginePhase.STOPPED, "stopped", restarts=restarts))
+        self._set(DshWebState(DshWebPhase.STOPPED, "stopped", restarts=restarts))
 
     def _fail(self, reason: str) -> None:
         log.error("dsh web cannot be managed: %s", reason)
-        self._set(EngineState(EnginePhase.FAILED, reason))
+        self._set(DshWebState(DshWebPhase.FAILED, reason))
 
     def _launch(self, dsh: Path, port: int) -> subprocess.Popen[str] | None:
         env = dict(os.environ)
@@ -314,7 +314,7 @@ class ManagedEngine:
                     self._output.append(_blank_token(line.rstrip()))
             ready.set()
 
-        reader = threading.Thread(target=pump, name="dsh-engine-output", daemon=True)
+        reader = threading.Thread(target=pump, name="dsh-web-output", daemon=True)
         reader.start()
         ready.wait(STARTUP_TIMEOUT)
         return (found[0] if found else None), reader
@@ -342,8 +342,8 @@ def _terminate(proc: subprocess.Popen[str], timeout: float) -> int:
 
 
 __all__ = [
-    "EnginePhase",
-    "EngineState",
-    "ManagedEngine",
+    "DshWebPhase",
+    "DshWebState",
+    "ManagedDshWeb",
     "free_port",
 ]
