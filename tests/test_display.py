@@ -1,4 +1,5 @@
-"""dshweb.core.display: the ring's figures, percent and bands (pure, table-driven)."""
+"""The ring's figures (dashboard/display), percent and bands (core/fold/gauge.py): pure,
+table-driven."""
 
 from __future__ import annotations
 

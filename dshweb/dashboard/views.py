@@ -97,7 +97,7 @@ def fold_progress(request: HtmxHttpRequest) -> HttpResponse:
 
 @require_POST
 def session_compact(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
-    """Ask DSH's engine to fold this session now (a POST with CSRF, ``compact`` only).
+    """Ask ``dsh web`` to fold this session now (a POST with CSRF, ``compact`` only).
 
     The button's form swaps nothing: the status line reaches every open page of the
     session over its socket, and is on the page when it is loaded again. A press while a

@@ -3,7 +3,7 @@
 Pure: the request's recorded state (requested / running / done / failed, DSH's answer)
 and the session's :class:`~dshweb.core.fold.ledger.Ledger` give one :class:`CompactView`.
 The log moves it forward: a manual ``compaction/start`` after the request means
-running, its ``compaction/end`` means done; the engine's answer gives the result line.
+running, its ``compaction/end`` means done; ``dsh web``'s answer gives the result line.
 """
 
 from __future__ import annotations
