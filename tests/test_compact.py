@@ -4,6 +4,7 @@ session folded through the dashboard, and a busy session refused."""
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from channels.db import database_sync_to_async
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 
@@ -21,7 +23,8 @@ from dshweb.core.fold.ledger import Ledger
 from dshweb.dashboard import compact
 from dshweb.dashboard.display.compact_status import RequestRecord, compact_view, result_line
 from dshweb.dashboard.models import CompactionRequest, DshWebSetting
-from dshweb.live.service import home_view, stop_hub
+from dshweb.live.publisher import stop_publisher
+from dshweb.live.service import home_view
 from tests.conftest import FIXTURE_HOMES
 from tests.test_dsh_web_client import (
     Setup,
@@ -31,6 +34,7 @@ from tests.test_dsh_web_client import (
     prompt,
     turns_at_least,
 )
+from tests.test_live import ORIGIN, _attr, _connect, _receive, _receive_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -95,17 +99,21 @@ def test_result_line_without_numbers() -> None:
 
 
 @pytest.fixture
-def home(tmp_path: Path, settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def home(tmp_path: Path, settings: Any) -> Path:
     import shutil
 
     target = tmp_path / "home"
     shutil.copytree(FIXTURE_HOMES / "manual-compact", target)
-    settings.DSH_HOME = target
-    monkeypatch.delenv("DSHWEB_ENGINE_URL", raising=False)
-    monkeypatch.delenv("DSHWEB_ENGINE", raising=False)
-    stop_hub()
-    yield target
-    stop_hub()
+    settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": target, "ENGINE_URL": "", "ENGINE": ""}
+    return target
+
+
+@pytest.fixture(autouse=True)
+def _no_kept_requests() -> Iterator[None]:
+    """The requests compact.py keeps in memory outlive the database each test empties."""
+    compact.forget_records()
+    yield
+    compact.forget_records()
 
 
 def _user(name: str, *, may_compact: bool) -> Client:
@@ -128,12 +136,22 @@ def _wait_finished(timeout: float = 60) -> CompactionRequest:
 
 
 URL = "/sessions/manual-compact/compact/"
+PAGE = "/sessions/manual-compact/"
+
+
+def _status_line(html: str) -> tuple[str, str]:
+    """The Compact card's status line as a person sees it: its state and its text."""
+    found = re.search(r'<div id="compact-status" [^>]*data-state="(\w+)"[^>]*>([^<]*)</div>', html)
+    assert found is not None, "no status line on the page"
+    return found.group(1), found.group(2)
 
 
 def test_only_users_allowed_to_compact_may(home: Path) -> None:
     assert Client().post(URL).status_code == 302  # to the login page
-    assert _user("viewer", may_compact=False).post(URL).status_code == 403
-    page = _user("viewer2", may_compact=False).get("/sessions/manual-compact/").content.decode()
+    refused = _user("viewer", may_compact=False).post(URL)
+    assert refused.status_code == 403
+    assert "Your account may not compact sessions." in refused.content.decode()
+    page = _user("viewer2", may_compact=False).get(PAGE).content.decode()
     assert 'id="compact-button"' not in page and 'id="compact-status"' in page
     assert CompactionRequest.objects.count() == 0
 
@@ -150,24 +168,54 @@ def test_the_button_needs_csrf(home: Path) -> None:
 def test_without_an_engine_the_request_fails_with_the_reason(home: Path) -> None:
     client = _user("boss", may_compact=True)
     assert 'id="compact-button"' in client.get("/sessions/manual-compact/").content.decode()
-    response = client.post(URL, HTTP_HX_REQUEST="true")
-    assert response.status_code == 200
+    assert client.post(URL, HTTP_HX_REQUEST="true").status_code == 204
     request = _wait_finished()
     assert (request.state, request.outcome) == ("failed", "engine_error")
     assert "no DSH engine is configured" in request.message
     assert request.user is not None and request.user.username == "boss"
-    page = client.get("/sessions/manual-compact/").content.decode()
-    assert 'data-state="failed"' in page and "no DSH engine is configured" in page
+    state, text = _status_line(client.get(PAGE).content.decode())
+    assert state == "failed" and "no DSH engine is configured" in text
+
+
+@pytest.mark.asyncio
+async def test_an_open_page_is_told_each_state_of_a_press(home: Path) -> None:
+    client = await database_sync_to_async(_user)("boss", may_compact=True)
+    cookie = (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())
+    page, connected, _ = await _connect(f"/ws{PAGE}", ORIGIN, cookie)
+    assert connected is True
+    try:
+        assert _attr(await _receive(page), "compact-status", "data-state") == "idle"
+        press = await database_sync_to_async(client.post)(URL, HTTP_HX_REQUEST="true")
+        assert press.status_code == 204  # the form swaps nothing: the socket brings the line
+        pushed = await _receive_until(page, lambda html: 'data-state="failed"' in html)
+        assert _status_line(pushed) == (
+            "failed",
+            "The DSH engine refused — not configured: no DSH engine is configured "
+            "(Settings → Engine)",
+        )
+    finally:
+        await page.disconnect()
+        await stop_publisher()
 
 
 def test_a_second_press_while_one_runs_is_refused(home: Path) -> None:
     client = _user("boss", may_compact=True)
+    reading = home_view().session("manual-compact")
+    assert reading is not None
     CompactionRequest.objects.create(
-        session_id="manual-compact", state="running", owner=compact.process_owner()
+        session_id="manual-compact",
+        state="requested",
+        seq_at_request=reading.last_seq,
+        owner=compact.process_owner(),
     )
-    response = client.post(URL, HTTP_HX_REQUEST="true")
-    assert "already running" in response.content.decode()
+    assert client.post(URL, HTTP_HX_REQUEST="true").status_code == 204
+    assert client.post(URL)["Location"] == PAGE  # without JavaScript: back to the page
     assert CompactionRequest.objects.count() == 1
+    # What the page says, now and on every open copy of it: the request in flight.
+    assert _status_line(client.get(PAGE).content.decode()) == (
+        "requested",
+        "Compaction requested…",
+    )
 
 
 def _dead_pid() -> int:
@@ -191,8 +239,7 @@ def test_a_request_a_stopped_dshweb_left_in_flight_is_closed_with_a_reason(
         session_id="manual-compact", state="requested", owner=recorded
     )
     client = _user("boss", may_compact=True)
-    response = client.post(URL, HTTP_HX_REQUEST="true")
-    assert "already running" not in response.content.decode()
+    client.post(URL, HTTP_HX_REQUEST="true")
     stale.refresh_from_db()
     assert (stale.state, stale.outcome) == ("failed", "abandoned")
     assert stale.message.startswith("dshweb stopped while this ran")
@@ -202,13 +249,13 @@ def test_a_request_a_stopped_dshweb_left_in_flight_is_closed_with_a_reason(
 
 
 def test_an_engine_that_never_answers_fails_the_press_in_seconds(
-    home: Path, monkeypatch: pytest.MonkeyPatch
+    home: Path, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
     monkeypatch.setattr("dshweb.dsh_web.client.LOGIN_TIMEOUT", 2.0, raising=False)
     listener = socket.create_server(("127.0.0.1", 0))  # the kernel accepts; nobody answers
     try:
         port = listener.getsockname()[1]
-        monkeypatch.setenv("DSHWEB_ENGINE_URL", f"http://127.0.0.1:{port}/?token=t")
+        settings.DSHWEB = {**settings.DSHWEB, "ENGINE_URL": f"http://127.0.0.1:{port}/?token=t"}
         started = time.monotonic()
         _user("boss", may_compact=True).post(URL, HTTP_HX_REQUEST="true")
         request = _wait_finished(timeout=20)
@@ -249,12 +296,9 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
 
 
 @pytest.fixture
-def live(engine: Setup, settings: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Setup]:
-    settings.DSH_HOME = engine.home
-    monkeypatch.setenv("DSHWEB_ENGINE_URL", engine.launch_url)
-    stop_hub()
-    yield engine
-    stop_hub()
+def live(engine: Setup, settings: Any) -> Setup:
+    settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": engine.home, "ENGINE_URL": engine.launch_url}
+    return engine
 
 
 @pytest.mark.dsh
@@ -269,8 +313,7 @@ def test_compact_through_the_dashboard(live: Setup) -> None:
     before = home_view().session("s-dash")
     assert before is not None
     client = _user("boss", may_compact=True)
-    response = client.post("/sessions/s-dash/compact/", HTTP_HX_REQUEST="true")
-    assert 'id="compact-status"' in response.content.decode()
+    assert client.post("/sessions/s-dash/compact/", HTTP_HX_REQUEST="true").status_code == 204
     request = _wait_finished()
     assert (request.state, request.outcome) == ("done", "done"), request.message
     log = wait_for_log(live.home, "s-dash", lambda log: log.count("command/done") >= 1)
@@ -289,8 +332,7 @@ def test_compact_through_the_dashboard(live: Setup) -> None:
     assert f'"command_id": "{done["data"]["commandId"]}"' in request.dsh_web_answer
     assert live.token not in request.dsh_web_answer
     page = client.get("/sessions/s-dash/").content.decode()
-    assert 'data-state="done"' in page
-    assert result_line(request.message, fold) in page
+    assert _status_line(page) == ("done", result_line(request.message, fold))
     assert result_line(request.message, fold).startswith("Compacted ")
     assert session_logs(live.home)["s-dash"].count("compaction/end") == 1
 

@@ -16,6 +16,7 @@ press, so it never blocks the button for ever.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import json
 import logging
@@ -262,13 +263,31 @@ _records: dict[str, RequestRecord | None] = {}
 """The latest request of each session looked at, as its status line needs it."""
 
 
+_sockets_loop: asyncio.AbstractEventLoop | None = None
+"""The event loop the session sockets run on (the server's)."""
+
+
+def announce_on(loop: asyncio.AbstractEventLoop) -> None:
+    """Send announcements on ``loop``, the one the session sockets run on (each socket
+    says so when it connects)."""
+    global _sockets_loop
+    _sockets_loop = loop
+
+
 def _announce(session_id: str) -> None:
     """Forget the kept request of ``session_id`` and tell its open pages."""
     _records.pop(session_id, None)
     layer = get_channel_layer()
-    if layer is not None:
-        message = {"type": COMPACT_CHANGED, "session_id": session_id}
-        async_to_sync(layer.group_send)(session_group(session_id), message)
+    if layer is None:
+        return
+    group, message = session_group(session_id), {"type": COMPACT_CHANGED, "session_id": session_id}
+    loop = _sockets_loop
+    if loop is not None and loop.is_running():
+        # The in-memory layer's queues belong to the sockets' loop: a send from the worker
+        # thread through a loop of its own would wake no socket until something else did.
+        asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop)
+    else:
+        async_to_sync(layer.group_send)(group, message)
 
 
 def forget_records() -> None:

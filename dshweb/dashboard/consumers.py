@@ -9,6 +9,7 @@ nothing is changed through them.
 
 from __future__ import annotations
 
+import asyncio
 from functools import cached_property
 from typing import Any
 
@@ -18,7 +19,7 @@ from django.http import QueryDict
 
 from dshweb.core.listing.pages import ListPage
 from dshweb.core.listing.query import ListQuery, list_query
-from dshweb.dashboard import fragments
+from dshweb.dashboard import compact, fragments
 from dshweb.live.groups import SESSIONS_GROUP, session_group, subscriptions
 from dshweb.live.publisher import start_publisher
 from dshweb.live.service import home_view
@@ -105,6 +106,10 @@ class SessionsConsumer(_PageConsumer):
 
 class SessionConsumer(_PageConsumer):
     """One session's page: its fragments now, then each update."""
+
+    async def connect(self) -> None:
+        compact.announce_on(asyncio.get_running_loop())
+        await super().connect()
 
     def group_name(self) -> str:
         return session_group(self.session_id)
