@@ -47,7 +47,7 @@ def test_a_refusal_says_why(method: str, url: str, reason: str) -> None:
     assert text.startswith(f"Not allowed {reason} ")
 
 
-def test_a_form_without_its_token_says_what_to_do() -> None:
+def test_a_refused_form_says_what_to_do() -> None:
     user = User.objects.create_user("someone", password="x-x-x-x-1")
     user.user_permissions.add(Permission.objects.get(codename="compact"))
     client = Client(enforce_csrf_checks=True)
@@ -55,7 +55,8 @@ def test_a_form_without_its_token_says_what_to_do() -> None:
     response = client.post("/sessions/any/compact/")
     assert response.status_code == 403
     text = _page(response.content.decode(), "forbidden")
-    assert "This form has expired" in text and "Nothing was changed." in text
+    assert text.startswith("Form refused dshweb refused this form")
+    assert "Nothing was changed." in text
 
 
 def test_a_bad_address_says_why() -> None:
