@@ -14,7 +14,7 @@ from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.profile.dshyaml import JsExpr
 from dshweb.core.profile.effective import EngineConfig
 from dshweb.core.profile.layers import engine_config, load_patch
-from tests.conftest import CORPUS_HOME
+from tests.conftest import FIXTURE_HOMES, REPO
 from tests.logbuilder import typed
 
 
@@ -147,10 +147,13 @@ def test_web_app_profiles_run_the_preset_engines(tmp_path: Path) -> None:
     assert engine_config(home, "p") is None
 
 
-@pytest.mark.skipif(not (CORPUS_HOME / "profiles").is_dir(), reason="no shared corpus")
-def test_corpus_profiles(tmp_path: Path) -> None:
+def test_real_profiles(tmp_path: Path) -> None:
+    # A fixture home's profiles as DSH made them (sdk on the SDK app, web on the web app),
+    # the web one with a hand-written patch of a real machine (the shared corpus's).
     home = tmp_path / "home"
-    shutil.copytree(CORPUS_HOME / "profiles", home / "profiles")
+    shutil.copytree(FIXTURE_HOMES / "manual-compact" / "profiles", home / "profiles")
+    patch = REPO / "tests" / "fixtures" / "patches" / "web-cordis.patch.yml"
+    shutil.copyfile(patch, home / "profiles" / "web" / "cordis.patch.yml")
     assert engine_config(home, "web") is None
     assert engine_config(home, "sdk") is None
     rows = load_patch(home / "profiles" / "web" / "cordis.patch.yml")
