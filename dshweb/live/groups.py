@@ -8,20 +8,15 @@ import threading
 from collections import Counter
 
 SESSIONS_GROUP = "dshweb.sessions"
-MESSAGE_TYPE = "fragment.html"  # handled by the consumers' ``fragment_html``
 
 
 def session_group(session_id: str) -> str:
     return "dshweb.session." + hashlib.sha256(session_id.encode()).hexdigest()[:32]
 
 
-def fragment_message(html: str) -> dict[str, str]:
-    return {"type": MESSAGE_TYPE, "html": html}
-
-
 class Subscriptions:
-    """How many sockets of this process follow each group, so the watcher renders only
-    what someone is watching (the in-memory channel layer lives in this process too)."""
+    """How many sockets of this process follow each group, so the publisher announces
+    only what someone is watching (the in-memory channel layer lives in this process too)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()

@@ -91,9 +91,6 @@ class HomeView:
         """The sessions list's pages and counts (:mod:`dshweb.core.listing.pages`)."""
         return SessionList(self.tree)
 
-    def entries(self) -> list[SessionEntry]:
-        return list(self.tree)
-
     def session(self, session_id: str) -> SessionSnapshot | None:
         view = self.sessions.get(session_id)
         return view.snapshot if view is not None else None

@@ -54,7 +54,8 @@ class ReplayError(DshError):
 
 
 class ReplayBusyError(ReplayError):
-    """Another process already holds the replay target's ``session.lock``."""
+    """Another process already replays into this session (it holds the replay's own
+    lock, :data:`REPLAY_LOCK`; DSH's ``session.lock`` is never taken)."""
 
 
 LOG_NAME = "session.v4.jsonl.zstd"

@@ -5,8 +5,8 @@ newline-terminated JSON lines. Frame boundaries are found from the frame header 
 block headers, so a frame is decoded only once all of its bytes are on disk: a torn last
 frame is "not yet", never an error. A plain ``.jsonl`` log is read by complete lines.
 
-``split_frames`` and ``split_lines`` are pure functions over a byte buffer that starts at
-a known file offset; the caller keeps the offset of the first byte not yet consumed.
+``split_frames`` is a pure function over a byte buffer that starts at a known file
+offset; the caller keeps the offset of the first byte not yet consumed.
 """
 
 from __future__ import annotations
@@ -131,11 +131,3 @@ def split_frames(buf: bytes, file_offset: int) -> tuple[list[Chunk], LogError | 
             return chunks, LogError(f"corrupt zstd frame ({bad})", offset=file_offset + start)
         chunks.append(Chunk(file_offset + start, file_offset + end, text))
     return chunks, error
-
-
-def split_lines(buf: bytes, file_offset: int) -> list[Chunk]:
-    """The complete lines of a plain ``.jsonl`` buffer, as one chunk (or none)."""
-    end = buf.rfind(b"\n")
-    if end < 0:
-        return []
-    return [Chunk(file_offset, file_offset + end + 1, buf[: end + 1])]
