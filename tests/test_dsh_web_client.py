@@ -32,6 +32,7 @@ import pytest
 from dshweb.core.log.home import encode_segment, is_live, locked_files
 from dshweb.core.settings.dshconfig import find_dsh
 from dshweb.dsh_web import (
+    CompactOutcome,
     CompactStatus,
     ConnectionStatus,
     DshWebClient,
@@ -41,8 +42,9 @@ from dshweb.dsh_web import (
     ManagedDshWeb,
     RpcError,
 )
+from dshweb.dsh_web import client as client_module
 from dshweb.dsh_web import managed as managed_module
-from dshweb.dsh_web.client import NO_COMMAND, UNEXPECTED
+from dshweb.dsh_web.client import ABANDONED_BY_DSH, NO_COMMAND, UNEXPECTED
 from dshweb.dsh_web.managed import free_port
 from tests.fixtures.fakemodel import FakeModel, ModelRequest, Reply, directive_script, text
 
@@ -258,7 +260,7 @@ def test_a_slow_answer_is_a_timeout(
     handler = dsh_like(api_body=staticmethod(slow))
     outcome = DshWebClient(url(serve(handler)), timeout=5).compact("s-1", timeout=0.3)
     assert outcome.status is CompactStatus.TIMEOUT
-    assert outcome.text.endswith("did not answer within 0.3 s; the compaction may still finish")
+    assert outcome.text.endswith(f"did not answer within 0.3 s; {ABANDONED_BY_DSH}")
 
 
 def test_an_engine_that_cannot_be_run_fails_without_restarting(tmp_path: Path) -> None:
@@ -522,6 +524,81 @@ def test_compact_while_a_turn_is_in_flight_is_busy(setup: Setup) -> None:
 
 
 @pytest.mark.dsh
+def test_an_engine_that_hangs_mid_compaction_fails_in_seconds(
+    setup: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fixtures.dshrun import wait_for_log
+
+    monkeypatch.setattr(client_module, "PROBE_EVERY", 0.5)
+    monkeypatch.setattr(client_module, "PROBE_TIMEOUT", 0.5)
+    client = setup.client(timeout=15 * 60)
+    create(setup, client, "s-hang")
+    for turn in (1, 2, 3):
+        prompt(client, "s-hang", f"turn {turn}: " + "words " * 400)
+        wait_for_log(setup.home, "s-hang", turns_at_least(turn), timeout=30)
+    pid = setup.engine.state.pid
+    assert pid is not None
+    asked = len(setup.fake.requests)
+    setup.fake.delay = 3.0  # the summariser is slow: dsh web waits on it, still answering
+    results: list[CompactOutcome] = []
+    worker = threading.Thread(target=lambda: results.append(client.compact("s-hang")))
+    worker.start()
+    try:
+        (*_, summariser) = setup.fake.wait_for_requests(asked + 1)
+        assert summariser.is_compaction
+        time.sleep(1.5)  # three checks while the model is slow: all answered
+        assert worker.is_alive()
+        os.killpg(pid, signal.SIGSTOP)  # now dsh web itself hangs
+        stopped = time.monotonic()
+        worker.join(15)
+        hung_for = time.monotonic() - stopped
+    finally:
+        os.killpg(pid, signal.SIGCONT)
+        setup.fake.delay = 0.0
+    assert not worker.is_alive()
+    (outcome,) = results
+    assert outcome.status is CompactStatus.TIMEOUT, outcome
+    assert outcome.text == (
+        f"{client.base_url} stopped answering while it ran /api/commands/execute "
+        f"(3 checks in a row got no answer within 0.5 s; hung?); {ABANDONED_BY_DSH}"
+    )
+    assert hung_for < 5 and outcome.elapsed < 10 and setup.token not in outcome.text
+    assert_abandoned(setup, "s-hang")  # on resuming (the summary may have landed first)
+
+
+def assert_abandoned(setup: Setup, session_id: str, *, folded: bool | None = None) -> None:
+    """The session's log shows ``dsh web`` aborted its one ``/compact`` (and whether the
+    fold landed before it did, when ``folded`` says)."""
+    from tests.fixtures.dshrun import wait_for_log
+
+    log = wait_for_log(setup.home, session_id, lambda log: log.count("compaction/end") >= 1)
+    (done,) = log.of_type("command/done")
+    assert done["data"]["kind"] == "error"
+    assert done["data"]["text"] == "This operation was aborted"
+    if folded is not None:
+        assert log.count("compaction/summary") == int(folded)
+
+
+@pytest.mark.dsh
+def test_a_compaction_dshweb_stops_waiting_for_is_abandoned_by_dsh(setup: Setup) -> None:
+    from tests.fixtures.dshrun import wait_for_log
+
+    client = setup.client()
+    create(setup, client, "s-gave-up")
+    for turn in (1, 2):
+        prompt(client, "s-gave-up", f"turn {turn}: " + "words " * 400)
+        wait_for_log(setup.home, "s-gave-up", turns_at_least(turn), timeout=30)
+    setup.fake.delay = 4.0
+    try:
+        outcome = client.compact("s-gave-up", timeout=1.5)
+        assert outcome.status is CompactStatus.TIMEOUT, outcome
+        assert outcome.text.endswith(f"did not answer within 1.5 s; {ABANDONED_BY_DSH}")
+        assert_abandoned(setup, "s-gave-up", folded=False)
+    finally:
+        setup.fake.delay = 0.0
+
+
+@pytest.mark.dsh
 def test_a_wrong_token_is_rejected_and_no_token_is_ever_shown(setup: Setup) -> None:
     port = setup.engine.state.port
     assert port is not None
@@ -651,7 +728,7 @@ def test_an_engine_that_trickles_bytes_still_times_out_by_the_deadline() -> None
     finally:
         server.close()
     assert outcome.status is CompactStatus.TIMEOUT
-    assert outcome.text.endswith("did not answer within 1 s; the compaction may still finish")
+    assert outcome.text.endswith(f"did not answer within 1 s; {ABANDONED_BY_DSH}")
     assert server.sent >= 5 and elapsed < 3
 
 

@@ -20,6 +20,12 @@ Contract:
   socket when it passes, so a ``dsh web`` that trickles one byte a second still times
   out. The login (instant on a live one) gets at most :data:`LOGIN_TIMEOUT`: one
   that accepts connections but answers nothing is reported in seconds.
+- A long call (``/compact`` waits for the summariser, minutes at worst) is watched: every
+  :data:`PROBE_EVERY` s an unauthenticated ``HEAD /`` checks that ``dsh web`` still
+  answers anything (its 401 comes in a millisecond, even mid-fold); after
+  :data:`PROBE_MISSES` checks in a row without an answer the call ends as
+  :class:`DshWebHung`, so an engine that hangs (stopped, deadlocked) fails in seconds,
+  while a slow model is waited for up to the call's deadline.
 - Thread-safe: one HTTP connection per call; the cookie is guarded by a lock.
 """
 
@@ -33,7 +39,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -49,12 +55,24 @@ holds the session's ``session.lock``."""
 BUSY_TEXT = "Compaction is unavailable"
 """Start of DSH's ``/compact`` answer while the agent is not idle: "Compaction is
 unavailable because this process has an active compaction, or the agent is not idle."."""
+ABANDONED_BY_DSH = (
+    "dsh web abandons a /compact once nobody waits for it (the session log says how it ended)"
+)
+"""Said after a timeout: ``dsh web`` aborts a command whose HTTP caller has gone (its log
+shows ``command/done`` ``"This operation was aborted"``). A summary that had already
+arrived may still be logged (a fold) before the abort; the log tells."""
 NO_COMMAND = "dshweb/no-command"
 UNEXPECTED = "dshweb/unexpected-answer"
 _METHOD = re.compile(r"[A-Za-z][\w-]*/[A-Za-z][\w/-]*")
 _EXCERPT = 200
 LOGIN_TIMEOUT = 10.0
 """Longest wait for the token login, whatever the call's own deadline."""
+PROBE_EVERY = 2.0
+"""Seconds between liveness checks of ``dsh web`` while a watched call waits."""
+PROBE_TIMEOUT = 2.0
+"""Longest wait for one liveness check's answer."""
+PROBE_MISSES = 3
+"""Liveness checks in a row without an answer that end a watched call as hung."""
 
 
 class DshWebError(DshError):
@@ -70,7 +88,11 @@ class DshWebUnreachable(DshWebError):
 
 
 class DshWebTimeout(DshWebError):
-    """``dsh web`` accepted the request but did not answer in time (it may still act)."""
+    """``dsh web`` accepted the request but did not answer in time."""
+
+
+class DshWebHung(DshWebTimeout):
+    """``dsh web`` stopped answering anything while a watched call waited."""
 
 
 class TokenRejected(DshWebError):
@@ -192,6 +214,50 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+class _Watchdog(threading.Thread):
+    """Shuts a call's socket at its deadline (waking a read that is still trickling in)
+    or, when it has a ``probe``, once :data:`PROBE_MISSES` probes in a row fail; then
+    ``expired`` is set, and ``hung`` says why when it was the probes. Set ``finished``
+    when the call ends."""
+
+    def __init__(
+        self,
+        conn: http.client.HTTPConnection,
+        deadline: float,
+        probe: Callable[[], bool] | None,
+        hung_text: str,
+    ) -> None:
+        super().__init__(name="dsh-web-watchdog", daemon=True)
+        self.conn, self.deadline, self.probe, self.hung_text = conn, deadline, probe, hung_text
+        self.finished, self.expired = threading.Event(), threading.Event()
+        self.hung = ""
+        self.start()
+
+    def run(self) -> None:
+        misses = 0
+        while not self.finished.wait(max(0.0, self._next_look())):
+            if time.monotonic() >= self.deadline or self.probe is None:
+                break
+            misses = 0 if self.probe() else misses + 1
+            if misses >= PROBE_MISSES:
+                self.hung = (
+                    f"{self.hung_text} ({misses} checks in a row got no answer within "
+                    f"{PROBE_TIMEOUT:g} s; hung?)"
+                )
+                break
+        if self.finished.is_set():
+            return
+        self.expired.set()
+        sock = self.conn.sock
+        if isinstance(sock, socket.socket):
+            with suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def _next_look(self) -> float:
+        left = self.deadline - time.monotonic()
+        return left if self.probe is None else min(left, PROBE_EVERY)
+
+
 def _excerpt(raw: bytes) -> str:
     text = raw[:_EXCERPT].decode("utf-8", "replace").strip()
     return text + ("…" if len(raw) > _EXCERPT else "")
@@ -226,26 +292,25 @@ class DshWebClient:
         headers: Mapping[str, str],
         deadline: float,
         budget: float,
+        watched: bool = False,
     ) -> _Answer:
         """One HTTP exchange that ends by ``deadline`` (``time.monotonic()``), whatever the
-        ``dsh web`` does; ``budget`` is the whole call's allowance, for the message."""
+        ``dsh web`` does; ``budget`` is the whole call's allowance, for the message.
+        ``watched``: also end it when ``dsh web`` stops answering liveness checks."""
         remaining = deadline - time.monotonic()
         late = f"{self.base_url} did not answer within {budget:g} s"
         if remaining <= 0:
             raise DshWebTimeout(late)
         conn = http.client.HTTPConnection(self._target.host, self._target.port, timeout=remaining)
-        expired = threading.Event()
+        probe = (lambda: self._answers(deadline)) if watched else None
+        watchdog = _Watchdog(
+            conn, deadline, probe, f"{self.base_url} stopped answering while it ran {path}"
+        )
+        expired = watchdog.expired
 
-        def expire() -> None:  # wakes a read that is still trickling in
-            expired.set()
-            sock = conn.sock
-            if isinstance(sock, socket.socket):
-                with suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
+        def out_of_time() -> DshWebTimeout:
+            return DshWebHung(watchdog.hung) if watchdog.hung else DshWebTimeout(late)
 
-        watchdog = threading.Timer(remaining, expire)
-        watchdog.daemon = True
-        watchdog.start()
         try:
             try:
                 conn.connect()
@@ -263,27 +328,41 @@ class DshWebClient:
                 response = conn.getresponse()
                 raw = response.read()
             except TimeoutError as error:
-                raise DshWebTimeout(late) from error
+                raise out_of_time() from error
             except OSError as error:  # before HTTPException: RemoteDisconnected is both
                 if expired.is_set():
-                    raise DshWebTimeout(late) from error
+                    raise out_of_time() from error
                 reason = error.strerror or type(error).__name__
                 raise DshWebUnreachable(
                     f"{self.base_url} broke the connection: {reason}"
                 ) from error
             except http.client.HTTPException as error:
                 if expired.is_set():
-                    raise DshWebTimeout(late) from error
+                    raise out_of_time() from error
                 raise NotDsh(
                     f"{self.base_url} did not answer in HTTP ({type(error).__name__})"
                 ) from error
             if expired.is_set():  # a body read to the end of a shut socket is cut short
-                raise DshWebTimeout(late)
+                raise out_of_time()
         finally:
-            watchdog.cancel()
+            watchdog.finished.set()
             conn.close()
         cookies = tuple(response.headers.get_all("set-cookie") or ())
         return _Answer(status=response.status, cookies=cookies, body=raw)
+
+    def _answers(self, deadline: float) -> bool:
+        """Does ``dsh web`` answer an unauthenticated ``HEAD /`` (any HTTP status) within
+        :data:`PROBE_TIMEOUT` s? It carries no token or cookie and touches no session."""
+        wait = min(PROBE_TIMEOUT, max(0.01, deadline - time.monotonic()))
+        conn = http.client.HTTPConnection(self._target.host, self._target.port, timeout=wait)
+        try:
+            conn.request("HEAD", "/")
+            conn.getresponse().read()
+        except (OSError, http.client.HTTPException):
+            return False
+        finally:
+            conn.close()
+        return True
 
     def _login(self, deadline: float) -> str:
         """``GET /?token=…``; returns the ``dsh-auth-…=…`` cookie pair."""
@@ -326,11 +405,19 @@ class DshWebClient:
 
     # --- the API ------------------------------------------------------------------------
 
-    def rpc(self, method: str, args: Mapping[str, Any], *, timeout: float | None = None) -> Any:
+    def rpc(
+        self,
+        method: str,
+        args: Mapping[str, Any],
+        *,
+        timeout: float | None = None,
+        watched: bool = False,
+    ) -> Any:
         """``POST /api/<method>``; returns ``result.value`` (``None`` when DSH sends none).
 
         Raises :class:`RpcError` for ``ok: false`` and the other :class:`DshWebError`
-        subclasses for everything else.
+        subclasses for everything else. ``watched``: end the wait as :class:`DshWebHung`
+        once ``dsh web`` stops answering liveness checks.
         """
         if not _METHOD.fullmatch(method):
             raise ValueError(f"not an API method name: {method!r}")
@@ -355,6 +442,7 @@ class DshWebClient:
                 headers={"content-type": "application/json", "cookie": cookie},
                 deadline=deadline,
                 budget=wait,
+                watched=watched,
             )
             if answer.status != 401:
                 break
@@ -427,7 +515,8 @@ class DshWebClient:
         """Run ``/compact`` on one session (DSH_FACTS §7) and say how it ended.
 
         The session must be idle and not owned by another process. On ``timeout`` the
-        compaction may still finish: the session log tells.
+        client stops waiting and ``dsh web`` abandons the compaction (it aborts a command
+        whose caller has gone, as tests/test_dsh_web_client.py shows on the real one).
         """
         started = time.monotonic()
         args = {"agentId": session_id, "line": "/compact", "submittedAttachments": []}
@@ -436,11 +525,11 @@ class DshWebClient:
             return CompactOutcome(status, text, elapsed=time.monotonic() - started, **extra)
 
         try:
-            value = self.rpc("commands/execute", args, timeout=timeout)
+            value = self.rpc("commands/execute", args, timeout=timeout, watched=True)
         except DshWebUnreachable as error:
             return outcome(CompactStatus.UNREACHABLE, str(error))
         except DshWebTimeout as error:
-            return outcome(CompactStatus.TIMEOUT, f"{error}; the compaction may still finish")
+            return outcome(CompactStatus.TIMEOUT, f"{error}; {ABANDONED_BY_DSH}")
         except TokenRejected as error:
             return outcome(CompactStatus.TOKEN_REJECTED, str(error))
         except NotDsh as error:
