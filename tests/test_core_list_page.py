@@ -13,7 +13,6 @@ from dshweb.core.listing.pages import (
     ListCounts,
     SessionEntry,
     SessionList,
-    list_page,
     session_tree,
 )
 from dshweb.core.listing.query import ListQuery, SessionState, SortKey
@@ -95,7 +94,7 @@ def ids(rows: tuple[SessionEntry, ...]) -> list[str]:
 
 
 def test_activity_order_is_the_tree() -> None:
-    page = list_page(entries(), ListQuery())
+    page = SessionList(entries()).page(ListQuery())
     assert ids(page.rows) == TREE
     assert [row.depth for row in page.rows] == [0, 1, 2, 0, 0, 0, 0]
     assert (page.matched, page.total, page.page, page.pages) == (7, 7, 1, 1)
@@ -117,7 +116,7 @@ def test_activity_order_is_the_tree() -> None:
     ],
 )
 def test_filter_keeps_the_tree(query: ListQuery, shown: list[str], depths: list[int]) -> None:
-    page = list_page(entries(), query)
+    page = SessionList(entries()).page(query)
     assert ids(page.rows) == shown
     assert [row.depth for row in page.rows] == depths
     assert page.matched == len(shown)
@@ -125,7 +124,7 @@ def test_filter_keeps_the_tree(query: ListQuery, shown: list[str], depths: list[
 
 
 def test_orphans_stay_marked() -> None:
-    page = list_page(entries(), ListQuery("orphan"))
+    page = SessionList(entries()).page(ListQuery("orphan"))
     ((row,),) = (page.rows,)
     assert row.orphan is True
 
@@ -146,14 +145,14 @@ def test_orphans_stay_marked() -> None:
     ],
 )
 def test_flat_sorts(sort: SortKey, order: list[str]) -> None:
-    page = list_page(entries(), ListQuery(sort=sort))
+    page = SessionList(entries()).page(ListQuery(sort=sort))
     assert ids(page.rows) == order
     assert {row.depth for row in page.rows} == {0}  # flat: no row indented
     assert [row.orphan for row in page.rows] == [sid == "lost" for sid in order]
 
 
 def test_flat_sort_filters_too() -> None:
-    page = list_page(entries(), ListQuery("docs", sort=SortKey.PERCENT))
+    page = SessionList(entries()).page(ListQuery("docs", sort=SortKey.PERCENT))
     assert ids(page.rows) == ["alpha-sub", "lost", "gamma"]
     assert [row.depth for row in page.rows] == [0, 0, 0]
 
@@ -174,7 +173,7 @@ def test_flat_sort_filters_too() -> None:
 def test_paging_clamps(
     page: int, per_page: int, rows: list[str], clamped: int, pages: int, first: int, last: int
 ) -> None:
-    result = list_page(entries(), ListQuery(page=page, per_page=per_page))
+    result = SessionList(entries()).page(ListQuery(page=page, per_page=per_page))
     assert ids(result.rows) == rows
     assert (result.page, result.query.page, result.pages) == (clamped, clamped, pages)
     assert (result.first, result.last) == (first, last)
@@ -184,7 +183,7 @@ def test_paging_clamps(
 
 def test_an_empty_list_is_one_empty_page() -> None:
     for query in (ListQuery(), ListQuery(page=5), ListQuery("x", band=Band.TIGHT)):
-        page = list_page([], query)
+        page = SessionList([]).page(query)
         assert (page.rows, page.matched, page.page, page.pages) == ((), 0, 1, 1)
         assert (page.first, page.last, page.previous_page, page.next_page) == (0, 0, None, None)
         assert page.counts == ListCounts()
@@ -203,7 +202,7 @@ def test_counts_are_the_whole_homes_whatever_the_query() -> None:
         ),
     )
     for query in (ListQuery(), ListQuery("docs", SessionState.LIVE, Band.CRITICAL, page=9)):
-        page = list_page(entries(), query)
+        page = SessionList(entries()).page(query)
         assert page.counts == expected
         assert page.counts.idle == 5
     assert [band for band, _ in expected.bands] == list(BANDS)
@@ -226,34 +225,34 @@ def test_page_numbers(page: int, pages: int, numbers: tuple[int | None, ...]) ->
         SessionEntry(shot(f"s{i:03}", 1000 - i), gauge(None, None, Band.UNKNOWN), 0, False)
         for i in range(pages)
     ]
-    result = list_page(home, ListQuery(page=page, per_page=1))
+    result = SessionList(home).page(ListQuery(page=page, per_page=1))
     assert result.page_numbers() == numbers
 
 
 def test_layout_changes_only_with_what_the_page_holds() -> None:
     home = entries()
     query = ListQuery(per_page=3)
-    before = list_page(home, query)
+    before = SessionList(home).page(query)
     # New figures for a row on the page: the same layout (only that row is sent again).
     refigured = [
         replace(e, gauge=gauge(95, -50, Band.CRITICAL)) if e.snapshot.session_id == "alpha" else e
         for e in home
     ]
-    assert list_page(refigured, query).layout == before.layout
+    assert SessionList(refigured).page(query).layout == before.layout
     # A new session past this page: the page's layout is the same, its counts are not.
     grown = [*home, SessionEntry(shot("old", 1), gauge(1, 900, Band.AMPLE), 0, False)]
-    after = list_page(grown, query)
+    after = SessionList(grown).page(query)
     assert after.layout == before.layout
     assert after.counts != before.counts and after.matched == before.matched + 1
     # The order on the page changes: another layout.
     newest = [SessionEntry(shot("new", 999), gauge(1, 900, Band.AMPLE), 0, False), *home]
-    assert list_page(newest, query).layout != before.layout
+    assert SessionList(newest).page(query).layout != before.layout
     # The pages grow: another layout (the pager changes).
     more = grown + [
         SessionEntry(shot(f"x{i}", 0), gauge(1, 9, Band.AMPLE), 0, False) for i in range(2)
     ]
-    assert list_page(more, query).pages == 4 != before.pages
-    assert list_page(more, query).layout != before.layout
+    assert SessionList(more).page(query).pages == 4 != before.pages
+    assert SessionList(more).page(query).layout != before.layout
 
 
 def test_a_session_list_pages_the_same_entries_again() -> None:
@@ -264,7 +263,7 @@ def test_a_session_list_pages_the_same_entries_again() -> None:
         ListQuery(sort=SortKey.HEADROOM, per_page=2, page=2),
         ListQuery(sort=SortKey.PERCENT, band=Band.MODERATE),
     ):
-        assert home.page(query) == list_page(entries(), query)
+        assert home.page(query) == SessionList(entries()).page(query)
         assert home.page(query) == home.page(query)
 
 

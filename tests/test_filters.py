@@ -11,8 +11,9 @@ from urllib.parse import parse_qsl
 
 import pytest
 
-from dshweb.core.fold.gauge import Band
+from dshweb.core.fold.gauge import Band, ContextGauge
 from dshweb.core.fold.session import SessionSnapshot
+from dshweb.core.listing.pages import SessionEntry, SessionList
 from dshweb.core.listing.query import (
     MAX_PER_PAGE,
     MAX_QUERY,
@@ -22,7 +23,6 @@ from dshweb.core.listing.query import (
     SortKey,
     list_query,
     search_text,
-    session_matches,
 )
 
 BASE = SessionSnapshot(
@@ -165,10 +165,7 @@ def test_search_text(snapshot: SessionSnapshot, text: str) -> None:
     ],
 )
 def test_session_matches(snapshot: SessionSnapshot, query: str, state: str, matches: bool) -> None:
-    chosen = list_query({"q": query, "state": state})
-    assert session_matches(snapshot, chosen) is matches
-    # The text already known gives the same answer.
-    assert session_matches(snapshot, chosen, text=search_text(snapshot)) is matches
+    assert shown(snapshot, list_query({"q": query, "state": state})) is matches
 
 
 @pytest.mark.parametrize(
@@ -182,6 +179,14 @@ def test_session_matches(snapshot: SessionSnapshot, query: str, state: str, matc
     ],
 )
 def test_session_matches_the_band(band: Band, chosen: Band | None, matches: bool) -> None:
-    assert session_matches(BASE, ListQuery(band=chosen), band=band) is matches
-    assert session_matches(BASE, ListQuery("checkout", band=chosen), band=band) is matches
-    assert session_matches(BASE, ListQuery("nothing", band=chosen), band=band) is False
+    assert shown(BASE, ListQuery(band=chosen), band=band) is matches
+    assert shown(BASE, ListQuery("checkout", band=chosen), band=band) is matches
+    assert shown(BASE, ListQuery("nothing", band=chosen), band=band) is False
+
+
+def shown(snapshot: SessionSnapshot, query: ListQuery, *, band: Band = Band.UNKNOWN) -> bool:
+    """Whether the sessions list shows ``snapshot`` (whose band is ``band``) for ``query``."""
+    gauge = ContextGauge(None, None, None, None, None, band)
+    page = SessionList((SessionEntry(snapshot, gauge, depth=0, orphan=False),)).page(query)
+    assert page.matched == len(page.rows)
+    return page.matched == 1

@@ -24,7 +24,7 @@ from django.test import Client
 
 from dshweb.asgi import application
 from dshweb.core.fold.gauge import context_gauge
-from dshweb.core.listing.pages import SessionEntry, list_page
+from dshweb.core.listing.pages import SessionEntry, SessionList
 from dshweb.core.listing.query import ListQuery
 from dshweb.core.log.home import session_logs
 from dshweb.dashboard import fragments
@@ -391,7 +391,7 @@ def test_a_page_too_big_for_one_message_comes_in_pieces() -> None:
         SessionEntry(replace(_SHOT, session_id=f"s-{n:03}", last_time=1000 - n), _READING, 0, False)
         for n in range(100)
     ]
-    page = list_page(entries, ListQuery(per_page=100))
+    page = SessionList(entries).page(ListQuery(per_page=100))
     (whole,) = fragments.list_page_messages(page)
     limit = _size(whole) // 4
     with patch.object(fragments, "MESSAGE_MAX", limit):

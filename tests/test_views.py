@@ -30,7 +30,7 @@ from django.test import Client
 from dshweb.core.fold.gauge import Band, context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
-from dshweb.core.listing.pages import list_page, session_tree
+from dshweb.core.listing.pages import SessionList, session_tree
 from dshweb.core.listing.query import ListQuery
 from dshweb.dashboard import fragments
 from dshweb.dashboard.display.figures import cache_hit_ratio, dom_id
@@ -701,7 +701,7 @@ def test_sub_agents_follow_their_parent() -> None:
 
 
 def _table(shots: list[SessionSnapshot]) -> str:
-    page = list_page(session_tree(shots), ListQuery())
+    page = SessionList(session_tree(shots)).page(ListQuery())
     return render_to_string("dashboard/_session_table.html", fragments.list_context(page))
 
 

@@ -2,7 +2,7 @@
 
 Pure, no Django. :func:`session_tree` gives the list's natural order (newest activity
 first, each sub-agent under its parent); :class:`SessionList` filters, sorts and pages
-it for a :class:`~.query.ListQuery` (:func:`list_page`), and counts the
+it for a :class:`~.query.ListQuery` (:meth:`SessionList.page`), and counts the
 whole home by band and by live/idle. A :class:`SessionList` is built once per view of
 the home and keeps what every query shares (the counts, search texts, flat orders), so
 a page of a 5,000-session home costs a pass over the entries, no sort.
@@ -251,9 +251,3 @@ class SessionList:
         if query.sort is not SortKey.ACTIVITY:
             rows = [replace(row, depth=0) if row.depth else row for row in rows]
         return ListPage(query.on_page(page), tuple(rows), matched, pages, offset, self.counts)
-
-
-def list_page(entries: Sequence[SessionEntry], query: ListQuery) -> ListPage:
-    """One page of ``entries`` (in :func:`session_tree` order) for ``query``. To page the
-    same entries again, keep a :class:`SessionList` of them instead."""
-    return SessionList(entries).page(query)

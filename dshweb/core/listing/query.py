@@ -118,24 +118,10 @@ def search_text(snapshot: SessionSnapshot) -> str:
     return " ".join(field for field in fields if field).lower()
 
 
-def session_matches(
-    snapshot: SessionSnapshot, query: ListQuery, *, band: Band = Band.UNKNOWN, text: str = ""
-) -> bool:
-    """Whether ``query`` shows the session (``band``: its band now; ``text``: its
-    :func:`search_text`, when already known)."""
-    terms = query.terms
-    return matches(
-        query,
-        terms,
-        live=snapshot.live,
-        band=band,
-        text=(text or search_text(snapshot)) if terms else "",
-    )
-
-
 def matches(query: ListQuery, terms: tuple[str, ...], *, live: bool, band: Band, text: str) -> bool:
-    """:func:`session_matches` on a session's figures, ``terms`` being ``query.terms``
-    (a list pages thousands of sessions with one query: it splits the text once)."""
+    """Whether ``query`` shows a session that is ``live`` or not, in ``band``, whose
+    :func:`search_text` is ``text``; ``terms`` is ``query.terms`` (a list pages thousands
+    of sessions with one query: it splits the text once)."""
     state = query.state
     if state is not SessionState.ALL and live != (state is SessionState.LIVE):
         return False
