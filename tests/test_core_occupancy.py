@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from dshweb.core.fold.gauge import Band
+from dshweb.core.fold.gauge import Band, round_half_up
 from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.fold.pace import (
     MAX_SAMPLES,
@@ -33,7 +33,6 @@ from dshweb.core.settings.occupancy.figures import (
     display_step,
     format_tokens,
     headroom_step,
-    js_round,
 )
 from dshweb.core.settings.occupancy.line import (
     LineInput,
@@ -298,8 +297,8 @@ def test_format_tokens_copies_the_source(value: float, text: str) -> None:
     ("value", "rounded"),
     [(0.5, 1), (1.5, 2), (2.5, 3), (-0.5, 0), (-1.5, -1), (0.49999999999999994, 0), (67.8464, 68)],
 )
-def test_js_round_is_math_round(value: float, rounded: int) -> None:
-    assert js_round(value) == rounded
+def test_round_half_up_is_math_round(value: float, rounded: int) -> None:
+    assert round_half_up(value) == rounded
 
 
 @pytest.mark.parametrize(

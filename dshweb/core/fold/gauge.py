@@ -3,7 +3,8 @@
 The figures follow DSH's own Web UI ring (DSH_FACTS §6):
 ``used = projectedTokens ?? pressureTokens`` and
 ``percent = min(100, round_half_up(used / contextWindow × 100))``. Rounding is always
-half-up (``floor(x + 0.5)``, like JavaScript's ``Math.round``), never Python's
+half-up like JavaScript's ``Math.round`` (:func:`round_half_up`, the one rounding rule of
+dshweb: the ring, the pages' ratios and the occupancy line all call it), never Python's
 round-half-to-even. The bands are keyed to the compaction point like
 dsh-context-truth: ``ratio = used / threshold``, held with its hysteresis against the
 band shown before (the caller keeps that: a gauge is a value, taking one changes
@@ -31,7 +32,14 @@ class Band(StrEnum):
 
 
 def round_half_up(value: float) -> int:
-    return math.floor(value + 0.5)
+    """``Math.round``: the nearest integer, halves toward +∞.
+
+    Not ``floor(value + 0.5)``: that sum is itself rounded, so ``0.49999999999999994``
+    would give 1 and an odd integer past 2⁵³ its even neighbour; JavaScript gives 0 and
+    the integer.
+    """
+    floor = math.floor(value)
+    return floor + 1 if value - floor >= 0.5 else floor
 
 
 def context_percent(used: int | None, window: int | None) -> int | None:

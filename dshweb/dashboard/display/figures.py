@@ -22,14 +22,14 @@ def format_tokens(count: int) -> str:
         return "-" + format_tokens(-count)
     if count < 1000:
         return str(count)
-    # Integer half-up rounding: exact, no float drift at the .5 boundaries.
-    tenths_k = (count + 50) // 100
+    # count / 10ⁿ is exactly k + 0.5 at a halfway count (any count far below 2⁵²).
+    tenths_k = round_half_up(count / 100)
     if tenths_k < 100:
         return f"{tenths_k // 10}.{tenths_k % 10}K"
-    whole_k = (count + 500) // 1000
+    whole_k = round_half_up(count / 1000)
     if whole_k < 1000:
         return f"{whole_k}K"
-    tenths_m = (count + 50_000) // 100_000
+    tenths_m = round_half_up(count / 100_000)
     return f"{tenths_m // 10}.{tenths_m % 10}M"
 
 

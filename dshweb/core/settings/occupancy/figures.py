@@ -1,10 +1,11 @@
 """The occupancy line's figures, computed as the plugin's JavaScript computes them.
 
-``Math.round`` rounds halves up (:func:`js_round`), ``toFixed(2)`` rounds the exact binary
-value half up (:func:`format_tokens`), and ratios are float divisions in the source's
-order. The used, free and headroom figures are floored to display steps
-(:func:`display_step`, :func:`headroom_step`) so the line changes only when a step is
-crossed. :class:`Figures` carries every number one line is rendered from.
+``Math.round`` rounds halves up (:func:`~dshweb.core.fold.gauge.round_half_up`, dshweb's
+one half-up rule), ``toFixed(2)`` rounds the exact binary value half up (:func:`format_tokens`:
+a decimal quantize, since scaling by 100 first would round the value twice), and ratios
+are float divisions in the source's order. The used, free and headroom figures are floored
+to display steps (:func:`display_step`, :func:`headroom_step`) so the line changes only when
+a step is crossed. :class:`Figures` carries every number one line is rendered from.
 """
 
 from __future__ import annotations
@@ -13,14 +14,9 @@ import math
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
+from dshweb.core.fold.gauge import round_half_up
 from dshweb.core.fold.pace import PaceEstimate
 from dshweb.core.settings.occupancy.line_settings import LineSettings, Wording
-
-
-def js_round(value: float) -> int:
-    """``Math.round``: the nearest integer, halves toward +∞."""
-    floor = math.floor(value)
-    return floor + 1 if value - floor >= 0.5 else floor
 
 
 def format_tokens(value: float) -> str:
@@ -30,19 +26,19 @@ def format_tokens(value: float) -> str:
     if value >= 1e6:
         return f"{Decimal(value / 1e6).quantize(Decimal('0.01'), ROUND_HALF_UP)}M"
     if value >= 1e3:
-        return f"{js_round(value / 1e3)}K"
-    return str(js_round(value))
+        return f"{round_half_up(value / 1e3)}K"
+    return str(round_half_up(value))
 
 
 def percent_of(value: float, total: float) -> int | None:
     if total <= 0:
         return None
-    return js_round(value / total * 100)
+    return round_half_up(value / total * 100)
 
 
 def display_step(window: int, quantum_percent: float) -> int:
     if quantum_percent > 0 and window > 0:
-        return max(1000, js_round(quantum_percent / 100 * window))
+        return max(1000, round_half_up(quantum_percent / 100 * window))
     return 1
 
 
@@ -53,14 +49,18 @@ def headroom_step(headroom: int, window: int, settings: LineSettings) -> int:
     if settings.wording is Wording.SOURCE_0_1_3:
         tiers = (
             coarse,
-            max(1000, js_round(coarse * 0.4)),
-            max(1000, js_round(coarse * 0.1)),
+            max(1000, round_half_up(coarse * 0.4)),
+            max(1000, round_half_up(coarse * 0.1)),
             2000,
         )
     else:
         # The README: "the floor is now … 10K on a 1M window"; that figure (not the
         # "10%" it also states) is what the live quotes and the 11-commit walk show.
-        tiers = (coarse, max(1000, js_round(coarse * 0.4)), max(1000, js_round(coarse * 0.2)))
+        tiers = (
+            coarse,
+            max(1000, round_half_up(coarse * 0.4)),
+            max(1000, round_half_up(coarse * 0.2)),
+        )
     for tier in tiers:
         if headroom >= 4 * tier:
             return tier
