@@ -33,11 +33,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dshweb.core.fold.folds import CompactCommand, Fold, FoldKind, TimelinePoint
-from dshweb.core.fold.meter import SessionMeter, stream_chunks, to_usage
+from dshweb.core.fold.meter import USAGE_EVENTS, SessionMeter, stream_chunks, to_usage
 from dshweb.core.log.wire import (
     SURFACE,
     AnyEvent,
-    AssistantAttempt,
     AssistantMessage,
     CommandData,
     CommandDone,
@@ -65,16 +64,13 @@ CONTEXT_WINDOW_EXCEEDED = "CONTEXT_WINDOW_EXCEEDED"
 """The failure code of a request the provider refused as too large for the window."""
 
 _SURFACE = frozenset(SURFACE)
-_ATTEMPTS = frozenset({AssistantMessage, AssistantAttempt})
 _OVERFLOW_FORGOTTEN = frozenset({StepStart, TurnStart, TurnEnd, EndSeed})
-_PASS_ENDS = frozenset(
+_PASS_ENDS = USAGE_EVENTS | frozenset(
     {
         StepStart,
         StepEnd,
         TurnStart,
         TurnEnd,
-        AssistantMessage,
-        AssistantAttempt,
         ToolCall,
         CompactionStart,
         CompactionEnd,
@@ -170,7 +166,7 @@ class LedgerCollector:
         if self.pass_open and (cls in _PASS_ENDS or (cls in _SURFACE and not replacing)):
             self.pass_open = False
         data: Any = getattr(event, "data", None)
-        if cls in _ATTEMPTS:
+        if cls in USAGE_EVENTS:
             if cls is AssistantMessage:
                 self.overflow = False
             elif refused_as_too_large(data):

@@ -34,7 +34,9 @@ from dshweb.core.log.wire import (
 from dshweb.core.log.wire import Usage as WireUsage
 
 _SURFACE = frozenset(SURFACE)
-_USAGE = frozenset({AssistantMessage, AssistantAttempt})
+USAGE_EVENTS = frozenset({AssistantMessage, AssistantAttempt})
+"""The events that can carry a usage sample (DSH_FACTS §6: ``usage(e)``); the meter, the
+pace and the ledger all key on this one set."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +172,7 @@ class SessionMeter:
         priced = None
         if cls in _SURFACE and event.surface_op is not None:  # type: ignore[union-attr]
             priced = message_price(surface_message(event))  # type: ignore[arg-type]
-        if cls in _USAGE:
+        if cls in USAGE_EVENTS:
             self._sample(event, priced)  # type: ignore[arg-type]
         if cls in _SURFACE:
             if priced is not None:

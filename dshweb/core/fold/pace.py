@@ -22,16 +22,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from dshweb.core.fold.compaction import measured_tokens
-from dshweb.core.fold.meter import SessionMeter
-from dshweb.core.log.wire import AnyEvent, AssistantAttempt, AssistantMessage
+from dshweb.core.fold.meter import USAGE_EVENTS, SessionMeter
+from dshweb.core.log.wire import AnyEvent
 
 RUNGS = (1, 2, 3, 5, 8, 13, 20)
 """The step counts the line can promise; the last one reads "20+"."""
 
 MAX_SAMPLES = 256
 """The most samples kept (the ``paceSamples`` setting cannot ask for more)."""
-
-_USAGE = frozenset({AssistantMessage, AssistantAttempt})
 
 
 @dataclass(slots=True)
@@ -44,7 +42,7 @@ class PaceCollector:
 
     def observe(self, event: AnyEvent, meter: SessionMeter) -> None:
         """Look at ``event`` before ``meter`` folds it."""
-        if type(event) not in _USAGE:
+        if type(event) not in USAGE_EVENTS:
             return
         data = event.data  # type: ignore[union-attr]
         if data is None:
