@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from dshweb.core.fold.gauge import Band, round_half_up
+from dshweb.core.fold.gauge import Band, round_half_up, settle_band
 from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.fold.pace import (
     MAX_SAMPLES,
@@ -40,7 +40,6 @@ from dshweb.core.settings.occupancy.line import (
     line_input,
     occupancy_line,
     render_lines,
-    settle_band,
 )
 from dshweb.core.settings.occupancy.line_settings import LineSettings, Wording, wording_for
 from tests.conftest import all_homes, session_log_paths
@@ -368,7 +367,7 @@ def test_nearby_readings_are_byte_identical() -> None:
     ],
 )
 def test_hysteresis_like_the_source(ratio: float, previous: Band | None, band: Band) -> None:
-    assert settle_band(ratio, previous, OLD) == band
+    assert settle_band(ratio, previous, OLD.band_rule) == band
 
 
 def test_the_state_carries_the_band_across_renders() -> None:

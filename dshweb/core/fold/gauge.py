@@ -56,16 +56,23 @@ def context_band(
     previous: Band | None = None,
     rule: BandRule = DEFAULT_RULE,
 ) -> Band:
-    """``ample < moderateAt ≤ moderate < tightAt ≤ tight < 1.0 ≤ critical`` of the
-    compaction point.
+    """The band of ``used`` against the compaction point (:func:`settle_band`), or
+    ``UNKNOWN`` without both figures."""
+    if used is None or threshold is None or threshold <= 0:
+        return Band.UNKNOWN
+    return settle_band(used / threshold, previous, rule)
 
+
+def settle_band(ratio: float, previous: Band | None, rule: BandRule = DEFAULT_RULE) -> Band:
+    """``ample < moderateAt ≤ moderate < tightAt ≤ tight < 1.0 ≤ critical`` of the
+    compaction point, held against ``previous`` with hysteresis.
+
+    The one band rule of dshweb: the ring and the sessions list (:func:`context_band`) and
+    the occupancy line (:mod:`dshweb.core.settings.occupancy.line`) all settle with it.
     Like dsh-context-truth, a band is entered as soon as its edge is reached but left
     downward only once the ratio falls ``hysteresis`` below its edge (at or under
     ``floor − hysteresis``), so a reading that hovers on an edge does not flip the band.
     """
-    if used is None or threshold is None or threshold <= 0:
-        return Band.UNKNOWN
-    ratio = used / threshold
     if ratio >= CRITICAL_AT:
         band = Band.CRITICAL
     elif ratio >= rule.tight_at:

@@ -19,8 +19,9 @@ Two wordings (:class:`~dshweb.core.settings.occupancy.line_settings.Wording`):
   the wording here is our own; :data:`UNVERIFIED` lists those pieces.
 
 The pieces: :mod:`.line_settings` (what shapes the line), :mod:`.figures` (its numbers,
-in JavaScript's arithmetic) and :mod:`.text` (its words); this module settles the band
-and puts them together.
+in JavaScript's arithmetic) and :mod:`.text` (its words); this module puts them together.
+The band is settled by the ring's own rule (:func:`dshweb.core.fold.gauge.settle_band`)
+with the plugin's edges, against the band the state carries.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dshweb.core.fold.gauge import Band
+from dshweb.core.fold.gauge import Band, settle_band
 from dshweb.core.fold.pace import PaceEstimate, pace_estimate
 from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.settings.occupancy.figures import (
@@ -122,36 +123,6 @@ class OccupancyLine:
     """Pass it back in with the next reading of the same session."""
 
 
-# -- bands ---------------------------------------------------------------------------------
-
-_ORDER = (Band.AMPLE, Band.MODERATE, Band.TIGHT, Band.CRITICAL)
-
-
-def raw_band(ratio: float, settings: LineSettings) -> Band:
-    if ratio >= 1:
-        return Band.CRITICAL
-    if ratio >= settings.tight_at:
-        return Band.TIGHT
-    if ratio >= settings.moderate_at:
-        return Band.MODERATE
-    return Band.AMPLE
-
-
-def settle_band(ratio: float, previous: Band | None, settings: LineSettings) -> Band:
-    """Up at once; down only once ``ratio`` is ``hysteresis`` clear of the band's floor."""
-    raw = raw_band(ratio, settings)
-    if previous is None or previous not in _ORDER:
-        return raw
-    if _ORDER.index(raw) >= _ORDER.index(previous):
-        return raw
-    floor = {
-        Band.MODERATE: settings.moderate_at,
-        Band.TIGHT: settings.tight_at,
-        Band.CRITICAL: 1.0,
-    }.get(previous, 0.0)
-    return raw if ratio <= floor - settings.hysteresis else previous
-
-
 # -- the line ------------------------------------------------------------------------------
 
 
@@ -196,7 +167,7 @@ def occupancy_line(
         )
 
     base = threshold if threshold is not None else window
-    band = settle_band(used / base, state.band, settings)
+    band = settle_band(used / base, state.band, settings.band_rule)
     used_shown = floor_to(used, step)
     headroom = max(0, threshold - used) if threshold is not None else None
     head_step = headroom_step(headroom, window, settings) if headroom is not None else None

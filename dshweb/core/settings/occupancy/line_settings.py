@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+from dshweb.core.profile.effective import BandRule
+
 
 class Wording(StrEnum):
     README = "readme"
@@ -53,6 +55,11 @@ class LineSettings:
     pace_min_samples: int = 3
     pace_margin: float = 0.25
     wording: Wording = Wording.README
+
+    @property
+    def band_rule(self) -> BandRule:
+        """The band edges and hysteresis, for :func:`dshweb.core.fold.gauge.settle_band`."""
+        return BandRule(self.moderate_at, self.tight_at, self.hysteresis)
 
     @classmethod
     def from_config(
