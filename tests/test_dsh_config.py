@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from dshweb.core.profile.dshyaml import JsExpr
+from dshweb.core.profile.profile import Profile
 from dshweb.core.settings.dshconfig import (
     DshConfigError,
     SourceKind,
@@ -257,7 +258,7 @@ def make_profile(
 
 def test_context_truth_absent_says_how_to_add_it(tmp_path: Path) -> None:
     make_profile(tmp_path, bundles=["@deepseek-ai/dsh-base"])
-    presence = context_truth_presence(tmp_path, "web", parse_dump(WEB_DUMP))
+    presence = context_truth_presence(Profile.read(tmp_path, "web"), parse_dump(WEB_DUMP))
     assert not presence.present and presence.needs_insert and not presence.installed
     assert presence.sources == () and presence.howto is not None
     assert "dsh plugin --profile web add dsh-context-truth" in presence.howto
@@ -275,7 +276,7 @@ def test_context_truth_found_in_package_json_and_patches(tmp_path: Path) -> None
     (tmp_path / "cordis.patch.yml").write_text(
         "- insert:\n    - id: ct\n      name: dsh-context-truth\n"
     )
-    presence = context_truth_presence(tmp_path, "web", None)
+    presence = context_truth_presence(Profile.read(tmp_path, "web"), None)
     assert presence.present and presence.installed and presence.howto is None
     assert presence.sources == (
         "package.json dependencies",
@@ -286,7 +287,7 @@ def test_context_truth_found_in_package_json_and_patches(tmp_path: Path) -> None
     composed = parse_dump(
         WEB_DUMP + "# == dsh-context-truth\n- id: context-truth\n  name: dsh-context-truth\n"
     )
-    presence = context_truth_presence(tmp_path, "web", composed)
+    presence = context_truth_presence(Profile.read(tmp_path, "web"), composed)
     assert presence.row_ids == ("context-truth",) and not presence.needs_insert
 
 
@@ -294,7 +295,7 @@ def test_a_dependency_alone_assembles_nothing(tmp_path: Path) -> None:
     make_profile(
         tmp_path, bundles=["@deepseek-ai/dsh-base"], dependencies={"dsh-context-truth": "1"}
     )
-    presence = context_truth_presence(tmp_path, "web", None)
+    presence = context_truth_presence(Profile.read(tmp_path, "web"), None)
     assert not presence.present and presence.sources == ("package.json dependencies",)
 
 
@@ -304,7 +305,7 @@ def test_value_sources_of_the_corpus_web_profile(tmp_path: Path) -> None:
     composed = parse_dump(WEB_DUMP.replace("/home/dev/.dsh-shared", str(tmp_path)))
     top = composed.top("compaction-basic")
     assert top is not None
-    sources = value_sources(composed, top, home=tmp_path, profile="web")
+    sources = value_sources(composed, top, profile=Profile.read(tmp_path, "web"))
     profile_patch = (str(folder / "cordis.patch.yml"),)
     assert {k: (s.kind, s.layers, s.value) for k, s in sources.items()} == {
         "thresholdRatio": (SourceKind.PROFILE, profile_patch, 0.7),
@@ -317,11 +318,11 @@ def test_value_sources_of_the_corpus_web_profile(tmp_path: Path) -> None:
     }
     title = composed.top("session-title-llm")
     assert title is not None
-    assert value_sources(composed, title, home=tmp_path, profile="web")[
+    assert value_sources(composed, title, profile=Profile.read(tmp_path, "web"))[
         "targetWords"
     ].describe() == ("bundle @deepseek-ai/dsh-base")
     running = active_engine_rows(composed)[1]  # preset-standard's pruner
-    sources = value_sources(composed, running.row, home=tmp_path, profile="web")
+    sources = value_sources(composed, running.row, profile=Profile.read(tmp_path, "web"))
     assert sources["headChars"].kind is SourceKind.BUNDLE
     assert sources["headChars"].layers == ("@deepseek-ai/dsh-web-app",)
 
@@ -413,7 +414,7 @@ def home(tmp_path: Path, dsh: Path) -> Path:
 
 
 def patch_path(home: Path, profile: str) -> Path:
-    return home / "profiles" / profile / "cordis.patch.yml"
+    return Profile.read(home, profile).patch_path
 
 
 def save(path: Path, row_id: str, config: dict[str, Any], insert_name: str | None = None) -> None:
@@ -425,7 +426,7 @@ def save(path: Path, row_id: str, config: dict[str, Any], insert_name: str | Non
 @pytest.mark.dsh
 def test_saved_sdk_settings_compose_on_the_running_rows(home: Path, dsh: Path) -> None:
     before = dump_config(home, "sdk", dsh=dsh, create=True)
-    presence = context_truth_presence(home, "sdk", before)
+    presence = context_truth_presence(Profile.read(home, "sdk"), before)
     assert presence.needs_insert
     path = patch_path(home, "sdk")
     truth = {"language": "zh", "foldAtIdle": True, "compactionRules": ["Keep task state."]}
@@ -446,9 +447,9 @@ def test_saved_sdk_settings_compose_on_the_running_rows(home: Path, dsh: Path) -
         engines["compaction-basic"].preset is None and engines["compaction-basic"].config == engine
     )
     assert engines["tool-result-pruner"].addressable
-    presence = context_truth_presence(home, "sdk", after)
+    presence = context_truth_presence(Profile.read(home, "sdk"), after)
     assert presence.present and presence.row_ids == ("context-truth",)
-    sources = value_sources(after, added, home=home, profile="sdk")
+    sources = value_sources(after, added, profile=Profile.read(home, "sdk"))
     assert sources["language"].kind is SourceKind.PROFILE
     assert sources["order"].kind is SourceKind.DEFAULT and sources["order"].value == 100
 
@@ -517,7 +518,7 @@ def test_a_preset_patch_reaches_the_nested_engine_and_nothing_else(home: Path, d
         (r.id, r.name, r.config, r.disabled) for r in after.rows if r.id != "preset-standard"
     ] == [(r.id, r.name, r.config, r.disabled) for r in before.rows if r.id != "preset-standard"]
     nested = engines[("preset-standard", "compaction-basic")].row
-    sources = value_sources(after, nested, home=home, profile="web")
+    sources = value_sources(after, nested, profile=Profile.read(home, "web"))
     assert sources["thresholdRatio"].kind is SourceKind.PROFILE
     assert sources["compactionRetries"].kind is SourceKind.DEFAULT
 

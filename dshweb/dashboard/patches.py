@@ -15,7 +15,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.db import transaction
 
 from dshweb.core.errors import DshError
-from dshweb.core.profile.layers import WEB_APP_BUNDLE, profile_bundles
+from dshweb.core.profile.profile import CONTEXT_TRUTH_ID, CONTEXT_TRUTH_PACKAGE, Profile
 from dshweb.core.profile.schema import Schema, minimal_config
 from dshweb.core.settings.dshconfig import (
     ComposedConfig,
@@ -34,22 +34,8 @@ from dshweb.core.settings.patchfile import (
 )
 from dshweb.dashboard.models import PatchRevision
 
-PATCH_NAME = "cordis.patch.yml"
-INSERTED_PLUGINS = {"context-truth": "dsh-context-truth"}
+INSERTED_PLUGINS = {CONTEXT_TRUTH_ID: CONTEXT_TRUTH_PACKAGE}
 """Rows no bundle assembles: saving one into a profile that lacks it inserts it."""
-
-
-def profile_names(home: Path) -> list[str]:
-    """Every profile folder of the home."""
-    folder = home / "profiles"
-    try:
-        return sorted(p.name for p in folder.iterdir() if p.is_dir())
-    except OSError:
-        return []
-
-
-def patch_path(home: Path, profile: str) -> Path:
-    return home / "profiles" / profile / PATCH_NAME
 
 
 def _user(user: AbstractBaseUser | AnonymousUser) -> User | None:
@@ -58,8 +44,7 @@ def _user(user: AbstractBaseUser | AnonymousUser) -> User | None:
 
 def save_row(
     *,
-    home: Path,
-    profile: str,
+    profile: Profile,
     schema: Schema,
     config: Mapping[str, object],
     expected_sha256: str,
@@ -71,7 +56,7 @@ def save_row(
     Raises :class:`dshweb.core.settings.patchfile.PatchConflict` when the file changed since
     ``expected_sha256`` was read, and ``PatchError`` when it does not parse.
     """
-    path = patch_path(home, profile)
+    path = profile.patch_path
     document = read_patch(path)
     text = set_row_config(
         document.text,
@@ -84,8 +69,8 @@ def save_row(
         document,
         text,
         expected_sha256=expected_sha256,
-        profile=profile,
-        rel_path=str(path.relative_to(home)),
+        profile=profile.name,
+        rel_path=str(path.relative_to(profile.home)),
         section=schema.plugin_id,
         user=user,
     )
@@ -165,16 +150,15 @@ class EngineTargets:
         return dict(chosen[0].config) if chosen else None
 
 
-def engine_targets(home: Path, profile: str, engine: str) -> EngineTargets:
+def engine_targets(profile: Profile, engine: str) -> EngineTargets:
     """Ask the real ``dsh`` where ``engine`` runs in ``profile`` (DSH_FACTS §9)."""
     dsh = find_dsh()
-    web_app = WEB_APP_BUNDLE in profile_bundles(home, profile)
     if dsh is None:
-        if web_app:
+        if profile.web_app:
             return EngineTargets(
                 top=False,
                 reason=(
-                    f"In the {profile!r} profile the top-level {engine} row is disabled: the "
+                    f"In the {profile.name!r} profile the top-level {engine} row is disabled: the "
                     "running engines sit inside the agent presets, which only the `dsh` program "
                     "can show, and it is not installed here. A value saved here would change "
                     "nothing, so it is not offered."
@@ -182,7 +166,7 @@ def engine_targets(home: Path, profile: str, engine: str) -> EngineTargets:
             )
         return EngineTargets(top=True)
     try:
-        composed = dump_config(home, profile, dsh=dsh)
+        composed = dump_config(profile.home, profile.name, dsh=dsh)
     except DshError as error:
         return EngineTargets(top=False, reason=f"`dsh --dump-config` failed: {error}")
     rows = [r for r in active_engine_rows(composed) if r.engine == engine]
@@ -195,7 +179,7 @@ def engine_targets(home: Path, profile: str, engine: str) -> EngineTargets:
         top=False,
         composed=composed,
         reason=(
-            f"No {engine} runs in the {profile!r} profile as `dsh` composes it, so a value "
+            f"No {engine} runs in the {profile.name!r} profile as `dsh` composes it, so a value "
             "saved here would change nothing; it is not offered."
         ),
     )
@@ -203,8 +187,7 @@ def engine_targets(home: Path, profile: str, engine: str) -> EngineTargets:
 
 def save_preset_engines(
     *,
-    home: Path,
-    profile: str,
+    profile: Profile,
     schema: Schema,
     config: Mapping[str, object],
     targets: EngineTargets,
@@ -217,7 +200,7 @@ def save_preset_engines(
     the composed preset with only the nested engine's config changed.
     """
     assert targets.composed is not None
-    path = patch_path(home, profile)
+    path = profile.patch_path
     document = read_patch(path)
     text = document.text
     for target in targets.presets:
@@ -232,8 +215,8 @@ def save_preset_engines(
         document,
         text,
         expected_sha256=expected_sha256,
-        profile=profile,
-        rel_path=str(path.relative_to(home)),
+        profile=profile.name,
+        rel_path=str(path.relative_to(profile.home)),
         section=f"{schema.plugin_id} in {presets}",
         user=user,
     )

@@ -8,7 +8,6 @@ line dsh-context-truth would inject for a chosen session under the typed setting
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
@@ -25,8 +24,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from dshweb.config import get_config
 from dshweb.core.errors import DshError
-from dshweb.core.profile.layers import WEB_APP_BUNDLE, profile_bundles
-from dshweb.core.profile.plugins import SCHEMAS
+from dshweb.core.profile.plugins import CONTEXT_TRUTH_SCHEMA, SCHEMAS
+from dshweb.core.profile.profile import CONTEXT_TRUTH_ID, Profile, profile_names
 from dshweb.core.profile.schema import validate
 from dshweb.core.settings.dshconfig import (
     context_truth_presence,
@@ -38,6 +37,7 @@ from dshweb.core.settings.occupancy.line import line_input, occupancy_line
 from dshweb.core.settings.occupancy.line_settings import LineSettings, wording_for
 from dshweb.core.settings.patchfile import (
     PatchConflict,
+    PatchDocument,
     PatchNotWritable,
     read_patch,
     row_config,
@@ -70,10 +70,17 @@ def _home() -> Path:
     return shown_home().path
 
 
-def _profile_or_404(profile: str) -> str:
-    if profile not in patches.profile_names(_home()):
+def _profile_or_404(profile: str) -> Profile:
+    if profile not in profile_names(_home()):
         raise Http404(f"no profile {profile!r} in {_home()}")
-    return profile
+    return Profile.read(_home(), profile)
+
+
+def _has_truth_row(document: PatchDocument) -> bool:
+    """The file configures ``context-truth``, or one of its insert rows adds it."""
+    return row_config(document, CONTEXT_TRUTH_ID) is not None or any(
+        row.is_context_truth or row.id == CONTEXT_TRUTH_ID for row in document.inserted_rows()
+    )
 
 
 @staff_only
@@ -81,24 +88,13 @@ def _profile_or_404(profile: str) -> str:
 def settings_index(request: HttpRequest) -> HttpResponse:
     home = _home()
     profiles = []
-    for name in patches.profile_names(home):
+    for name in profile_names(home):
+        profile = Profile.read(home, name)
         try:
-            document = read_patch(patches.patch_path(home, name))
-            truth = row_config(document, "context-truth") is not None or any(
-                isinstance(r, dict) and "insert" in r and "context-truth" in str(r)
-                for r in document.rows
-            )
-            error = None
+            truth, error = _has_truth_row(read_patch(profile.patch_path)), None
         except DshError as problem:
             truth, error = False, str(problem)
-        profiles.append(
-            {
-                "name": name,
-                "truth": truth,
-                "error": error,
-                "web": WEB_APP_BUNDLE in profile_bundles(home, name),
-            }
-        )
+        profiles.append({"name": name, "truth": truth, "error": error, "web": profile.web_app})
     return render(
         request,
         "settings/index.html",
@@ -113,11 +109,11 @@ def settings_index(request: HttpRequest) -> HttpResponse:
 @staff_only
 @require_http_methods(["GET", "POST"])
 def settings_row(request: HttpRequest, profile: str, section: str) -> HttpResponse:
-    profile = _profile_or_404(profile)
+    read = _profile_or_404(profile)
     schema = SCHEMAS.get(section)
     if schema is None:
         raise Http404(f"no settings named {section!r}")
-    path = patches.patch_path(_home(), profile)
+    path = read.patch_path
     try:
         document = read_patch(path)
     except DshError as problem:
@@ -128,10 +124,8 @@ def settings_row(request: HttpRequest, profile: str, section: str) -> HttpRespon
             status=409,
         )
     current = row_config(document, section)
-    targets = patches.engine_targets(_home(), profile, section) if section in ENGINE_ROWS else None
-    presence = (
-        context_truth_presence(_home(), profile, None) if section == "context-truth" else None
-    )
+    targets = patches.engine_targets(read, section) if section in ENGINE_ROWS else None
+    presence = context_truth_presence(read, None) if section == CONTEXT_TRUTH_ID else None
     if targets is not None and targets.presets:
         current = targets.current
     fixed = fixed_values(schema, current)
@@ -147,8 +141,7 @@ def settings_row(request: HttpRequest, profile: str, section: str) -> HttpRespon
             try:
                 if targets is not None and targets.presets:
                     patches.save_preset_engines(
-                        home=_home(),
-                        profile=profile,
+                        profile=read,
                         schema=schema,
                         config=config,
                         targets=targets,
@@ -157,8 +150,7 @@ def settings_row(request: HttpRequest, profile: str, section: str) -> HttpRespon
                     )
                 else:
                     patches.save_row(
-                        home=_home(),
-                        profile=profile,
+                        profile=read,
                         schema=schema,
                         config=config,
                         expected_sha256=sha,
@@ -174,7 +166,7 @@ def settings_row(request: HttpRequest, profile: str, section: str) -> HttpRespon
             except DshError as problem:
                 form.add_error(None, str(problem))
             else:
-                messages.success(request, f"Saved {section} in {path.relative_to(_home())}.")
+                messages.success(request, f"Saved {section} in {path.relative_to(read.home)}.")
                 return HttpResponseRedirect(request.path)
     else:
         form = form_class(
@@ -188,7 +180,7 @@ def settings_row(request: HttpRequest, profile: str, section: str) -> HttpRespon
         if key in form.fields:
             form.fields[key].disabled = True
             form.fields[key].help_text = "Set by a !!js expression in the file; edit it there."
-    sources = _value_sources(profile, section, targets, current)
+    sources = _value_sources(read, section, targets, current)
     shots = home_view().snapshots
     return render(
         request,
@@ -198,14 +190,14 @@ def settings_row(request: HttpRequest, profile: str, section: str) -> HttpRespon
             "section": section,
             "schema": schema,
             "form": form,
-            "path": path.relative_to(_home()),
+            "path": path.relative_to(read.home),
             "exists": document.exists,
             "in_file": current is not None,
             "unreachable": unreachable,
             "conflict": conflict,
             "unwritable": unwritable,
             "sessions": shots,
-            "preview": section == "context-truth",
+            "preview": section == CONTEXT_TRUTH_ID,
             "presence": presence,
             "targets": targets,
             "sources": sources,
@@ -213,25 +205,15 @@ def settings_row(request: HttpRequest, profile: str, section: str) -> HttpRespon
     )
 
 
-def installed_truth_version(home: Path, profile: str) -> str | None:
-    """The version of dsh-context-truth installed in the profile, if any."""
-    package = home / "profiles" / profile / "node_modules" / "dsh-context-truth" / "package.json"
-    try:
-        version = json.loads(package.read_text(encoding="utf-8")).get("version")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return version if isinstance(version, str) else None
-
-
 def _value_sources(
-    profile: str, section: str, targets: patches.EngineTargets | None, current: Any
+    profile: Profile, section: str, targets: patches.EngineTargets | None, current: Any
 ) -> dict[str, str]:
     """Where each key's current value comes from, as a phrase per key."""
     composed = targets.composed if targets is not None else None
     dsh = find_dsh()
     if composed is None and dsh is not None:
         try:
-            composed = dump_config(_home(), profile, dsh=dsh)
+            composed = dump_config(profile.home, profile.name, dsh=dsh)
         except DshError:
             composed = None
     row = None
@@ -241,10 +223,11 @@ def _value_sources(
         else:
             row = next((r for r in composed.walk() if r.id == section), None)
     if composed is not None and row is not None:
-        found = value_sources(composed, row, home=_home(), profile=profile)
+        found = value_sources(composed, row, profile=profile)
         return {key: source.describe() for key, source in found.items()}
     if current:  # without dsh: only the visible layers are known
-        return dict.fromkeys(current, f"profile patch profiles/{profile}/cordis.patch.yml")
+        writable = next(layer for layer in profile.layers if layer.writable)
+        return dict.fromkeys(current, f"{writable.label} {writable.path.relative_to(profile.home)}")
     return {}
 
 
@@ -252,7 +235,7 @@ def _value_sources(
 @require_POST
 def settings_preview(request: HttpRequest, profile: str) -> HttpResponse:
     """The occupancy line for one session under the settings as typed (htmx)."""
-    schema = SCHEMAS["context-truth"]
+    schema = CONTEXT_TRUTH_SCHEMA
     form = config_form(schema)(request.POST)
     form.is_valid()
     typed = {k: v for k, v in (form.cleaned_data.get("config") or {}).items()}
@@ -263,7 +246,8 @@ def settings_preview(request: HttpRequest, profile: str) -> HttpResponse:
         line = occupancy_line(
             line_input(snapshot),
             LineSettings.from_config(
-                checked.config, wording=wording_for(installed_truth_version(_home(), profile))
+                checked.config,
+                wording=wording_for(Profile.read(_home(), profile).context_truth.version),
             ),
         )
     return render(
@@ -281,7 +265,7 @@ def settings_preview(request: HttpRequest, profile: str) -> HttpResponse:
 @staff_only
 @require_http_methods(["GET"])
 def settings_history(request: HttpRequest, profile: str) -> HttpResponse:
-    profile = _profile_or_404(profile)
+    _profile_or_404(profile)
     revisions = PatchRevision.objects.filter(profile=profile).select_related("user")[:100]
     rows = [
         {"revision": r, "diff": unified_diff(r.before, r.after, Path(r.path).name)}

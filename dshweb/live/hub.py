@@ -36,6 +36,7 @@ from dshweb.core.fold.progress import FoldProgress, ProgressCounter
 from dshweb.core.fold.session import SessionSnapshot, SessionTracker
 from dshweb.core.listing.pages import SessionEntry, SessionList, session_tree
 from dshweb.core.log.home import LogFile, session_logs
+from dshweb.core.profile.profile import PROFILE_FILES
 from dshweb.live.timing import (
     BACKOFF_MAX,
     CHECKPOINT_EVERY,
@@ -395,4 +396,4 @@ def _relevant(home: Path, change: Change, path: str) -> bool:
     target = Path(path)
     if target.is_relative_to(home / "sessions"):
         return not target.name.endswith(".tmp")
-    return target.name in ("cordis.patch.yml", "package.json")
+    return target.name in PROFILE_FILES

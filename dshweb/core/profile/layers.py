@@ -4,24 +4,23 @@ Every layer is read the one way DSH reads it (:mod:`dshweb.core.profile.dshyaml`
 would refuse raises its :class:`~dshweb.core.profile.patch.PatchError` (file, reason,
 line and column).
 
-Layers, in order: each bundle's patch (inside the ``dsh`` executable, so unseen here),
-``profiles/<p>/cordis.patch.yml``, then ``$DSH_HOME/cordis.patch.yml``. A row's
-``config`` replaces the whole config. Profiles built on the web-app bundle disable the
-top-level ``compaction-basic`` row and run the engine from their agent presets with
-its defaults, out of reach of an id patch, so a patch there changes nothing that runs.
+Layers, in order: :attr:`~dshweb.core.profile.profile.Profile.layers` (each bundle's patch
+is inside the ``dsh`` executable, so unseen here). A row's ``config`` replaces the whole
+config. Profiles built on the web-app bundle disable the top-level ``compaction-basic``
+row and run the engine from their agent presets with its defaults, out of reach of an id
+patch, so a patch there changes nothing that runs.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from dshweb.core.profile.patch import read_patch
+from dshweb.core.profile.profile import Layer, Profile, patch_layers
 
 ENGINE_ID = "compaction-basic"
-WEB_APP_BUNDLE = "@deepseek-ai/dsh-web-app"
 DEFAULT_PRESET = "preset-standard"
 
 
@@ -43,15 +42,6 @@ def _rows_with_id(rows: list[Any], row_id: str) -> list[dict[str, Any]]:
     return found
 
 
-def profile_bundles(home: Path, profile: str) -> list[str]:
-    try:
-        package = json.loads((home / "profiles" / profile / "package.json").read_text())
-        bundles = package["dsh"]["profile"]["bundles"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return []
-    return [str(b) for b in bundles] if isinstance(bundles, list) else []
-
-
 def layered_config(
     home: Path, profile: str, row_id: str, extra_patches: Sequence[Path] = ()
 ) -> dict[str, Any] | None:
@@ -60,10 +50,13 @@ def layered_config(
     ``extra_patches`` are applied last, like ``dsh --patch``. ``None``: no visible layer
     sets it.
     """
+    return _layered(patch_layers(home, profile, extra_patches), row_id)
+
+
+def _layered(layers: Sequence[Layer], row_id: str) -> dict[str, Any] | None:
     config: dict[str, Any] | None = None
-    layers = [home / "profiles" / profile / "cordis.patch.yml", home / "cordis.patch.yml"]
-    for layer in [*layers, *extra_patches]:
-        for row in _rows_with_id(load_patch(layer), row_id):
+    for layer in layers:
+        for row in _rows_with_id(load_patch(layer.path), row_id):
             if isinstance(row.get("config"), dict):
                 config = row["config"]
     return config
@@ -79,12 +72,12 @@ def engine_config(
     of a preset row reaches them (the settings pages write one for each preset), and
     the default preset's (``preset-standard``) engine config is the one shown.
     """
-    if WEB_APP_BUNDLE not in profile_bundles(home, profile):
-        return layered_config(home, profile, ENGINE_ID, extra_patches)
+    read = Profile.read(home, profile, extra_patches)
+    if not read.web_app:
+        return _layered(read.layers, ENGINE_ID)
     found: dict[str, dict[str, Any] | None] = {}
-    layers = [home / "profiles" / profile / "cordis.patch.yml", home / "cordis.patch.yml"]
-    for layer in [*layers, *extra_patches]:
-        for row in load_patch(layer):
+    for layer in read.layers:
+        for row in load_patch(layer.path):
             row_id = row.get("id")
             config = row.get("config") if isinstance(row, dict) else None
             if (

@@ -8,6 +8,8 @@ Contract:
   parse raises :class:`PatchSyntaxError` with a 1-based line and column.
 - :func:`find_row` names the row that decides a row id's config: the last one that has
   a ``config`` key, else the last one naming the id (top level or inside ``- insert:``).
+- :meth:`PatchDocument.inserted_rows` lists the rows the file's ``- insert:`` lists add,
+  typed (:class:`InsertedRow`: its id, its module, whether that is context-truth).
 - Rows are read exactly as DSH reads them (:mod:`dshweb.core.profile.dshyaml`: js-yaml's JSON
   schema, ``yes`` and ``1_000`` are strings, duplicate keys are errors), and the editor
   splices into the node tree those rows were built from: one parse, DSH's. The editor
@@ -27,6 +29,7 @@ from yaml.nodes import SequenceNode
 
 from dshweb.core.errors import DshError
 from dshweb.core.profile.dshyaml import DshYamlError, check_patch_rows, compose_yaml, construct
+from dshweb.core.profile.profile import CONTEXT_TRUTH_PACKAGE
 
 DEFAULT_PATCH_TEXT = (
     "# Your patch layer for this dsh profile, applied after every bundle layer:\n"
@@ -56,12 +59,45 @@ class PatchSyntaxError(PatchError):
 
 
 @dataclass(frozen=True, slots=True)
+class InsertedRow:
+    """One row inside the ``- insert:`` list of top-level row ``index`` (at ``insert_index``).
+
+    ``name`` is its module specifier: the package that runs, whatever its ``id``.
+    """
+
+    id: str | None
+    name: str | None
+    index: int
+    insert_index: int
+
+    @property
+    def is_context_truth(self) -> bool:
+        """The row mounts ``dsh-context-truth``."""
+        return self.name == CONTEXT_TRUTH_PACKAGE
+
+
+@dataclass(frozen=True, slots=True)
 class PatchDocument:
     path: Path | None
     text: str
     sha256: str
     exists: bool
     rows: tuple[Any, ...]
+
+    def inserted_rows(self) -> tuple[InsertedRow, ...]:
+        """Every row the file's ``- insert:`` lists add, in file order."""
+        return tuple(
+            InsertedRow(
+                item.get("id") if isinstance(item.get("id"), str) else None,
+                item.get("name") if isinstance(item.get("name"), str) else None,
+                index,
+                inner,
+            )
+            for index, row in enumerate(self.rows)
+            if isinstance(row, dict) and isinstance(row.get("insert"), list)
+            for inner, item in enumerate(row["insert"])
+            if isinstance(item, dict)
+        )
 
 
 @dataclass(frozen=True, slots=True)

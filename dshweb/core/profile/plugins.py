@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from dshweb.core.profile.profile import CONTEXT_TRUTH_ID
 from dshweb.core.profile.schema import Config, Field, Kind, Schema
 
 PRUNE_MARKER = "\n\n[... tool result middle pruned ...]\n\n"
@@ -64,7 +65,7 @@ def _pace_samples(config: Config, given: frozenset[str]) -> str | None:
 
 
 CONTEXT_TRUTH_SCHEMA = Schema(
-    plugin_id="context-truth",
+    plugin_id=CONTEXT_TRUTH_ID,
     fields=(
         _bool("enabled", True, "Master switch for capability 1 (the occupancy line)."),
         Field("language", Kind.CHOICE, "en", "en / zh wording.", choices=("en", "zh")),

@@ -26,6 +26,7 @@ their public API; import it from here.
 
 from __future__ import annotations
 
+from dshweb.core.profile.profile import CONTEXT_TRUTH_ID, CONTEXT_TRUTH_PACKAGE
 from dshweb.core.settings.dshconfig.composed import (
     PRESET_PLUGIN,
     PRESET_REGISTRY,
@@ -40,12 +41,7 @@ from dshweb.core.settings.dshconfig.engines import (
     preset_engine_patch,
 )
 from dshweb.core.settings.dshconfig.errors import DshConfigError
-from dshweb.core.settings.dshconfig.presence import (
-    CONTEXT_TRUTH_ID,
-    CONTEXT_TRUTH_PACKAGE,
-    Presence,
-    context_truth_presence,
-)
+from dshweb.core.settings.dshconfig.presence import Presence, context_truth_presence
 from dshweb.core.settings.dshconfig.run import (
     DUMP_TIMEOUT,
     SCHEMA_TIMEOUT,

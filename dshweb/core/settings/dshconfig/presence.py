@@ -1,25 +1,22 @@
 """Whether a profile assembles ``dsh-context-truth``, from what evidence, and how to add it.
 
-Contract: :func:`context_truth_presence` reads the profile's ``package.json``, its
-``node_modules`` and the profile and home patch files (never running ``dsh``); with a
-composed tree, the tree alone decides presence. The :class:`Presence` it returns says
-whether saving the plugin's config needs an ``- insert:`` row and, when the plugin is
-absent, how a person adds it.
+Contract: :func:`context_truth_presence` reads the profile's patch layers and takes
+what its ``package.json`` and ``node_modules`` say from its
+:class:`~dshweb.core.profile.profile.Profile` (never running ``dsh``); with a composed
+tree, the tree alone decides presence. The :class:`Presence` it returns says whether
+saving the plugin's config needs an ``- insert:`` row and, when the plugin is absent,
+how a person adds it.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from dshweb.core.errors import DshError
+from dshweb.core.profile.profile import CONTEXT_TRUTH_ID, CONTEXT_TRUTH_PACKAGE, Profile
 from dshweb.core.settings.dshconfig.composed import ComposedConfig
 from dshweb.core.settings.patchfile import read_patch
-
-CONTEXT_TRUTH_PACKAGE = "dsh-context-truth"
-CONTEXT_TRUTH_ID = "context-truth"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,25 +42,12 @@ class Presence:
         return not self.present
 
 
-def _package(home: Path, profile: str) -> dict[str, Any]:
-    try:
-        data = json.loads((home / "profiles" / profile / "package.json").read_text("utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def _inserts(path: Path) -> bool:
     try:
-        rows = read_patch(path).rows
+        inserted = read_patch(path).inserted_rows()
     except DshError:
         return False
-    return any(
-        isinstance(item, dict) and item.get("name") == CONTEXT_TRUTH_PACKAGE
-        for row in rows
-        if isinstance(row, dict) and isinstance(row.get("insert"), list)
-        for item in row["insert"]
-    )
+    return any(row.is_context_truth for row in inserted)
 
 
 def _howto(profile: str, profile_patch: Path, installed: bool) -> str:
@@ -84,36 +68,26 @@ def _howto(profile: str, profile_patch: Path, installed: bool) -> str:
     )
 
 
-def context_truth_presence(home: Path, profile: str, composed: ComposedConfig | None) -> Presence:
-    """Whether ``profile`` in ``home`` has ``dsh-context-truth``.
+def context_truth_presence(profile: Profile, composed: ComposedConfig | None) -> Presence:
+    """Whether ``profile`` has ``dsh-context-truth``.
 
     It is present when the composed tree has a row of that module, or (without a tree)
     when the profile lists it as a bundle or an insert row adds it. A dependency in
     ``package.json`` alone assembles nothing (only ``dsh.profile.bundles`` does), and a
     listed bundle that is not installed is skipped by ``dsh`` with a warning.
     """
-    package = _package(home, profile)
-    folder = home / "profiles" / profile
+    plugin = profile.context_truth
     sources: list[str] = []
-    dependencies = package.get("dependencies")
-    if isinstance(dependencies, dict) and CONTEXT_TRUTH_PACKAGE in dependencies:
+    if plugin.dependency:
         sources.append("package.json dependencies")
-    installed = (folder / "node_modules" / CONTEXT_TRUTH_PACKAGE / "package.json").is_file()
-    if installed:
+    if plugin.installed:
         sources.append("installed in node_modules")
-    dsh_section = package.get("dsh")
-    bundles = dsh_section.get("profile", {}).get("bundles") if isinstance(dsh_section, dict) else []
-    listed = isinstance(bundles, list) and CONTEXT_TRUTH_PACKAGE in bundles
-    if listed:
+    if plugin.bundle:
         sources.append("package.json dsh.profile.bundles")
-    profile_patch = folder / "cordis.patch.yml"
     inserted = False
-    for path, label in (
-        (profile_patch, "profile patch"),
-        (home / "cordis.patch.yml", "home patch"),
-    ):
-        if _inserts(path):
-            sources.append(f"insert row in the {label} ({path})")
+    for layer in profile.layers:
+        if _inserts(layer.path):
+            sources.append(f"insert row in the {layer.label} ({layer.path})")
             inserted = True
     row_ids: tuple[str, ...] = ()
     if composed is not None:
@@ -121,6 +95,6 @@ def context_truth_presence(home: Path, profile: str, composed: ComposedConfig | 
         sources += [f"composed row {row_id}" for row_id in row_ids]
         present = bool(row_ids)
     else:
-        present = (listed and installed) or inserted
-    howto = None if present else _howto(profile, profile_patch, installed)
-    return Presence(present, installed, tuple(sources), row_ids, howto)
+        present = (plugin.bundle and plugin.installed) or inserted
+    howto = None if present else _howto(profile.name, profile.patch_path, plugin.installed)
+    return Presence(present, plugin.installed, tuple(sources), row_ids, howto)

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from dshweb.core.profile.profile import PATCH_FILE, profile_folder
 from dshweb.core.settings.dshconfig.composed import ComposedConfig, parse_dump
 from dshweb.core.settings.dshconfig.errors import DshConfigError
 
@@ -70,9 +71,6 @@ def _run_dsh(
     return done.stdout, done.stderr
 
 
-PATCH_FILE = "cordis.patch.yml"
-
-
 @contextmanager
 def _reading_home(home: Path, profile: str, *, create: bool) -> Iterator[Path]:
     """The home ``dsh`` may run on: ``home`` itself with ``create=True``, else a scratch
@@ -85,7 +83,7 @@ def _reading_home(home: Path, profile: str, *, create: bool) -> Iterator[Path]:
         for entry in home.iterdir():
             if entry.name != "profiles":
                 (root / entry.name).symlink_to(entry)
-        source, target = home / "profiles" / profile, root / "profiles" / profile
+        source, target = profile_folder(home, profile), profile_folder(root, profile)
         target.mkdir(parents=True)
         for entry in source.iterdir():
             if entry.is_file() and not entry.is_symlink() and entry.name != PATCH_FILE:
@@ -96,7 +94,7 @@ def _reading_home(home: Path, profile: str, *, create: bool) -> Iterator[Path]:
 
 
 def _profile_dir(home: Path, profile: str, *, create: bool) -> Path:
-    folder = home / "profiles" / profile
+    folder = profile_folder(home, profile)
     if not create and not folder.is_dir():
         raise DshConfigError(f"profile {profile!r} does not exist in {home}")
     return folder

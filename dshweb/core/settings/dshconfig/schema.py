@@ -19,7 +19,7 @@ from jsonschema.exceptions import ValidationError
 
 from dshweb.core.profile.dshyaml import JsExpr
 from dshweb.core.profile.plugins import COMPACTION_BASIC_SCHEMA, CONTEXT_TRUTH_SCHEMA
-from dshweb.core.settings.dshconfig.presence import CONTEXT_TRUTH_PACKAGE
+from dshweb.core.profile.profile import CONTEXT_TRUTH_PACKAGE
 
 KNOWN_DEFAULTS: Mapping[str, Mapping[str, Any]] = {
     "@deepseek-ai/dsh-compaction-basic": {

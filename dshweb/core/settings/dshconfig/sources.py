@@ -3,21 +3,23 @@
 Contract: :func:`value_sources` maps every config key of a row (set, or known to have a
 default) to a :class:`ValueSource`. A patch ``config`` replaces the whole config, so all
 keys that are set share the last layer that wrote the config of the row that owns it
-(for a row inside a preset: the preset row); the layer is found by reading the profile,
-home and overlay patch files, else it is one of the bundles inside ``dsh``. Keys left
+(for a row inside a preset: the preset row); the layer is found by reading the
+profile's patch layers (:attr:`~dshweb.core.profile.profile.Profile.layers`), else it is
+one of the bundles inside ``dsh``. Keys left
 out take their defaults (:func:`~dshweb.core.settings.dshconfig.schema.config_defaults`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from dshweb.core.errors import DshError
+from dshweb.core.profile.profile import Layer, LayerKind, Profile
 from dshweb.core.settings.dshconfig.composed import ComposedConfig, ComposedRow
 from dshweb.core.settings.dshconfig.schema import config_defaults
 from dshweb.core.settings.patchfile import find_row, read_patch
@@ -26,9 +28,9 @@ from dshweb.core.settings.patchfile import find_row, read_patch
 class SourceKind(StrEnum):
     DEFAULT = "default"
     BUNDLE = "bundle"
-    PROFILE = "profile"
-    HOME = "home"
-    OVERLAY = "overlay"
+    PROFILE = LayerKind.PROFILE.value
+    HOME = LayerKind.HOME.value
+    OVERLAY = LayerKind.OVERLAY.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,20 +61,20 @@ def _same_file(a: str, b: Path) -> bool:
 
 
 def _config_layer(
-    row: ComposedRow, composed: ComposedConfig, files: Sequence[tuple[Path, SourceKind]]
+    row: ComposedRow, composed: ComposedConfig, layers: tuple[Layer, ...]
 ) -> tuple[SourceKind, tuple[str, ...]]:
     """Which layer set the config of the row that owns ``row``'s config."""
     owner = composed.top(row.preset) if row.preset else row
     owner = owner or row
-    for path, kind in reversed(files):
-        if not any(_same_file(layer, path) for layer in owner.layers):
+    for layer in reversed(layers):
+        if not any(_same_file(named, layer.path) for named in owner.layers):
             continue
         try:
-            found = find_row(read_patch(path), owner.id)
+            found = find_row(read_patch(layer.path), owner.id)
         except DshError:
             continue
         if found is not None and "config" in found.data:
-            return kind, (str(path),)
+            return SourceKind(layer.kind.value), (str(layer.path),)
     bundles = tuple(layer for layer in owner.layers if not os.path.isabs(layer))
     return SourceKind.BUNDLE, bundles
 
@@ -81,26 +83,20 @@ def value_sources(
     composed: ComposedConfig,
     row: ComposedRow,
     *,
-    home: Path,
-    profile: str,
+    profile: Profile,
     schema: Mapping[str, Any] | None = None,
-    patches: Sequence[Path] = (),
 ) -> dict[str, ValueSource]:
     """For each config key of ``row`` (set, or known to have a default), its source.
 
     A patch ``config`` replaces the whole config, so every key that is set comes from
     the last layer that wrote the config of the row (for a row inside a preset: of
-    the preset row); the keys it leaves out take their defaults.
+    the preset row); the keys it leaves out take their defaults. The profile's
+    ``extra_patches`` are its overlay layers.
     """
-    files = [
-        (home / "profiles" / profile / "cordis.patch.yml", SourceKind.PROFILE),
-        (home / "cordis.patch.yml", SourceKind.HOME),
-        *((p, SourceKind.OVERLAY) for p in patches),
-    ]
     config = row.config if isinstance(row.config, dict) else {}
     sources: dict[str, ValueSource] = {}
     if config:
-        kind, layers = _config_layer(row, composed, files)
+        kind, layers = _config_layer(row, composed, profile.layers)
         for key, value in config.items():
             sources[key] = ValueSource(key, value, kind, layers)
     for key, value in config_defaults(schema, row.name).items():
