@@ -31,15 +31,30 @@ class CompactionPoint:
         }
 
 
+def threshold_tokens(
+    *, context_window: float, reserved: float, headroom: float, ratio: float
+) -> int | None:
+    """``floor(min(window × thresholdRatio, window − reserved − headroomTokens))``, or
+    ``None`` when that pressure budget is not positive (DSH then skips auto-compaction).
+
+    The one formula of the compaction point: the engine's (:func:`compaction_point`) and
+    the one dsh-context-truth mirrors from its own settings (the occupancy line).
+    """
+    pressure_budget = context_window - reserved - headroom
+    if pressure_budget <= 0:
+        return None
+    return math.floor(min(context_window * ratio, pressure_budget))
+
+
 def compaction_point(
     *, context_window: int, reserved: int, engine: EngineConfig
 ) -> CompactionPoint:
     message_budget = context_window - reserved
-    pressure_budget = message_budget - engine.headroom_tokens
-    threshold = (
-        math.floor(min(context_window * engine.threshold_ratio, pressure_budget))
-        if pressure_budget > 0
-        else None
+    threshold = threshold_tokens(
+        context_window=context_window,
+        reserved=reserved,
+        headroom=engine.headroom_tokens,
+        ratio=engine.threshold_ratio,
     )
     retain = (
         engine.retain_tokens

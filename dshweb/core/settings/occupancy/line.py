@@ -26,10 +26,10 @@ with the plugin's edges, against the band the state carries.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from dshweb.core.fold.compaction import threshold_tokens
 from dshweb.core.fold.gauge import Band, settle_band
 from dshweb.core.fold.pace import PaceEstimate, pace_estimate
 from dshweb.core.fold.session import SessionSnapshot
@@ -138,9 +138,13 @@ def occupancy_line(
     )
     threshold: int | None = None
     if settings.show_point and window is not None:
-        budget = window - reserved - settings.headroom_tokens
-        point = math.floor(min(window * settings.threshold_ratio, budget))
-        if 0 < point < window:
+        point = threshold_tokens(
+            context_window=window,
+            reserved=reserved,
+            headroom=settings.headroom_tokens,
+            ratio=settings.threshold_ratio,
+        )
+        if point is not None and 0 < point < window:
             threshold = point
     known = used is not None and window is not None and window > 0
     step = display_step(window, settings.quantum_percent) if window is not None else 1
