@@ -7,7 +7,6 @@ from dataclasses import replace
 import pytest
 
 from dshweb.core.fold.gauge import Band, ContextGauge
-from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.listing.pages import (
     BANDS,
     ListCounts,
@@ -16,43 +15,7 @@ from dshweb.core.listing.pages import (
     session_tree,
 )
 from dshweb.core.listing.query import ListQuery, SessionState, SortKey
-
-
-def shot(
-    session_id: str,
-    last_time: int,
-    *,
-    parent: str | None = None,
-    title: str | None = None,
-    live: bool = False,
-) -> SessionSnapshot:
-    return SessionSnapshot(
-        session_id=session_id,
-        path=f"sessions/--p--/{session_id}/session.v4.jsonl.zstd",
-        format_version=4,
-        cwd="/w",
-        created_at=0,
-        parent_session=parent,
-        origin="subagent" if parent else None,
-        live=live,
-        title=title,
-        model=None,
-        last_seq=0,
-        events=1,
-        first_time=0,
-        last_time=last_time,
-        turns=0,
-        compactions=0,
-        failed_compactions=0,
-        prunes=0,
-        token_usage={},
-        context_pressure={},
-        context_breakdown={},
-        point=None,
-        measured_tokens=0,
-        largest_nodes=(),
-        errors=(),
-    )
+from tests.snapshots import session_snapshot
 
 
 def gauge(percent: int | None, headroom: int | None, band: Band) -> ContextGauge:
@@ -82,7 +45,7 @@ TREE = ["alpha", "alpha-sub", "alpha-sub-sub", "beta", "delta", "gamma", "lost"]
 
 def entries() -> list[SessionEntry]:
     shots = [
-        shot(sid, last, parent=parent, title=title, live=live)
+        session_snapshot(sid, last, parent=parent, title=title, live=live)
         for sid, (last, parent, title, live, *_) in HOME.items()
     ]
     readings = {sid: gauge(*figures[4:]) for sid, figures in HOME.items()}
@@ -222,7 +185,9 @@ def test_counts_are_the_whole_homes_whatever_the_query() -> None:
 )
 def test_page_numbers(page: int, pages: int, numbers: tuple[int | None, ...]) -> None:
     home = [
-        SessionEntry(shot(f"s{i:03}", 1000 - i), gauge(None, None, Band.UNKNOWN), 0, False)
+        SessionEntry(
+            session_snapshot(f"s{i:03}", 1000 - i), gauge(None, None, Band.UNKNOWN), 0, False
+        )
         for i in range(pages)
     ]
     result = SessionList(home).page(ListQuery(page=page, per_page=1))
@@ -240,16 +205,20 @@ def test_layout_changes_only_with_what_the_page_holds() -> None:
     ]
     assert SessionList(refigured).page(query).layout == before.layout
     # A new session past this page: the page's layout is the same, its counts are not.
-    grown = [*home, SessionEntry(shot("old", 1), gauge(1, 900, Band.AMPLE), 0, False)]
+    grown = [*home, SessionEntry(session_snapshot("old", 1), gauge(1, 900, Band.AMPLE), 0, False)]
     after = SessionList(grown).page(query)
     assert after.layout == before.layout
     assert after.counts != before.counts and after.matched == before.matched + 1
     # The order on the page changes: another layout.
-    newest = [SessionEntry(shot("new", 999), gauge(1, 900, Band.AMPLE), 0, False), *home]
+    newest = [
+        SessionEntry(session_snapshot("new", 999), gauge(1, 900, Band.AMPLE), 0, False),
+        *home,
+    ]
     assert SessionList(newest).page(query).layout != before.layout
     # The pages grow: another layout (the pager changes).
     more = grown + [
-        SessionEntry(shot(f"x{i}", 0), gauge(1, 9, Band.AMPLE), 0, False) for i in range(2)
+        SessionEntry(session_snapshot(f"x{i}", 0), gauge(1, 9, Band.AMPLE), 0, False)
+        for i in range(2)
     ]
     assert SessionList(more).page(query).pages == 4 != before.pages
     assert SessionList(more).page(query).layout != before.layout
@@ -270,7 +239,7 @@ def test_a_session_list_pages_the_same_entries_again() -> None:
 def test_a_big_home_gives_one_page() -> None:
     home = [
         SessionEntry(
-            shot(f"s{i:05}", i, title=f"task {i}"),
+            session_snapshot(f"s{i:05}", i, title=f"task {i}"),
             gauge(i % 101, 500 - i % 7, Band.AMPLE),
             0,
             False,

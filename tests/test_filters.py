@@ -24,33 +24,13 @@ from dshweb.core.listing.query import (
     list_query,
     search_text,
 )
+from tests.snapshots import session_snapshot
 
-BASE = SessionSnapshot(
-    session_id="sess-001",
-    path="sessions/--p--/sess-001/session.v4.jsonl.zstd",
-    format_version=4,
+BASE = session_snapshot(
+    "sess-001",
     cwd="/home/dev/projects/Shop-API",
-    created_at=0,
-    parent_session=None,
-    origin=None,
-    live=False,
     title="Fix the Checkout bug",
     model="deepseek-flash",
-    last_seq=0,
-    events=1,
-    first_time=0,
-    last_time=1,
-    turns=0,
-    compactions=0,
-    failed_compactions=0,
-    prunes=0,
-    token_usage={},
-    context_pressure={},
-    context_breakdown={},
-    point=None,
-    measured_tokens=0,
-    largest_nodes=(),
-    errors=(),
 )
 CJK = replace(BASE, session_id="cjk-001", title="你好！请简单地打个招呼。🙂", cwd="/p/数据-工具-😀")
 BARE = replace(BASE, session_id="Bare-ID", title=None, cwd=None, model=None)

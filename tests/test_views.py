@@ -38,6 +38,7 @@ from dshweb.dashboard.display.ring import breakdown_parts, ring_arcs
 from dshweb.live.service import stop_hub, sync_home
 from tests.conftest import FIXTURE_HOMES
 from tests.homecopies import home_of_copies
+from tests.snapshots import session_snapshot
 
 SESSIONS = frozenset(("plain-turns", "manual-compact", "auto-compact", "cjk-emoji"))
 """The home the pages show: these fixture homes' sessions on ``plain-turns``' profiles (DSH's
@@ -647,33 +648,8 @@ def test_home_that_appears_later_is_picked_up(
 
 
 def make_snapshot(session_id: str, last_time: int, parent: str | None = None) -> SessionSnapshot:
-    return SessionSnapshot(
-        session_id=session_id,
-        path=f"sessions/--p--/{session_id}/session.v4.jsonl.zstd",
-        format_version=4,
-        cwd="/w",
-        created_at=0,
-        parent_session=parent,
-        origin="subagent" if parent else None,
-        live=False,
-        title=None,
-        model=None,
-        last_seq=0,
-        events=1,
-        first_time=0,
-        last_time=last_time,
-        turns=0,
-        compactions=0,
-        failed_compactions=0,
-        prunes=0,
-        token_usage={},
-        context_pressure={"contextWindow": 1000, "projectedTokens": 10},
-        context_breakdown={},
-        point=None,
-        measured_tokens=0,
-        largest_nodes=(),
-        errors=(),
-    )
+    pressure = {"contextWindow": 1000, "projectedTokens": 10}
+    return session_snapshot(session_id, last_time, parent=parent, context_pressure=pressure)
 
 
 def test_sub_agents_follow_their_parent() -> None:

@@ -1,0 +1,43 @@
+"""Hand-made :class:`SessionSnapshot` values for the list's tests: one event, nothing
+measured, only what a test names set."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from dshweb.core.fold.session import SessionSnapshot
+
+
+def session_snapshot(
+    session_id: str, last_time: int = 1, *, parent: str | None = None, **fields: Any
+) -> SessionSnapshot:
+    """A session last active at ``last_time``; a sub-agent of ``parent`` when given."""
+    snapshot = SessionSnapshot(
+        session_id=session_id,
+        path=f"sessions/--p--/{session_id}/session.v4.jsonl.zstd",
+        format_version=4,
+        cwd="/w",
+        created_at=0,
+        parent_session=parent,
+        origin="subagent" if parent else None,
+        live=False,
+        title=None,
+        model=None,
+        last_seq=0,
+        events=1,
+        first_time=0,
+        last_time=last_time,
+        turns=0,
+        compactions=0,
+        failed_compactions=0,
+        prunes=0,
+        token_usage={},
+        context_pressure={},
+        context_breakdown={},
+        point=None,
+        measured_tokens=0,
+        largest_nodes=(),
+        errors=(),
+    )
+    return replace(snapshot, **fields)
