@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import socket
 import ssl
 import subprocess
@@ -25,13 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
-from tests.browser.server import free_port
+from tests.browser.server import HOST, free_port, spawn, terminate
 from tests.conftest import REPO
 
-HOST = "127.0.0.1"
 README = REPO / "README.md"
 READY_TIMEOUT = 15.0
-STOP_TIMEOUT = 5.0
 
 
 class ProxyError(Exception):
@@ -111,15 +108,9 @@ class ReverseProxy(ABC):
         assert self.process is None, "already running"
         config = self.folder / f"{self.name}.conf"
         config.write_text(self.config())
-        with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                self.command(config),
-                cwd=self.folder,
-                env=self.env(),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
+        self.process = spawn(
+            self.command(config), cwd=self.folder, env=self.env(), log=self.log_path
+        )
         try:
             self._wait_listening()
         except BaseException:
@@ -144,16 +135,9 @@ class ReverseProxy(ABC):
                 time.sleep(0.05)
 
     def stop(self) -> None:
-        """SIGTERM (both exit at once on it), SIGKILL after ``STOP_TIMEOUT``."""
+        """SIGTERM (both exit at once on it), SIGKILL after a few seconds."""
         process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=STOP_TIMEOUT)
+        terminate(process)
 
     def output(self) -> str:
         """What the proxy printed and logged, for a failure message."""

@@ -7,31 +7,13 @@ signs in through ``https://`` with the form's CSRF token and the browser's ``Ori
 from __future__ import annotations
 
 import http.client
-import re
 from collections.abc import Iterator
-from dataclasses import dataclass
-from http.cookies import SimpleCookie
-from urllib.parse import urlencode
 
 import pytest
 
-from tests.browser.server import HOST, PASSWORD, USERNAME, DshwebServer
+from tests.browser.server import HOST, DshwebServer, serving
+from tests.proxy_client import behind_a_proxy, check_foreign_form_refused, check_sign_in
 from tests.tls_proxy import TlsProxy, self_signed_certificate
-
-_SERVERS: dict[int, DshwebServer] = {}
-"""The server behind each proxy, by port: its log says why a request was refused."""
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    status: int
-    headers: http.client.HTTPMessage
-    body: str
-
-    def cookie(self, name: str) -> str:
-        """The ``Set-Cookie`` line that sets ``name`` (empty when none does)."""
-        lines = self.headers.get_all("Set-Cookie") or []
-        return next((line for line in lines if line.startswith(f"{name}=")), "")
 
 
 @pytest.fixture(
@@ -41,87 +23,29 @@ class Reply:
     params=[["--proxy-headers"], []],
     ids=["scripts-start", "plain-daphne"],
 )
-def proxy(
+def server(
     tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
-) -> Iterator[TlsProxy]:
-    folder = tmp_path_factory.mktemp("https-proxy")
-    (folder / "home" / "sessions").mkdir(parents=True)
-    server = DshwebServer(
-        home=folder / "home",
-        data_dir=folder / "data",
-        extra_env={"DSHWEB_BEHIND_TLS_PROXY": "1"},
-        daphne_options=request.param,
-        probe_headers={"X-Forwarded-Proto": "https"},
-    )
-    server.prepare()
-    server.start()
-    cert, key = self_signed_certificate(folder)
+) -> Iterator[DshwebServer]:
+    yield from serving(behind_a_proxy(tmp_path_factory.mktemp("https-proxy"), request.param))
+
+
+@pytest.fixture(scope="module")
+def proxy(server: DshwebServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsProxy]:
+    cert, key = self_signed_certificate(tmp_path_factory.mktemp("https-proxy-cert"))
     tls = TlsProxy(upstream_port=server.port, cert=cert, key=key)
     tls.start()
-    _SERVERS[tls.upstream_port] = server
     try:
         yield tls
     finally:
         tls.stop()
-        server.stop()
 
 
-def _request(proxy: TlsProxy, method: str, path: str, body: str = "", **headers: str) -> Reply:
-    connection = http.client.HTTPSConnection(
-        HOST, proxy.port, context=proxy.client_context(), timeout=30
-    )
-    try:
-        connection.request(method, path, body=body.encode(), headers=headers)
-        reply = connection.getresponse()
-        return Reply(reply.status, reply.headers, reply.read().decode(errors="replace"))
-    finally:
-        connection.close()
-
-
-def _cookie_value(set_cookie: str) -> str:
-    cookie: SimpleCookie = SimpleCookie(set_cookie)
-    (morsel,) = cookie.values()
-    return morsel.value
-
-
-def _sign_in(proxy: TlsProxy, origin: str) -> tuple[Reply, Reply]:
-    """The login page, then the form posted with its token, as a browser would."""
-    page = _request(proxy, "GET", "/accounts/login/")
-    assert page.status == 200, page.body[:500]
-    (token,) = re.findall(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.body)
-    form = {"username": USERNAME, "password": PASSWORD, "csrfmiddlewaretoken": token}
-    posted = _request(
-        proxy,
-        "POST",
-        "/accounts/login/",
-        urlencode(form | {"next": ""}),
-        Cookie=f"csrftoken={_cookie_value(page.cookie('csrftoken'))}",
-        Origin=origin,
-        Referer=f"{proxy.origin}/accounts/login/",
-        **{"Content-Type": "application/x-www-form-urlencoded"},
-    )
-    return page, posted
-
-
-def test_sign_in_through_a_tls_proxy(proxy: TlsProxy) -> None:
-    page, posted = _sign_in(proxy, proxy.origin)
-    server = _SERVERS[proxy.upstream_port]
-    assert posted.status == 302, f"HTTP {posted.status}\n{server.output(lines=5)}"
-    assert posted.headers["Location"] == "/"
-    session = posted.cookie("sessionid")
-    assert "; Secure" in session and "; HttpOnly" in session, session
-    assert "; Secure" in page.cookie("csrftoken"), page.cookie("csrftoken")
-    assert page.headers["Strict-Transport-Security"] == "max-age=31536000"
-
-    home = _request(proxy, "GET", "/", Cookie=f"sessionid={_cookie_value(session)}")
-    assert home.status == 200, home.body[:500]
-    assert "Sign out" in home.body
+def test_sign_in_through_a_tls_proxy(proxy: TlsProxy, server: DshwebServer) -> None:
+    check_sign_in(proxy, server)
 
 
 def test_a_form_from_another_origin_is_still_refused(proxy: TlsProxy) -> None:
-    _, posted = _sign_in(proxy, "https://evil.example")
-    assert posted.status == 403
-    assert "Form refused" in posted.body and "Nothing was changed." in posted.body
+    check_foreign_form_refused(proxy)
 
 
 def test_plain_http_is_sent_to_https(proxy: TlsProxy) -> None:

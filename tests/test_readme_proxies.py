@@ -14,17 +14,23 @@ from __future__ import annotations
 import http.client
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
-from http.cookies import SimpleCookie
 from pathlib import Path
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlsplit
 
 import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 from websockets.typing import Origin
 
-from tests.browser.server import HOST, PASSWORD, USERNAME, DshwebServer, ServerError
+from tests.browser.server import HOST, DshwebServer, serving
+from tests.proxy_client import (
+    FOREIGN,
+    behind_a_proxy,
+    check_foreign_form_refused,
+    check_sign_in,
+    cookie_value,
+    sign_in,
+)
 from tests.readme_proxies import (
     Caddy,
     ExampleChanged,
@@ -37,39 +43,12 @@ from tests.readme_proxies import (
 from tests.tls_proxy import self_signed_certificate
 
 TIMEOUT = 10.0
-FOREIGN = "https://evil.example"
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    status: int
-    headers: http.client.HTTPMessage
-    body: str
-
-    def cookie(self, name: str) -> str:
-        """The ``Set-Cookie`` line that sets ``name`` (empty when none does)."""
-        lines = self.headers.get_all("Set-Cookie") or []
-        return next((line for line in lines if line.startswith(f"{name}=")), "")
 
 
 @pytest.fixture(scope="module")
 def dshweb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DshwebServer]:
-    folder = tmp_path_factory.mktemp("dshweb")
-    (folder / "home" / "sessions").mkdir(parents=True)
-    server = DshwebServer(
-        home=folder / "home",
-        data_dir=folder / "data",
-        extra_env={"DSHWEB_BEHIND_TLS_PROXY": "1"},
-        daphne_options=["--proxy-headers"],  # as scripts/start runs it behind a proxy
-        probe_headers={"X-Forwarded-Proto": "https"},
-    )
-    try:
-        server.prepare()
-        server.start()
-    except ServerError as error:
-        pytest.fail(str(error), pytrace=False)
-    yield server
-    server.stop()
+    # As scripts/start runs it behind a proxy.
+    yield from serving(behind_a_proxy(tmp_path_factory.mktemp("dshweb"), ["--proxy-headers"]))
 
 
 @pytest.fixture(
@@ -96,67 +75,18 @@ def proxy(
     proxy.stop()
 
 
-def _request(proxy: ReverseProxy, method: str, path: str, body: str = "", **headers: str) -> Reply:
-    connection = http.client.HTTPSConnection(
-        HOST, proxy.tls_port, context=proxy.client_context(), timeout=TIMEOUT
-    )
-    try:
-        connection.request(method, path, body=body.encode(), headers=headers)
-        reply = connection.getresponse()
-        return Reply(reply.status, reply.headers, reply.read().decode(errors="replace"))
-    finally:
-        connection.close()
-
-
-def _cookie_value(set_cookie: str) -> str:
-    cookie: SimpleCookie = SimpleCookie(set_cookie)
-    (morsel,) = cookie.values()
-    return morsel.value
-
-
-def _sign_in(proxy: ReverseProxy, origin: str) -> tuple[Reply, Reply]:
-    """The login page, then its form posted with the token, as a browser would."""
-    page = _request(proxy, "GET", "/accounts/login/")
-    assert page.status == 200, f"HTTP {page.status}\n{page.body[:500]}\n{proxy.output()}"
-    (token,) = re.findall(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.body)
-    form = {"username": USERNAME, "password": PASSWORD, "csrfmiddlewaretoken": token, "next": ""}
-    posted = _request(
-        proxy,
-        "POST",
-        "/accounts/login/",
-        urlencode(form),
-        Cookie=f"csrftoken={_cookie_value(page.cookie('csrftoken'))}",
-        Origin=origin,
-        Referer=f"{proxy.origin}/accounts/login/",
-        **{"Content-Type": "application/x-www-form-urlencoded"},
-    )
-    return page, posted
-
-
 def _session_cookie(proxy: ReverseProxy, dshweb: DshwebServer) -> str:
-    _, posted = _sign_in(proxy, proxy.origin)
+    _, posted = sign_in(proxy, proxy.origin)
     assert posted.status == 302, f"HTTP {posted.status}\n{dshweb.output(lines=10)}"
-    return _cookie_value(posted.cookie("sessionid"))
+    return cookie_value(posted.cookie("sessionid"))
 
 
 def test_sign_in_through_the_proxy(proxy: ReverseProxy, dshweb: DshwebServer) -> None:
-    page, posted = _sign_in(proxy, proxy.origin)
-    assert posted.status == 302, f"HTTP {posted.status}\n{dshweb.output(lines=10)}"
-    assert posted.headers["Location"] == "/"
-    session = posted.cookie("sessionid")
-    assert "; Secure" in session and "; HttpOnly" in session, session
-    assert "; Secure" in page.cookie("csrftoken"), page.cookie("csrftoken")
-    assert page.headers["Strict-Transport-Security"] == "max-age=31536000"
-
-    home = _request(proxy, "GET", "/", Cookie=f"sessionid={_cookie_value(session)}")
-    assert home.status == 200, home.body[:500]
-    assert "Sign out" in home.body
+    check_sign_in(proxy, dshweb)
 
 
 def test_a_form_from_another_origin_is_refused(proxy: ReverseProxy) -> None:
-    _, posted = _sign_in(proxy, FOREIGN)
-    assert posted.status == 403
-    assert "Form refused" in posted.body and "Nothing was changed." in posted.body
+    check_foreign_form_refused(proxy)
 
 
 def test_plain_http_is_sent_to_https(proxy: ReverseProxy) -> None:

@@ -112,13 +112,13 @@ class TlsProxy:
     thread: threading.Thread | None = field(default=None, repr=False)
 
     @property
-    def port(self) -> int:
+    def tls_port(self) -> int:
         assert self.server is not None, "not started"
         return int(self.server.server_address[1])
 
     @property
     def origin(self) -> str:
-        return f"https://{HOST}:{self.port}"
+        return f"https://{HOST}:{self.tls_port}"
 
     def start(self) -> None:
         handler = type("Forward", (_Forward,), {"upstream_port": self.upstream_port})

@@ -16,8 +16,12 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, StorageState
 
 from tests.conftest import REPO
 
@@ -28,6 +32,7 @@ STOP_TIMEOUT = 5.0
 COMMAND_TIMEOUT = 60.0
 USERNAME = "tester"
 PASSWORD = "browser-tests-only-7Qm2"
+SIGN_IN_MS = 10_000
 
 
 class ServerError(Exception):
@@ -38,6 +43,33 @@ def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((HOST, 0))
         return int(probe.getsockname()[1])
+
+
+def spawn(
+    command: list[str], *, cwd: Path, env: dict[str, str], log: Path
+) -> subprocess.Popen[bytes]:
+    """Start ``command`` in the background, its output and errors appended to ``log``."""
+    with log.open("ab") as output:
+        return subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def terminate(process: subprocess.Popen[bytes] | None, timeout: float = STOP_TIMEOUT) -> None:
+    """SIGTERM, then SIGKILL if ``process`` has not exited after ``timeout``."""
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=timeout)
 
 
 @dataclass(slots=True)
@@ -109,15 +141,7 @@ class DshwebServer:
         command += ["-b", HOST, "-p", str(self.port), APP]
         with self.log_path.open("ab") as log:
             log.write(f"=== start {self.starts} on port {self.port}\n".encode())
-            log.flush()
-            self.process = subprocess.Popen(
-                command,
-                cwd=REPO,
-                env=self.env(),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
+        self.process = spawn(command, cwd=REPO, env=self.env(), log=self.log_path)
         try:
             self._wait_ready()
         except BaseException:
@@ -153,14 +177,7 @@ class DshwebServer:
     def stop(self) -> None:
         """SIGTERM, then SIGKILL if it has not exited after ``STOP_TIMEOUT``."""
         process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=STOP_TIMEOUT)
+        terminate(process)
 
     def restart(self) -> None:
         self.stop()
@@ -175,3 +192,29 @@ class DshwebServer:
         if lines is not None:
             text = "".join(text.splitlines(keepends=True)[-lines:])
         return f"--- server output ({self.log_path})\n{text}--- end of server output"
+
+
+def serving(server: DshwebServer) -> Iterator[DshwebServer]:
+    """Prepare and start ``server`` for a fixture (its output on failure), then stop it."""
+    try:
+        server.prepare()
+        server.start()
+    except ServerError as error:
+        pytest.fail(str(error), pytrace=False)
+    yield server
+    server.stop()
+
+
+def sign_in(browser: Browser, server: DshwebServer) -> StorageState:
+    """Sign in as ``USERNAME`` through ``server``'s login form; the cookies it set."""
+    context = browser.new_context(base_url=server.url)
+    page = context.new_page()
+    page.goto("/accounts/login/")
+    page.fill("#id_username", USERNAME)
+    page.fill("#id_password", PASSWORD)
+    page.click("#login button[type=submit]")
+    page.wait_for_url(f"{server.url}/", timeout=SIGN_IN_MS)
+    assert page.locator("#sessions").count() == 1, page.content()[:500]
+    state = context.storage_state()
+    context.close()
+    return state
