@@ -1,9 +1,11 @@
 """Fixtures of the browser tests: one DSH home, one real server, real Chromium.
 
-The home, the server and the browser live for the whole ``tests/browser`` package (a
-server takes seconds to prepare); each test opens its own browser context, signed in
-with the cookies of one sign-in through the real login form. Tests that change the
-home each use their own session of it, so they do not depend on their order.
+The browser is pytest-playwright's (``browser``, ``new_context``, ``page``), launched from
+Debian's Chromium. The home and the server live for the whole ``tests/browser`` package
+(a server takes seconds to prepare); a module may override ``server`` with its own. Each
+test's contexts are signed in with the cookies of one sign-in through the real login
+form, per module. Tests that change the home each use their own session of it, so they
+do not depend on their order.
 """
 
 from __future__ import annotations
@@ -11,19 +13,14 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
-from playwright.sync_api import (
-    Browser,
-    BrowserContext,
-    Page,
-    StorageState,
-    sync_playwright,
-)
+from playwright.sync_api import Browser, BrowserContext, Page, StorageState
+from pytest_playwright.pytest_playwright import CreateContextCallback
 
 from dshweb.core.log.home import session_logs
 from tests.browser.homes import (
@@ -33,7 +30,7 @@ from tests.browser.homes import (
     fixture_log,
     shown_after_each_frame,
 )
-from tests.browser.server import PASSWORD, USERNAME, DshwebServer, ServerError
+from tests.browser.server import DshwebServer, serving, sign_in
 from tests.conftest import FIXTURE_HOMES, REPO
 from tests.logbuilder import frames_of
 
@@ -120,56 +117,43 @@ def server(
     yield from serving(DshwebServer(home.path, tmp_path_factory.mktemp("dshweb-data")))
 
 
-def serving(server: DshwebServer) -> Iterator[DshwebServer]:
-    """Prepare and start ``server`` for a fixture (its output on failure), then stop it."""
-    try:
-        server.prepare()
-        server.start()
-    except ServerError as error:
-        pytest.fail(str(error), pytrace=False)
-    yield server
-    server.stop()
-
-
-@pytest.fixture(scope="package")
-def browser() -> Iterator[Browser]:
-    """Debian's Chromium driven by Playwright (its own browser download is never used)."""
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    """Debian's Chromium (Playwright's own browser download is never used)."""
     if not (CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK)):
         pytest.fail(
             f"Chromium not found at {CHROMIUM}: install it (Debian: apt-get install chromium), "
             "point DSHWEB_CHROMIUM at it, or leave these tests out with -m 'not browser'",
             pytrace=False,
         )
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=30_000
-        )
-        yield launched
-        launched.close()
+    return browser_type_launch_args | {
+        "executable_path": str(CHROMIUM),
+        "args": CHROMIUM_ARGS,
+        "timeout": 30_000,
+    }
 
 
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="module")
 def signed_in(browser: Browser, server: DshwebServer) -> StorageState:
-    """The cookies of one sign-in through the real login form."""
+    """The cookies of one sign-in through the real login form of ``server`` (a module may
+    override ``server`` with its own)."""
     return sign_in(browser, server)
 
 
-def sign_in(browser: Browser, server: DshwebServer) -> StorageState:
-    """Sign in as ``USERNAME`` through ``server``'s login form; the cookies it set."""
-    context = browser.new_context(base_url=server.url)
-    page = context.new_page()
-    page.goto("/accounts/login/")
-    page.fill("#id_username", USERNAME)
-    page.fill("#id_password", PASSWORD)
-    page.click("#login button[type=submit]")
-    page.wait_for_url(f"{server.url}/", timeout=WAIT_MS)
-    assert page.locator("#sessions").count() == 1, page.content()[:500]
-    state = context.storage_state()
-    context.close()
-    return state
+@pytest.fixture
+def browser_context_args(
+    browser_context_args: dict[str, Any], server: DshwebServer, signed_in: StorageState
+) -> dict[str, Any]:
+    """Every context: signed in to ``server``, light, at the desktop size; a test changes
+    that with ``@pytest.mark.browser_context_args(...)``."""
+    return browser_context_args | {
+        "base_url": server.url,
+        "storage_state": signed_in,
+        "color_scheme": "light",
+        "viewport": DESKTOP,
+    }
 
 
-NewContext = Callable[..., BrowserContext]
 _FAILED = pytest.StashKey[bool]()
 
 
@@ -185,12 +169,10 @@ def pytest_runtest_makereport(
 
 @pytest.fixture
 def new_context(
-    request: pytest.FixtureRequest,
-    browser: Browser,
-    server: DshwebServer,
-    signed_in: StorageState,
-) -> Iterator[NewContext]:
-    """Make signed-in browser contexts (closed at teardown); fails on any page error.
+    new_context: CreateContextCallback, request: pytest.FixtureRequest, server: DshwebServer
+) -> Iterator[CreateContextCallback]:
+    """pytest-playwright's contexts (``page`` is made in one), each failing the test on an
+    uncaught error in its pages.
 
     When the test failed, each open page is saved to ``test-artifacts/failed-*.png`` and
     the end of the server's output is printed.
@@ -199,20 +181,15 @@ def new_context(
     errors: list[str] = []
 
     def make(**options: Any) -> BrowserContext:
-        options.setdefault("viewport", DESKTOP)
-        context = browser.new_context(
-            base_url=server.url, storage_state=signed_in, color_scheme="light", **options
-        )
+        context = new_context(**options)
         context.set_default_timeout(WAIT_MS)
         context.on("weberror", lambda error: errors.append(str(error.error)))
         contexts.append(context)
         return context
 
-    yield make
+    yield cast(CreateContextCallback, make)
     if request.node.stash.get(_FAILED, False):
         _save_failure(request.node.name, contexts, server)
-    for context in contexts:
-        context.close()
     assert not errors, f"uncaught errors in the page: {errors}"
 
 
@@ -225,12 +202,6 @@ def _save_failure(name: str, contexts: list[BrowserContext], server: DshwebServe
     print(server.output(lines=80))
 
 
-@pytest.fixture
-def page(new_context: NewContext) -> Page:
-    """A signed-in page at the desktop size."""
-    return new_context().new_page()
-
-
 @pytest.fixture(scope="package")
 def artifacts() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
@@ -238,10 +209,14 @@ def artifacts() -> Path:
 
 
 class SameDocument:
-    """Proves a page was not reloaded: a marker on ``window`` and the navigation count."""
+    """Proves a page was not reloaded: a marker on ``window`` and the navigation count.
 
-    def __init__(self, page: Page) -> None:
+    With ``new_address=True`` the page may change its address (htmx pushes a history
+    entry, a navigation of the frame to Playwright), as long as the document stays."""
+
+    def __init__(self, page: Page, *, new_address: bool = False) -> None:
         self.page = page
+        self.new_address = new_address
         self.navigations = 0
         page.on("framenavigated", self._count)
         page.evaluate("window.__dshwebMarker = 'set before the change'")
@@ -252,4 +227,4 @@ class SameDocument:
 
     def check(self) -> None:
         assert self.page.evaluate("window.__dshwebMarker") == "set before the change"
-        assert self.navigations == 0, "the page navigated"
+        assert self.new_address or self.navigations == 0, "the page navigated"

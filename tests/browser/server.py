@@ -4,6 +4,8 @@ The server is prepared the way a person would: ``manage.py migrate``, a superuse
 by ``manage.py createsuperuser --noinput``, then ``python -m daphne``. Its output goes
 to a file, printed in full when it fails to answer in time. ``stop()`` sends SIGTERM and
 kills after a timeout; ``start()`` may be called again on the same port (a restart).
+A fixture yields from :func:`serving` to run one; :func:`sign_in` signs in through its
+login form in a browser.
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ environment) runs on its own empty DSH home; a dshweb server of this module's ow
 that home with ``DSHWEB_ENGINE_URL`` set to the engine's launch URL. Sessions are made
 and prompted through the engine's API, as ``tests/test_engine_client.py`` does.
 
-This module overrides the package's ``server`` and ``signed_in`` fixtures with its own
-(same names, module scope), so the package's ``new_context``/``page`` fixtures sign in
-to this server and save its output when a test fails.
+This module overrides the package's ``server`` fixture with its own (module scope), so
+the package's ``page`` signs in to this server (as the superuser, who has
+``dashboard.compact``) and prints its output when a test fails.
 """
 
 from __future__ import annotations
@@ -19,16 +19,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, StorageState, expect
+from playwright.sync_api import Page, expect
 
 from dshweb.core.fold.folds import Fold
 from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
 from dshweb.dashboard.display.figures import format_tokens
-from tests.browser.conftest import SameDocument, serving, sign_in
+from tests.browser.conftest import SameDocument
 from tests.browser.homes import PROFILE
-from tests.browser.server import DshwebServer
+from tests.browser.server import DshwebServer, serving
 from tests.fixtures.fakemodel import ModelRequest, Reply
 from tests.test_dsh_web_client import (
     Setup,
@@ -101,12 +101,6 @@ def server(engine: Setup, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
             extra_env={"DSHWEB_ENGINE_URL": engine.launch_url},
         )
     )
-
-
-@pytest.fixture(scope="module")
-def signed_in(browser: Browser, server: DshwebServer) -> StorageState:
-    """The superuser (it has ``dashboard.compact``) signed in to this module's server."""
-    return sign_in(browser, server)
 
 
 def _snapshot(home: Path, session_id: str) -> SessionSnapshot:

@@ -10,14 +10,13 @@ from __future__ import annotations
 import csv
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, StorageState, expect
+from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import DESKTOP, WAIT_MS, SameDocument, serving, sign_in
+from tests.browser.conftest import WAIT_MS, SameDocument
 from tests.browser.homes import append_frames
-from tests.browser.server import DshwebServer
+from tests.browser.server import DshwebServer, serving
 from tests.foldlog import long_session, write_session
 from tests.logbuilder import frame
 
@@ -46,41 +45,12 @@ def ledger_home(tmp_path_factory: pytest.TempPathFactory) -> LedgerHome:
 
 
 @pytest.fixture(scope="module")
-def ledger_server(
+def server(
     ledger_home: LedgerHome, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[DshwebServer]:
+    """This module's own server, watching ``ledger_home`` (the package's ``page`` signs in
+    to it)."""
     yield from serving(DshwebServer(ledger_home.path, tmp_path_factory.mktemp("ledger-data")))
-
-
-@pytest.fixture(scope="module")
-def ledger_cookies(browser: Browser, ledger_server: DshwebServer) -> StorageState:
-    return sign_in(browser, ledger_server)
-
-
-@pytest.fixture
-def ledger_context(
-    browser: Browser, ledger_server: DshwebServer, ledger_cookies: StorageState
-) -> Iterator[Any]:
-    contexts: list[BrowserContext] = []
-    errors: list[str] = []
-
-    def make(**options: Any) -> BrowserContext:
-        options.setdefault("viewport", DESKTOP)
-        context = browser.new_context(
-            base_url=ledger_server.url,
-            storage_state=ledger_cookies,
-            accept_downloads=True,
-            **options,
-        )
-        context.set_default_timeout(WAIT_MS)
-        context.on("weberror", lambda error: errors.append(str(error.error)))
-        contexts.append(context)
-        return context
-
-    yield make
-    for context in contexts:
-        context.close()
-    assert not errors, f"uncaught errors in the page: {errors}"
 
 
 def _numbers(page: Page, rows: str) -> list[int]:
@@ -92,9 +62,8 @@ OLDER = "#ledger-older tbody tr"
 
 
 def test_ledger_pages_in_place_and_keeps_the_page_while_the_log_grows(
-    ledger_context: Any, ledger_home: LedgerHome, artifacts: Path
+    page: Page, ledger_home: LedgerHome, artifacts: Path
 ) -> None:
-    page = ledger_context().new_page()
     page.goto(f"/sessions/{MANY}/")
     expect(page.locator("#live-status")).to_have_attribute("data-state", "open")
     expect(page.locator(NEWEST)).to_have_count(25)
@@ -129,8 +98,8 @@ def test_ledger_pages_in_place_and_keeps_the_page_while_the_log_grows(
     assert header[0] == "number" and [int(r[0]) for r in rows] == list(range(1, 62))
 
 
-def test_ledger_pages_without_javascript(ledger_context: Any) -> None:
-    page = ledger_context(java_script_enabled=False).new_page()
+@pytest.mark.browser_context_args(java_script_enabled=False)
+def test_ledger_pages_without_javascript(page: Page) -> None:
     page.goto(f"/sessions/{MANY}/")
     expect(page.locator(NEWEST).first).to_have_attribute("data-fold", str(_folds(page)))
     page.locator("#ledger .page-older").first.click()

@@ -10,15 +10,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import zstandard
-from playwright.sync_api import Browser, BrowserContext, StorageState, expect
+from playwright.sync_api import Page, expect
 
 from dshweb.core.log.home import encode_segment
-from tests.browser.conftest import DESKTOP, WAIT_MS, serving, sign_in
-from tests.browser.server import DshwebServer
+from tests.browser.conftest import WAIT_MS
+from tests.browser.server import DshwebServer, serving
 from tests.conftest import FIXTURE_HOMES
 
 pytestmark = pytest.mark.browser
@@ -48,7 +47,8 @@ def _copies(home: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def big_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DshwebServer]:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DshwebServer]:
+    """This module's own server, on a home of ``COPIES`` sessions, without checkpoints."""
     home = tmp_path_factory.mktemp("progress-home")
     _copies(home)
     server = DshwebServer(home, tmp_path_factory.mktemp("progress-data"))
@@ -57,31 +57,19 @@ def big_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DshwebServe
 
 
 def test_a_cold_start_serves_the_list_at_once_with_its_progress(
-    browser: Browser, big_server: DshwebServer
+    page: Page, server: DshwebServer
 ) -> None:
-    cookies: StorageState = sign_in(browser, big_server)
-    big_server.restart()  # a cold start again: no checkpoints to resume from
-    options: dict[str, Any] = {"viewport": DESKTOP}
-    context: BrowserContext = browser.new_context(
-        base_url=big_server.url, storage_state=cookies, **options
-    )
-    errors: list[Any] = []
-    context.on("weberror", lambda error: errors.append(str(error.error)))
-    try:
-        page = context.new_page()
-        page.goto("/")
-        bar = page.locator("#fold-progress")
-        expect(bar).to_have_attribute("data-state", "folding", timeout=WAIT_MS)
-        expect(bar).to_be_visible()
-        expect(bar).to_contain_text(f"of {COPIES:,} sessions".replace(",", ""))
-        total = int(bar.get_attribute("data-bytes-total") or 0)
-        assert total > 0
-        first_done = int(bar.get_attribute("data-bytes-done") or 0)
-        # It moves on by itself while the read goes on, then the page reloads complete.
-        expect(page.locator("#fold-progress[data-state=done]")).to_have_count(1, timeout=READ_MS)
-        expect(bar).to_be_hidden()
-        expect(page.locator(".session-row").first).to_be_visible()
-        assert first_done < total
-    finally:
-        context.close()
-    assert not errors, f"uncaught errors in the page: {errors}"
+    server.restart()  # after the sign-in, a cold start again: no checkpoints to resume from
+    page.goto("/")
+    bar = page.locator("#fold-progress")
+    expect(bar).to_have_attribute("data-state", "folding", timeout=WAIT_MS)
+    expect(bar).to_be_visible()
+    expect(bar).to_contain_text(f"of {COPIES:,} sessions".replace(",", ""))
+    total = int(bar.get_attribute("data-bytes-total") or 0)
+    assert total > 0
+    first_done = int(bar.get_attribute("data-bytes-done") or 0)
+    # It moves on by itself while the read goes on, then the page reloads complete.
+    expect(page.locator("#fold-progress[data-state=done]")).to_have_count(1, timeout=READ_MS)
+    expect(bar).to_be_hidden()
+    expect(page.locator(".session-row").first).to_be_visible()
+    assert first_done < total

@@ -36,18 +36,6 @@ def _rows_data(page: Page, name: str) -> list[str]:
     return values
 
 
-class NoReload:
-    """Proves the page was not loaded again, though htmx changed its address (a history
-    entry is a navigation of the frame to Playwright, but the document stays)."""
-
-    def __init__(self, page: Page) -> None:
-        self.page = page
-        page.evaluate("window.__dshwebMarker = 'set before the change'")
-
-    def check(self) -> None:
-        assert self.page.evaluate("window.__dshwebMarker") == "set before the change"
-
-
 def _expect_rows(page: Page, ids: list[str]) -> None:
     """Wait until the list shows exactly these rows, in this order."""
     rows = page.locator("#session-rows > li[data-session-id]")
@@ -100,7 +88,7 @@ def test_filter_asks_the_server_and_keeps_the_query_in_the_address(
     every = _row_ids(page)
     assert LIVE in every and len(every) >= 3
     expect(_row(page, LIVE)).to_have_attribute("data-live", "1")
-    same = NoReload(page)
+    same = SameDocument(page, new_address=True)
 
     page.locator("#filter-q").press_sequentially("manual-compact")
     _expect_rows(page, ["manual-compact"])  # the others are not on the page at all
@@ -147,7 +135,7 @@ def test_filter_asks_the_server_and_keeps_the_query_in_the_address(
 def test_sort_by_percent_and_headroom(page: Page, server: DshwebServer) -> None:
     page.goto("/")
     every = _row_ids(page)
-    same = NoReload(page)
+    same = SameDocument(page, new_address=True)
 
     page.locator("#list-sort label", has_text="Percent").click()
     expect(page).to_have_url(f"{server.url}/?sort=percent")
@@ -182,7 +170,7 @@ def test_pages_of_the_list(page: Page, server: DshwebServer, artifacts: Path) ->
     pager = page.locator("#session-pager")
     expect(pager).to_be_visible()
     expect(pager).to_have_attribute("data-pages", str(pages))
-    same = NoReload(page)
+    same = SameDocument(page, new_address=True)
 
     pager.locator('a[rel="next"]').click()
     expect(page).to_have_url(f"{server.url}/?page=2&per_page=2")
