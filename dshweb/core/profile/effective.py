@@ -18,11 +18,39 @@ from dshweb.core.errors import DshError
 from dshweb.core.profile.dshyaml import JsExpr
 from dshweb.core.profile.layers import engine_config, layered_config
 from dshweb.core.profile.plugins import COMPACTION_BASIC_SCHEMA, CONTEXT_TRUTH_SCHEMA
-from dshweb.core.profile.schema import validate
+from dshweb.core.profile.schema import Schema, validate
 
-MODERATE_AT = 0.5
-TIGHT_AT = 0.85
-HYSTERESIS = 0.05
+# The plugins' defaults are their schemas' (core/profile/plugins.py), read through these
+# and never retyped: the settings editor, the fold and the occupancy line then agree.
+
+
+def default_number(schema: Schema, key: str) -> float:
+    """The schema's default for a number key, as written there (an int stays an int)."""
+    value = schema.get(key).default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{schema.plugin_id}.{key} has no number default: {value!r}")
+    return value
+
+
+def default_int(schema: Schema, key: str) -> int:
+    value = schema.get(key).default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{schema.plugin_id}.{key} has no integer default: {value!r}")
+    return value
+
+
+def default_flag(schema: Schema, key: str) -> bool:
+    value = schema.get(key).default
+    if not isinstance(value, bool):
+        raise TypeError(f"{schema.plugin_id}.{key} has no boolean default: {value!r}")
+    return value
+
+
+def default_text(schema: Schema, key: str) -> str:
+    value = schema.get(key).default
+    if not isinstance(value, str):
+        raise TypeError(f"{schema.plugin_id}.{key} has no string default: {value!r}")
+    return value
 
 
 class EngineConfigError(DshError):
@@ -31,10 +59,13 @@ class EngineConfigError(DshError):
 
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
-    threshold_ratio: float = 0.8
-    headroom_tokens: int = 65536
-    retain_ratio: float = 0.16
+    """``compaction-basic``'s settings the compaction point needs; defaults: its schema's."""
+
+    threshold_ratio: float = default_number(COMPACTION_BASIC_SCHEMA, "thresholdRatio")
+    headroom_tokens: int = default_int(COMPACTION_BASIC_SCHEMA, "headroomTokens")
+    retain_ratio: float = default_number(COMPACTION_BASIC_SCHEMA, "retainRatio")
     retain_tokens: int | None = None
+    """Unset (the schema's ``null``): ``retainRatio`` applies."""
 
     @classmethod
     def from_config(cls, config: dict[str, Any] | None) -> EngineConfig:
@@ -69,9 +100,9 @@ class BandRule:
     """dsh-context-truth's band edges (fractions of the compaction point) and hysteresis:
     its ``moderateAt``, ``tightAt`` and ``hysteresis`` settings."""
 
-    moderate_at: float = MODERATE_AT
-    tight_at: float = TIGHT_AT
-    hysteresis: float = HYSTERESIS
+    moderate_at: float = default_number(CONTEXT_TRUTH_SCHEMA, "moderateAt")
+    tight_at: float = default_number(CONTEXT_TRUTH_SCHEMA, "tightAt")
+    hysteresis: float = default_number(CONTEXT_TRUTH_SCHEMA, "hysteresis")
 
 
 DEFAULT_RULE = BandRule()

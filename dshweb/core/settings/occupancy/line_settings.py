@@ -12,7 +12,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from dshweb.core.profile.effective import BandRule
+from dshweb.core.profile.effective import (
+    BandRule,
+    default_flag,
+    default_int,
+    default_number,
+    default_text,
+)
+from dshweb.core.profile.plugins import CONTEXT_TRUTH_SCHEMA
+
+_TRUTH = CONTEXT_TRUTH_SCHEMA
 
 
 class Wording(StrEnum):
@@ -34,26 +43,27 @@ def wording_for(installed_version: str | None) -> Wording:
 
 @dataclass(frozen=True, slots=True)
 class LineSettings:
-    """The plugin settings that shape the line (key names in the comments)."""
+    """The plugin settings that shape the line: the ``context-truth`` keys named in each
+    default, whose values are its schema's (:data:`CONTEXT_TRUTH_SCHEMA`)."""
 
-    language: str = "en"
-    show_point: bool = True  # showAutoCompactionPoint
-    threshold_ratio: float = 0.8  # thresholdRatio
-    headroom_tokens: float = 65536  # headroomTokens
-    reserved_completion_tokens: float | None = None  # reservedCompletionTokens
-    moderate_at: float = 0.5
-    tight_at: float = 0.85
-    hysteresis: float = 0.05
-    quantum_percent: float = 5
-    authoritative: bool = True
-    stale_claim_clause: bool = True
-    fold_clause: bool = True
-    free_clause: bool = True
-    tight_advice: str = "none"  # none | inform | stop
-    pace_estimate: bool = True
-    pace_samples: int = 16
-    pace_min_samples: int = 3
-    pace_margin: float = 0.25
+    language: str = default_text(_TRUTH, "language")
+    show_point: bool = default_flag(_TRUTH, "showAutoCompactionPoint")
+    threshold_ratio: float = default_number(_TRUTH, "thresholdRatio")
+    headroom_tokens: float = default_number(_TRUTH, "headroomTokens")
+    reserved_completion_tokens: float | None = None  # null: the request's own maxTokens
+    moderate_at: float = default_number(_TRUTH, "moderateAt")
+    tight_at: float = default_number(_TRUTH, "tightAt")
+    hysteresis: float = default_number(_TRUTH, "hysteresis")
+    quantum_percent: float = default_number(_TRUTH, "quantumPercent")
+    authoritative: bool = default_flag(_TRUTH, "authoritative")
+    stale_claim_clause: bool = default_flag(_TRUTH, "staleClaimClause")
+    fold_clause: bool = default_flag(_TRUTH, "foldClause")
+    free_clause: bool = default_flag(_TRUTH, "freeClause")
+    tight_advice: str = default_text(_TRUTH, "tightAdvice")  # none | inform | stop
+    pace_estimate: bool = default_flag(_TRUTH, "paceEstimate")
+    pace_samples: int = default_int(_TRUTH, "paceSamples")
+    pace_min_samples: int = default_int(_TRUTH, "paceMinSamples")
+    pace_margin: float = default_number(_TRUTH, "paceMargin")
     wording: Wording = Wording.README
 
     @property
@@ -83,10 +93,13 @@ class LineSettings:
             value = config.get(key)
             return value if isinstance(value, int) and not isinstance(value, bool) else default
 
+        def choice(key: str, default: str) -> str:
+            value = config.get(key)
+            return value if isinstance(value, str) and value in _TRUTH.get(key).choices else default
+
         reserved = config.get("reservedCompletionTokens")
-        advice = config.get("tightAdvice")
         return cls(
-            language="zh" if config.get("language") == "zh" else "en",
+            language=choice("language", base.language),
             show_point=flag("showAutoCompactionPoint", base.show_point),
             threshold_ratio=number("thresholdRatio", base.threshold_ratio),
             headroom_tokens=max(0, number("headroomTokens", base.headroom_tokens)),
@@ -103,7 +116,7 @@ class LineSettings:
             stale_claim_clause=flag("staleClaimClause", base.stale_claim_clause),
             fold_clause=flag("foldClause", base.fold_clause),
             free_clause=flag("freeClause", base.free_clause),
-            tight_advice=advice if advice in ("none", "inform", "stop") else "none",
+            tight_advice=choice("tightAdvice", base.tight_advice),
             pace_estimate=flag("paceEstimate", base.pace_estimate),
             pace_samples=whole("paceSamples", base.pace_samples),
             pace_min_samples=whole("paceMinSamples", base.pace_min_samples),
