@@ -16,7 +16,8 @@ from tests.logbuilder import event, frame, header
 PROJECT = "--w--"
 
 
-def _user(seq: int, text: str, op: object = "append") -> dict[str, Any]:
+def user_message(seq: int, text: str, op: object = "append") -> dict[str, Any]:
+    """A ``user/message`` event: ``text`` from the user, appended (or ``op``)."""
     message = {
         "role": "user",
         "content": [{"type": "text", "text": text}],
@@ -58,17 +59,19 @@ def _fold(seq: int, turn: int, start: int) -> list[dict[str, Any]]:
             provider="p",
             model="m",
         ),
-        _user(seq + 2, "summary", {"op": "replace", "startSeq": start, "endSeq": seq - 1}),
+        user_message(seq + 2, "summary", {"op": "replace", "startSeq": start, "endSeq": seq - 1}),
         event(seq + 3, "compaction/end", compactionId=f"c-{turn}", turn=turn),
     ]
 
 
 def long_session(steps: int, fold_every: int, *, first_seq: int = 1) -> list[dict[str, Any]]:
     """Events from ``first_seq`` on: ``steps`` steps, a fold every ``fold_every`` steps."""
-    events: list[dict[str, Any]] = [_user(first_seq - 1, "start " * 100)] if first_seq == 1 else []
+    events: list[dict[str, Any]] = (
+        [user_message(first_seq - 1, "start " * 100)] if first_seq == 1 else []
+    )
     seq, surface_start = first_seq, 0
     for step in range(1, steps + 1):
-        events += [_user(seq, "more " * 40), _answer(seq + 1, step, 1000 + 37 * step)]
+        events += [user_message(seq, "more " * 40), _answer(seq + 1, step, 1000 + 37 * step)]
         seq += 2
         if step % fold_every == 0:
             events += _fold(seq, step, surface_start)

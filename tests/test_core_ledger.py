@@ -30,6 +30,7 @@ from dshweb.core.profile.effective import EngineConfig
 from dshweb.dashboard.display.timeline import timeline_chart
 from dshweb.dashboard.templatetags.dsh_format import chart as chart_filter
 from tests.conftest import FIXTURE_HOMES, all_homes, session_log_paths
+from tests.foldlog import user_message
 from tests.logbuilder import event, fold_in_pieces, frame, header, log_records, typed
 
 LOGS = [path for home in all_homes() for path in session_log_paths(home)]
@@ -258,21 +259,6 @@ def _assert_splits_agree(data: bytes, seed: int, tmp_path: Path) -> None:
 # -- synthetic logs: failures, overflow, long sessions ----------------------------------------
 
 
-def _user(seq: int, text: str, op: object = "append") -> dict[str, Any]:
-    message = {
-        "role": "user",
-        "content": [{"type": "text", "text": text}],
-        "source": {"kind": "user"},
-    }
-    return {
-        "type": "user/message",
-        "seq": seq,
-        "time": 1000 + seq,
-        "data": message,
-        "surfaceOp": op,
-    }
-
-
 def _answer(seq: int, turn: int, step: int, prompt: int) -> dict[str, Any]:
     line = event(
         seq,
@@ -321,7 +307,7 @@ NOT_SMALLER = (
 
 def test_failed_automatic_compaction_is_listed_with_its_error() -> None:
     events = [
-        _user(0, "a" * 400),
+        user_message(0, "a" * 400),
         _answer(1, 1, 1, 500),
         event(2, "compaction/start", compactionId="c-1", turn=1),
         event(3, "compaction/end", compactionId="c-1", turn=1, error=NOT_SMALLER),
@@ -341,7 +327,7 @@ MANUAL_FAILED = "manual compaction could not produce a smaller summary"
 
 def test_failed_manual_compaction_keeps_its_command_answer() -> None:
     events = [
-        _user(0, "a" * 400),
+        user_message(0, "a" * 400),
         _answer(1, 1, 1, 500),
         event(2, "command/run", commandId="k1", name="compact", args="keep the plan"),
         event(3, "compaction/start", compactionId="c-1", sourceCommandId="k1", turn=None),
@@ -371,7 +357,7 @@ def _overflow_log(code: str = CONTEXT_WINDOW_EXCEEDED, step_between: bool = Fals
     }
     pruned = {**tool, "content": [{"type": "text", "text": "x" * 400}]}
     events: list[dict[str, Any]] = [
-        _user(0, "a" * 4000),
+        user_message(0, "a" * 4000),
         _answer(1, 1, 1, 3000),
         event(2, "tool/result", turn=1, step=1, message=tool) | {"surfaceOp": "append"},
         event(3, "step/start", turn=2, step=1),
@@ -386,7 +372,7 @@ def _overflow_log(code: str = CONTEXT_WINDOW_EXCEEDED, step_between: bool = Fals
         | {"surfaceOp": {"op": "replace", "startSeq": 2, "endSeq": 2}},
         event(8, "compaction/start", compactionId="c-1", turn=2),
         _summary(9, 0, 1, 1020, usage={"inputTokens": 900, "outputTokens": 30}),
-        _user(10, "summary", {"op": "replace", "startSeq": 0, "endSeq": 1}),
+        user_message(10, "summary", {"op": "replace", "startSeq": 0, "endSeq": 1}),
         event(11, "compaction/end", compactionId="c-1", turn=2),
         _answer(12, 2, 1, 900),
     ]  # fmt: skip
@@ -414,7 +400,7 @@ def test_other_failures_or_a_new_step_make_it_automatic(code: str, step_between:
 
 
 def test_an_open_compaction_has_no_after_yet() -> None:
-    events = [_user(0, "a" * 400), _answer(1, 1, 1, 500)]
+    events = [user_message(0, "a" * 400), _answer(1, 1, 1, 500)]
     events.append(event(2, "compaction/start", compactionId="c-1", turn=1))
     ledger = _ledger(events)
     (fold,) = ledger.folds
@@ -425,17 +411,17 @@ def test_an_open_compaction_has_no_after_yet() -> None:
 
 def _long_session(steps: int, fold_every: int) -> list[dict[str, Any]]:
     """Steps with growing usage; an automatic compaction every ``fold_every`` steps."""
-    events: list[dict[str, Any]] = [_user(0, "start " * 100)]
+    events: list[dict[str, Any]] = [user_message(0, "start " * 100)]
     seq, surface_start = 1, 0
     for step in range(1, steps + 1):
-        events.append(_user(seq, "more " * 40))
+        events.append(user_message(seq, "more " * 40))
         events.append(_answer(seq + 1, step, 1, 1000 + 37 * step))
         seq += 2
         if step % fold_every == 0:
             events += [
                 event(seq, "compaction/start", compactionId="c-1", turn=step),
                 _summary(seq + 1, surface_start, seq - 1, 3000),
-                _user(seq + 2, "summary", {"op": "replace", "startSeq": surface_start,
+                user_message(seq + 2, "summary", {"op": "replace", "startSeq": surface_start,
                                            "endSeq": seq - 1}),
                 event(seq + 3, "compaction/end", compactionId="c-1", turn=step),
             ]  # fmt: skip
@@ -504,7 +490,7 @@ def test_a_far_compaction_point_does_not_flatten_the_chart() -> None:
 
 
 def test_no_reading_no_chart() -> None:
-    ledger = _ledger([_user(0, "hello")])
+    ledger = _ledger([user_message(0, "hello")])
     assert ledger.points == () and chart_filter(ledger) is None
 
 
