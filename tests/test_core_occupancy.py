@@ -31,7 +31,7 @@ from dshweb.core.profile.plugins import CONTEXT_TRUTH_SCHEMA
 from dshweb.core.profile.schema import validate
 from dshweb.core.settings.occupancy.figures import (
     display_step,
-    format_tokens,
+    format_line_tokens,
     headroom_step,
 )
 from dshweb.core.settings.occupancy.line import (
@@ -288,8 +288,8 @@ def test_the_headroom_never_promises_more_room_than_there_is() -> None:
         (float("nan"), "?"),
     ],
 )
-def test_format_tokens_copies_the_source(value: float, text: str) -> None:
-    assert format_tokens(value) == text
+def test_format_line_tokens_copies_the_source(value: float, text: str) -> None:
+    assert format_line_tokens(value) == text
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,12 @@ from __future__ import annotations
 import pytest
 
 from dshweb.core.fold.gauge import Band, context_band, context_percent
-from dshweb.dashboard.display.figures import cache_hit_ratio, dom_id, format_ratio, format_tokens
+from dshweb.dashboard.display.figures import (
+    cache_hit_ratio,
+    dom_id,
+    format_page_tokens,
+    format_ratio,
+)
 from dshweb.dashboard.display.ring import breakdown_parts
 
 
@@ -41,8 +46,8 @@ from dshweb.dashboard.display.ring import breakdown_parts
         (-1234, "-1.2K"),
     ],
 )
-def test_format_tokens(count: int, shown: str) -> None:
-    assert format_tokens(count) == shown
+def test_format_page_tokens(count: int, shown: str) -> None:
+    assert format_page_tokens(count) == shown
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ from dshweb.core.fold.folds import Fold
 from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
-from dshweb.dashboard.display.figures import format_tokens
+from dshweb.dashboard.display.figures import format_page_tokens
 from tests.browser.conftest import SameDocument
 from tests.browser.homes import PROFILE
 from tests.browser.server import DshwebServer, serving
@@ -168,8 +168,8 @@ def _done_text(shown: str, fold: Fold) -> str:
     assert fold.before is not None and fold.after is not None
     return (
         f"Compacted {found[1]} history items (~{found[2]} tokens); "
-        f"context {format_tokens(fold.before)} → {format_tokens(fold.after)} "
-        f"(freed {format_tokens(fold.before - fold.after)})"
+        f"context {format_page_tokens(fold.before)} → {format_page_tokens(fold.after)} "
+        f"(freed {format_page_tokens(fold.before - fold.after)})"
     )
 
 

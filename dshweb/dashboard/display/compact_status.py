@@ -14,7 +14,7 @@ from typing import Literal
 
 from dshweb.core.fold.folds import Fold
 from dshweb.core.fold.ledger import Ledger
-from dshweb.dashboard.display.figures import format_tokens
+from dshweb.dashboard.display.figures import format_page_tokens
 
 State = Literal["idle", "requested", "running", "done", "failed"]
 
@@ -65,8 +65,8 @@ def result_line(message: str, fold: Fold | None) -> str:
         return head
     freed = fold.before - fold.after
     return (
-        f"{head}; context {format_tokens(fold.before)} → {format_tokens(fold.after)} "
-        f"(freed {format_tokens(freed)})"
+        f"{head}; context {format_page_tokens(fold.before)} → {format_page_tokens(fold.after)} "
+        f"(freed {format_page_tokens(freed)})"
     )
 
 

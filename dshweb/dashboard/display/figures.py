@@ -11,15 +11,17 @@ from collections.abc import Mapping
 from dshweb.core.fold.gauge import round_half_up
 
 
-def format_tokens(count: int) -> str:
-    """``999``, ``1.2K``, ``678K``, ``1.0M``: the ring's compact token figure.
+def format_page_tokens(count: int) -> str:
+    """``999``, ``1.2K``, ``678K``, ``1.0M``: the ring's compact token figure, as the pages
+    show it (not the occupancy line's, which copies the plugin's text:
+    :func:`dshweb.core.settings.occupancy.figures.format_line_tokens`).
 
     Below 10K one decimal of K, below 1M whole K, above that one decimal of M. A value
     that rounds up to the next unit's size is shown in that unit (``9_999`` is ``10K``,
     ``999_999`` is ``1.0M``), so no figure reads ``10.0K`` or ``1000K``.
     """
     if count < 0:
-        return "-" + format_tokens(-count)
+        return "-" + format_page_tokens(-count)
     if count < 1000:
         return str(count)
     # count / 10ⁿ is exactly k + 0.5 at a halfway count (any count far below 2⁵²).

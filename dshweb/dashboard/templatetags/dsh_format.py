@@ -27,7 +27,7 @@ UNKNOWN = "—"
 @register.filter
 def tokens(value: int | str | None) -> str:
     """``1234`` → ``1.2K``."""
-    return UNKNOWN if value is None or value == "" else figures.format_tokens(int(value))
+    return UNKNOWN if value is None or value == "" else figures.format_page_tokens(int(value))
 
 
 @register.filter

@@ -1,7 +1,7 @@
 """The occupancy line's figures, computed as the plugin's JavaScript computes them.
 
 ``Math.round`` rounds halves up (:func:`~dshweb.core.fold.gauge.round_half_up`, dshweb's
-one half-up rule), ``toFixed(2)`` rounds the exact binary value half up (:func:`format_tokens`:
+one half-up rule), ``toFixed(2)`` rounds the exact binary value half up (:func:`format_line_tokens`:
 a decimal quantize, since scaling by 100 first would round the value twice), and ratios
 are float divisions in the source's order. The used, free and headroom figures are floored
 to display steps (:func:`display_step`, :func:`headroom_step`) so the line changes only when
@@ -19,8 +19,14 @@ from dshweb.core.fold.pace import PaceEstimate
 from dshweb.core.settings.occupancy.line_settings import LineSettings, Wording
 
 
-def format_tokens(value: float) -> str:
-    """The plugin's figure: ``172437`` → ``172K``, ``1000000`` → ``1.00M``."""
+def format_line_tokens(value: float) -> str:
+    """A token figure as dsh-context-truth writes it into the line the model reads:
+    ``172437`` → ``172K``, ``1000000`` → ``1.00M``.
+
+    Not the pages' figure (:func:`dshweb.dashboard.display.figures.format_page_tokens`,
+    ``1.0M``, ``1.2K``): this one must be the plugin's text byte for byte (its ``K`` has no
+    decimal, its ``M`` two, ``999500`` is ``1000K``), so it keeps the plugin's rules.
+    """
     if not math.isfinite(value) or value < 0:
         return "?"
     if value >= 1e6:

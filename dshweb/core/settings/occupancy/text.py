@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dshweb.core.fold.gauge import Band
 from dshweb.core.fold.pace import PaceEstimate
-from dshweb.core.settings.occupancy.figures import Figures, format_tokens, percent_of
+from dshweb.core.settings.occupancy.figures import Figures, format_line_tokens, percent_of
 from dshweb.core.settings.occupancy.line_settings import LineSettings, Wording
 
 _AUTHORITY_0_1_3 = {
@@ -101,11 +101,11 @@ def line_text(band: Band, f: Figures, settings: LineSettings) -> str:
     readme = settings.wording is Wording.README
     floored = f.used_shown == 0 and f.used > 0
     if floored:
-        used = ("不足 " if zh else "under ") + format_tokens(f.step)
+        used = ("不足 " if zh else "under ") + format_line_tokens(f.step)
         percent = ("不足 " if zh else "under ") + str(max(1, percent_of(f.step, f.window) or 1))
     else:
-        used, percent = format_tokens(f.used_shown), str(f.percent)
-    window = format_tokens(f.window)
+        used, percent = format_line_tokens(f.used_shown), str(f.percent)
+    window = format_line_tokens(f.window)
     head0 = (
         f"上下文实况（宿主实测）：已用 {used} / {window}（{percent}%）。"
         if zh
@@ -115,22 +115,22 @@ def line_text(band: Band, f: Figures, settings: LineSettings) -> str:
     if f.threshold is not None:
         share = percent_of(f.threshold, f.window)
         point = (
-            f" 自动压缩阈值 {format_tokens(f.threshold)}（窗口的 {share}%）。"
+            f" 自动压缩阈值 {format_line_tokens(f.threshold)}（窗口的 {share}%）。"
             if zh
-            else f" Automatic compaction fires at {format_tokens(f.threshold)} "
+            else f" Automatic compaction fires at {format_line_tokens(f.threshold)} "
             f"({share}% of the window)."
         )
     remaining = ""
     if f.headroom is not None and f.headroom_shown is not None and f.headroom_step is not None:
         if f.headroom_shown == 0 and f.headroom > 0:
-            step = format_tokens(f.headroom_step)
+            step = format_line_tokens(f.headroom_step)
             remaining = (
                 f" 距阈值不足 {step} tokens。"
                 if zh
                 else f" Under {step} tokens of headroom remain before it."
             )
         else:
-            shown = format_tokens(f.headroom_shown)
+            shown = format_line_tokens(f.headroom_shown)
             remaining = (
                 f" 距阈值还有约 {shown} tokens。"
                 if zh
@@ -168,9 +168,9 @@ def _pace(pace: PaceEstimate | None, zh: bool) -> str:
 
 def _free(f: Figures, zh: bool) -> str:
     if f.free_shown == 0 and f.free > 0:
-        step = format_tokens(f.step)
+        step = format_line_tokens(f.step)
         return (
             f" 窗口未用部分不足 {step}。" if zh else f" Under {step} of the window is still free."
         )
-    shown = format_tokens(f.free_shown)
+    shown = format_line_tokens(f.free_shown)
     return f" 窗口还有约 {shown} 未用。" if zh else f" About {shown} of the window is still free."
