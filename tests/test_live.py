@@ -89,6 +89,13 @@ async def _connect(
     return communicator, connected, code
 
 
+async def _signed_in(path: str, cookie: bytes) -> tuple[WebsocketCommunicator, str]:
+    """A socket of this site's page, signed in with ``cookie``, and its first message."""
+    communicator, connected, _ = await _connect(path, ORIGIN, (b"cookie", cookie))
+    assert connected is True
+    return communicator, await _receive(communicator)
+
+
 PAGE_PARTS = [
     "session-counts",
     "session-rows",
@@ -149,9 +156,7 @@ async def test_missing_origin_is_refused(home: Path, cookie: bytes, stop: None) 
 async def test_list_socket_sends_the_page_then_changed_rows(
     home: Path, cookie: bytes, stop: None
 ) -> None:
-    communicator, connected, _ = await _connect("/ws/sessions/", ORIGIN, (b"cookie", cookie))
-    assert connected is True
-    first = await _receive(communicator)
+    communicator, first = await _signed_in("/ws/sessions/", cookie)
     row = "row-auto-compact"
     assert [tag_id for _, tag_id in _top_level(first)] == PAGE_PARTS
     assert _attr(first, row, "data-session-id") == "auto-compact"
@@ -178,9 +183,7 @@ async def test_list_socket_sends_the_whole_page_when_its_order_changes(
     # then they tie and the id puts "auto-compact" first.
     copy_as(home, session_logs(SOURCE)[0], "auto-compact-whole")
     sync_home()
-    communicator, connected, _ = await _connect("/ws/sessions/", ORIGIN, (b"cookie", cookie))
-    assert connected is True
-    first = await _receive(communicator)
+    communicator, first = await _signed_in("/ws/sessions/", cookie)
     assert _row_ids(first) == ["auto-compact-whole", "auto-compact"]
     log, rest = _rest_of_log(home)
     for frame in rest:
@@ -208,11 +211,7 @@ async def test_list_socket_sends_the_whole_page_when_its_order_changes(
 async def test_session_socket_follows_appended_frames(
     home: Path, cookie: bytes, stop: None
 ) -> None:
-    communicator, connected, _ = await _connect(
-        "/ws/sessions/auto-compact/", ORIGIN, (b"cookie", cookie)
-    )
-    assert connected is True
-    first = await _receive(communicator)
+    communicator, first = await _signed_in("/ws/sessions/auto-compact/", cookie)
     seen = [_attr(first, "context-ring", "data-used")]
     log, rest = _rest_of_log(home)
     for frame in rest:
@@ -233,9 +232,7 @@ async def test_session_socket_follows_appended_frames(
 
 @pytest.mark.asyncio
 async def test_unknown_session_socket_says_gone(home: Path, cookie: bytes, stop: None) -> None:
-    communicator, connected, _ = await _connect("/ws/sessions/nope/", ORIGIN, (b"cookie", cookie))
-    assert connected is True
-    first = await _receive(communicator)
+    communicator, first = await _signed_in("/ws/sessions/nope/", cookie)
     assert _attr(first, "live-status", "data-state") == "gone"
     await communicator.disconnect()
 
@@ -260,11 +257,7 @@ async def _receive_until(communicator: WebsocketCommunicator, wanted: Any) -> st
 async def test_a_saved_profile_patch_moves_the_compaction_point(
     home: Path, cookie: bytes, stop: None
 ) -> None:
-    communicator, connected, _ = await _connect(
-        "/ws/sessions/auto-compact/", ORIGIN, (b"cookie", cookie)
-    )
-    assert connected is True
-    first = await _receive(communicator)
+    communicator, first = await _signed_in("/ws/sessions/auto-compact/", cookie)
     assert _attr(first, "context-ring", "data-threshold") == "12000"
     patch = home / "profiles" / "sdk" / "cordis.patch.yml"
     patch.write_text(
@@ -352,11 +345,7 @@ async def test_list_socket_sends_only_its_page(
     big_home: Path, cookie: bytes, stop: None, query: str, rows: list[str]
 ) -> None:
     sync_home()
-    communicator, connected, _ = await _connect(
-        "/ws/sessions/" + query, ORIGIN, (b"cookie", cookie)
-    )
-    assert connected is True
-    first = await _receive(communicator)
+    communicator, first = await _signed_in("/ws/sessions/" + query, cookie)
     assert _size(first) < MESSAGE_LIMIT
     assert _row_ids(first) == rows
     assert [tag_id for _, tag_id in _top_level(first)] == PAGE_PARTS
@@ -369,11 +358,7 @@ async def test_no_list_message_is_over_the_limit(big_home: Path, cookie: bytes, 
     view = sync_home()
     # The whole list at once (what the socket sent before it paged) would be far over it.
     assert _size(fragments.rows_html(list(view.tree))) > 4 * MESSAGE_LIMIT
-    communicator, connected, _ = await _connect(
-        "/ws/sessions/?per_page=100", ORIGIN, (b"cookie", cookie)
-    )
-    assert connected is True
-    first = await _receive(communicator)
+    communicator, first = await _signed_in("/ws/sessions/?per_page=100", cookie)
     assert _size(first) < MESSAGE_LIMIT
     assert _row_ids(first) == _copies(0, 100)
     # A session leaves the page: the page comes again, one more row moved up into it.
