@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +105,25 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 _DATA_DIR = pytest.StashKey[Path]()
+
+
+@pytest.fixture
+def fresh_hub() -> Iterator[None]:
+    """No hub before the test or after it: the test's pages read its own home afresh."""
+    from dshweb.live.service import stop_hub
+
+    stop_hub()
+    yield
+    stop_hub()
+
+
+@pytest.fixture
+def static_root(tmp_path: Path, settings: Any) -> Path:
+    """An empty ``STATIC_ROOT`` of the test's own: WhiteNoise warns (an error here) when
+    it does not exist before collectstatic."""
+    settings.STATIC_ROOT = tmp_path / "staticfiles"
+    settings.STATIC_ROOT.mkdir()
+    return Path(settings.STATIC_ROOT)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -38,7 +38,6 @@ from dshweb.dashboard.display.ledger_rows import (
     refused_row,
     timeline_rows,
 )
-from dshweb.live.service import stop_hub
 from tests.conftest import FIXTURE_HOMES
 from tests.foldlog import long_session, write_session
 
@@ -46,18 +45,7 @@ DOWNLOADS = ("timeline.csv", "timeline.json", "ledger.csv", "ledger.json")
 MANY = "many-folds"
 
 
-@pytest.fixture(autouse=True)
-def _fresh_index() -> Iterator[None]:
-    stop_hub()
-    yield
-    stop_hub()
-
-
-@pytest.fixture(autouse=True)
-def _static_root(tmp_path: Path, settings: Any) -> None:
-    # WhiteNoise warns (an error here) when STATIC_ROOT does not exist before collectstatic.
-    settings.STATIC_ROOT = tmp_path / "staticfiles"
-    settings.STATIC_ROOT.mkdir()
+pytestmark = pytest.mark.usefixtures("fresh_hub", "static_root")
 
 
 @pytest.fixture

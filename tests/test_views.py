@@ -13,7 +13,6 @@ import math
 import re
 import shutil
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from html.parser import HTMLParser
 from io import StringIO
@@ -35,7 +34,7 @@ from dshweb.core.listing.query import ListQuery
 from dshweb.dashboard import fragments
 from dshweb.dashboard.display.figures import cache_hit_ratio, dom_id
 from dshweb.dashboard.display.ring import breakdown_parts, ring_arcs
-from dshweb.live.service import stop_hub, sync_home
+from dshweb.live.service import sync_home
 from tests.conftest import FIXTURE_HOMES
 from tests.homecopies import home_of_copies
 from tests.snapshots import session_snapshot
@@ -110,18 +109,7 @@ def ring_percent(used: int, window: int) -> int:
     return min(100, math.floor(used / window * 100 + 0.5))
 
 
-@pytest.fixture(autouse=True)
-def _fresh_index() -> Iterator[None]:
-    stop_hub()
-    yield
-    stop_hub()
-
-
-@pytest.fixture(autouse=True)
-def _static_root(tmp_path: Path, settings: Any) -> None:
-    # WhiteNoise warns (an error here) when STATIC_ROOT does not exist before collectstatic.
-    settings.STATIC_ROOT = tmp_path / "staticfiles"
-    settings.STATIC_ROOT.mkdir()
+pytestmark = pytest.mark.usefixtures("fresh_hub", "static_root")
 
 
 @pytest.fixture
