@@ -579,15 +579,26 @@ def test_pages_load_scripts_from_own_static_files(client: Client, home: Path, ur
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(
-    ("session_id", "compactions", "prunes"),
-    [("auto-compact", "3", "0"), ("cjk-emoji", "0", "2"), ("plain-turns", "0", "0")],
+    ("session_id", "compactions", "passes"),
+    [("auto-compact", "3", "0"), ("cjk-emoji", "0", "1"), ("plain-turns", "0", "0")],
 )
 def test_session_page_counts_compactions_and_prunes(
-    user_client: Client, home: Path, session_id: str, compactions: str, prunes: str
+    user_client: Client, home: Path, session_id: str, compactions: str, passes: str
 ) -> None:
+    """The card counts what the ledger's summary counts, under the same names."""
     html = user_client.get(f"/sessions/{session_id}/").content.decode()
-    shown = dict(re.findall(r"<dt>(Compactions|Prunes)</dt><dd><data value=\"\d+\">(\d+)<", html))
-    assert shown == {"Compactions": compactions, "Prunes": prunes}
+    pattern = r"<dt>(Compactions|Prune passes)</dt><dd><data value=\"\d+\">(\d+)<"
+    assert dict(re.findall(pattern, html)) == {"Compactions": compactions, "Prune passes": passes}
+    summary = re.search(r'<p class="ledger-summary">\s*(.*?)</p>', html, flags=re.DOTALL)
+    if summary is not None:
+        assert f"{compactions} compaction" in summary[1]
+        assert f"{passes} prune pass" in summary[1]
+
+
+@pytest.mark.django_db
+def test_prune_passes_show_their_pruned_results(user_client: Client, home: Path) -> None:
+    html = user_client.get("/sessions/cjk-emoji/").content.decode()
+    assert re.search(r"<dt>Prune passes</dt><dd>[^\n]*<span class=\"muted\">2 results</span>", html)
 
 
 @pytest.mark.django_db

@@ -47,7 +47,7 @@ from dshweb.core.fold.session import Activity, SessionTracker
 from dshweb.core.log.frames import decompressor
 from dshweb.core.log.home import LogFile
 
-CHECKPOINT_VERSION = 2
+CHECKPOINT_VERSION = 3
 """Raise it whenever the state's shape or meaning changes."""
 
 FINGERPRINT_SPAN = 4 << 10

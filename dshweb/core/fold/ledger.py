@@ -82,6 +82,9 @@ _PASS_ENDS = USAGE_EVENTS | frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Ledger:
+    """The session's folds, and the one count of them: how many compactions, failed
+    compactions, prune passes and pruned results every page and the CLI show."""
+
     folds: tuple[Fold, ...] = ()
     refused: tuple[CompactCommand, ...] = ()
     points: tuple[TimelinePoint, ...] = ()
@@ -99,6 +102,11 @@ class Ledger:
     @property
     def prune_passes(self) -> int:
         return sum(1 for f in self.folds if f.kind == "prune")
+
+    @property
+    def prunes(self) -> int:
+        """``compaction/prune`` events: the tool results pruned, over every pass."""
+        return sum(f.prunes for f in self.folds if f.kind == "prune")
 
     @property
     def dropped(self) -> int:

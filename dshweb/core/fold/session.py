@@ -20,21 +20,19 @@ from dshweb.core.fold.pace import PaceCollector
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.jsjson import printable
 from dshweb.core.log.reader import LogTail
-from dshweb.core.log.wire import AnyEvent, CompactionEnd, CompactionPrune, SessionTitle, TurnStart
+from dshweb.core.log.wire import AnyEvent, SessionTitle, TurnStart
 from dshweb.core.profile.effective import EngineConfig
 
 
 @dataclass(slots=True)
 class Activity:
-    """Counters a person wants beside the projections."""
+    """Counters a person wants beside the projections (the folds are counted by the
+    ledger: :class:`~dshweb.core.fold.ledger.Ledger`)."""
 
     title: str | None = None
     first_time: int | None = None
     last_time: int | None = None
     turns: int = 0
-    compactions: int = 0
-    failed_compactions: int = 0
-    prunes: int = 0
 
     def fold(self, event: AnyEvent) -> None:
         time = event.time
@@ -49,14 +47,6 @@ class Activity:
             data = event.data  # type: ignore[union-attr]
             if data is not None and isinstance(data.title, str):
                 self.title = data.title
-        elif cls is CompactionEnd:
-            data = event.data  # type: ignore[union-attr]
-            if data is not None and data.error:
-                self.failed_compactions += 1
-            else:
-                self.compactions += 1
-        elif cls is CompactionPrune:
-            self.prunes += 1
 
 
 _versions = itertools.count(1)
@@ -139,9 +129,6 @@ class SessionSnapshot:
     first_time: int | None
     last_time: int | None
     turns: int
-    compactions: int
-    failed_compactions: int
-    prunes: int
     token_usage: dict[str, int]
     context_pressure: dict[str, int]
     context_breakdown: dict[str, int]
@@ -152,7 +139,7 @@ class SessionSnapshot:
     pace_samples: tuple[int, ...] = ()
     """Per-step growth of ``measured_tokens`` since the last re-base (dshweb.core.fold.pace)."""
     ledger: Ledger = field(default_factory=Ledger)
-    """Every fold and the pressure timeline (dshweb.core.fold.ledger)."""
+    """Every fold and the pressure timeline (dshweb.core.fold.ledger); the fold counts."""
 
     @property
     def used_tokens(self) -> int | None:
@@ -185,8 +172,8 @@ class SessionSnapshot:
             "events": self.events,
             "lastEventTime": self.last_time,
             "turns": self.turns,
-            "compactions": self.compactions,
-            "prunes": self.prunes,
+            "compactions": self.ledger.compactions,
+            "prunes": self.ledger.prunes,
             "tokenUsage": self.token_usage,
             "contextPressure": self.context_pressure,
             "contextBreakdown": self.context_breakdown,
@@ -244,9 +231,6 @@ def take_snapshot(
         first_time=activity.first_time,
         last_time=activity.last_time,
         turns=activity.turns,
-        compactions=activity.compactions,
-        failed_compactions=activity.failed_compactions,
-        prunes=activity.prunes,
         token_usage=meter.token_usage_view(),
         context_pressure=meter.context_pressure_view(),
         context_breakdown=meter.context_breakdown_view(),
