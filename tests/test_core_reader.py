@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dshweb.core.fold.session import SessionTracker
-from dshweb.core.log.frames import frame_spans
+from dshweb.core.log.frames import frame_spans, split_frames
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.reader import LogTail
 from tests.conftest import CORPUS_HOME, FIXTURE_HOMES, session_log_paths
@@ -128,6 +128,20 @@ def test_corrupt_checksum_stops_at_that_frame(real_log: Path, tmp_path: Path) ->
     assert f"at byte {offset}" in tracker.error
     assert tracker.refresh() is False
     assert tracker.meter == expected.meter
+
+
+def test_skippable_frames_are_skipped_and_a_torn_one_is_not_yet(tmp_path: Path) -> None:
+    skip = (0x184D2A5F).to_bytes(4, "little") + (5).to_bytes(4, "little") + b"12345"
+    data = frame(header()) + skip + frame(event(0)) + skip + frame(event(1))
+    assert [c.end for c in split_frames(data, 0)[0]][-1] == len(data)
+    path = _write(tmp_path / "s.zstd", data + skip[:9])
+    tracker = _fold_all(path)
+    assert (tracker.error, tracker.meter.events, tracker.tail.offset) == (None, 2, len(data))
+    with path.open("ab") as handle:
+        handle.write(skip[9:] + frame(event(2)))
+    assert tracker.refresh() is True
+    assert (tracker.error, tracker.meter.events) == (None, 3)
+    assert tracker.tail.offset == path.stat().st_size
 
 
 def test_garbage_appended_is_reported_at_its_offset(real_log: Path) -> None:

@@ -1,9 +1,24 @@
-"""Incremental reading of DSH session logs: complete zstd frames or complete lines only.
+"""Incremental reading of DSH session logs: complete zstd frames only.
 
 A compressed log is a chain of independent zstd frames (RFC 8878), each holding whole
-newline-terminated JSON lines. Frame boundaries are found from the frame header and the
-block headers, so a frame is decoded only once all of its bytes are on disk: a torn last
-frame is "not yet", never an error. A plain ``.jsonl`` log is read by complete lines.
+newline-terminated JSON lines. :func:`frame_spans` finds where each frame ends from its
+header and its block headers, without decoding it: a torn last frame is "not yet", never
+an error, and is not decoded until all of it is on disk. :func:`frame_text` is the one
+place a frame is decoded; it hands the text over in pieces of at most :data:`OUT_SIZE`
+bytes, so a reader need never hold a frame expanded whole (a migration frame is a whole
+log; a bomb is a few hundred kilobytes that would expand to gigabytes).
+
+Why the frame scan is written here rather than left to ``zstandard``: the library says
+where a frame ends only by decoding it (``decompressobj().eof`` and ``.unused_data``),
+and ``decompressobj().decompress()`` returns everything its input expands to, with no
+bound. Finding a frame's end that way would decode a torn frame again at every look and
+could not hand its lines on before its end was seen (a large frame held decoded whole,
+or decoded twice), and one call on a bomb would expand all of it. The bounded reader
+(``stream_reader().read(n)``) does not say how much input it used, so it cannot find the
+end of a frame among the frames that follow. Nor does the library expose libzstd's
+``ZSTD_findFrameCompressedSize``. What the library does do is used: the header's length
+(:func:`zstandard.frame_header_size`), the magic number, and every byte of decoding and
+checksum checking.
 
 ``split_frames`` is a pure function over a byte buffer that starts at a known file
 offset; the caller keeps the offset of the first byte not yet consumed.
@@ -12,18 +27,21 @@ offset; the caller keeps the offset of the first byte not yet consumed.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 
 import zstandard
 
 from dshweb.core.errors import LogError
 
-ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+ZSTD_MAGIC = zstandard.FRAME_HEADER
 _SKIPPABLE_MASK = 0xFFFFFFF0
 _SKIPPABLE_MAGIC = 0x184D2A50
-_FCS_SIZES = (0, 2, 4, 8)
-_DID_SIZES = (0, 1, 2, 4)
 _BLOCK_RESERVED = 3
+OUT_SIZE = 1 << 20
+"""Decoded bytes handed over at a time: a frame bounded by its block count to at most
+this much is decoded in one call, a larger one a piece at a time."""
 
 _local = threading.local()
 
@@ -39,7 +57,7 @@ def decompressor() -> zstandard.ZstdDecompressor:
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    """Decoded text of one complete frame (or run of lines) and where it sits in the file."""
+    """Decoded text of one complete frame and where it sits in the file."""
 
     offset: int
     end: int
@@ -66,27 +84,23 @@ def _frame_length(
         raise LogError("not a zstd frame (bad magic)", offset=file_offset + pos)
     if avail < 5:
         return None
-    fhd = buf[pos + 4]
-    if fhd & 0x08:
+    descriptor = buf[pos + 4]
+    if descriptor & 0x08:
         raise LogError("not a zstd frame (reserved header bit set)", offset=file_offset + pos)
-    single_segment = fhd & 0x20
-    fcs_flag = fhd >> 6
-    fcs_size = 1 if fcs_flag == 0 and single_segment else _FCS_SIZES[fcs_flag]
-    header = 5 + (0 if single_segment else 1) + _DID_SIZES[fhd & 0x03] + fcs_size
-    at = pos + header
+    at = pos + zstandard.frame_header_size(buf[pos : pos + 5])
     blocks = 0
-    while True:
+    while True:  # each block: 3 header bytes (last flag, type, size), then its content
         if len(buf) < at + 3:
             return None
         block = buf[at] | (buf[at + 1] << 8) | (buf[at + 2] << 16)
         kind = (block >> 1) & 0x03
         if kind == _BLOCK_RESERVED:
             raise LogError("corrupt zstd frame (reserved block type)", offset=file_offset + pos)
-        at += 3 + (1 if kind == 1 else block >> 3)
+        at += 3 + (1 if kind == 1 else block >> 3)  # an RLE block holds one byte
         blocks += 1
         if block & 0x01:
             break
-    if fhd & 0x04:
+    if descriptor & 0x04:  # the content checksum
         at += 4
     return (at - pos, blocks) if at <= len(buf) else None
 
@@ -114,6 +128,18 @@ def frame_spans(
     return spans, None
 
 
+def frame_text(frame: bytes | bytearray, blocks: int) -> bytes | Iterator[bytes]:
+    """The decoded text of one complete zstd frame of ``blocks`` blocks (a span of
+    :func:`frame_spans`): the text itself when the block count bounds it to
+    :data:`OUT_SIZE` (decoded in one call), else an iterator of pieces of at most
+    :data:`OUT_SIZE` bytes, decoded as they are taken. A corrupt frame raises
+    :class:`zstandard.ZstdError`; a large one may have handed over its first pieces by
+    then."""
+    if blocks * zstandard.BLOCKSIZE_MAX <= OUT_SIZE:
+        return decompressor().decompressobj().decompress(frame)
+    return iter(partial(decompressor().stream_reader(frame).read, OUT_SIZE), b"")
+
+
 def split_frames(buf: bytes, file_offset: int) -> tuple[list[Chunk], LogError | None]:
     """Decode every complete frame in ``buf`` (which starts at ``file_offset``).
 
@@ -122,11 +148,13 @@ def split_frames(buf: bytes, file_offset: int) -> tuple[list[Chunk], LogError | 
     """
     chunks: list[Chunk] = []
     spans, error = frame_spans(buf, file_offset)
-    for start, end, _blocks in spans:
+    for start, end, blocks in spans:
         if buf[start : start + 4] != ZSTD_MAGIC:
             continue  # a skippable frame
         try:
-            text = decompressor().decompressobj().decompress(buf[start:end])
+            text = frame_text(buf[start:end], blocks)
+            if not isinstance(text, bytes):
+                text = b"".join(text)
         except zstandard.ZstdError as bad:
             return chunks, LogError(f"corrupt zstd frame ({bad})", offset=file_offset + start)
         chunks.append(Chunk(file_offset + start, file_offset + end, text))

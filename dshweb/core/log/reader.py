@@ -17,6 +17,7 @@ import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -24,16 +25,12 @@ import zstandard
 
 from dshweb.core.errors import LogError
 from dshweb.core.log.decode import LineError, decode_event
-from dshweb.core.log.frames import ZSTD_MAGIC, decompressor, frame_spans
+from dshweb.core.log.frames import ZSTD_MAGIC, frame_spans, frame_text
 from dshweb.core.log.jsjson import loads_js
 from dshweb.core.log.wire import PACKED_TYPES, AnyEvent, Other
 
 READ_SIZE = 1 << 20
 """Bytes read from the file at a time."""
-OUT_SIZE = 1 << 20
-"""Decoded bytes taken from a large frame at a time."""
-_SMALL_FRAME_BLOCKS = 8
-"""A frame of at most this many blocks (≤ 1 MiB decoded) is decoded in one call."""
 MAX_LINE = 64 << 20
 """The longest line read (the longest real DSH line known is about 5 MB)."""
 MAX_FRAME = 1 << 30
@@ -81,14 +78,14 @@ def _too_long() -> str:
 
 
 def _split_lines(
-    read: Callable[[int], bytes], size: int, *, tail: bool, limit: int | None = None
+    pieces: Iterable[bytes], *, tail: bool, limit: int | None = None
 ) -> Iterator[bytes]:
-    """The newline-terminated lines of a stream read ``size`` bytes at a time, then (with
-    ``tail``) whatever follows the last newline. Stops with :class:`_Stop` past ``limit``
-    bytes in all, or at a line longer than :data:`MAX_LINE`, before holding more of it."""
+    """The newline-terminated lines of a stream of pieces, then (with ``tail``) whatever
+    follows the last newline. Stops with :class:`_Stop` past ``limit`` bytes in all, or at
+    a line longer than :data:`MAX_LINE`, before holding more of it."""
     carry = b""
     total = 0
-    while piece := read(size):
+    for piece in pieces:
         total += len(piece)
         if limit is not None and total > limit:
             raise _Stop(f"frame decodes to more than {limit >> 20} MiB (the limit)")
@@ -171,7 +168,11 @@ class LogTail:
                 if buf[start : start + 4] == ZSTD_MAGIC:  # else a skippable frame
                     where = self.offset + start
                     try:
-                        lines = self._frame_lines(buf[start:end], blocks)
+                        text = frame_text(buf[start:end], blocks)
+                        if isinstance(text, bytes):
+                            lines: Iterable[bytes] = text.split(b"\n")
+                        else:  # the frame is complete: a last line without its newline counts
+                            lines = _split_lines(text, tail=True, limit=MAX_FRAME)
                         self._fold_lines(lines, on_event, batch, first)
                     except zstandard.ZstdError as bad:
                         batch.error = LogError(f"corrupt zstd frame ({bad})", offset=where)
@@ -191,21 +192,10 @@ class LogTail:
                 batch.error = error
                 return
 
-    @staticmethod
-    def _frame_lines(frame: bytes | bytearray, blocks: int) -> Iterator[bytes]:
-        """The lines of one frame; a large frame is decoded a piece at a time (a corrupt
-        one may then have handed over its first lines before its error shows)."""
-        if blocks <= _SMALL_FRAME_BLOCKS:
-            yield from decompressor().decompressobj().decompress(frame).split(b"\n")
-            return
-        with decompressor().stream_reader(frame) as reader:
-            # the frame is complete: a last line without its newline still counts
-            yield from _split_lines(reader.read, OUT_SIZE, tail=True, limit=MAX_FRAME)
-
     def _read_lines(self, handle: IO[bytes], on_event: OnEvent, batch: Batch) -> None:
         first = self.offset == 0
         try:  # the bytes after the last newline are not a line yet
-            for line in _split_lines(handle.read, READ_SIZE, tail=False):
+            for line in _split_lines(iter(partial(handle.read, READ_SIZE), b""), tail=False):
                 self._fold_lines((line,), on_event, batch, first)
                 first = False
                 self.offset += len(line) + 1
