@@ -41,7 +41,8 @@ _SKIPPABLE_MAGIC = 0x184D2A50
 _BLOCK_RESERVED = 3
 OUT_SIZE = 1 << 20
 """Decoded bytes handed over at a time: a frame bounded by its block count to at most
-this much is decoded in one call, a larger one a piece at a time."""
+this much (nearly every frame DSH writes: one append batch) is decoded in one call, a
+larger one a piece at a time (streaming every frame made the whole fold ~3% slower)."""
 
 _local = threading.local()
 

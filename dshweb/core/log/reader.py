@@ -168,12 +168,9 @@ class LogTail:
                 if buf[start : start + 4] == ZSTD_MAGIC:  # else a skippable frame
                     where = self.offset + start
                     try:
-                        text = frame_text(buf[start:end], blocks)
-                        if isinstance(text, bytes):
-                            lines: Iterable[bytes] = text.split(b"\n")
-                        else:  # the frame is complete: a last line without its newline counts
-                            lines = _split_lines(text, tail=True, limit=MAX_FRAME)
+                        lines = self._frame_lines(buf[start:end], blocks)
                         self._fold_lines(lines, on_event, batch, first)
+                        del lines  # not held while the next frame is decoded
                     except zstandard.ZstdError as bad:
                         batch.error = LogError(f"corrupt zstd frame ({bad})", offset=where)
                     except _Stop as stop:
@@ -191,6 +188,15 @@ class LogTail:
             if error is not None:
                 batch.error = error
                 return
+
+    @staticmethod
+    def _frame_lines(frame: bytes | bytearray, blocks: int) -> Iterable[bytes]:
+        """The lines of one complete frame, its decoded text let go before they are folded
+        (the last line counts without its newline: the frame is complete)."""
+        text = frame_text(frame, blocks)
+        if isinstance(text, bytes):
+            return text.split(b"\n")
+        return _split_lines(text, tail=True, limit=MAX_FRAME)
 
     def _read_lines(self, handle: IO[bytes], on_event: OnEvent, batch: Batch) -> None:
         first = self.offset == 0
