@@ -44,7 +44,7 @@ from dshweb.dsh_web import (
 )
 from dshweb.dsh_web import client as client_module
 from dshweb.dsh_web import managed as managed_module
-from dshweb.dsh_web.client import ABANDONED_BY_DSH, NO_COMMAND, UNEXPECTED
+from dshweb.dsh_web.client import ABANDONED_BY_DSH, NO_COMMAND, UNEXPECTED, TokenRejected
 from dshweb.dsh_web.managed import free_port
 from tests.fixtures.fakemodel import FakeModel, ModelRequest, Reply, directive_script, text
 
@@ -211,6 +211,51 @@ def test_a_refused_cookie_logs_in_again_once_then_is_token_rejected(
     assert len(handler.logins) == 2
     check = client.check()
     assert check.status is ConnectionStatus.TOKEN_REJECTED and len(handler.logins) == 4
+
+
+@pytest.mark.parametrize(
+    ("set_cookies", "sent"),
+    [
+        (  # as dsh web writes it, after a cookie of someone else's
+            [
+                "theme=dark; Path=/",
+                "dsh-auth-7f=a.b/c==; Max-Age=86400; Path=/; "
+                "Expires=Thu, 31 Dec 2099 00:00:00 GMT; HttpOnly; SameSite=Strict",
+            ],
+            "dsh-auth-7f=a.b/c==",
+        ),
+        (["dsh-auth-x=v; Path=/; HttpOnly; SameSite=Strict; Partitioned"], "dsh-auth-x=v"),
+        (["theme=dark", "dsh-auth-x; Path=/"], None),
+    ],
+    ids=["dsh-web", "unknown-flag", "none-of-ours"],
+)
+def test_the_session_cookie_is_found_among_the_set_cookie_lines(
+    serve: Callable[[type[http.server.BaseHTTPRequestHandler]], int],
+    set_cookies: list[str],
+    sent: str | None,
+) -> None:
+    received: list[str | None] = []
+
+    class Handler(_DshLike):
+        def do_GET(self) -> None:
+            self.send_response(303)
+            for cookie in set_cookies:
+                self.send_header("set-cookie", cookie)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def do_POST(self) -> None:
+            received.append(self.headers["cookie"])
+            request = json.loads(self.rfile.read(int(self.headers["content-length"])))
+            self._answer(200, envelope(request, {"ok": True, "value": []}))
+
+    client = DshWebClient(url(serve(Handler)), timeout=5)
+    if sent is None:
+        with pytest.raises(TokenRejected, match="303 without a dsh-auth cookie"):
+            client.rpc("session/list", {})
+        return
+    assert client.rpc("session/list", {}) == []
+    assert received == [sent]
 
 
 def envelope(request: dict[str, Any], result: dict[str, Any]) -> bytes:

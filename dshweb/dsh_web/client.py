@@ -32,6 +32,7 @@ Contract:
 from __future__ import annotations
 
 import http.client
+import http.cookiejar
 import ipaddress
 import json
 import re
@@ -45,6 +46,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
+from urllib.request import Request
 
 from dshweb.core.errors import DshError
 
@@ -170,7 +172,8 @@ class CompactOutcome:
 @dataclass(frozen=True, slots=True)
 class _Answer:
     status: int
-    cookies: tuple[str, ...]
+    response: http.client.HTTPResponse
+    """Its headers, for the login's cookie (the body is already read into ``body``)."""
     body: bytes
 
 
@@ -347,8 +350,7 @@ class DshWebClient:
         finally:
             watchdog.finished.set()
             conn.close()
-        cookies = tuple(response.headers.get_all("set-cookie") or ())
-        return _Answer(status=response.status, cookies=cookies, body=raw)
+        return _Answer(status=response.status, response=response, body=raw)
 
     def _answers(self, deadline: float) -> bool:
         """Does ``dsh web`` answer an unauthenticated ``HEAD /`` (any HTTP status) within
@@ -381,8 +383,13 @@ class DshWebClient:
                 "the engine refused the launch token (HTTP 401); it changes every time "
                 "dsh web starts"
             )
-        pairs = [c.split(";", 1)[0].strip() for c in answer.cookies]
-        ours = [p for p in pairs if p.startswith(COOKIE_PREFIX) and "=" in p]
+        jar = http.cookiejar.CookieJar()
+        jar.extract_cookies(answer.response, Request(self.base_url + self._target.path))
+        ours = [
+            f"{c.name}={c.value}"
+            for c in jar
+            if c.name.startswith(COOKIE_PREFIX) and c.value is not None
+        ]
         if answer.status == 303 and ours:
             return ours[0]
         if answer.status == 303:
