@@ -112,6 +112,106 @@ def _is_origin(text: str) -> bool:
     return port_ok and parts.scheme in ("http", "https") and bool(parts.hostname) and not extra
 
 
+# Stores past one process (README "Running for a team"): PostgreSQL for the database, Redis
+# for the channel layer and the cache. Both optional; settings.py turns them into Django's
+# DATABASES, CHANNEL_LAYERS and CACHES.
+
+POSTGRES_SCHEMES = ("postgres", "postgresql", "pgsql")
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+KEY_PREFIX = "dshweb"
+"""Prefix of every key dshweb puts in a shared Redis (channel layer and cache)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Stores:
+    database_url: str
+    """``DATABASE_URL``: a PostgreSQL database (``postgres://user:password@host:port/name``);
+    empty: SQLite in the data folder."""
+    redis_url: str
+    """``DSHWEB_REDIS_URL``: a Redis (``redis://host:port/db``) for the channel layer and
+    the cache; empty: both in this process's memory."""
+
+
+def stores() -> Stores:
+    return Stores(
+        database_url=database_url(os.environ.get("DATABASE_URL", "")),
+        redis_url=redis_url(os.environ.get("DSHWEB_REDIS_URL", "")),
+    )
+
+
+def database_url(value: str) -> str:
+    """``value`` when it names a PostgreSQL database (or is empty); refused otherwise."""
+    value = value.strip()
+    if not value:
+        return ""
+    parts = urlsplit(value)
+    if parts.scheme not in POSTGRES_SCHEMES or not parts.path.strip("/"):
+        scheme = f"scheme {parts.scheme!r}" if parts.scheme else "no scheme"
+        name = "" if parts.path.strip("/") else " and no database name"
+        raise ConfigurationError(
+            "DATABASE_URL: dshweb's shared database is PostgreSQL, written as "
+            "postgres://user:password@host:port/name (leave it unset for the embedded SQLite); "
+            f"this one has {scheme}{name}"
+        )
+    return value
+
+
+def redis_url(value: str) -> str:
+    """``value`` when it names a Redis (or is empty); refused otherwise."""
+    value = value.strip()
+    if value and urlsplit(value).scheme not in REDIS_SCHEMES:
+        raise ConfigurationError(
+            "DSHWEB_REDIS_URL: write it as redis://host:port/db (rediss:// for TLS, unix:// "
+            "for a socket); leave it unset for the in-process channel layer"
+        )
+    return value
+
+
+def database_settings(stores: Stores, data_dir: Path) -> dict[str, object]:
+    """Django's ``DATABASES["default"]`` for ``stores``."""
+    if stores.database_url:
+        import dj_database_url
+
+        # Connections are opened per request or task and health-checked when reused, so a
+        # restarted PostgreSQL costs one failed request, not a broken worker.
+        return dict(dj_database_url.parse(stores.database_url, conn_health_checks=True))
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": data_dir / "db.sqlite3",
+        # Writers queue instead of failing: every transaction takes the write lock when it
+        # begins (a deferred one upgrading under another writer fails at once with
+        # "database is locked"), and waits up to 20 s for it.
+        "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20},
+    }
+
+
+def channel_layer_settings(stores: Stores) -> dict[str, object]:
+    """Django Channels' ``CHANNEL_LAYERS["default"]`` for ``stores``."""
+    if stores.redis_url:
+        return {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            # redis-py 8 reads with a 5 s socket timeout by default, which tears down every
+            # idle socket's blocking receive (django/channels_redis#422): no read timeout.
+            "CONFIG": {
+                "hosts": [{"address": stores.redis_url, "socket_timeout": None}],
+                "prefix": KEY_PREFIX,
+            },
+        }
+    return {"BACKEND": "channels.layers.InMemoryChannelLayer"}
+
+
+def cache_settings(stores: Stores) -> dict[str, object]:
+    """Django's ``CACHES["default"]`` (the sign-in throttle's counts) for ``stores``: shared
+    by every process on Redis, else this process's memory."""
+    if stores.redis_url:
+        return {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": stores.redis_url,
+            "KEY_PREFIX": KEY_PREFIX,
+        }
+    return {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+
+
 def fold_checkpoints() -> bool:
     """``DSHWEB_FOLD_CHECKPOINTS`` (default on): keep fold state in the database."""
     return os.environ.get("DSHWEB_FOLD_CHECKPOINTS", "") == "" or _switch("DSHWEB_FOLD_CHECKPOINTS")

@@ -1,7 +1,8 @@
 """Django settings for dshweb.
 
 Everything works with no configuration: SQLite and a generated secret key under
-``DSHWEB_DATA_DIR``, an in-memory channel layer, loopback only, and the DSH home from
+``DSHWEB_DATA_DIR``, an in-memory channel layer and cache (``DATABASE_URL`` and
+``DSHWEB_REDIS_URL`` name PostgreSQL and Redis instead), loopback only, and the DSH home from
 ``DSH_HOME`` (else ``~/.dsh``), or a copy of the bundled demo home when that does not
 exist. dshweb's own settings are the one ``DSHWEB`` dict below, read through
 :func:`dshweb.config.get_config`.
@@ -25,6 +26,7 @@ django_stubs_ext.monkeypatch()  # ModelAdmin[Model] and friends at run time
 BASE_DIR = environment.BASE_DIR
 DATA_DIR = environment.data_dir()
 _https = environment.https_setup()
+_stores = environment.stores()
 _env_secret_key = os.environ.get("DSHWEB_SECRET_KEY", "")
 
 # dshweb's own settings (dshweb/config.py says what each means and its default).
@@ -103,18 +105,10 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
-    "default": {
-        "ENGINE": "django.db.backends.sqlite3",
-        "NAME": DATA_DIR / "db.sqlite3",
-        # Writers queue instead of failing: every transaction takes the write lock when it
-        # begins (a deferred one upgrading under another writer fails at once with
-        # "database is locked"), and waits up to 20 s for it.
-        "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20},
-    }
-}
-
-CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+# SQLite and in-process memory unless DATABASE_URL / DSHWEB_REDIS_URL name shared stores.
+DATABASES = {"default": environment.database_settings(_stores, DATA_DIR)}
+CHANNEL_LAYERS = {"default": environment.channel_layer_settings(_stores)}
+CACHES = {"default": environment.cache_settings(_stores)}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -72,13 +72,15 @@ def run_python(
 def django_db_modify_db_settings(
     django_db_modify_db_settings_parallel_suffix: None, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """The test database in a file, as dshweb runs, not in SQLite's shared-cache memory:
+    """On SQLite, the test database in a file, as dshweb runs, not in shared-cache memory:
     there a reader's table lock fails a writer in another thread at once ("database table
     is locked"), where a file's writers queue for the settings' timeout."""
     from django.db import connections
 
-    folder = tmp_path_factory.mktemp("database")
-    connections["default"].settings_dict["TEST"]["NAME"] = str(folder / "test.sqlite3")
+    database = connections["default"].settings_dict
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        folder = tmp_path_factory.mktemp("database")
+        database["TEST"]["NAME"] = str(folder / "test.sqlite3")
 
 
 def pytest_configure(config: pytest.Config) -> None:

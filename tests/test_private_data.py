@@ -17,7 +17,9 @@ from tests.conftest import run_python
 
 
 def _manage(data: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DSHWEB_", "DJANGO_"))}
+    # The embedded default install (db.sqlite3 in the data folder), even on a PostgreSQL run.
+    prefixes = ("DSHWEB_", "DJANGO_", "DATABASE_URL")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
     env |= {
         "DSHWEB_DATA_DIR": str(data),
         "DSH_HOME": str(data.parent / "home"),

@@ -9,7 +9,6 @@ import http.cookiejar
 import re
 import shutil
 import socket
-import sqlite3
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -21,6 +20,7 @@ import pytest
 
 from tests.browser.server import PASSWORD, USERNAME, DshwebServer
 from tests.conftest import FIXTURE_HOMES
+from tests.stores import query_rows
 
 SESSION = "manual-compact"
 PRESSES = 10
@@ -79,11 +79,8 @@ def server(tmp_path: Path) -> Iterator[DshwebServer]:
 
 
 def _requests(server: DshwebServer) -> list[tuple[str, str, str]]:
-    with sqlite3.connect(server.data_dir / "db.sqlite3") as db:
-        rows = db.execute(
-            "select state, outcome, message from dashboard_compactionrequest order by id"
-        )
-        return [tuple(row) for row in rows]
+    sql = "select state, outcome, message from dashboard_compactionrequest order by id"
+    return [(str(a), str(b), str(c)) for a, b, c in query_rows(server.data_dir, sql)]
 
 
 def test_ten_compact_presses_at_once_each_get_an_answer(server: DshwebServer) -> None:

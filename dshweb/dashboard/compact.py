@@ -5,9 +5,10 @@ Thin glue: :mod:`dshweb.dsh_web` talks to DSH; this module chooses which ``dsh w
 in flight per session, runs the request off the request thread (a summariser call can
 take minutes; closing the page does not stop it), records every request, and announces
 each change of state on the session's channel group (``compact.changed``), so open pages
-show it at once. The latest request of each session is kept in memory, so a page or a
-pushed update reads it without a query (every change goes through this module, which
-forgets the kept one).
+show it at once. The latest request of each session is kept in memory, so a pushed
+update of the session reads it without a query; a change forgets the kept one, in this
+process directly and in every process with a socket on the session through its
+``compact.changed``; a page load reads it afresh (another web worker may have changed it).
 
 A request records the process that runs it. One left in flight by a process that is
 gone (a crash, a kill) is closed with a reason when dshweb starts and before any new
@@ -290,9 +291,15 @@ def _announce(session_id: str) -> None:
         async_to_sync(layer.group_send)(group, message)
 
 
-def forget_records() -> None:
-    """Drop every kept request (tests that write requests straight to the database)."""
-    _records.clear()
+def forget_records(session_id: str | None = None) -> None:
+    """Drop the kept request of ``session_id`` (of every session when ``None``): another
+    process may have changed it (its announcement reaches this one's sockets through a
+    shared channel layer, and a page reads it afresh), or a test wrote it straight to the
+    database."""
+    if session_id is None:
+        _records.clear()
+    else:
+        _records.pop(session_id, None)
 
 
 def _forget_saved(sender: type[CompactionRequest], instance: CompactionRequest, **_: Any) -> None:

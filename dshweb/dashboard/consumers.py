@@ -128,6 +128,7 @@ class SessionConsumer(_PageConsumer):
         await self._send_rendered(self.current_html)
 
     async def compact_changed(self, event: dict[str, Any]) -> None:
+        compact.forget_records(self.session_id)  # it may come from another process
         await self._send_rendered(self.compact_html)
 
     def compact_html(self) -> str:

@@ -78,6 +78,7 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
             status=404 if home.progress.done else HOME_UNAVAILABLE,
         )
     view = home.sessions[session_id]
+    compact.forget_records(session_id)  # its Compact status as the database has it now
     context = session_context(snapshot, view.gauge)
     context["live_parts"] = mark_safe(live_parts_html(view))  # rendered by our templates
     context["progress"] = home.progress

@@ -26,6 +26,7 @@ import pytest
 from playwright.sync_api import Browser, StorageState
 
 from tests.conftest import REPO
+from tests.stores import database_env
 
 HOST = "127.0.0.1"
 APP = "dshweb.asgi:application"
@@ -106,6 +107,7 @@ class DshwebServer:
             DJANGO_SETTINGS_MODULE="dshweb.settings",
             PYTHONUNBUFFERED="1",
         )
+        env.update(database_env(self.data_dir))
         env.update(self.extra_env)
         return env
 

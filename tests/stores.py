@@ -1,0 +1,74 @@
+"""The shared stores the suite may run on: PostgreSQL (``DATABASE_URL``) and Redis.
+
+The whole suite runs on SQLite by default and on PostgreSQL when ``DATABASE_URL`` names
+one (``scripts/test --postgres``). pytest-django makes the in-process test database; a
+dshweb the tests start as a child process gets a database of its own from
+:func:`database_env`, made on first use and dropped when the test process ends, as on
+SQLite it gets a ``db.sqlite3`` in its own data folder.
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import os
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+
+POSTGRES_URL = (
+    os.environ.get("DSHWEB_TEST_POSTGRES_URL") or "postgres://postgres@127.0.0.1:5432/postgres"
+)
+"""The PostgreSQL the ``services`` tests use (the server's maintenance database)."""
+REDIS_URL = os.environ.get("DSHWEB_TEST_REDIS_URL") or "redis://127.0.0.1:6379/15"
+"""The Redis the ``services`` tests use (a database number of its own, flushed by them)."""
+
+_made: set[str] = set()
+
+
+def database_env(data_dir: Path) -> dict[str, str]:
+    """``DATABASE_URL`` for a child dshweb whose data folder is ``data_dir``: on a
+    PostgreSQL run, an empty database of its own (the same one for the same folder); on
+    SQLite, nothing (it keeps ``db.sqlite3`` in ``data_dir``)."""
+    base = os.environ.get("DATABASE_URL", "")
+    if not base:
+        return {}
+    name = "dshweb_t_" + hashlib.sha256(str(data_dir).encode()).hexdigest()[:16]
+    url = urlunsplit(urlsplit(base)._replace(path=f"/{name}"))
+    if url not in _made:
+        create_database(base, name)
+        _made.add(url)
+        atexit.register(drop_database, base, name)
+    return {"DATABASE_URL": url}
+
+
+def create_database(server_url: str, name: str) -> None:
+    """A new empty database ``name`` on the server of ``server_url`` (any left by an
+    earlier run is dropped first)."""
+    drop_database(server_url, name)
+    with _maintenance(server_url) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def drop_database(server_url: str, name: str) -> None:
+    with _maintenance(server_url) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _maintenance(server_url: str) -> psycopg.Connection[tuple[object, ...]]:
+    url = urlunsplit(urlsplit(server_url)._replace(path="/postgres"))
+    return psycopg.connect(url, autocommit=True)
+
+
+def query_rows(data_dir: Path, sql: str) -> list[tuple[object, ...]]:
+    """The rows ``sql`` selects in the database of the child dshweb whose data folder is
+    ``data_dir`` (its PostgreSQL database on a PostgreSQL run, else its ``db.sqlite3``)."""
+    url = database_env(data_dir).get("DATABASE_URL")
+    if url is None:
+        import sqlite3
+
+        with sqlite3.connect(data_dir / "db.sqlite3") as db:
+            return [tuple(row) for row in db.execute(sql)]
+    with psycopg.connect(url) as conn:
+        return [tuple(row) for row in conn.execute(sql)]
