@@ -575,7 +575,7 @@ def test_an_engine_that_hangs_mid_compaction_fails_in_seconds(
     from tests.fixtures.dshrun import wait_for_log
 
     monkeypatch.setattr(client_module, "PROBE_EVERY", 0.5)
-    monkeypatch.setattr(client_module, "PROBE_TIMEOUT", 0.5)
+    monkeypatch.setattr(client_module, "PROBE_TIMEOUT", 1.0)
     client = setup.client(timeout=15 * 60)
     create(setup, client, "s-hang")
     for turn in (1, 2, 3):
@@ -584,7 +584,7 @@ def test_an_engine_that_hangs_mid_compaction_fails_in_seconds(
     pid = setup.engine.state.pid
     assert pid is not None
     asked = len(setup.fake.requests)
-    setup.fake.delay = 3.0  # the summariser is slow: dsh web waits on it, still answering
+    setup.fake.delay = 5.0  # the summariser is slow: dsh web waits on it, still answering
     results: list[CompactOutcome] = []
     worker = threading.Thread(target=lambda: results.append(client.compact("s-hang")))
     worker.start()
@@ -605,23 +605,24 @@ def test_an_engine_that_hangs_mid_compaction_fails_in_seconds(
     assert outcome.status is CompactStatus.TIMEOUT, outcome
     assert outcome.text == (
         f"{client.base_url} stopped answering while it ran /api/commands/execute "
-        f"(3 checks in a row got no answer within 0.5 s; hung?); {ABANDONED_BY_DSH}"
+        f"(3 checks in a row got no answer within 1 s; hung?); {ABANDONED_BY_DSH}"
     )
-    assert hung_for < 5 and outcome.elapsed < 10 and setup.token not in outcome.text
-    assert_abandoned(setup, "s-hang")  # on resuming (the summary may have landed first)
+    assert hung_for < 8 and outcome.elapsed < 15 and setup.token not in outcome.text
+    # Resumed, it ends the command one way or the other (the summary may have arrived
+    # while it was stopped), and answers again.
+    wait_for_log(setup.home, "s-hang", lambda log: log.count("command/done") >= 1)
+    assert setup.client().check().ok
 
 
-def assert_abandoned(setup: Setup, session_id: str, *, folded: bool | None = None) -> None:
-    """The session's log shows ``dsh web`` aborted its one ``/compact`` (and whether the
-    fold landed before it did, when ``folded`` says)."""
+def assert_abandoned(setup: Setup, session_id: str) -> None:
+    """The session's log shows ``dsh web`` aborted its one ``/compact``, without a fold."""
     from tests.fixtures.dshrun import wait_for_log
 
     log = wait_for_log(setup.home, session_id, lambda log: log.count("compaction/end") >= 1)
     (done,) = log.of_type("command/done")
     assert done["data"]["kind"] == "error"
     assert done["data"]["text"] == "This operation was aborted"
-    if folded is not None:
-        assert log.count("compaction/summary") == int(folded)
+    assert log.count("compaction/summary") == 0
 
 
 @pytest.mark.dsh
@@ -638,7 +639,7 @@ def test_a_compaction_dshweb_stops_waiting_for_is_abandoned_by_dsh(setup: Setup)
         outcome = client.compact("s-gave-up", timeout=1.5)
         assert outcome.status is CompactStatus.TIMEOUT, outcome
         assert outcome.text.endswith(f"did not answer within 1.5 s; {ABANDONED_BY_DSH}")
-        assert_abandoned(setup, "s-gave-up", folded=False)
+        assert_abandoned(setup, "s-gave-up")
     finally:
         setup.fake.delay = 0.0
 
