@@ -109,6 +109,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 _DATA_DIR = pytest.StashKey[Path]()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The browser tests last: pytest-playwright's sync API keeps an event loop running
+    in the main thread from its first use to the end of the session, and there Django
+    refuses its sync-only calls (the ORM) and asyncio refuses ``asyncio.run``."""
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+
+
 @pytest.fixture
 def fresh_hub() -> Iterator[None]:
     """No hub before the test or after it: the test's pages read its own home afresh."""
