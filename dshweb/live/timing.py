@@ -25,3 +25,9 @@ FIRST_PAGE_WAIT = 0.5
 """A page asked for while the first pass runs waits at most this long for it to end."""
 MISSING_HOME_RETRY = 2.0
 BACKOFF_MAX = 30.0
+HEARTBEAT_EVERY = 2.0
+"""A collector (``manage.py dshweb_collect``) renews its lease this often."""
+STALE_AFTER_BEATS = 3
+"""A lease not renewed for this many of its holder's heartbeat intervals is free to take."""
+COLLECT_WRITE_EVERY = 0.5
+"""A collector writes the sessions that changed to the database at most this often."""
