@@ -7,7 +7,11 @@ For each changed session it sends ``session.changed`` to that session's group, a
 outside any lock. Announcements are coalesced to one per :data:`INTERVAL` per session
 (and one per :data:`LIST_INTERVAL` for the list): the first change of a quiet session
 goes out at once, later ones when the interval ends. Only groups some socket of this
-process follows are told.
+process follows are told, unless the publisher is a collector's
+(``only_watched=False``: the sockets are in other processes, behind the channel layer).
+
+A publisher follows any :class:`ChangeSource`: the process's hub, or a collector's writer
+(:mod:`dshweb.live.collector`), which passes a change on only once it is in the database.
 """
 
 from __future__ import annotations
@@ -15,12 +19,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from channels.layers import get_channel_layer
 
 from dshweb.live.groups import SESSIONS_GROUP, session_group, subscriptions
-from dshweb.live.hub import HomeChange, Hub
+from dshweb.live.hub import HomeChange, Listener
 from dshweb.live.service import current_hub
 from dshweb.live.timing import INTERVAL, LIST_INTERVAL
 
@@ -28,13 +33,23 @@ SESSION_CHANGED = "session.changed"
 SESSIONS_CHANGED = "sessions.changed"
 
 
+class ChangeSource(Protocol):
+    def subscribe(self, listener: Listener) -> Callable[[], None]: ...
+
+
 class Publisher:
     def __init__(
-        self, hub: Hub, interval: float = INTERVAL, list_interval: float = LIST_INTERVAL
+        self,
+        hub: ChangeSource,
+        interval: float = INTERVAL,
+        list_interval: float = LIST_INTERVAL,
+        *,
+        only_watched: bool = True,
     ) -> None:
         self.hub = hub
         self.interval = interval
         self.list_interval = list_interval
+        self.only_watched = only_watched
         self._changes: asyncio.Queue[HomeChange] = asyncio.Queue()
         self._pending: dict[str, bool] = {}
         """Session id → gone, waiting for its interval to end."""
@@ -88,17 +103,20 @@ class Publisher:
             else:
                 self._sent_at[session_id] = now
             group = session_group(session_id)
-            if subscriptions.watched(group):
+            if self._watched(group):
                 messages.append(
                     (group, {"type": SESSION_CHANGED, "session_id": session_id, "gone": gone})
                 )
         if self._list_ids and now >= self._list_sent_at + self.list_interval:
             ids, self._list_ids = sorted(self._list_ids), set()
             self._list_sent_at = now
-            if subscriptions.watched(SESSIONS_GROUP):
+            if self._watched(SESSIONS_GROUP):
                 messages.append((SESSIONS_GROUP, {"type": SESSIONS_CHANGED, "ids": ids}))
         for group, message in messages:
             await layer.group_send(group, message)
+
+    def _watched(self, group: str) -> bool:
+        return not self.only_watched or subscriptions.watched(group)
 
 
 _task: asyncio.Task[Any] | None = None

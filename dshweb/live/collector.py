@@ -1,0 +1,277 @@
+"""A collector: one DSH home's hub in a process of its own, its results in the database.
+
+``manage.py dshweb_collect`` calls :func:`run_collector`, which takes the home's lease
+(:mod:`dshweb.live.lease`), runs a :class:`~dshweb.live.hub.Hub` on it with the fold
+checkpoints in the database (a restart, even after ``kill -9``, folds only what the logs
+gained since), and:
+
+- writes the sessions each pass changed through a :class:`SessionWriter`: one
+  transaction per :data:`~dshweb.live.timing.COLLECT_WRITE_EVERY` at most, upserting the
+  changed sessions' sealed snapshots and deleting the removed ones, stamped with the
+  lease's version (one more per write, so it never goes back across restarts), and only
+  while this process still holds the lease (checked in the same transaction);
+- announces what each write changed on the channel layer (:mod:`dshweb.live.publisher`),
+  after it is committed, so a web worker told of a change reads it from the database;
+- renews the lease every ``heartbeat_every`` seconds and releases it when told to stop.
+
+Rows are the full latest state of a session (latest wins), so a restart that refolds a
+change already written writes the same value again, and nothing is lost or doubled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from django.db import close_old_connections, transaction
+from django.utils import timezone
+
+from dshweb.core.fold.sealed import seal_session
+from dshweb.core.fold.session import SessionTracker
+from dshweb.live import timing
+from dshweb.live.checkpoints import DatabaseCheckpoints
+from dshweb.live.collected import sealing_key
+from dshweb.live.hub import HomeChange, HomeView, Hub, Listener
+from dshweb.live.lease import Lease, LeaseLost, lease_lost_reason, lease_release, lease_renew
+from dshweb.live.models import CollectedSession, CollectorLease
+from dshweb.live.publisher import Publisher
+
+log = logging.getLogger("dshweb.live")
+
+TICK = 0.05
+_DELETE_BATCH = 500
+
+
+class SessionWriter:
+    """A hub listener that keeps what changed, and writes it when :meth:`flush` is called."""
+
+    def __init__(self, lease: Lease, key: bytes) -> None:
+        self.lease = lease
+        self.key = key
+        self.writes = 0
+        self._lock = threading.Lock()
+        self._view: HomeView | None = None
+        self._changed: set[str] = set()
+        self._removed: set[str] = set()
+        self._swept = False
+        self._error: str | None = None
+        self._listeners: list[Listener] = []
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` after each committed write, with what it wrote."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def __call__(self, change: HomeChange) -> None:
+        with self._lock:
+            self._view = change.view
+            self._changed |= change.changed
+            self._removed -= change.changed
+            self._removed |= change.removed
+            self._changed -= change.removed
+            if change.view.error is not None:
+                self._swept = False  # the hub starts over: sweep again once it is back
+
+    def flush(self) -> int:
+        """Write what changed since the last flush; the number of sessions written."""
+        with self._lock:
+            view, changed, removed = self._view, self._changed, self._removed
+            self._changed, self._removed = set(), set()
+        if view is None:
+            return 0
+        sweep = not self._swept and view.error is None and view.progress.done
+        if not (changed or removed or sweep or view.error != self._error):
+            return 0
+        try:
+            written, gone = self._write(view, changed, removed, sweep=sweep)
+        except BaseException:
+            with self._lock:  # written next time, unless newer changes say otherwise
+                self._changed |= changed - self._removed
+                self._removed |= removed - self._changed
+            raise
+        self._swept = self._swept or sweep
+        self._error = view.error
+        self.writes += 1
+        if written or gone:
+            change = HomeChange(view, frozenset(written), frozenset(gone))
+            for listener in list(self._listeners):
+                try:
+                    listener(change)
+                except Exception:
+                    log.exception("a collector listener failed")
+        return len(written)
+
+    def _write(
+        self, view: HomeView, changed: set[str], removed: set[str], *, sweep: bool
+    ) -> tuple[set[str], set[str]]:
+        sessions = view.sessions
+        sealed = {
+            sid: seal_session(sessions[sid].snapshot, sessions[sid].gauge, key=self.key)
+            for sid in changed
+            if sid in sessions
+        }
+        gone = (removed | changed) - set(sessions)
+        name = self.lease.name
+        close_old_connections()
+        with transaction.atomic():
+            lease = (
+                CollectorLease.objects.select_for_update()
+                .filter(name=name, token=self.lease.token, released_at__isnull=True)
+                .first()
+            )
+            if lease is None:
+                raise LeaseLost(lease_lost_reason(self.lease))
+            lease.version += 1
+            lease.error = view.error or ""
+            lease.save(update_fields=["version", "error"])
+            now = timezone.now()
+            CollectedSession.objects.bulk_create(
+                [
+                    CollectedSession(
+                        home=name, session_id=sid, version=lease.version, blob=blob, updated_at=now
+                    )
+                    for sid, blob in sealed.items()
+                ],
+                batch_size=500,
+                update_conflicts=True,
+                unique_fields=["home", "session_id"],
+                update_fields=["version", "blob", "updated_at"],
+            )
+            if sweep:  # sessions that went while no collector ran
+                kept = CollectedSession.objects.filter(home=name).values_list(
+                    "session_id", flat=True
+                )
+                gone |= set(kept) - set(sessions)
+            stale = sorted(gone)
+            for start in range(0, len(stale), _DELETE_BATCH):
+                batch = stale[start : start + _DELETE_BATCH]
+                CollectedSession.objects.filter(home=name, session_id__in=batch).delete()
+        return set(sealed), gone
+
+
+class CountingCheckpoints(DatabaseCheckpoints):
+    """The database's checkpoints, counting what a restart took back from them."""
+
+    def __init__(self) -> None:
+        self.resumed: Mapping[Path, int] = {}
+
+    def restore(self, home: Path) -> dict[Path, SessionTracker]:
+        restored = super().restore(home)
+        self.resumed = {folder: t.tail.offset for folder, t in restored.items()}
+        return restored
+
+
+def run_collector(
+    *,
+    lease: Lease,
+    home: Path,
+    profile: str,
+    stop: threading.Event,
+    on_ready: Callable[[str], object] = log.info,
+) -> None:
+    """Collect ``home`` under ``lease`` until ``stop`` is set (then release the lease), or
+    until the lease is lost (:class:`~dshweb.live.lease.LeaseLost`, lease kept)."""
+    store = CountingCheckpoints()
+    hub = Hub(home, profile, store=store)
+    writer = SessionWriter(lease, sealing_key())
+    hub.subscribe(writer)
+    hub.subscribe(_ResumeReport(hub, store, lease.name, on_ready))
+    stop_publisher = _publish_in_thread(writer)
+    hub.start()
+    lost = False
+    try:
+        _follow(lease, writer, stop)
+    except LeaseLost:
+        lost = True
+        raise
+    finally:
+        hub.stop()
+        stop_publisher()
+        if not lost:
+            try:
+                writer.flush()
+            finally:
+                lease_release(lease)
+        close_old_connections()
+
+
+def _follow(lease: Lease, writer: SessionWriter, stop: threading.Event) -> None:
+    now = time.monotonic()
+    next_beat = now + lease.heartbeat_every
+    next_write = now
+    backoff = timing.COLLECT_WRITE_EVERY
+    while not stop.wait(TICK):
+        now = time.monotonic()
+        try:
+            if now >= next_beat:
+                next_beat = now + lease.heartbeat_every
+                lease_renew(lease)
+            if now >= next_write:
+                writer.flush()
+                next_write = now + timing.COLLECT_WRITE_EVERY
+                backoff = timing.COLLECT_WRITE_EVERY
+        except LeaseLost:
+            raise
+        except Exception:
+            log.exception("collector %s: the database failed; again in %.1f s", lease.name, backoff)
+            next_write = now + backoff
+            backoff = min(timing.BACKOFF_MAX, backoff * 2)
+
+
+class _ResumeReport:
+    """Says once, after the first full pass, how much the checkpoints spared."""
+
+    def __init__(
+        self, hub: Hub, store: CountingCheckpoints, name: str, say: Callable[[str], object]
+    ) -> None:
+        self.hub, self.store, self.name, self.say = hub, store, name, say
+        self.done = False
+
+    def __call__(self, change: HomeChange) -> None:
+        if self.done or not change.view.progress.done:
+            return
+        self.done = True
+        # The hub's own thread: its trackers are not changing now.
+        trackers = self.hub.index.trackers
+        resumed = self.store.resumed
+        read = sum(t.tail.offset - resumed.get(folder, 0) for folder, t in trackers.items())
+        self.say(
+            f"collector {self.name}: {len(trackers)} session(s), {len(resumed)} resumed "
+            f"from checkpoints at {sum(resumed.values())} bytes; read {read} bytes since"
+        )
+
+
+def _publish_in_thread(source: SessionWriter) -> Callable[[], None]:
+    """Run a publisher of ``source``'s writes on an event loop of its own thread; the
+    function that stops it."""
+    started = threading.Event()
+    loop_box: list[tuple[asyncio.AbstractEventLoop, asyncio.Task[None]]] = []
+
+    async def main() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        loop_box.append((asyncio.get_running_loop(), task))
+        started.set()
+        await Publisher(source, only_watched=False).run()
+
+    def target() -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            asyncio.run(main())
+
+    thread = threading.Thread(target=target, name="dshweb-collector-publisher", daemon=True)
+    thread.start()
+    started.wait(5)
+
+    def stop() -> None:
+        if loop_box:
+            loop, task = loop_box[0]
+            with contextlib.suppress(RuntimeError):  # the loop has ended already
+                loop.call_soon_threadsafe(task.cancel)
+        thread.join(5)
+
+    return stop

@@ -1,0 +1,116 @@
+"""A collector's writer (dshweb.live.collector.SessionWriter) and what web workers read
+back (dshweb.live.collected), in one process on the test database."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from dshweb.live.collected import collected_home, collected_home_names, sealing_key
+from dshweb.live.collector import SessionWriter
+from dshweb.live.hub import HomeChange, HomeView, Hub
+from dshweb.live.lease import LeaseLost, lease_release, lease_take
+from dshweb.live.models import CollectedSession, CollectorLease
+from tests.conftest import FIXTURE_HOMES
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+def _sessions(view: HomeView) -> dict[str, object]:
+    return {sid: (dataclasses.asdict(v.snapshot), v.gauge) for sid, v in view.sessions.items()}
+
+
+def _two_homes(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURE_HOMES / "subagent-parent", home)
+    shutil.copytree(
+        FIXTURE_HOMES / "auto-compact" / "sessions",
+        home / "sessions",
+        dirs_exist_ok=True,
+    )
+    return home
+
+
+def test_the_rows_rebuild_the_hubs_view_and_follow_removals(tmp_path: Path) -> None:
+    home = _two_homes(tmp_path)
+    lease = lease_take(name="h", path=str(home), heartbeat_every=60.0)
+    writer = SessionWriter(lease, sealing_key())
+    written: list[HomeChange] = []
+    writer.subscribe(written.append)
+    hub = Hub(home, "sdk")
+    hub.subscribe(writer)
+    hub.cold_start()
+    assert writer.flush() == len(hub.view().sessions) >= 3
+    assert writer.flush() == 0  # nothing changed: no write
+    collected = collected_home("h")
+    assert collected is not None and collected.online and collected.unreadable == 0
+    assert _sessions(collected.view) == _sessions(hub.view())
+    assert collected.view.version == 1 and collected.view.home == home
+    assert collected.view.tree == hub.view().tree  # the list's order and nesting too
+    assert collected_home_names() == ["h"]
+    assert written[0].changed == frozenset(hub.view().sessions)
+
+    gone = next(iter(hub.index.trackers))
+    shutil.rmtree(gone)
+    hub.sync()
+    writer.flush()
+    collected = collected_home("h")
+    assert collected is not None
+    assert _sessions(collected.view) == _sessions(hub.view())
+    assert collected.view.version == 2
+    assert written[-1].removed and not written[-1].changed
+
+
+def test_a_restart_sweeps_sessions_that_went_while_no_collector_ran(tmp_path: Path) -> None:
+    home = _two_homes(tmp_path)
+    lease = lease_take(name="h", path=str(home), heartbeat_every=60.0)
+    writer = SessionWriter(lease, sealing_key())
+    first = Hub(home, "sdk")
+    first.subscribe(writer)
+    first.cold_start()
+    writer.flush()
+    lease_release(lease)
+    shutil.rmtree(next(iter(first.index.trackers)))
+
+    lease = lease_take(name="h", path=str(home), heartbeat_every=60.0)
+    writer = SessionWriter(lease, sealing_key())
+    second = Hub(home, "sdk")
+    second.subscribe(writer)
+    second.cold_start()
+    writer.flush()
+    assert set(CollectedSession.objects.values_list("session_id", flat=True)) == set(
+        second.view().sessions
+    )
+
+
+def test_a_writer_that_lost_its_lease_writes_nothing(tmp_path: Path) -> None:
+    home = _two_homes(tmp_path)
+    lease = lease_take(name="h", path=str(home), heartbeat_every=1.0)
+    writer = SessionWriter(lease, sealing_key())
+    hub = Hub(home, "sdk")
+    hub.subscribe(writer)
+    hub.cold_start()
+    CollectorLease.objects.update(heartbeat_at=timezone.now() - timedelta(seconds=10))
+    lease_take(name="h", path=str(home), heartbeat_every=1.0)  # another collector now
+    with pytest.raises(LeaseLost):
+        writer.flush()
+    assert not CollectedSession.objects.exists()
+
+
+def test_a_home_whose_collector_stopped_is_offline_since_its_last_heartbeat(
+    tmp_path: Path,
+) -> None:
+    lease = lease_take(name="h", path=str(tmp_path), heartbeat_every=1.0)
+    assert collected_home("nobody") is None
+    collected = collected_home("h")
+    assert collected is not None and collected.online
+    lease_release(lease)
+    collected = collected_home("h")
+    assert collected is not None and not collected.online
+    assert collected.last_seen == CollectorLease.objects.get().released_at
+    assert collected.view.sessions == {}

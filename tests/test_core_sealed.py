@@ -1,0 +1,53 @@
+"""Sealed sessions (dshweb.core.fold.sealed): what one process folded, opened by another."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+import zstandard
+
+from dshweb.core.fold.checkpoint import seal
+from dshweb.core.fold.gauge import context_gauge
+from dshweb.core.fold.index import HomeIndex
+from dshweb.core.fold.sealed import open_session, seal_session, sealed_tag
+from tests.conftest import FIXTURE_HOMES
+
+HOMES = sorted(p for p in FIXTURE_HOMES.iterdir() if (p / "sessions").is_dir())
+
+
+@pytest.mark.parametrize("home", HOMES, ids=[h.name for h in HOMES])
+def test_every_fixture_session_opens_equal_to_what_was_sealed(home: Path) -> None:
+    index = HomeIndex(home, profile="sdk")
+    index.refresh(None)
+    assert index.trackers
+    for folder in index.trackers:
+        snapshot = index.snapshot(folder)
+        gauge = context_gauge(snapshot, None, index.rule)
+        blob = seal_session(snapshot, gauge, key=b"k")
+        assert open_session(blob, key=b"k") == (snapshot, gauge)
+
+
+class _Boom:
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (print, ("ran",))
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [
+        b"",
+        b"dshweb-checkpoint 3 ...",
+        seal(zstandard.compress(pickle.dumps(("a", "b"))), key=b"k", tag=sealed_tag()),
+        seal(zstandard.compress(pickle.dumps(_Boom())), key=b"k", tag=sealed_tag()),
+        seal(b"not zstd", key=b"k", tag=sealed_tag()),
+        seal(b"x", key=b"other", tag=sealed_tag()),
+    ],
+    ids=["empty", "other-tag", "not-a-session", "code", "corrupt", "other-key"],
+)
+def test_what_this_code_did_not_seal_opens_as_none(
+    blob: bytes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert open_session(blob, key=b"k") is None
+    assert capsys.readouterr().out == ""  # nothing ran
