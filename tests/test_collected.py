@@ -114,3 +114,41 @@ def test_a_home_whose_collector_stopped_is_offline_since_its_last_heartbeat(
     assert collected is not None and not collected.online
     assert collected.last_seen == CollectorLease.objects.get().released_at
     assert collected.view.sessions == {}
+
+
+@pytest.mark.asyncio
+async def test_committed_writes_are_announced_to_groups_no_socket_here_follows(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+    import contextlib
+
+    from asgiref.sync import sync_to_async
+    from channels.layers import get_channel_layer
+
+    from dshweb.live.groups import SESSIONS_GROUP, session_group
+    from dshweb.live.publisher import SESSION_CHANGED, SESSIONS_CHANGED, Publisher
+
+    home = _two_homes(tmp_path)
+    layer = get_channel_layer()
+    assert layer is not None
+    lease = await sync_to_async(lease_take)(name="h", path=str(home), heartbeat_every=60.0)
+    writer = SessionWriter(lease, sealing_key())
+    hub = Hub(home, "sdk")
+    hub.subscribe(writer)
+    await sync_to_async(hub.cold_start)()
+    some = sorted(hub.view().sessions)[0]
+    listener = await layer.new_channel()
+    await layer.group_add(SESSIONS_GROUP, listener)
+    await layer.group_add(session_group(some), listener)
+    task = asyncio.create_task(Publisher(writer, only_watched=False).run())
+    try:
+        await asyncio.sleep(0)  # the publisher subscribes
+        await sync_to_async(writer.flush)()
+        messages = [await asyncio.wait_for(layer.receive(listener), 5) for _ in range(2)]
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    assert {"type": SESSION_CHANGED, "session_id": some, "gone": False} in messages
+    assert {"type": SESSIONS_CHANGED, "ids": sorted(hub.view().sessions)} in messages
