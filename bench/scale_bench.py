@@ -18,8 +18,10 @@ of a big session), then starts the real server as ``scripts/start`` does
   page's first answer (Python, Django and Daphne starting: the floor of both).
 - ``list_p95_ms`` / ``detail_p95_ms``: ``--requests`` sequential warm GETs of ``/`` and
   of session pages (one in four on a big copy, the rest random small ones), each on a
-  fresh connection; p50/p95 in ms, and the server's own time when it sends
-  ``Server-Timing``. ``list_html_kb``: the size of ``/``.
+  fresh connection, once the server has settled (its CPU under 5% of a core for 1 s:
+  the first checkpoint flush and full pass after a start are done; the wait is printed);
+  p50/p95 in ms, and the server's own time when it sends ``Server-Timing``.
+  ``list_html_kb``: the size of ``/``.
 - ``max_ws_kb``: the first message of the sessions-list socket (``/ws/sessions/``) and
   of a big session's socket, opened as the server's own page would open them; a socket
   that closes or stays silent is named in ``ws_list`` / ``ws_session``.
@@ -140,6 +142,27 @@ class Result:
         )
 
 
+SETTLE_WINDOW = 1.0
+SETTLE_CPU_PCT = 5.0
+SETTLE_TIMEOUT = 120.0
+
+
+def settle(server: Server, deadline: float) -> float:
+    """Wait until the server's CPU stays under :data:`SETTLE_CPU_PCT` of a core for a
+    :data:`SETTLE_WINDOW`: what a start leaves to do in the background (the first
+    checkpoint flush of every session, the first full pass) is done, so the warm requests
+    measure a request, not a request beside that. Returns the seconds waited."""
+    started = time.monotonic()
+    while True:
+        cpu0, t0 = server.cpu_seconds(), time.monotonic()
+        time.sleep(SETTLE_WINDOW)
+        busy = (server.cpu_seconds() - cpu0) / (time.monotonic() - t0) * 100
+        if busy < SETTLE_CPU_PCT:
+            return time.monotonic() - started
+        if time.monotonic() > deadline:
+            raise server.fail(f"still {busy:.0f}% busy {SETTLE_TIMEOUT:g} s after its start")
+
+
 def measure(size: int, args: argparse.Namespace, tmp: Path) -> Result:
     built = build_home(size, big_copies=args.big_copies, big=args.big)
     ids, big = built.ids, built.big_ids
@@ -171,6 +194,12 @@ def measure(size: int, args: argparse.Namespace, tmp: Path) -> Result:
             for i in range(args.requests)
         ]
         timed(server, ["/"] * WARMUP + detail_paths[:WARMUP], args.request_timeout, "warm-up")
+        settled = settle(server, time.monotonic() + SETTLE_TIMEOUT)
+        print(
+            f"   settled {settled:.1f} s after the warm-up (the hub's first checkpoint flush "
+            f"and full pass: under {SETTLE_CPU_PCT:g}% of a core for {SETTLE_WINDOW:g} s)",
+            flush=True,
+        )
         listed = timed(server, ["/"] * args.requests, args.request_timeout, "list")
         detail = timed(server, detail_paths, args.request_timeout, "detail")
         if len(listed) != args.requests or len(detail) != args.requests:
