@@ -35,6 +35,8 @@ DEFAULTS: Mapping[str, object] = {
     "DEMO": True,
     "PROFILE": DEFAULT_PROFILE,
     "FOLD_CHECKPOINTS": True,
+    "COLLECT": True,
+    "HOME_NAME": "",
     "ENGINE_URL": "",
     "ENGINE": "",
     "LOGIN_THROTTLE_FAILURES": 5,
@@ -65,6 +67,12 @@ class DshwebConfig:
     """``PROFILE``: the DSH profile whose compaction settings give the compaction point."""
     fold_checkpoints: bool
     """``FOLD_CHECKPOINTS``: the hub keeps each session's fold state in the database."""
+    collect: bool
+    """``COLLECT``: this process runs the hub of ``DSH_HOME`` (the embedded default). Off:
+    a web worker, which never reads a DSH home and shows what collectors
+    (``manage.py dshweb_collect``) wrote to the database (:mod:`dshweb.live.worker`)."""
+    home_name: str
+    """``HOME_NAME``: the collected home a web worker shows; empty: the only one collected."""
     engine_url: str
     """``ENGINE_URL``: launch URL of a running ``dsh web`` for the Compact button (it wins
     over the engine stored in the database)."""
@@ -104,6 +112,8 @@ def get_config() -> DshwebConfig:
         demo=_typed(value, "DEMO", bool),
         profile=_typed(value, "PROFILE", str),
         fold_checkpoints=_typed(value, "FOLD_CHECKPOINTS", bool),
+        collect=_typed(value, "COLLECT", bool),
+        home_name=_typed(value, "HOME_NAME", str),
         engine_url=_typed(value, "ENGINE_URL", str),
         engine=_typed(value, "ENGINE", str),
         login_throttle_failures=_typed(value, "LOGIN_THROTTLE_FAILURES", int),

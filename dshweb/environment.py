@@ -217,6 +217,24 @@ def fold_checkpoints() -> bool:
     return os.environ.get("DSHWEB_FOLD_CHECKPOINTS", "") == "" or _switch("DSHWEB_FOLD_CHECKPOINTS")
 
 
+def collect() -> bool:
+    """``DSHWEB_COLLECT`` (``on``, the default, or ``off``): this process folds the DSH
+    home itself; ``off`` makes it a web worker that serves what collectors wrote to the
+    database (README "Collectors") and never reads a DSH home."""
+    value = os.environ.get("DSHWEB_COLLECT", "").strip()
+    if value not in ("", "on", "off"):
+        raise ConfigurationError(
+            f"DSHWEB_COLLECT: {value!r} is neither on (this process reads the DSH home) nor "
+            "off (a web worker: it shows what collectors wrote to the database)"
+        )
+    return value != "off"
+
+
+def home_name() -> str:
+    """``DSHWEB_HOME_NAME``: the collected home a web worker shows (empty: the only one)."""
+    return os.environ.get("DSHWEB_HOME_NAME", "").strip()
+
+
 def _switch(name: str) -> bool:
     # A security switch spelled "true" or "yes" must not silently mean off.
     value = os.environ.get(name, "")

@@ -37,6 +37,8 @@ DSHWEB: dict[str, object] = {
     "DEMO": environment.demo_allowed(),
     "PROFILE": environment.profile(),
     "FOLD_CHECKPOINTS": environment.fold_checkpoints(),
+    "COLLECT": environment.collect(),
+    "HOME_NAME": environment.home_name(),
     "ENGINE_URL": os.environ.get("DSHWEB_ENGINE_URL", ""),
     "ENGINE": os.environ.get("DSHWEB_ENGINE", ""),
     "LOGIN_THROTTLE_FAILURES": 5,

@@ -47,8 +47,9 @@ from dshweb.core.settings.patchfile import (
 from dshweb.dashboard import compact, patches
 from dshweb.dashboard.models import DshWebSetting, PatchRevision
 from dshweb.dashboard.settings_forms import config_form, fixed_values, initial_values
+from dshweb.dashboard.views import worker_refusal
 from dshweb.dsh_web.client import DshWebClient, LaunchUrlError
-from dshweb.live.service import home_view, shown_home
+from dshweb.live.service import collecting, home_view, shown_home
 
 View = Callable[..., HttpResponse]
 ENGINE_ROWS = ("compaction-basic", "tool-result-pruner")
@@ -61,6 +62,8 @@ def staff_only(view: View) -> View:
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not request.user.is_staff:
             raise PermissionDenied("Only staff users may change DSH settings.")
+        if not collecting():  # the profiles live in the home, on its collector's machine
+            return worker_refusal(request, "Changing DSH settings")
         return view(request, *args, **kwargs)
 
     return wrapper

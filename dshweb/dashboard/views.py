@@ -28,13 +28,20 @@ from dshweb.core.listing.query import list_query
 from dshweb.dashboard import compact, fragments
 from dshweb.dashboard.fragments import live_parts_html, session_context
 from dshweb.live.hub import HomeView
-from dshweb.live.service import current_hub, home_view
+from dshweb.live.service import collecting, home_view
 
 HOME_UNAVAILABLE = 503
+NOT_ON_A_WORKER = 503
 
 
 class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
+
+
+def worker_refusal(request: HttpRequest, what: str) -> HttpResponse:
+    """What a web worker (``DSHWEB_COLLECT=off``) answers to an action that needs the DSH
+    home: not built there yet (it will travel to the home's collector)."""
+    return render(request, "dashboard/worker_refusal.html", {"what": what}, status=NOT_ON_A_WORKER)
 
 
 def _home_error(request: HttpRequest, home: HomeView) -> HttpResponse:
@@ -89,7 +96,7 @@ def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
 def fold_progress(request: HtmxHttpRequest) -> HttpResponse:
     """How far the first read of the home has got (polled by the progress bar); when it
     is done, an htmx poll reloads the page, now complete."""
-    progress = current_hub().view().progress
+    progress = home_view(wait=0).progress
     response = render(request, "dashboard/_fold_progress.html", {"progress": progress})
     if progress.done and request.htmx:
         response["HX-Refresh"] = "true"
@@ -106,6 +113,8 @@ def session_compact(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     """
     if not request.user.has_perm("dashboard.compact"):
         raise PermissionDenied("Your account may not compact sessions.")
+    if not collecting():
+        return worker_refusal(request, "Compact")
     home = home_view()
     snapshot = home.session(session_id)
     if snapshot is None:

@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 
 from django.conf import settings
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from dshweb.core.fold.progress import FoldProgress
@@ -56,19 +57,7 @@ def collected_home(name: str) -> CollectedHome | None:
     lease = CollectorLease.objects.filter(name=name).first()
     if lease is None:
         return None
-    key = sealing_key()
-    sessions: dict[str, SessionView] = {}
-    unreadable = 0
-    rows = CollectedSession.objects.filter(home=name).values_list("session_id", "version", "blob")
-    for session_id, version, blob in rows.iterator(chunk_size=500):
-        opened = open_session(bytes(blob), key=key)
-        if opened is None:
-            unreadable += 1
-            continue
-        snapshot, gauge = opened
-        sessions[session_id] = SessionView(snapshot, gauge, version)
-    if unreadable:
-        log.warning("%d collected session(s) of home %s could not be read", unreadable, name)
+    sessions, unreadable = open_rows(name, CollectedSession.objects.filter(home=name))
     count = len(sessions)
     view = HomeView(
         Path(lease.path),
@@ -87,6 +76,27 @@ def collected_home(name: str) -> CollectedHome | None:
         online=lease_is_held(lease, timezone.now()),
         unreadable=unreadable,
     )
+
+
+def open_rows(
+    name: str, rows: QuerySet[CollectedSession], key: bytes | None = None
+) -> tuple[dict[str, SessionView], int]:
+    """The sessions of home ``name``'s ``rows`` that this code can open (signed with
+    ``key``, default :func:`sealing_key`), and how many it could not (logged)."""
+    key = sealing_key() if key is None else key
+    sessions: dict[str, SessionView] = {}
+    unreadable = 0
+    found = rows.values_list("session_id", "version", "blob")
+    for session_id, version, blob in found.iterator(chunk_size=500):
+        opened = open_session(bytes(blob), key=key)
+        if opened is None:
+            unreadable += 1
+            continue
+        snapshot, gauge = opened
+        sessions[session_id] = SessionView(snapshot, gauge, version)
+    if unreadable:
+        log.warning("%d collected session(s) of home %s could not be read", unreadable, name)
+    return sessions, unreadable
 
 
 def collected_home_names() -> list[str]:

@@ -26,7 +26,7 @@ from channels.layers import get_channel_layer
 
 from dshweb.live.groups import SESSIONS_GROUP, session_group, subscriptions
 from dshweb.live.hub import HomeChange, Listener
-from dshweb.live.service import current_hub
+from dshweb.live.service import collecting, current_hub
 from dshweb.live.timing import INTERVAL, LIST_INTERVAL
 
 SESSION_CHANGED = "session.changed"
@@ -123,9 +123,12 @@ _task: asyncio.Task[Any] | None = None
 _publisher: Publisher | None = None
 
 
-def start_publisher() -> Publisher:
-    """Start (or keep) the publisher of the process's hub on the running event loop."""
+def start_publisher() -> Publisher | None:
+    """Start (or keep) the publisher of the process's hub on the running event loop; a web
+    worker has none (its collectors publish, through the channel layer)."""
     global _task, _publisher
+    if not collecting():
+        return None
     loop = asyncio.get_running_loop()
     hub = current_hub()
     alive = _task is not None and not _task.done() and _task.get_loop() is loop

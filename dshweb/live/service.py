@@ -1,10 +1,13 @@
-"""The process's hub for the shown DSH home, started on first use.
+"""The process's hub for the shown DSH home, started on first use; or, in a web worker
+(``DSHWEB["COLLECT"]`` off), the collected home it shows (:mod:`dshweb.live.worker`).
 
 :func:`shown_home` is the home of ``DSHWEB["DSH_HOME"]`` (:mod:`dshweb.config`), or the
 demo home copied on first use when that does not exist. When ``DSHWEB`` changes (a test's
 ``override_settings``) the hub is stopped, and the next use starts one for the home and
 profile then configured. Readers call :func:`home_view`, which never folds: at most it
 waits :data:`FIRST_PAGE_WAIT` seconds for the first pass of a hub that has just started.
+A web worker never starts a hub: :func:`home_view` and :func:`shown_home` come from the
+database, and :func:`current_hub` refuses.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dshweb.config import get_config
 from dshweb.environment import HomeChoice, home_choice
 from dshweb.live import timing
 from dshweb.live.hub import CheckpointStore, HomeView, Hub
+from dshweb.live.worker import worker_home
 
 _guard = threading.Lock()
 _hub: Hub | None = None
@@ -47,9 +51,16 @@ def _store() -> CheckpointStore | None:
     return DatabaseCheckpoints()
 
 
+def collecting() -> bool:
+    """This process reads the DSH home itself (the embedded default), not a web worker."""
+    return get_config().collect
+
+
 def current_hub() -> Hub:
     """The running hub of the configured home (started, or replaced, as needed)."""
     global _hub
+    if not collecting():
+        raise RuntimeError("a web worker (DSHWEB_COLLECT=off) runs no hub")
     home, profile = shown_home().path, get_config().profile
     hub = _hub
     if hub is not None and hub.home == home and hub.profile == profile:
@@ -67,7 +78,10 @@ def current_hub() -> Hub:
 
 def home_view(wait: float | None = None) -> HomeView:
     """What the hub holds now (waiting for a first pass still under way, at most
-    ``wait`` seconds, default :data:`~dshweb.live.timing.FIRST_PAGE_WAIT`)."""
+    ``wait`` seconds, default :data:`~dshweb.live.timing.FIRST_PAGE_WAIT`); in a web
+    worker, what the database has (never waiting)."""
+    if not collecting():
+        return worker_home().view
     return current_hub().wait_ready(timing.FIRST_PAGE_WAIT if wait is None else wait)
 
 

@@ -4,7 +4,9 @@ Daphne has no startup hook, so the first ASGI call of any kind starts the hub's 
 (and, on the bundled demo home, its replay) and runs the one-off ``on_start`` jobs the
 web layer hands in (closing the Compact requests a stopped dshweb left in flight), before
 passing the call on. The publisher starts the process's hub, whose first pass folds in
-its own thread while pages are served with what is folded so far.
+its own thread while pages are served with what is folded so far. A web worker
+(``DSHWEB_COLLECT=off``) starts none of these: it has no hub, and the Compact requests
+in flight are its collectors' business.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from channels.routing import ProtocolTypeRouter
 
 from dshweb.live.demo import start_demo_replay
 from dshweb.live.publisher import start_publisher
-from dshweb.live.service import shown_home
+from dshweb.live.service import collecting, shown_home
 
 
 class StartLiveServices:
@@ -31,7 +33,7 @@ class StartLiveServices:
     async def __call__(
         self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
     ) -> None:
-        if scope["type"] in ("http", "websocket"):
+        if scope["type"] in ("http", "websocket") and collecting():
             start_publisher()
             if (home := shown_home()).is_demo:
                 start_demo_replay(home.path)

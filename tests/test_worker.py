@@ -1,0 +1,174 @@
+"""A web worker (``DSHWEB_COLLECT=off``) in one process: its view of a collected home
+follows the rows at the cost of what changed, its pages say which home and whether its
+collector is online, and it never starts a hub nor reads the home (dshweb.live.worker)."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import Permission
+from django.test import Client, override_settings
+
+from dshweb.core.log.home import session_logs
+from dshweb.dashboard.models import CompactionRequest
+from dshweb.environment import ConfigurationError, collect
+from dshweb.live import service, worker
+from dshweb.live.collected import sealing_key
+from dshweb.live.collector import SessionWriter
+from dshweb.live.hub import HomeView, Hub
+from dshweb.live.lease import Lease, lease_release, lease_take
+from tests.conftest import FIXTURE_HOMES
+from tests.logbuilder import frames_of
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+def _sessions(view: HomeView) -> dict[str, object]:
+    return {sid: (dataclasses.asdict(v.snapshot), v.gauge) for sid, v in view.sessions.items()}
+
+
+@pytest.fixture
+def off(tmp_path: Path, fresh_hub: None) -> Iterator[None]:
+    """This process is a web worker whose DSH home does not exist."""
+    config = {**settings.DSHWEB, "COLLECT": False, "DSH_HOME": tmp_path / "no-such-home"}
+    with override_settings(DSHWEB=config):
+        yield
+    worker.forget_worker_home()
+
+
+@dataclasses.dataclass
+class Collected:
+    hub: Hub
+    writer: SessionWriter
+    lease: Lease
+    rest: dict[Path, bytes]
+
+    def write(self) -> None:
+        self.hub.sync()
+        self.writer.flush()
+
+
+def _collect(tmp_path: Path, name: str = "h") -> Collected:
+    """A collector, in this process, of a copy of two fixture homes whose first log holds
+    half its frames (the rest kept to append)."""
+    home = tmp_path / name
+    shutil.copytree(FIXTURE_HOMES / "subagent-parent", home)
+    shutil.copytree(
+        FIXTURE_HOMES / "auto-compact" / "sessions", home / "sessions", dirs_exist_ok=True
+    )
+    log = session_logs(home)[0].path
+    frames = frames_of(log)
+    log.write_bytes(b"".join(frames[: len(frames) // 2]))
+    lease = lease_take(name=name, path=str(home), heartbeat_every=60.0)
+    writer = SessionWriter(lease, sealing_key())
+    hub = Hub(home, "sdk")
+    hub.subscribe(writer)
+    hub.cold_start()
+    writer.flush()
+    return Collected(hub, writer, lease, {log: b"".join(frames[len(frames) // 2 :])})
+
+
+@pytest.fixture
+def user_client(client: Client, django_user_model: Any) -> Client:
+    user = django_user_model.objects.create_user("viewer", password="x", is_staff=True)
+    client.force_login(user)
+    return client
+
+
+def test_the_worker_follows_the_rows_at_the_cost_of_what_changed(tmp_path: Path, off: None) -> None:
+    collected = _collect(tmp_path)
+    shown = worker.worker_home()
+    assert shown.name == "h" and shown.online
+    assert _sessions(shown.view) == _sessions(collected.hub.view())
+    assert shown.view.tree == collected.hub.view().tree
+    assert service.home_view() is shown.view  # pages read the same view
+    follower = worker._follower
+    assert follower is not None and follower.reads == len(shown.view.sessions)
+
+    assert worker.worker_home().view is shown.view  # nothing changed: nothing read
+    assert follower.reads == len(shown.view.sessions)
+
+    for path, rest in collected.rest.items():
+        with path.open("ab") as handle:
+            handle.write(rest)
+    collected.write()
+    after = worker.worker_home().view
+    assert follower.reads == len(shown.view.sessions) + 1  # the one session that grew
+    assert _sessions(after) == _sessions(collected.hub.view()) != _sessions(shown.view)
+
+    gone = next(iter(collected.hub.index.trackers))
+    shutil.rmtree(gone)
+    collected.write()
+    assert _sessions(worker.worker_home().view) == _sessions(collected.hub.view())
+    assert service._hub is None  # never a hub in a web worker
+
+
+def test_pages_show_the_home_and_say_when_its_collector_is_offline(
+    tmp_path: Path, off: None, user_client: Client
+) -> None:
+    collected = _collect(tmp_path)
+    page = user_client.get("/").content.decode()
+    assert 'data-home="h"' in page and "offline" not in page
+    for session_id in collected.hub.view().sessions:
+        assert session_id in page
+        assert user_client.get(f"/sessions/{session_id}/").status_code == 200
+    lease_release(collected.lease)
+    page = user_client.get("/").content.decode()
+    assert 'id="collector-offline"' in page and "collector of h offline since" in page
+    assert all(session_id in page for session_id in collected.hub.view().sessions)
+    assert service._hub is None
+
+
+def test_actions_that_need_the_home_are_refused_with_a_reason(
+    tmp_path: Path, off: None, user_client: Client, django_user_model: Any
+) -> None:
+    collected = _collect(tmp_path)
+    session_id = next(iter(collected.hub.view().sessions))
+    user = django_user_model.objects.get(username="viewer")
+    user.user_permissions.add(Permission.objects.get(codename="compact"))
+    refused = user_client.post(f"/sessions/{session_id}/compact/")
+    assert refused.status_code == 503 and b"Compact is not available" in refused.content
+    assert not CompactionRequest.objects.exists()
+    settings_page = user_client.get("/settings/")
+    assert (
+        settings_page.status_code == 503
+        and b"not available on a web worker" in settings_page.content
+    )
+
+
+def test_without_a_home_to_show_the_page_says_what_to_set(
+    tmp_path: Path, off: None, user_client: Client
+) -> None:
+    page = user_client.get("/")
+    assert page.status_code == 503 and b"no collector has written" in page.content
+    _collect(tmp_path, "a")
+    _collect(tmp_path, "b")
+    page = user_client.get("/")
+    assert page.status_code == 503 and b"set DSHWEB_HOME_NAME" in page.content
+    with override_settings(DSHWEB={**settings.DSHWEB, "HOME_NAME": "b"}):
+        page = user_client.get("/")
+        assert page.status_code == 200 and b'data-home="b"' in page.content
+    with override_settings(DSHWEB={**settings.DSHWEB, "HOME_NAME": "c"}):
+        page = user_client.get("/")
+        assert page.status_code == 503 and b"--name c" in page.content
+
+
+@pytest.mark.parametrize(("value", "on"), [("", True), ("on", True), ("off", False)])
+def test_dshweb_collect_is_read(monkeypatch: pytest.MonkeyPatch, value: str, on: bool) -> None:
+    monkeypatch.setenv("DSHWEB_COLLECT", value)
+    assert collect() is on
+
+
+@pytest.mark.parametrize("value", ["0", "no", "OFF", "false"])
+def test_a_dshweb_collect_that_is_neither_on_nor_off_is_refused(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("DSHWEB_COLLECT", value)
+    with pytest.raises(ConfigurationError, match=r"DSHWEB_COLLECT: .* neither on .* nor off"):
+        collect()
