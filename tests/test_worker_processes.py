@@ -1,0 +1,178 @@
+"""A collector and a web worker as real processes on one database: ``manage.py
+dshweb_collect`` on a copy of a fixture home, and Daphne with ``DSHWEB_COLLECT=off``
+whose ``DSH_HOME`` does not exist. What a person sees on the worker is checked against a
+fold of the same home made here; the worker never holds a file of the home open.
+"""
+
+from __future__ import annotations
+
+import http.cookiejar
+import os
+import re
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dshweb.core.fold.gauge import ContextGauge
+from tests.browser.server import PASSWORD, USERNAME, DshwebServer, ServerError, terminate
+from tests.conftest import FIXTURE_HOMES, run_python
+from tests.test_collector import (
+    HEARTBEAT,
+    NAME,
+    SECRET,
+    WAIT,
+    Collector,
+    _append,
+    _cold,
+    _cut,
+    _env,
+)
+
+
+class Visitor:
+    """A signed-in person's HTTP client of one server."""
+
+    def __init__(self, server: DshwebServer) -> None:
+        self.server = server
+        jar = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        login = f"{server.url}/accounts/login/"
+        page = self.get("/accounts/login/")[1]
+        found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)
+        assert found, page[:500]
+        form = {"username": USERNAME, "password": PASSWORD, "csrfmiddlewaretoken": found[1]}
+        data = urllib.parse.urlencode(form).encode()
+        self.opener.open(urllib.request.Request(login, data=data), timeout=10).read()
+        self.cookies = {cookie.name: cookie.value for cookie in jar}
+        assert "sessionid" in self.cookies
+
+    def get(self, path: str) -> tuple[int, str]:
+        try:
+            with self.opener.open(self.server.url + path, timeout=10) as reply:
+                return reply.status, reply.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+
+@pytest.fixture
+def collector(tmp_path: Path) -> Iterator[Collector]:
+    data_dir = tmp_path / "data"
+    run_python("manage.py", "dshweb_bootstrap", "--verbosity", "0", env=_env(data_dir), check=True)
+    made = Collector(tmp_path / "home", data_dir)
+    yield made
+    terminate(made.process)
+
+
+@pytest.fixture
+def web_worker(collector: Collector, tmp_path: Path) -> Iterator[DshwebServer]:
+    """A web worker on the collector's database, whose DSH home does not exist."""
+    server = DshwebServer(
+        home=tmp_path / "no-such-home",
+        data_dir=collector.data_dir,
+        extra_env={"DSHWEB_COLLECT": "off", "DSHWEB_SECRET_KEY": SECRET},
+    )
+    try:
+        server.prepare()
+    except ServerError as error:
+        pytest.fail(str(error), pytrace=False)
+    yield server
+    server.stop()
+
+
+def _ring(html: str) -> dict[str, str]:
+    """The numbers the session page's ring shows."""
+    found = re.search(r'<figure[^>]*id="context-ring"[^>]*>', html)
+    assert found, html[:2000]
+    return dict(re.findall(r'data-(used|window|percent|band)="([^"]*)"', found[0]))
+
+
+def _numbers(gauge: object) -> dict[str, str]:
+    """What the ring shows for ``gauge``, from a fold made here."""
+    assert isinstance(gauge, ContextGauge)
+    shown = {"used": gauge.used, "window": gauge.window, "percent": gauge.percent}
+    return {k: "" if v is None else str(v) for k, v in shown.items()} | {"band": str(gauge.band)}
+
+
+def _open_under(pid: int, folder: Path) -> list[str]:
+    """The files process ``pid`` holds open under ``folder``."""
+    fds = Path(f"/proc/{pid}/fd")
+    opened = []
+    for fd in fds.iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith(str(folder)):
+            opened.append(target)
+    return opened
+
+
+def _wait(what: str, ready: object, server: DshwebServer, timeout: float = WAIT) -> None:
+    assert callable(ready)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        time.sleep(0.2)
+    pytest.fail(f"{what}: not within {timeout} s\n{server.output(60)}")
+
+
+def test_a_web_worker_shows_what_the_collector_folded_and_when_it_went_offline(
+    collector: Collector, web_worker: DshwebServer
+) -> None:
+    home = collector.home
+    second, _ = _cut(FIXTURE_HOMES / "subagent-parent", home)
+    collector.start()
+    expected = _cold(home)
+    collector.wait_for(
+        "the collector's rows",
+        lambda: {s: (snap, g) for s, (_, snap, g) in collector.rows().items()} == expected,
+    )
+    web_worker.start()
+    visitor = Visitor(web_worker)
+    assert web_worker.process is not None
+    assert not web_worker.home.exists()
+
+    status, page = visitor.get("/")
+    assert status == 200, page[:2000]
+    assert f'data-home="{NAME}"' in page and 'id="collector-offline"' not in page
+    assert set(re.findall(r'data-session-id="([^"]+)"', page)) == set(expected)
+    for session_id, (_, gauge) in expected.items():
+        status, page = visitor.get(f"/sessions/{session_id}/")
+        assert status == 200, page[:2000]
+        assert _ring(page) == _numbers(gauge)
+
+    # Frames appended reach the worker's pages (read from the rows the collector wrote).
+    _append(second)
+    grown = {s: _numbers(g) for s, (_, g) in _cold(home).items()}
+    assert grown != {s: _numbers(g) for s, (_, g) in expected.items()}
+    _wait(
+        "the grown sessions on the worker's pages",
+        lambda: all(_ring(visitor.get(f"/sessions/{s}/")[1]) == n for s, n in grown.items()),
+        web_worker,
+    )
+    assert _open_under(web_worker.process.pid, home.resolve()) == []
+
+    # kill -9: the lease goes stale and the pages say so, the rows still shown.
+    assert collector.process is not None
+    collector.process.kill()
+    collector.process.wait(10)
+    _wait(
+        "the offline banner",
+        lambda: f"collector of {NAME} offline since" in visitor.get("/")[1],
+        web_worker,
+        timeout=3 * HEARTBEAT + 10,
+    )
+    status, page = visitor.get("/")
+    assert status == 200
+    assert set(re.findall(r'data-session-id="([^"]+)"', page)) == set(expected)
+    assert "Reading the DSH home" not in page
+    status, page = visitor.get("/settings/")
+    assert status == 503 and "not available on a web worker" in page
+    assert not web_worker.home.exists()
+    assert web_worker.process.poll() is None, web_worker.output(60)
