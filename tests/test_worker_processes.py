@@ -9,6 +9,7 @@ from __future__ import annotations
 import http.cookiejar
 import os
 import re
+import shutil
 import time
 import urllib.error
 import urllib.parse
@@ -17,10 +18,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from websockets.sync.client import connect
+from websockets.typing import Origin
 
 from dshweb.core.fold.gauge import ContextGauge
-from tests.browser.server import PASSWORD, USERNAME, DshwebServer, ServerError, terminate
-from tests.conftest import FIXTURE_HOMES, run_python
+from tests.browser.server import (
+    PASSWORD,
+    USERNAME,
+    DshwebServer,
+    ServerError,
+    spawn,
+    terminate,
+)
+from tests.conftest import FIXTURE_HOMES, REPO, run_python
 from tests.test_collector import (
     HEARTBEAT,
     NAME,
@@ -32,6 +42,7 @@ from tests.test_collector import (
     _cut,
     _env,
 )
+from tests.test_stores import stores  # noqa: F401  (the fixture)
 
 
 class Visitor:
@@ -176,3 +187,56 @@ def test_a_web_worker_shows_what_the_collector_folded_and_when_it_went_offline(
     assert status == 503 and "not available on a web worker" in page
     assert not web_worker.home.exists()
     assert web_worker.process.poll() is None, web_worker.output(60)
+
+
+@pytest.mark.services
+def test_frames_appended_reach_a_socket_on_the_web_worker_through_redis(
+    tmp_path: Path,
+    stores: dict[str, str],  # noqa: F811  (the fixture, imported above)
+) -> None:
+    home, data_dir = tmp_path / "home", tmp_path / "data"
+    second, _ = _cut(FIXTURE_HOMES / "subagent-parent", home)
+    expected = _cold(home)
+    worker = DshwebServer(
+        home=tmp_path / "no-such-home",
+        data_dir=data_dir,
+        extra_env=stores | {"DSHWEB_COLLECT": "off", "DSHWEB_HOME_NAME": NAME},
+    )
+    process = None
+    try:
+        worker.prepare()
+        made = Collector(home, data_dir)
+        process = spawn(made.command(), cwd=REPO, env=_env(data_dir) | stores, log=made.log)
+        worker.start()
+        visitor = Visitor(worker)
+        _wait(
+            "the collector's sessions on the worker",
+            lambda: (
+                set(re.findall(r'data-session-id="([^"]+)"', visitor.get("/")[1])) == set(expected)
+            ),
+            worker,
+        )
+        preview = tmp_path / "preview"  # the home as it will be, folded here
+        shutil.copytree(home, preview)
+        _append({preview / path.relative_to(home): frames for path, frames in second.items()})
+        grown = {s: _numbers(g) for s, (_, g) in _cold(preview).items()}
+        watched = next(s for s in grown if grown[s] != _numbers(expected[s][1]))
+        with connect(
+            f"ws://127.0.0.1:{worker.port}/ws/sessions/{watched}/",
+            origin=Origin(worker.url),
+            additional_headers={"Cookie": f"sessionid={visitor.cookies['sessionid']}"},
+            open_timeout=30,
+        ) as live:
+            assert _ring(str(live.recv(timeout=30))) == _numbers(expected[watched][1])
+            _append(second)
+            deadline = time.monotonic() + 15
+            seen: list[dict[str, str]] = []
+            while grown[watched] not in seen:
+                left = deadline - time.monotonic()
+                assert left > 0, (seen, grown[watched], made.output(), worker.output(40))
+                message = str(live.recv(timeout=left))
+                if 'id="context-ring"' in message:
+                    seen.append(_ring(message))
+    finally:
+        terminate(process)
+        worker.stop()
