@@ -4,23 +4,32 @@ collector is online, and it never starts a hub nor reads the home (dshweb.live.w
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import shutil
+import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
 from django.conf import settings
 from django.contrib.auth.models import Permission
 from django.test import Client, override_settings
 
 from dshweb.core.log.home import session_logs
+from dshweb.dashboard import compact
 from dshweb.dashboard.models import CompactionRequest
 from dshweb.environment import ConfigurationError, collect
 from dshweb.live import service, worker
 from dshweb.live.collected import sealing_key
 from dshweb.live.collector import SessionWriter
+from dshweb.live.commands import CollectorPlace, collector_group, collector_owner
+from dshweb.live.groups import session_group
 from dshweb.live.hub import HomeView, Hub
 from dshweb.live.lease import Lease, lease_release, lease_take
 from tests.conftest import FIXTURE_HOMES
@@ -125,21 +134,138 @@ def test_pages_show_the_home_and_say_when_its_collector_is_offline(
     assert service._hub is None
 
 
-def test_actions_that_need_the_home_are_refused_with_a_reason(
-    tmp_path: Path, off: None, user_client: Client, django_user_model: Any
-) -> None:
-    collected = _collect(tmp_path)
-    session_id = next(iter(collected.hub.view().sessions))
+def _may_compact(django_user_model: Any) -> None:
     user = django_user_model.objects.get(username="viewer")
     user.user_permissions.add(Permission.objects.get(codename="compact"))
-    refused = user_client.post(f"/sessions/{session_id}/compact/")
-    assert refused.status_code == 503 and b"Compact is not available" in refused.content
-    assert not CompactionRequest.objects.exists()
+
+
+def _members(*groups: str) -> list[str]:
+    """A channel of this process's layer in each of ``groups``."""
+    layer = get_channel_layer()
+    assert layer is not None
+    channels = []
+    for group in groups:
+        channel = async_to_sync(layer.new_channel)()
+        async_to_sync(layer.group_add)(group, channel)
+        channels.append(channel)
+    return channels
+
+
+def _received(channel: str, timeout: float = 0.5) -> dict[str, Any] | None:
+    """The next message on ``channel``, or None when none comes within ``timeout``."""
+    layer = get_channel_layer()
+    assert layer is not None
+
+    async def receive() -> dict[str, Any] | None:
+        try:
+            return dict(await asyncio.wait_for(layer.receive(channel), timeout))
+        except TimeoutError:
+            return None
+
+    return async_to_sync(receive)()
+
+
+def test_settings_saves_are_refused_with_a_reason(
+    tmp_path: Path, off: None, user_client: Client
+) -> None:
+    _collect(tmp_path)
     settings_page = user_client.get("/settings/")
     assert (
         settings_page.status_code == 503
         and b"not available on a web worker" in settings_page.content
     )
+
+
+def test_a_press_with_no_collector_running_fails_at_once_with_the_reason(
+    tmp_path: Path, off: None, user_client: Client, django_user_model: Any
+) -> None:
+    collected = _collect(tmp_path)
+    session_id = next(iter(collected.hub.view().sessions))
+    _may_compact(django_user_model)
+    lease_release(collected.lease)
+    (to_collector,) = _members(collector_group("h"))
+    pressed = user_client.post(f"/sessions/{session_id}/compact/", HTTP_HX_REQUEST="true")
+    assert pressed.status_code == 204
+    request = CompactionRequest.objects.get()
+    assert (request.state, request.outcome) == ("failed", "collector_offline")
+    assert request.message.startswith("the collector of h is not running (last seen ")
+    assert request.user is not None and request.user.username == "viewer"
+    assert _received(to_collector) is None  # nothing sent
+    page = user_client.get(f"/sessions/{session_id}/").content.decode()
+    assert "Not sent — the collector of h is not running (last seen" in page
+
+    CompactionRequest.objects.all().delete()
+    with override_settings(DSHWEB={**settings.DSHWEB, "HOME_NAME": "never"}):
+        worker.forget_worker_home()
+        # No such home collected: no session to press either.
+        assert user_client.post(f"/sessions/{session_id}/compact/").status_code == 404
+    assert not CompactionRequest.objects.exists()
+
+
+def test_a_press_on_a_worker_is_run_by_the_collector_of_the_home(
+    tmp_path: Path, off: None, user_client: Client, django_user_model: Any
+) -> None:
+    collected = _collect(tmp_path)
+    session_id = next(iter(collected.hub.view().sessions))
+    _may_compact(django_user_model)
+    to_collector, on_page = _members(collector_group("h"), session_group(session_id))
+    pressed = user_client.post(f"/sessions/{session_id}/compact/", HTTP_HX_REQUEST="true")
+    assert pressed.status_code == 204
+    request = CompactionRequest.objects.get()
+    owner = collector_owner("h", collected.lease.token)
+    assert (request.state, request.owner) == ("requested", owner)
+    assert collected.lease.token not in request.owner
+    command = _received(to_collector)
+    assert command == {"type": "compact.run", "request": request.pk}
+    assert _received(on_page) == {"type": "compact.changed", "session_id": session_id}
+    time.sleep(0.3)
+    request.refresh_from_db()
+    assert request.state == "requested"  # the worker runs nothing itself
+
+    # A second press while it is in flight sends nothing.
+    user_client.post(f"/sessions/{session_id}/compact/", HTTP_HX_REQUEST="true")
+    assert CompactionRequest.objects.count() == 1 and _received(to_collector) is None
+
+    # A command addressed to another collector (an earlier lease) is dropped.
+    home = Path(collected.lease.path)
+    compact.run_commanded_compaction(command, CollectorPlace("h", home, "collector/earlier"))
+    request.refresh_from_db()
+    assert request.state == "requested"
+
+    # The collector runs it with its own dsh web: one that never answers.
+    listener = socket.create_server(("127.0.0.1", 0))  # the kernel accepts; nobody answers
+    engine_url = f"http://127.0.0.1:{listener.getsockname()[1]}/?token=secret-launch-token"
+    try:
+        with (
+            override_settings(DSHWEB={**settings.DSHWEB, "ENGINE_URL": engine_url}),
+            mock.patch("dshweb.dsh_web.client.LOGIN_TIMEOUT", 2.0),
+        ):
+            started = time.monotonic()
+            compact.run_commanded_compaction(command, CollectorPlace("h", home, owner))
+    finally:
+        listener.close()
+    assert time.monotonic() - started < 10
+    request.refresh_from_db()
+    assert (request.state, request.outcome) == ("failed", "unreachable")
+    assert "does not answer (hung?)" in request.message
+    assert "secret-launch-token" not in request.message + request.dsh_web_answer
+    assert _received(on_page) == {"type": "compact.changed", "session_id": session_id}
+    page = user_client.get(f"/sessions/{session_id}/").content.decode()
+    assert "The DSH engine is unreachable" in page
+
+
+def test_a_request_whose_collector_stopped_is_closed_as_abandoned(
+    tmp_path: Path, off: None, user_client: Client, django_user_model: Any
+) -> None:
+    collected = _collect(tmp_path)
+    session_id = next(iter(collected.hub.view().sessions))
+    _may_compact(django_user_model)
+    user_client.post(f"/sessions/{session_id}/compact/", HTTP_HX_REQUEST="true")
+    assert compact.close_abandoned_requests() == 0  # its collector is running
+    lease_release(collected.lease)
+    assert compact.close_abandoned_requests() == 1
+    request = CompactionRequest.objects.get()
+    assert (request.state, request.outcome) == ("failed", "abandoned")
 
 
 def test_without_a_home_to_show_the_page_says_what_to_set(

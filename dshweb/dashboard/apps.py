@@ -20,6 +20,10 @@ class DashboardConfig(AppConfig):
 
     def ready(self) -> None:
         from dshweb.dashboard import checks  # noqa: F401  (registers them)
+        from dshweb.dashboard.compact import RUN_COMMAND, run_commanded_compaction
+        from dshweb.live.commands import register_command
+
+        register_command(RUN_COMMAND, run_commanded_compaction)
 
         connection_created.connect(_private_database, dispatch_uid="dshweb-private-database")
 

@@ -13,6 +13,15 @@ process directly and in every process with a socket on the session through its
 A request records the process that runs it. One left in flight by a process that is
 gone (a crash, a kill) is closed with a reason when dshweb starts and before any new
 press, so it never blocks the button for ever.
+
+On a web worker (``DSHWEB_COLLECT=off``) a press travels to the collector of the home
+(:func:`request_collected_compaction`): the request is recorded here as always, owned by
+the collector's lease (:func:`~dshweb.live.commands.collector_owner`), and a
+``compact.run`` command naming the row is sent to it; the collector runs it with its own
+``dsh web`` (:func:`run_commanded_compaction`: the launch token never leaves its machine)
+and records and announces the answer. With no live collector the press fails at once,
+recorded with the reason, and nothing is sent. A request whose collector's lease is no
+longer held is abandoned, like one whose process is gone.
 """
 
 from __future__ import annotations
@@ -25,7 +34,9 @@ import os
 import socket
 import threading
 import uuid
+from collections.abc import Mapping
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from asgiref.sync import async_to_sync
@@ -47,6 +58,14 @@ from dshweb.dsh_web.client import (
     LaunchUrlError,
 )
 from dshweb.dsh_web.managed import ManagedDshWeb
+from dshweb.live.commands import (
+    OWNER_PREFIX,
+    CollectorNotRunning,
+    CollectorPlace,
+    collector_address,
+    collector_owner_alive,
+    send_command,
+)
 from dshweb.live.groups import session_group
 from dshweb.live.service import shown_home
 
@@ -60,6 +79,9 @@ ABANDONED_TEXT = "dshweb stopped while this ran"
 _PROCESS_TOKEN = uuid.uuid4().hex
 _IN_FLIGHT = (CompactionRequest.State.REQUESTED, CompactionRequest.State.RUNNING)
 MANAGED_START_TIMEOUT = 60.0
+RUN_COMMAND = "compact.run"
+COLLECTOR_OFFLINE = "collector_offline"
+COLLECTOR_UNREACHABLE = "collector_unreachable"
 
 
 class AlreadyRunning(Exception):
@@ -74,11 +96,12 @@ _managed: ManagedDshWeb | None = None
 _managed_lock = threading.Lock()
 
 
-def managed_dsh_web() -> ManagedDshWeb:
-    """The process's one managed ``dsh web`` for the configured home (started lazily)."""
+def managed_dsh_web(home: Path | None = None) -> ManagedDshWeb:
+    """The process's one managed ``dsh web`` for ``home`` (default: the configured one;
+    started lazily)."""
     global _managed
     with _managed_lock:
-        home = shown_home().path
+        home = shown_home().path if home is None else home
         if _managed is None or _managed.home != home:
             if _managed is not None:
                 _managed.stop()
@@ -87,9 +110,10 @@ def managed_dsh_web() -> ManagedDshWeb:
         return _managed
 
 
-def dsh_web_choice() -> tuple[str, str | None, str]:
+def dsh_web_choice(home: Path | None = None) -> tuple[str, str | None, str]:
     """(mode, launch URL or None, why not) — the settings (``DSHWEB_ENGINE_URL``,
-    ``DSHWEB_ENGINE``) win over the stored row."""
+    ``DSHWEB_ENGINE``) win over the stored row; a managed one runs on ``home`` (default:
+    the configured one)."""
     config = get_config()
     if config.engine_url:
         return "url", config.engine_url, ""
@@ -102,7 +126,7 @@ def dsh_web_choice() -> tuple[str, str | None, str]:
             stored = row.launch_url if row is not None else ""
             return "url", stored or None, "" if stored else "no launch URL is stored"
     if mode == "managed":
-        managed = managed_dsh_web()
+        managed = managed_dsh_web(home)
         state = managed.wait_running(MANAGED_START_TIMEOUT)
         return "managed", managed.launch_url, "" if managed.launch_url else state.reason
     return "off", None, "no DSH engine is configured (Settings → Engine)"
@@ -141,6 +165,8 @@ def process_owner() -> str:
 def _owner_alive(owner: str) -> bool:
     if not owner:
         return False  # recorded before requests named their process
+    if owner.startswith(OWNER_PREFIX):
+        return collector_owner_alive(owner)
     host, _, rest = owner.partition(":")
     pid_text, _, token = rest.partition(":")
     if host != socket.gethostname():
@@ -187,23 +213,9 @@ def request_compaction(
     projected: int | None,
 ) -> CompactionRequest:
     """Record a request and start it in the background; refuses a second one."""
-    close_abandoned_requests()
-    with transaction.atomic():
-        running = (
-            CompactionRequest.objects.select_for_update()
-            .filter(session_id=session_id, state__in=("requested", "running"))
-            .first()
-        )
-        if running is not None:
-            raise AlreadyRunning(running)
-        request = CompactionRequest.objects.create(
-            session_id=session_id,
-            user=_user(user),
-            seq_at_request=seq,
-            projected_before=projected,
-            owner=process_owner(),
-        )
-    _announce(session_id)  # open pages show "requested" at once
+    request = _record_request(
+        session_id=session_id, user=user, seq=seq, projected=projected, owner=process_owner()
+    )
     thread = threading.Thread(
         target=run_compaction,
         args=(request.pk,),
@@ -214,12 +226,94 @@ def request_compaction(
     return request
 
 
-def run_compaction(pk: int) -> None:
-    """Ask ``dsh web`` to compact, then record the answer (in a worker thread)."""
+def request_collected_compaction(
+    *,
+    home_name: str,
+    session_id: str,
+    user: AbstractBaseUser | AnonymousUser,
+    seq: int,
+    projected: int | None,
+) -> CompactionRequest:
+    """On a web worker: record a request and send it to the collector of ``home_name``;
+    refuses a second one. With no live collector the request is recorded failed, with
+    the reason, and nothing is sent."""
+    try:
+        owner = collector_address(home_name)
+    except CollectorNotRunning as offline:
+        owner, why = process_owner(), str(offline)
+    else:
+        why = ""
+    request = _record_request(
+        session_id=session_id, user=user, seq=seq, projected=projected, owner=owner
+    )
+    if not why:
+        try:
+            send_command(home_name, {"type": RUN_COMMAND, "request": request.pk})
+            return request
+        except Exception as failure:
+            log.exception("sending compaction request %s to %s failed", request.pk, home_name)
+            outcome = COLLECTOR_UNREACHABLE
+            why = f"the collector of {home_name} could not be reached: {failure}"
+    else:
+        outcome = COLLECTOR_OFFLINE
+    CompactionRequest.objects.filter(pk=request.pk).update(
+        state=CompactionRequest.State.FAILED,
+        outcome=outcome,
+        message=why,
+        finished_at=timezone.now(),
+    )
+    _announce(session_id)
+    request.refresh_from_db()
+    return request
+
+
+def _record_request(
+    *,
+    session_id: str,
+    user: AbstractBaseUser | AnonymousUser,
+    seq: int,
+    projected: int | None,
+    owner: str,
+) -> CompactionRequest:
+    close_abandoned_requests()
+    with transaction.atomic():
+        running = (
+            CompactionRequest.objects.select_for_update()
+            .filter(session_id=session_id, state__in=_IN_FLIGHT)
+            .first()
+        )
+        if running is not None:
+            raise AlreadyRunning(running)
+        request = CompactionRequest.objects.create(
+            session_id=session_id,
+            user=_user(user),
+            seq_at_request=seq,
+            projected_before=projected,
+            owner=owner,
+        )
+    _announce(session_id)  # open pages show "requested" at once
+    return request
+
+
+def run_commanded_compaction(message: Mapping[str, Any], place: CollectorPlace) -> None:
+    """In a collector: run the request a ``compact.run`` command names, if it is in
+    flight and addressed to this collector (a command to an earlier one is dropped)."""
+    pk = int(message["request"])
+    close_old_connections()
+    request = CompactionRequest.objects.filter(pk=pk).first()
+    if request is None or not request.in_flight or request.owner != place.owner:
+        log.warning("compaction request %s is not this collector's to run; dropped", pk)
+        return
+    run_compaction(pk, home=place.home)
+
+
+def run_compaction(pk: int, *, home: Path | None = None) -> None:
+    """Ask ``dsh web`` (a managed one on ``home``, default the configured one) to
+    compact, then record the answer (in a worker thread)."""
     close_old_connections()
     try:
         request = CompactionRequest.objects.get(pk=pk)
-        outcome = _ask_dsh_web(request.session_id)
+        outcome = _ask_dsh_web(request.session_id, home)
         request.state = (
             CompactionRequest.State.DONE if outcome.ok else CompactionRequest.State.FAILED
         )
@@ -246,8 +340,8 @@ def run_compaction(pk: int) -> None:
         close_old_connections()
 
 
-def _ask_dsh_web(session_id: str) -> CompactOutcome:
-    _mode, url, why = dsh_web_choice()
+def _ask_dsh_web(session_id: str, home: Path | None) -> CompactOutcome:
+    _mode, url, why = dsh_web_choice(home)
     if url is None:
         return CompactOutcome(
             CompactStatus.ENGINE_ERROR, f"not configured: {why}", code="dshweb/not-configured"

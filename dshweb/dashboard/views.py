@@ -28,7 +28,7 @@ from dshweb.core.listing.query import list_query
 from dshweb.dashboard import compact, fragments
 from dshweb.dashboard.fragments import live_parts_html, session_context
 from dshweb.live.hub import HomeView
-from dshweb.live.service import collecting, home_view
+from dshweb.live.service import collecting, home_view, shown_home_name
 
 HOME_UNAVAILABLE = 503
 NOT_ON_A_WORKER = 503
@@ -105,7 +105,8 @@ def fold_progress(request: HtmxHttpRequest) -> HttpResponse:
 
 @require_POST
 def session_compact(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
-    """Ask ``dsh web`` to fold this session now (a POST with CSRF, ``compact`` only).
+    """Ask ``dsh web`` to fold this session now (a POST with CSRF, ``compact`` only); on
+    a web worker, ask the home's collector to.
 
     The button's form swaps nothing: the status line reaches every open page of the
     session over its socket, and is on the page when it is loaded again. A press while a
@@ -113,19 +114,24 @@ def session_compact(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     """
     if not request.user.has_perm("dashboard.compact"):
         raise PermissionDenied("Your account may not compact sessions.")
-    if not collecting():
-        return worker_refusal(request, "Compact")
     home = home_view()
     snapshot = home.session(session_id)
     if snapshot is None:
         raise Http404(f"no session {session_id!r}")
+    seq, projected = snapshot.last_seq, snapshot.context_pressure.get("projectedTokens")
     with contextlib.suppress(compact.AlreadyRunning):
-        compact.request_compaction(
-            session_id=session_id,
-            user=request.user,
-            seq=snapshot.last_seq,
-            projected=snapshot.context_pressure.get("projectedTokens"),
-        )
+        if collecting():
+            compact.request_compaction(
+                session_id=session_id, user=request.user, seq=seq, projected=projected
+            )
+        else:  # a web worker: the home's collector runs it
+            compact.request_collected_compaction(
+                home_name=shown_home_name(),
+                session_id=session_id,
+                user=request.user,
+                seq=seq,
+                projected=projected,
+            )
     if request.htmx:
         return HttpResponse(status=HTTPStatus.NO_CONTENT)
     return HttpResponseRedirect(reverse("dashboard:session-detail", args=[session_id]))

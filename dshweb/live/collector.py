@@ -12,6 +12,8 @@ gained since), and:
   while this process still holds the lease (checked in the same transaction);
 - announces what each write changed on the channel layer (:mod:`dshweb.live.publisher`),
   after it is committed, so a web worker told of a change reads it from the database;
+- runs the commands web workers send to this home's collector over the channel layer
+  (:mod:`dshweb.live.commands`: the Compact button), on the publisher's event loop;
 - renews the lease every ``heartbeat_every`` seconds and releases it when told to stop.
 
 Rows are the full latest state of a session (latest wins), so a restart that refolds a
@@ -36,6 +38,7 @@ from dshweb.core.fold.session import SessionTracker
 from dshweb.live import timing
 from dshweb.live.checkpoints import DatabaseCheckpoints
 from dshweb.live.collected import sealing_key
+from dshweb.live.commands import CollectorPlace, collector_owner, listen_for_commands
 from dshweb.live.hub import HomeChange, HomeView, Hub, Listener
 from dshweb.live.lease import Lease, LeaseLost, lease_lost_reason, lease_release, lease_renew
 from dshweb.live.models import CollectedSession, CollectorLease
@@ -181,7 +184,8 @@ def run_collector(
     writer = SessionWriter(lease, sealing_key())
     hub.subscribe(writer)
     hub.subscribe(_ResumeReport(hub, store, lease.name, on_ready))
-    stop_publisher = _publish_in_thread(writer)
+    place = CollectorPlace(lease.name, home, collector_owner(lease.name, lease.token))
+    stop_publisher = _channels_in_thread(writer, place)
     hub.start()
     lost = False
     try:
@@ -246,9 +250,9 @@ class _ResumeReport:
         )
 
 
-def _publish_in_thread(source: SessionWriter) -> Callable[[], None]:
-    """Run a publisher of ``source``'s writes on an event loop of its own thread; the
-    function that stops it."""
+def _channels_in_thread(source: SessionWriter, place: CollectorPlace) -> Callable[[], None]:
+    """Run a publisher of ``source``'s writes and the listener of ``place``'s commands on
+    an event loop of its own thread; the function that stops them."""
     started = threading.Event()
     loop_box: list[tuple[asyncio.AbstractEventLoop, asyncio.Task[None]]] = []
 
@@ -257,7 +261,9 @@ def _publish_in_thread(source: SessionWriter) -> Callable[[], None]:
         assert task is not None
         loop_box.append((asyncio.get_running_loop(), task))
         started.set()
-        await Publisher(source, only_watched=False).run()
+        await asyncio.gather(
+            Publisher(source, only_watched=False).run(), listen_for_commands(place)
+        )
 
     def target() -> None:
         with contextlib.suppress(asyncio.CancelledError):

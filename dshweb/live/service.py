@@ -56,6 +56,11 @@ def collecting() -> bool:
     return get_config().collect
 
 
+def shown_home_name() -> str:
+    """The name of the collected home a web worker shows ("" when it has none to show)."""
+    return worker_home().name
+
+
 def current_hub() -> Hub:
     """The running hub of the configured home (started, or replaced, as needed)."""
     global _hub

@@ -28,6 +28,8 @@ FAILURES = {
     "timeout": "The DSH engine did not answer in time",
     "engine_error": "The DSH engine refused",
     "abandoned": "dshweb stopped while this ran; the session log shows whether DSH folded it.",
+    "collector_offline": "Not sent",
+    "collector_unreachable": "Not sent",
 }
 
 

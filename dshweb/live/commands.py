@@ -1,0 +1,181 @@
+"""Commands to a home's collector over the channel layer: actions go to the home's machine.
+
+A web worker (``DSHWEB_COLLECT=off``) never reads or changes a DSH home; an action on a
+collected home (the Compact button) travels to the collector of that home as a message
+on the group :func:`collector_group` of the home's name. The collector joins the group on
+its own event loop (:func:`listen_for_commands`) and runs the handler registered for the
+message's ``type`` (:func:`register_command`; the dashboard registers its own when its app
+is ready, so this module knows no action) in a thread of its own, with the
+:class:`CollectorPlace` it runs in: the home's name, its folder on this machine, and the
+owner tag of its lease.
+
+A command names a database row and nothing secret: what it needs (the launch token of
+``dsh web``, the patch files) stays on the collector's machine.
+
+:func:`collector_address` reads the home's lease before anything is sent, and refuses
+with :class:`CollectorNotRunning` when no live collector holds it: a group with nobody
+in it drops a message without a word, so a command is only sent to a running collector.
+The owner tag (:func:`collector_owner`) names the lease, not a process: work addressed
+to a collector is abandoned when its lease is no longer held (dead, or taken over), on
+whatever machine it ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import close_old_connections
+from django.utils import timezone
+
+from dshweb.core.errors import DshError
+from dshweb.live import timing
+from dshweb.live.lease import lease_is_held
+from dshweb.live.models import CollectorLease
+
+log = logging.getLogger("dshweb.live")
+
+OWNER_PREFIX = "collector/"
+REJOIN_EVERY = 600.0
+"""Seconds between joins of the group again: a Redis layer forgets a member after its
+``group_expiry`` (a day by default), and a collector runs for longer."""
+
+
+class CollectorNotRunning(DshError):
+    """No live collector holds the home's lease; the message says since when."""
+
+
+@dataclass(frozen=True, slots=True)
+class CollectorPlace:
+    """Where a collector runs: what its command handlers act on."""
+
+    name: str
+    home: Path
+    owner: str
+    """:func:`collector_owner` of its lease."""
+
+
+CommandHandler = Callable[[Mapping[str, Any], CollectorPlace], None]
+_handlers: dict[str, CommandHandler] = {}
+
+
+def register_command(kind: str, handler: CommandHandler) -> None:
+    """Run ``handler`` in the collector for each command whose ``type`` is ``kind``."""
+    _handlers[kind] = handler
+
+
+def collector_group(name: str) -> str:
+    """The channel group of home ``name``'s collector (the name hashed: a group name
+    allows only a few ASCII characters)."""
+    return "dshweb.collector." + hashlib.sha256(name.encode()).hexdigest()[:32]
+
+
+def collector_owner(name: str, token: str) -> str:
+    """The owner tag of work addressed to the collector holding lease ``token`` of
+    ``name`` (the token hashed: the tag is shown in the audit)."""
+    digest = hashlib.sha256(f"{name}\0{token}".encode()).hexdigest()[:24]
+    return f"{OWNER_PREFIX}{digest}"
+
+
+def collector_owner_alive(owner: str) -> bool:
+    """Whether the collector ``owner`` names still holds its lease."""
+    now = timezone.now()
+    return any(
+        collector_owner(row.name, row.token) == owner and lease_is_held(row, now)
+        for row in CollectorLease.objects.filter(released_at__isnull=True).only(
+            "name", "token", "released_at", "heartbeat_at", "heartbeat_every"
+        )
+    )
+
+
+def collector_address(name: str) -> str:
+    """The owner tag of the live collector of home ``name``, or :class:`CollectorNotRunning`."""
+    row = CollectorLease.objects.filter(name=name).first()
+    if row is None:
+        raise CollectorNotRunning(f"the collector of {name} is not running (never started)")
+    now = timezone.now()
+    if not lease_is_held(row, now):
+        age = max(0.0, (now - row.heartbeat_at).total_seconds())
+        raise CollectorNotRunning(
+            f"the collector of {name} is not running "
+            f"(last seen {row.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC, {age:.0f} s ago)"
+        )
+    return collector_owner(row.name, row.token)
+
+
+def send_command(name: str, message: Mapping[str, Any]) -> None:
+    """Send ``message`` (its ``type`` a registered kind) to home ``name``'s collector."""
+    layer = get_channel_layer()
+    if layer is None:
+        raise CollectorNotRunning("no channel layer is configured")
+    async_to_sync(layer.group_send)(collector_group(name), dict(message))
+
+
+async def listen_for_commands(place: CollectorPlace) -> None:
+    """Run the commands sent to ``place``'s collector until cancelled; a failing channel
+    layer is logged and joined again after a back-off."""
+    layer = get_channel_layer()
+    if layer is None:
+        log.warning("collector %s: no channel layer, so no commands", place.name)
+        return
+    group = collector_group(place.name)
+    backoff = timing.COLLECT_WRITE_EVERY
+    while True:
+        try:
+            channel = await layer.new_channel()
+            await layer.group_add(group, channel)
+            backoff = timing.COLLECT_WRITE_EVERY
+            rejoin = asyncio.create_task(_keep_joined(layer, group, channel))
+            try:
+                while True:
+                    _dispatch(await layer.receive(channel), place)
+            finally:
+                rejoin.cancel()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception(
+                "collector %s: the channel layer failed; listening again in %.1f s",
+                place.name,
+                backoff,
+            )
+            await asyncio.sleep(backoff)
+            backoff = min(timing.BACKOFF_MAX, backoff * 2)
+
+
+async def _keep_joined(layer: Any, group: str, channel: str) -> None:
+    while True:
+        await asyncio.sleep(REJOIN_EVERY)
+        try:
+            await layer.group_add(group, channel)
+        except Exception:
+            log.exception("joining %s again failed; trying again in %.0f s", group, REJOIN_EVERY)
+
+
+def _dispatch(message: Mapping[str, Any], place: CollectorPlace) -> None:
+    kind = str(message.get("type", ""))
+    handler = _handlers.get(kind)
+    if handler is None:
+        log.warning("collector %s: no handler for a command %r", place.name, kind)
+        return
+    # A handler may wait minutes on an engine: never on the loop.
+    threading.Thread(
+        target=_run, args=(handler, message, place), name=f"dshweb-command-{kind}", daemon=True
+    ).start()
+
+
+def _run(handler: CommandHandler, message: Mapping[str, Any], place: CollectorPlace) -> None:
+    try:
+        handler(message, place)
+    except Exception:
+        log.exception("collector %s: the command %r failed", place.name, message.get("type"))
+    finally:
+        close_old_connections()
