@@ -10,6 +10,7 @@ import http.cookiejar
 import os
 import re
 import shutil
+import socket
 import time
 import urllib.error
 import urllib.parse
@@ -17,6 +18,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 from websockets.sync.client import connect
 from websockets.typing import Origin
@@ -50,7 +52,7 @@ class Visitor:
 
     def __init__(self, server: DshwebServer) -> None:
         self.server = server
-        jar = http.cookiejar.CookieJar()
+        self.jar = jar = http.cookiejar.CookieJar()
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
         login = f"{server.url}/accounts/login/"
         page = self.get("/accounts/login/")[1]
@@ -61,6 +63,25 @@ class Visitor:
         self.opener.open(urllib.request.Request(login, data=data), timeout=10).read()
         self.cookies = {cookie.name: cookie.value for cookie in jar}
         assert "sessionid" in self.cookies
+
+    def post(self, path: str) -> tuple[int, str]:
+        """POST ``path`` as the page's htmx form does (CSRF token in its header)."""
+        request = urllib.request.Request(
+            self.server.url + path,
+            data=b"",
+            headers={"X-CSRFToken": self.csrf_token(), "HX-Request": "true"},
+        )
+        try:
+            with self.opener.open(request, timeout=10) as reply:
+                return reply.status, reply.read().decode()
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode()
+
+    def csrf_token(self) -> str:
+        self.get("/")
+        token = next(cookie.value for cookie in self.jar if cookie.name == "csrftoken")
+        assert token
+        return token
 
     def get(self, path: str) -> tuple[int, str]:
         try:
@@ -240,3 +261,79 @@ def test_frames_appended_reach_a_socket_on_the_web_worker_through_redis(
     finally:
         terminate(process)
         worker.stop()
+
+
+@pytest.mark.services
+def test_compact_on_the_web_worker_is_run_by_the_collector_of_the_home(
+    tmp_path: Path,
+    stores: dict[str, str],  # noqa: F811  (the fixture, imported above)
+) -> None:
+    """A press on the worker (HTTP, CSRF) travels over Redis to the collector process,
+    which asks its own ``dsh web`` (a port that accepts and never answers: the launch
+    token only in the collector's environment) and records the failure; the worker's open
+    session socket shows requested, then failed."""
+    home, data_dir = tmp_path / "home", tmp_path / "data"
+    _cut(FIXTURE_HOMES / "subagent-parent", home)
+    expected = _cold(home)
+    engine = socket.create_server(("127.0.0.1", 0))  # the kernel accepts; nobody answers
+    engine_url = f"http://127.0.0.1:{engine.getsockname()[1]}/?token=launch-token-stays-there"
+    worker = DshwebServer(
+        home=tmp_path / "no-such-home",
+        data_dir=data_dir,
+        extra_env=stores | {"DSHWEB_COLLECT": "off", "DSHWEB_HOME_NAME": NAME},
+    )
+    process = None
+    try:
+        worker.prepare()
+        made = Collector(home, data_dir)
+        env = _env(data_dir) | stores | {"DSHWEB_ENGINE_URL": engine_url}
+        process = spawn(made.command(heartbeat=1.0), cwd=REPO, env=env, log=made.log)
+        worker.start()
+        visitor = Visitor(worker)
+        _wait(
+            "the collector's sessions on the worker",
+            lambda: (
+                set(re.findall(r'data-session-id="([^"]+)"', visitor.get("/")[1])) == set(expected)
+            ),
+            worker,
+        )
+        session_id = sorted(expected)[0]
+        with connect(
+            f"ws://127.0.0.1:{worker.port}/ws/sessions/{session_id}/",
+            origin=Origin(worker.url),
+            additional_headers={"Cookie": f"sessionid={visitor.cookies['sessionid']}"},
+            open_timeout=30,
+        ) as live:
+            assert 'data-state="idle"' in _status(str(live.recv(timeout=30)))
+            status, _ = visitor.post(f"/sessions/{session_id}/compact/")
+            assert status == 204
+            states: list[str] = []
+            deadline = time.monotonic() + 40
+            while "failed" not in states:
+                left = deadline - time.monotonic()
+                assert left > 0, (states, made.output(), worker.output(40))
+                line = _status(str(live.recv(timeout=left)))
+                if line:
+                    states.append(re.findall(r'data-state="(\w+)"', line)[0])
+                    last = line
+        assert states[0] == "requested" and states[-1] == "failed", states
+        assert "The DSH engine is unreachable" in last and "hung?" in last
+        with psycopg.connect(stores["DATABASE_URL"]) as db:
+            ((state, outcome, message, owner, answer),) = db.execute(
+                "SELECT state, outcome, message, owner, dsh_web_answer "
+                "FROM dashboard_compactionrequest"
+            ).fetchall()
+        assert (state, outcome) == ("failed", "unreachable")
+        assert "does not answer (hung?)" in str(message) and str(owner).startswith("collector/")
+        assert "launch-token-stays-there" not in f"{message}{answer}"
+        assert "launch-token-stays-there" not in worker.output(400)
+    finally:
+        engine.close()
+        terminate(process)
+        worker.stop()
+
+
+def _status(message: str) -> str:
+    """The Compact status line in a pushed message ("" when it has none)."""
+    found = re.search(r'<div id="compact-status"[^>]*>[^<]*</div>', message)
+    return found[0] if found else ""
