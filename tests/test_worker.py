@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import shutil
 import socket
 import time
@@ -32,6 +33,7 @@ from dshweb.live.commands import CollectorPlace, collector_group, collector_owne
 from dshweb.live.groups import session_group
 from dshweb.live.hub import HomeView, Hub
 from dshweb.live.lease import Lease, lease_release, lease_take
+from dshweb.live.models import CollectorLease
 from tests.conftest import FIXTURE_HOMES
 from tests.logbuilder import frames_of
 
@@ -193,6 +195,17 @@ def test_a_press_with_no_collector_running_fails_at_once_with_the_reason(
     assert _received(to_collector) is None  # nothing sent
     page = user_client.get(f"/sessions/{session_id}/").content.decode()
     assert "Not sent — the collector of h is not running (last seen" in page
+
+    # A live collector in another process, and a channel layer in this one's memory.
+    CompactionRequest.objects.all().delete()
+    held = lease_take(name="h", path=collected.lease.path, heartbeat_every=60.0)
+    CollectorLease.objects.filter(name="h").update(pid=os.getpid() + 1)
+    user_client.post(f"/sessions/{session_id}/compact/", HTTP_HX_REQUEST="true")
+    request = CompactionRequest.objects.get()
+    assert (request.state, request.outcome) == ("failed", "collector_unreachable")
+    assert "set DSHWEB_REDIS_URL on both" in request.message
+    assert _received(to_collector) is None
+    lease_release(held)
 
     CompactionRequest.objects.all().delete()
     with override_settings(DSHWEB={**settings.DSHWEB, "HOME_NAME": "never"}):

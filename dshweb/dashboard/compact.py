@@ -62,6 +62,7 @@ from dshweb.live.commands import (
     OWNER_PREFIX,
     CollectorNotRunning,
     CollectorPlace,
+    NoSharedChannelLayer,
     collector_address,
     collector_owner_alive,
     send_command,
@@ -241,8 +242,9 @@ def request_collected_compaction(
         owner = collector_address(home_name)
     except CollectorNotRunning as offline:
         owner, why = process_owner(), str(offline)
+        unshared = isinstance(offline, NoSharedChannelLayer)
     else:
-        why = ""
+        why, unshared = "", False
     request = _record_request(
         session_id=session_id, user=user, seq=seq, projected=projected, owner=owner
     )
@@ -255,7 +257,7 @@ def request_collected_compaction(
             outcome = COLLECTOR_UNREACHABLE
             why = f"the collector of {home_name} could not be reached: {failure}"
     else:
-        outcome = COLLECTOR_OFFLINE
+        outcome = COLLECTOR_UNREACHABLE if unshared else COLLECTOR_OFFLINE
     CompactionRequest.objects.filter(pk=request.pk).update(
         state=CompactionRequest.State.FAILED,
         outcome=outcome,

@@ -25,6 +25,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import os
+import socket
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -32,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import close_old_connections
 from django.utils import timezone
 
@@ -51,6 +53,11 @@ REJOIN_EVERY = 600.0
 
 class CollectorNotRunning(DshError):
     """No live collector holds the home's lease; the message says since when."""
+
+
+class NoSharedChannelLayer(CollectorNotRunning):
+    """The collector runs in another process and this one's channel layer is in memory:
+    a command would reach nobody."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +104,8 @@ def collector_owner_alive(owner: str) -> bool:
 
 
 def collector_address(name: str) -> str:
-    """The owner tag of the live collector of home ``name``, or :class:`CollectorNotRunning`."""
+    """The owner tag of the live collector of home ``name``, or :class:`CollectorNotRunning`
+    (:class:`NoSharedChannelLayer` when a command could not reach it)."""
     row = CollectorLease.objects.filter(name=name).first()
     if row is None:
         raise CollectorNotRunning(f"the collector of {name} is not running (never started)")
@@ -107,6 +115,13 @@ def collector_address(name: str) -> str:
         raise CollectorNotRunning(
             f"the collector of {name} is not running "
             f"(last seen {row.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC, {age:.0f} s ago)"
+        )
+    layer = get_channel_layer()
+    here = (socket.gethostname(), os.getpid())
+    if isinstance(layer, InMemoryChannelLayer) and (row.host, row.pid) != here:
+        raise NoSharedChannelLayer(
+            f"the collector of {name} runs in another process ({row.host}:{row.pid}) and "
+            "this one's channel layer is in memory: set DSHWEB_REDIS_URL on both"
         )
     return collector_owner(row.name, row.token)
 
