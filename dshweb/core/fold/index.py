@@ -46,7 +46,7 @@ def log_signature(path: Path) -> Signature | None:
 def lock_identity(folder: Path) -> Identity | None:
     """The (device, inode) of a session's ``session.lock``, never opened or taken."""
     try:
-        st = os.stat(folder / LOCK_NAME)
+        st = os.stat(os.path.join(folder, LOCK_NAME))
     except OSError:
         return None
     return (st.st_dev, st.st_ino)

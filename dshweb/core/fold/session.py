@@ -190,6 +190,11 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _printable_node(node: SurfaceNode) -> SurfaceNode:
+    preview = printable(node.preview)
+    return node if preview is node.preview else replace(node, preview=preview)
+
+
 def take_snapshot(
     tracker: SessionTracker,
     *,
@@ -236,7 +241,7 @@ def take_snapshot(
         context_breakdown=meter.context_breakdown_view(),
         point=point,
         measured_tokens=measured_tokens(meter),
-        largest_nodes=tuple(replace(n, preview=printable(n.preview)) for n in nodes),
+        largest_nodes=tuple(_printable_node(n) for n in nodes),
         errors=tuple(printable(e) for e in errors),
         pace_samples=tracker.pace.samples,
         ledger=tracker.ledger.result(

@@ -142,9 +142,11 @@ def session_logs(home: Path) -> list[LogFile]:
 def _subdirs(folder: Path) -> Iterable[Path]:
     try:
         with os.scandir(folder) as entries:
-            return sorted(Path(e.path) for e in entries if e.is_dir(follow_symlinks=False))
+            names = sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
     except OSError:
         return []
+    # Siblings sort by name as their paths would, without comparing the paths part by part.
+    return [folder / name for name in names]
 
 
 def locked_files(proc_locks: Path = PROC_LOCKS) -> frozenset[tuple[int, int]]:
