@@ -238,6 +238,25 @@ def test_a_page_asked_for_during_a_cold_start_says_how_far_it_got(
     assert 'data-session-id="auto-compact"' in html
 
 
+def test_only_the_first_pages_of_a_start_wait_for_the_first_pass(
+    served: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = _hold_the_first_fold(monkeypatch)
+    try:
+        hub = service.current_hub()
+        started = time.monotonic()
+        first = hub.wait_ready(0.5)  # asked at once: waits for the pass, up to 0.5 s
+        waited = time.monotonic() - started
+        later = time.monotonic()
+        again = hub.wait_ready(0.5)  # asked after 0.5 s of a pass still under way
+        at_once = time.monotonic() - later
+    finally:
+        release()
+    assert not first.progress.done and not again.progress.done
+    assert 0.4 < waited < 2.0
+    assert at_once < 0.1  # every page of a long cold start used to wait the 0.5 s
+
+
 def _hold_the_first_fold(monkeypatch: pytest.MonkeyPatch) -> Any:
     """Make the hub's first pass wait until the returned function is called."""
     import threading

@@ -146,6 +146,7 @@ class Hub:
         self._dirty: set[Path] = set()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._started_at: float | None = None
         self._progress = FoldProgress()
 
     @property
@@ -162,8 +163,14 @@ class Hub:
         return self._view
 
     def wait_ready(self, timeout: float) -> HomeView:
-        """The view, after waiting up to ``timeout`` s for the first pass to end."""
-        self._ready.wait(timeout)
+        """The view, once the first pass has ended, or once ``timeout`` s have passed since
+        the hub started: the first pages of a start wait for a pass that ends quickly (a
+        restart from checkpoints gives them a complete page); a page asked for later in a
+        long cold start is served what is folded so far at once, not after a wait."""
+        started = self._started_at
+        left = timeout if started is None else started + timeout - time.monotonic()
+        if left > 0:
+            self._ready.wait(left)
         return self._view
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
@@ -177,6 +184,7 @@ class Hub:
     def start(self) -> Hub:
         if self._thread is None or not self._thread.is_alive():
             self._stop.clear()
+            self._started_at = time.monotonic()
             self._thread = threading.Thread(target=self._run, name="dshweb-hub", daemon=True)
             self._thread.start()
         return self
