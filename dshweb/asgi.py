@@ -1,9 +1,10 @@
 """ASGI entry point: Django for HTTP, Channels for the dashboard's WebSockets.
 
 Sockets pass the exact origin check (:mod:`dshweb.live.origin`: scheme, host and port of
-this server) and Django's session login before any consumer runs. The hub starts folding
-the home at once; its publisher starts on the server's event loop with the first
-connection of any kind.
+this server) and Django's session login before any consumer runs; one that fails because
+the database cannot be reached closes with 1013 "try again later"
+(:mod:`dshweb.dashboard.unavailable`). The hub starts folding the home at once; its
+publisher starts on the server's event loop with the first connection of any kind.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
 from dshweb.dashboard.compact import close_abandoned_requests  # noqa: E402
 from dshweb.dashboard.routing import websocket_urlpatterns  # noqa: E402
+from dshweb.dashboard.unavailable import StoreUnavailableSockets  # noqa: E402
 from dshweb.live.origin import SameOriginValidator  # noqa: E402
 from dshweb.live.startup import StartLiveServices  # noqa: E402
 
@@ -27,7 +29,9 @@ application = StartLiveServices(
     ProtocolTypeRouter(
         {
             "http": django_asgi,
-            "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+            "websocket": StoreUnavailableSockets(
+                SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
+            ),
         }
     ),
     on_start=[close_abandoned_requests],

@@ -10,6 +10,9 @@ from dshweb.accounts.forms import ThrottledAdminAuthenticationForm
 # The admin's own sign-in page is throttled like ours.
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
+# A database that cannot be reached is a 503 "store unavailable" page, not a 500.
+handler500 = "dshweb.dashboard.unavailable.server_error"
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("dshweb.accounts.urls")),

@@ -15,12 +15,16 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer, WebsocketConsumer
+from django.db import close_old_connections
+from django.db.utils import InterfaceError, OperationalError
 from django.http import QueryDict
 
 from dshweb.core.listing.pages import ListPage
 from dshweb.core.listing.query import ListQuery, list_query
 from dshweb.dashboard import compact, fragments
+from dshweb.dashboard.unavailable import TRY_AGAIN_LATER, say_unavailable
 from dshweb.live.groups import SESSIONS_GROUP, session_group, subscriptions
+from dshweb.live.outage import database_unreachable
 from dshweb.live.publisher import start_publisher
 from dshweb.live.service import home_view
 
@@ -54,7 +58,15 @@ class _PageConsumer(AsyncWebsocketConsumer):
     async def _send_rendered(self, render: Any, *args: Any) -> None:
         """Send what ``render`` returns (HTML, or a list of messages), rendered off the
         event loop."""
-        rendered = await sync_to_async(render, thread_sensitive=False)(*args)
+        try:
+            rendered = await sync_to_async(_rendered, thread_sensitive=False)(render, *args)
+        except (OperationalError, InterfaceError) as error:
+            if not database_unreachable(error):
+                raise
+            say_unavailable(f"socket {self.scope.get('path', '')}", error)
+            # Closed, so the page reconnects later and is sent its state again.
+            await self.close(code=TRY_AGAIN_LATER)
+            return
         for html in [rendered] if isinstance(rendered, str) else rendered:
             if html:
                 await self.send(text_data=html)
@@ -64,6 +76,16 @@ class _PageConsumer(AsyncWebsocketConsumer):
 
     def current_html(self) -> str | list[str]:
         raise NotImplementedError
+
+
+def _rendered(render: Any, *args: Any) -> Any:
+    try:
+        return render(*args)
+    except (OperationalError, InterfaceError):
+        # A pool thread's connection is never closed by a request's end: drop a broken one
+        # here, or the next render on this thread fails on it after the database is back.
+        close_old_connections()
+        raise
 
 
 class SessionsConsumer(_PageConsumer):

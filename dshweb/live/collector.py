@@ -16,6 +16,18 @@ gained since), and:
   (:mod:`dshweb.live.commands`: the Compact button), on the publisher's event loop;
 - renews the lease every ``heartbeat_every`` seconds and releases it when told to stop.
 
+When the database cannot be reached (:func:`~dshweb.live.outage.database_unreachable`),
+the hub keeps folding and the writer keeps what changed (a set of session ids: rows are
+the full latest state, so a session changed ten times meanwhile is written once). The
+collector says so once, then tries again with back-off (up to
+:data:`~dshweb.live.timing.OUTAGE_RETRY_MAX` seconds): a lease renewal first, the cheap
+probe, and once that works, one write of every session changed meanwhile. An outage longer
+than the lease's staleness leaves the lease stale but this collector's: if no other
+collector took it over meanwhile the renewal simply works (web workers showed the
+collector offline until then); if one did, the renewal raises
+:class:`~dshweb.live.lease.LeaseLost` and the collector exits 1, as for any lost lease.
+Any other database error is logged with its traceback and retried with back-off.
+
 Rows are the full latest state of a session (latest wins), so a restart that refolds a
 change already written writes the same value again, and nothing is lost or doubled.
 """
@@ -42,6 +54,7 @@ from dshweb.live.commands import CollectorPlace, collector_owner, listen_for_com
 from dshweb.live.hub import HomeChange, HomeView, Hub, Listener
 from dshweb.live.lease import Lease, LeaseLost, lease_lost_reason, lease_release, lease_renew
 from dshweb.live.models import CollectedSession, CollectorLease
+from dshweb.live.outage import Outage, database_unreachable, outage_reason, store_name
 from dshweb.live.publisher import Publisher
 
 log = logging.getLogger("dshweb.live")
@@ -197,11 +210,28 @@ def run_collector(
         hub.stop()
         stop_publisher()
         if not lost:
-            try:
-                writer.flush()
-            finally:
-                lease_release(lease)
+            _last_write(lease, writer)
         close_old_connections()
+
+
+def _last_write(lease: Lease, writer: SessionWriter) -> None:
+    """Write what is left and release the lease; when the database cannot be reached, say
+    so and leave both (the lease goes stale, the next collector folds what is missing)."""
+    try:
+        try:
+            writer.flush()
+        finally:
+            lease_release(lease)
+    except Exception as error:
+        if not database_unreachable(error):
+            raise
+        log.warning(
+            "collector %s: stopped without its last write or releasing the lease: %s is "
+            "unavailable (%s)",
+            lease.name,
+            store_name(),
+            outage_reason(error),
+        )
 
 
 def _follow(lease: Lease, writer: SessionWriter, stop: threading.Event) -> None:
@@ -209,19 +239,34 @@ def _follow(lease: Lease, writer: SessionWriter, stop: threading.Event) -> None:
     next_beat = now + lease.heartbeat_every
     next_write = now
     backoff = timing.COLLECT_WRITE_EVERY
+    outage = Outage(
+        f"collector {lease.name}",
+        first=timing.COLLECT_WRITE_EVERY,
+        most=timing.OUTAGE_RETRY_MAX,
+        log=log,
+    )
     while not stop.wait(TICK):
         now = time.monotonic()
+        retrying = outage.ongoing
+        if retrying and now < next_write:
+            continue
         try:
-            if now >= next_beat:
-                next_beat = now + lease.heartbeat_every
+            if retrying or now >= next_beat:
+                if retrying:
+                    close_old_connections()  # the broken one; renewing is the cheap probe
                 lease_renew(lease)
-            if now >= next_write:
-                writer.flush()
+                next_beat = now + lease.heartbeat_every
+            if retrying or now >= next_write:
+                written = writer.flush()  # after an outage: all that changed meanwhile
                 next_write = now + timing.COLLECT_WRITE_EVERY
                 backoff = timing.COLLECT_WRITE_EVERY
+                outage.ended(f"; wrote {written} session(s) changed meanwhile")
         except LeaseLost:
             raise
-        except Exception:
+        except Exception as error:
+            if database_unreachable(error):
+                next_beat = next_write = now + outage.failed(error)
+                continue
             log.exception("collector %s: the database failed; again in %.1f s", lease.name, backoff)
             next_write = now + backoff
             backoff = min(timing.BACKOFF_MAX, backoff * 2)

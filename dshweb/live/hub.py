@@ -144,6 +144,7 @@ class Hub:
         self._ready = threading.Event()
         self._listeners: list[Listener] = []
         self._dirty: set[Path] = set()
+        self._checkpoints_down = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._started_at: float | None = None
@@ -394,11 +395,19 @@ class Hub:
             self.store.save(self.home, blobs)
             if gone:
                 self.store.forget(self.home, gone)
-        except Exception:
-            log.exception("could not save the fold checkpoints of %s", self.home)
+        except Exception as error:
+            # Only a store in a database fails this way; the hub itself needs no Django.
+            from dshweb.live.outage import database_unreachable
+
+            if not database_unreachable(error):
+                log.exception("could not save the fold checkpoints of %s", self.home)
+            elif not self._checkpoints_down:  # once per outage: kept, saved when it is back
+                log.warning("fold checkpoints of %s wait for the database", self.home)
+            self._checkpoints_down = database_unreachable(error)
             with self._fold_lock:
                 self._dirty.update(dirty)
             return 0
+        self._checkpoints_down = False
         return len(blobs)
 
 

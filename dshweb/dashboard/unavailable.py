@@ -1,0 +1,88 @@
+"""The database cannot be reached: pages answer 503 "store unavailable", sockets close
+with 1013 "try again later"; never a 500 or a 1011 with a traceback per request.
+
+Django turns an exception raised anywhere in a request (a middleware reading the session,
+a context processor, a view) into its 500 handler, so :func:`server_error` is that handler
+(``handler500`` in :mod:`dshweb.urls`): when the error is one that
+:func:`~dshweb.live.outage.database_unreachable` calls an outage, it renders
+``503.html`` in the site's layout, with ``Retry-After``, and logs one line; anything else
+(a programming error) stays Django's 500, traceback logged. The page is rendered without
+the request's context processors: they read the signed-in user and the collected home,
+which live in the unreachable database. With ``DSHWEB_DEBUG=1`` Django shows its debug
+page instead, as for any error.
+
+:class:`StoreUnavailableSockets` does the same for WebSockets around the whole socket
+stack (the login is read from the database before a consumer runs); consumers catch an
+outage themselves (:mod:`dshweb.dashboard.consumers`) to leave their group cleanly.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Any
+
+from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, ASGISendEvent, Scope
+from django.http import HttpRequest, HttpResponse
+from django.template import loader
+from django.views import defaults
+
+from dshweb.live.outage import database_unreachable, outage_reason, store_name
+
+log = logging.getLogger("dshweb.dashboard")
+
+STORE_UNAVAILABLE = 503
+RETRY_AFTER = 10
+"""Seconds a browser or client is told to wait before asking again."""
+TRY_AGAIN_LATER = 1013
+"""WebSocket close code "try again later": the page's socket reconnects after a back-off."""
+
+
+def say_unavailable(what: str, error: BaseException) -> None:
+    """One line in the log: ``what`` failed because the database cannot be reached."""
+    log.warning("%s: %s is unavailable (%s)", what, store_name(), outage_reason(error))
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    """Django's 500 handler: a 503 page when the database cannot be reached."""
+    error = sys.exc_info()[1]
+    if error is None or not database_unreachable(error):
+        return defaults.server_error(request)
+    say_unavailable(f"{request.method} {request.path}", error)
+    context = {"store": store_name(), "retry_after": RETRY_AFTER}
+    page = loader.render_to_string("503.html", context)
+    response = HttpResponse(page, status=STORE_UNAVAILABLE)
+    response["Retry-After"] = str(RETRY_AFTER)
+    # Logged above, in one line: Django would log the traceback of every request again.
+    response._has_been_logged = True  # type: ignore[attr-defined]
+    return response
+
+
+class StoreUnavailableSockets:
+    """ASGI middleware for sockets: one that fails because the database cannot be reached
+    is closed with :data:`TRY_AGAIN_LATER` (accepted first, if it was not yet: a refused
+    handshake reads as a network error)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(
+        self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
+    ) -> None:
+        sent: set[str] = set()
+
+        async def tracked(message: ASGISendEvent) -> None:
+            sent.add(message["type"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as error:
+            if scope["type"] != "websocket" or not database_unreachable(error):
+                raise
+            say_unavailable(f"socket {scope.get('path', '')}", error)
+            if "websocket.close" in sent:
+                return
+            if "websocket.accept" not in sent:
+                await send({"type": "websocket.accept", "subprotocol": None, "headers": []})
+            await send({"type": "websocket.close", "code": TRY_AGAIN_LATER, "reason": ""})
