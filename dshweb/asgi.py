@@ -2,7 +2,7 @@
 
 Sockets pass the exact origin check (:mod:`dshweb.live.origin`: scheme, host and port of
 this server) and Django's session login before any consumer runs; one that fails because
-the database cannot be reached closes with 1013 "try again later"
+the database cannot be reached closes with 4503 "store unavailable"
 (:mod:`dshweb.dashboard.unavailable`). The hub starts folding the home at once; its
 publisher starts on the server's event loop with the first connection of any kind.
 """

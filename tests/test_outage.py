@@ -1,5 +1,5 @@
 """The database cannot be reached for a while: pages answer 503 "store unavailable" (never a
-500), sockets close with 1013, and collectors retry, keep folding and catch up after.
+500), sockets close with 4503, and collectors retry, keep folding and catch up after.
 
 The connection errors are real ones: a PostgreSQL connection refused by a closed port in
 process, and for the real processes a TCP proxy (:mod:`tests.tcp_proxy`) between them and
@@ -26,6 +26,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db.utils import ConnectionHandler, InterfaceError, OperationalError, ProgrammingError
 from django.test import Client
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
+from websockets.typing import Origin
 
 from dshweb.core.fold.sealed import open_session
 from dshweb.live.collected import sealing_key
@@ -200,7 +203,7 @@ async def test_a_socket_closes_with_try_again_later(
     assert connected is True
     assert await communicator.receive_output(timeout=WAIT) == {
         "type": "websocket.close",
-        "code": 1013,
+        "code": 4503,
     }
     await communicator.disconnect()
 
@@ -256,6 +259,18 @@ def test_an_outage_is_a_503_on_the_web_worker_and_the_collector_catches_up(
             status, page = visitor.get(path)
             assert status == 503, page[:2000]
             assert "Store unavailable" in page and PASSWORD_IN_URL not in page
+        # The login is read from the database before any consumer runs: closed with 4503.
+        with (
+            connect(
+                f"ws://127.0.0.1:{worker.port}/ws/sessions/",
+                origin=Origin(worker.url),
+                additional_headers={"Cookie": f"sessionid={visitor.cookies['sessionid']}"},
+                open_timeout=10,
+            ) as socket_,
+            pytest.raises(ConnectionClosed) as closed,
+        ):
+            socket_.recv(timeout=10)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 4503
         _append(second)  # DSH keeps writing meanwhile: the collector keeps folding
         time.sleep(3 * HEARTBEAT + 1)  # longer than the lease's staleness
         _append(third)
@@ -280,6 +295,39 @@ def test_an_outage_is_a_503_on_the_web_worker_and_the_collector_catches_up(
     finally:
         terminate(collector.process)
         worker.stop()
+
+
+@pytest.mark.services
+def test_a_collector_cut_off_while_another_takes_its_stale_lease_exits_1(
+    tmp_path: Path, proxied_database: tuple[TcpProxy, str]
+) -> None:
+    proxy, url = proxied_database
+    home = tmp_path / "home"
+    cut_off = _ProxiedCollector(home, tmp_path / "cut-off", url)
+    cut_off.data_dir.mkdir()
+    run_python("manage.py", "dshweb_bootstrap", "--verbosity", "0", env=cut_off.env(), check=True)
+    _cut(FIXTURE_HOMES / "subagent-parent", home)
+    # The other one reaches the database directly: only the first is cut off.
+    direct = urlunsplit(urlsplit(POSTGRES_URL)._replace(path=urlsplit(url).path))
+    other = _ProxiedCollector(home, tmp_path / "other", direct)
+    other.data_dir.mkdir()
+    try:
+        cut_off.start()
+        expected = _cold(home)
+        cut_off.wait_for("the first rows", lambda: cut_off.snapshots(url) == expected)
+        proxy.stop()
+        time.sleep(3 * HEARTBEAT + 1)  # its lease is stale now
+        other.start()
+        other.wait_for("the take-over", lambda: "resumed from checkpoints" in other.output())
+        proxy.start()
+        assert cut_off.process is not None
+        assert cut_off.process.wait(timeout=WAIT) == 1, cut_off.output()
+        assert "the lease was taken over" in cut_off.output()
+        assert other.process is not None and other.process.poll() is None, other.output()
+        assert "taking over a stale lease" in other.output()
+    finally:
+        terminate(cut_off.process)
+        terminate(other.process)
 
 
 class _ProxiedCollector(Collector):

@@ -22,7 +22,7 @@ from django.http import QueryDict
 from dshweb.core.listing.pages import ListPage
 from dshweb.core.listing.query import ListQuery, list_query
 from dshweb.dashboard import compact, fragments
-from dshweb.dashboard.unavailable import TRY_AGAIN_LATER, say_unavailable
+from dshweb.dashboard.unavailable import STORE_UNAVAILABLE_CLOSE, say_unavailable
 from dshweb.live.groups import SESSIONS_GROUP, session_group, subscriptions
 from dshweb.live.outage import database_unreachable
 from dshweb.live.publisher import start_publisher
@@ -65,7 +65,7 @@ class _PageConsumer(AsyncWebsocketConsumer):
                 raise
             say_unavailable(f"socket {self.scope.get('path', '')}", error)
             # Closed, so the page reconnects later and is sent its state again.
-            await self.close(code=TRY_AGAIN_LATER)
+            await self.close(code=STORE_UNAVAILABLE_CLOSE)
             return
         for html in [rendered] if isinstance(rendered, str) else rendered:
             if html:

@@ -1,5 +1,5 @@
 """The database cannot be reached: pages answer 503 "store unavailable", sockets close
-with 1013 "try again later"; never a 500 or a 1011 with a traceback per request.
+with 4503 "store unavailable"; never a 500 or a 1011 with a traceback per request.
 
 Django turns an exception raised anywhere in a request (a middleware reading the session,
 a context processor, a view) into its 500 handler, so :func:`server_error` is that handler
@@ -34,8 +34,10 @@ log = logging.getLogger("dshweb.dashboard")
 STORE_UNAVAILABLE = 503
 RETRY_AFTER = 10
 """Seconds a browser or client is told to wait before asking again."""
-TRY_AGAIN_LATER = 1013
-"""WebSocket close code "try again later": the page's socket reconnects after a back-off."""
+STORE_UNAVAILABLE_CLOSE = 4503
+"""WebSocket close code "store unavailable" (503, as 4401 and 4404 mirror 401 and 404):
+the page's script reconnects after a back-off. Not 1013 "try again later": Daphne sends
+no close code but 1000 and 3000-4999."""
 
 
 def say_unavailable(what: str, error: BaseException) -> None:
@@ -60,7 +62,7 @@ def server_error(request: HttpRequest) -> HttpResponse:
 
 class StoreUnavailableSockets:
     """ASGI middleware for sockets: one that fails because the database cannot be reached
-    is closed with :data:`TRY_AGAIN_LATER` (accepted first, if it was not yet: a refused
+    is closed with :data:`STORE_UNAVAILABLE_CLOSE` (accepted first, if it was not yet: a refused
     handshake reads as a network error)."""
 
     def __init__(self, app: Any) -> None:
@@ -85,4 +87,4 @@ class StoreUnavailableSockets:
                 return
             if "websocket.accept" not in sent:
                 await send({"type": "websocket.accept", "subprotocol": None, "headers": []})
-            await send({"type": "websocket.close", "code": TRY_AGAIN_LATER, "reason": ""})
+            await send({"type": "websocket.close", "code": STORE_UNAVAILABLE_CLOSE, "reason": ""})

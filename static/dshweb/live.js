@@ -79,6 +79,7 @@
   // idle sockets with 1000 after its websocket timeout) this script reconnects instead.
   const EXTENSION_RECONNECTS = [1006, 1011, 1012, 1013];
   const APPLICATION_CODES = 4000; // a close code the server chose on purpose: stay closed
+  const STORE_UNAVAILABLE = 4503; // but this one passes (the database is down): try again later
   const FIRST_DELAY_MS = 500;
   const MAX_DELAY_MS = 15000;
   let opened = false;
@@ -122,6 +123,13 @@
     if (!document.body.contains(elt)) return; // the page moved on (or htmx replaced the list)
     if (EXTENSION_RECONNECTS.includes(code)) {
       setStatus("closed", "reconnecting…");
+      return;
+    }
+    if (code === STORE_UNAVAILABLE) {
+      setStatus("closed", "store unavailable, reconnecting…");
+      window.setTimeout(() => {
+        if (document.body.contains(elt)) socketWrapper.reconnect();
+      }, reconnectDelay());
       return;
     }
     if (code >= APPLICATION_CODES || liveStatus()?.dataset.state === "gone") {
