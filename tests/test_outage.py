@@ -330,6 +330,34 @@ def test_a_collector_cut_off_while_another_takes_its_stale_lease_exits_1(
         terminate(other.process)
 
 
+@pytest.mark.services
+def test_a_collector_stopped_during_an_outage_exits_0_and_leaves_its_lease_to_go_stale(
+    tmp_path: Path, proxied_database: tuple[TcpProxy, str]
+) -> None:
+    proxy, url = proxied_database
+    collector = _ProxiedCollector(tmp_path / "home", tmp_path / "data", url)
+    collector.data_dir.mkdir()
+    run_python("manage.py", "dshweb_bootstrap", "--verbosity", "0", env=collector.env(), check=True)
+    second, _ = _cut(FIXTURE_HOMES / "subagent-parent", collector.home)
+    try:
+        collector.start()
+        expected = _cold(collector.home)
+        collector.wait_for("the first rows", lambda: collector.snapshots(url) == expected)
+        proxy.stop()
+        _append(second)
+        collector.wait_for("the outage noticed", lambda: "is unavailable" in collector.output())
+        assert collector.process is not None
+        collector.process.terminate()
+        assert collector.process.wait(timeout=WAIT) == 0, collector.output()
+        output = collector.output()
+        assert "stopped without its last write or releasing the lease" in output
+        assert f"home {NAME} not released (the database is unavailable)" in output
+        assert "Traceback" not in output, output
+        assert collector.snapshots(url) == expected  # nothing written after the outage began
+    finally:
+        terminate(collector.process)
+
+
 class _ProxiedCollector(Collector):
     """A collector whose database is reached through the test's proxy."""
 

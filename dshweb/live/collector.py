@@ -189,9 +189,10 @@ def run_collector(
     profile: str,
     stop: threading.Event,
     on_ready: Callable[[str], object] = log.info,
-) -> None:
+) -> bool:
     """Collect ``home`` under ``lease`` until ``stop`` is set (then release the lease), or
-    until the lease is lost (:class:`~dshweb.live.lease.LeaseLost`, lease kept)."""
+    until the lease is lost (:class:`~dshweb.live.lease.LeaseLost`, lease kept). Whether
+    the lease was released (not when the database could not be reached at the end)."""
     store = CountingCheckpoints()
     hub = Hub(home, profile, store=store)
     writer = SessionWriter(lease, sealing_key())
@@ -200,7 +201,7 @@ def run_collector(
     place = CollectorPlace(lease.name, home, collector_owner(lease.name, lease.token))
     stop_publisher = _channels_in_thread(writer, place)
     hub.start()
-    lost = False
+    lost = released = False
     try:
         _follow(lease, writer, stop)
     except LeaseLost:
@@ -210,11 +211,12 @@ def run_collector(
         hub.stop()
         stop_publisher()
         if not lost:
-            _last_write(lease, writer)
+            released = _last_write(lease, writer)
         close_old_connections()
+    return released
 
 
-def _last_write(lease: Lease, writer: SessionWriter) -> None:
+def _last_write(lease: Lease, writer: SessionWriter) -> bool:
     """Write what is left and release the lease; when the database cannot be reached, say
     so and leave both (the lease goes stale, the next collector folds what is missing)."""
     try:
@@ -222,6 +224,7 @@ def _last_write(lease: Lease, writer: SessionWriter) -> None:
             writer.flush()
         finally:
             lease_release(lease)
+        return True
     except Exception as error:
         if not database_unreachable(error):
             raise
@@ -232,6 +235,7 @@ def _last_write(lease: Lease, writer: SessionWriter) -> None:
             store_name(),
             outage_reason(error),
         )
+        return False
 
 
 def _follow(lease: Lease, writer: SessionWriter, stop: threading.Event) -> None:

@@ -1,7 +1,8 @@
 """``manage.py dshweb_collect --home DIR --name NAME``: collect one DSH home
 (:mod:`dshweb.live.collector`) until SIGTERM or SIGINT.
 
-Exit status 0 after a clean stop (lease released); 2, with the reason on one line, when
+Exit status 0 after a clean stop (lease released, or left to go stale when the database
+cannot be reached then); 2, with the reason on one line, when
 another live collector holds the home's name or path; 1 when the lease is lost while
 running (another collector took it over after this one went unheard).
 """
@@ -59,7 +60,7 @@ class Command(BaseCommand):
             signal.signal(signum, lambda *_: stop.set())
         self.stdout.write(f"dshweb_collect: collecting home {name} ({home})")
         try:
-            run_collector(
+            released = run_collector(
                 lease=lease,
                 home=home,
                 profile=options["profile"] or get_config().profile,
@@ -68,4 +69,10 @@ class Command(BaseCommand):
             )
         except LeaseLost as lost:
             raise CommandError(str(lost), returncode=1) from lost
-        self.stdout.write(f"dshweb_collect: stopped; home {name} released")
+        if released:
+            self.stdout.write(f"dshweb_collect: stopped; home {name} released")
+        else:
+            self.stdout.write(
+                f"dshweb_collect: stopped; home {name} not released (the database is "
+                "unavailable): its lease goes stale"
+            )
