@@ -9,6 +9,7 @@ import time
 import pytest
 from playwright.sync_api import Page, WebSocketRoute, expect
 
+from dshweb.dashboard.unavailable import STORE_UNAVAILABLE_CLOSE
 from tests.browser.conftest import WAIT_MS, BrowserHome, SameDocument
 from tests.browser.homes import append_frames
 from tests.browser.server import DshwebServer
@@ -75,3 +76,22 @@ def test_a_socket_that_keeps_failing_backs_off(page: Page, server: DshwebServer)
         assert want - 0.05 <= gap <= want + 0.6, (gaps, expected)
     assert gaps[1] > gaps[0] + 0.3 and gaps[2] < gaps[1] - 0.3 and gaps[4] > gaps[3] + 0.5
     expect(page.locator("#live-status")).not_to_have_attribute("data-state", "open")
+
+
+def test_a_socket_closed_as_store_unavailable_comes_back(page: Page, server: DshwebServer) -> None:
+    """4503 (the database cannot be reached, :mod:`dshweb.dashboard.unavailable`) is the one
+    application close code the page retries: the outage passes."""
+    opened: list[float] = []
+
+    def unavailable_twice(socket: WebSocketRoute) -> None:
+        opened.append(time.monotonic())
+        if len(opened) <= 2:
+            socket.close(code=STORE_UNAVAILABLE_CLOSE, reason="")
+        else:
+            socket.connect_to_server()
+
+    page.route_web_socket(re.compile(r"/ws/sessions/$"), unavailable_twice)
+    page.goto("/")
+    status = page.locator("#live-status")
+    expect(status).to_have_attribute("data-state", "open", timeout=RECONNECT_MS)
+    assert len(opened) == 3, opened
