@@ -264,13 +264,22 @@ class _StateUnpickler(pickle.Unpickler):
         return found
 
 
-def _unseal(blob: bytes, key: bytes) -> _State | Refusal:
-    tag = checkpoint_tag()
-    if not blob.startswith(tag):
+def unseal(blob: bytes, *, key: bytes, tag: bytes | None = None) -> bytes | Refusal:
+    """The body :func:`seal` framed in ``blob``, once its tag (default this code's) and
+    signature check out; else why not."""
+    head = checkpoint_tag() if tag is None else tag
+    if not blob.startswith(head):
         return Refusal.FORMAT
-    mac, body = blob[len(tag) : len(tag) + _MAC_SIZE], blob[len(tag) + _MAC_SIZE :]
-    if not hmac.compare_digest(mac, _mac(key, tag, body)):
+    mac, body = blob[len(head) : len(head) + _MAC_SIZE], blob[len(head) + _MAC_SIZE :]
+    if not hmac.compare_digest(mac, _mac(key, head, body)):
         return Refusal.SIGNATURE
+    return body
+
+
+def _unseal(blob: bytes, key: bytes) -> _State | Refusal:
+    body = unseal(blob, key=key)
+    if isinstance(body, Refusal):
+        return body
     try:
         state = _StateUnpickler(io.BytesIO(decompressor().decompress(body))).load()
     except Exception:  # a signed blob this code cannot read: nothing to trust in it

@@ -14,8 +14,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-import hashlib
-import hmac
 import importlib
 import io
 import pickle
@@ -23,15 +21,13 @@ from typing import Any
 
 import zstandard
 
-from dshweb.core.fold.checkpoint import checkpoint_tag, seal
+from dshweb.core.fold.checkpoint import checkpoint_tag, seal, unseal
 from dshweb.core.fold.gauge import ContextGauge
 from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.log.frames import decompressor
 
 SEALED_VERSION = 1
 """Raise it whenever what a sealed session holds changes shape."""
-
-_MAC_SIZE = hashlib.sha256().digest_size
 
 
 def sealed_tag() -> bytes:
@@ -48,11 +44,8 @@ def seal_session(snapshot: SessionSnapshot, gauge: ContextGauge, *, key: bytes) 
 def open_session(blob: bytes, *, key: bytes) -> tuple[SessionSnapshot, ContextGauge] | None:
     """What :func:`seal_session` sealed, or None when the blob is not one this code
     signed with ``key``."""
-    tag = sealed_tag()
-    if not key or not blob.startswith(tag):
-        return None
-    mac, body = blob[len(tag) : len(tag) + _MAC_SIZE], blob[len(tag) + _MAC_SIZE :]
-    if not hmac.compare_digest(mac, hmac.new(key, tag + body, hashlib.sha256).digest()):
+    body = unseal(blob, key=key, tag=sealed_tag()) if key else None
+    if not isinstance(body, bytes):
         return None
     try:
         value = _Unpickler(io.BytesIO(decompressor().decompress(body))).load()
