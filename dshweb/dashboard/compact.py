@@ -43,6 +43,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.db import close_old_connections, transaction
+from django.db.models import QuerySet
 from django.db.models.signals import post_save
 from django.utils import timezone
 
@@ -186,6 +187,16 @@ def _owner_alive(owner: str) -> bool:
     return True
 
 
+def _fail(requests: QuerySet[CompactionRequest], *, outcome: str, message: str) -> int:
+    """Close ``requests`` as failed now, with ``outcome`` and ``message``; how many."""
+    return requests.update(
+        state=CompactionRequest.State.FAILED,
+        outcome=outcome,
+        message=message,
+        finished_at=timezone.now(),
+    )
+
+
 def close_abandoned_requests() -> int:
     """Close every in-flight request whose process is gone; returns how many."""
     stale = [
@@ -195,11 +206,10 @@ def close_abandoned_requests() -> int:
     ]
     if not stale:
         return 0
-    closed = CompactionRequest.objects.filter(pk__in=stale, state__in=_IN_FLIGHT).update(
-        state=CompactionRequest.State.FAILED,
+    closed = _fail(
+        CompactionRequest.objects.filter(pk__in=stale, state__in=_IN_FLIGHT),
         outcome=ABANDONED,
         message=f"{ABANDONED_TEXT}; the session log shows whether DSH folded it",
-        finished_at=timezone.now(),
     )
     log.warning("closed %d compaction request(s) left in flight by a stopped dshweb", closed)
     _records.clear()
@@ -258,12 +268,7 @@ def request_collected_compaction(
             why = f"the collector of {home_name} could not be reached: {failure}"
     else:
         outcome = COLLECTOR_UNREACHABLE if unshared else COLLECTOR_OFFLINE
-    CompactionRequest.objects.filter(pk=request.pk).update(
-        state=CompactionRequest.State.FAILED,
-        outcome=outcome,
-        message=why,
-        finished_at=timezone.now(),
-    )
+    _fail(CompactionRequest.objects.filter(pk=request.pk), outcome=outcome, message=why)
     _announce(session_id)
     request.refresh_from_db()
     return request
@@ -331,11 +336,10 @@ def run_compaction(pk: int, *, home: Path | None = None) -> None:
         _announce(request.session_id)
     except Exception:
         log.exception("compaction request %s failed", pk)
-        CompactionRequest.objects.filter(pk=pk).update(
-            state=CompactionRequest.State.FAILED,
+        _fail(
+            CompactionRequest.objects.filter(pk=pk),
             outcome="dshweb_error",
             message="dshweb failed while asking the engine; see its log",
-            finished_at=timezone.now(),
         )
         _records.clear()
     finally:
