@@ -12,15 +12,22 @@ this process, alternately and ``--rounds`` times each:
 - a restart: a new hub resuming from the checkpoints the first one saved (in a SQLite
   database in a temporary data folder), up to its first complete view.
 
-It checks that every hub saw every session and that the restarted view equals the cold
-one, and ends each size with ``size=… sessions=… cold_ratio=… restart_s=…
-restart_ratio=… checkpoints_mb=…`` (ratios against the baseline's best round).
+Each timed part starts from the same heap (the last part's state released and collected,
+nothing frozen). It checks that every hub saw every session and that the restarted view
+equals the cold one, and ends each size with ``size=… sessions=… cold_ratio=…
+best_ratio=… restart_s=… restart_ratio=… checkpoints_mb=…``: ``cold_ratio`` is the median
+over the rounds of each round's cold start against the bare fold just before it (a
+shared machine's pace drifts by 10–20 % from one round to the next; a pair timed back to
+back drifts least), ``best_ratio`` the best cold start against the best bare fold, and
+``restart_ratio`` the best restart against the best bare fold.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
+import statistics
 import sys
 import tempfile
 import time
@@ -63,18 +70,22 @@ def main() -> None:
         restart: list[float] = []
         store = DatabaseCheckpoints()
         for _ in range(options.rounds):
+            _settle()
             started = time.perf_counter()
             for log in logs:
                 SessionTracker(log).refresh()
             bare.append(time.perf_counter() - started)
 
             FoldCheckpoint.objects.all().delete()
+            _settle()
             started = time.perf_counter()
             hub = Hub(home, "sdk", store=store)
             first = hub.cold_start()
             cold.append(time.perf_counter() - started)
             saved = hub.flush_checkpoints()
 
+            del hub
+            _settle()
             started = time.perf_counter()
             again = Hub(home, "sdk", store=store).cold_start()
             restart.append(time.perf_counter() - started)
@@ -84,18 +95,28 @@ def main() -> None:
                 k: v.snapshot for k, v in first.sessions.items()
             }:
                 sys.exit("FAILED: the restarted view differs from the cold one")
+            del first, again  # the next round starts without this one's state
         blobs = sum(len(b) for b in FoldCheckpoint.objects.values_list("blob", flat=True))
         base = min(bare)
+        paired = sorted(c / b for c, b in zip(cold, bare, strict=True))
         print(
             f"size={size}: bare fold {min(bare):.2f}–{max(bare):.2f} s, hub cold start "
             f"{min(cold):.2f}–{max(cold):.2f} s, restart {min(restart):.2f}–{max(restart):.2f} s "
-            f"over {options.rounds} rounds"
+            f"over {options.rounds} rounds; cold / bare of each round "
+            + " ".join(f"{r:.3f}" for r in paired)
         )
         print(
-            f"size={size} sessions={size} cold_ratio={min(cold) / base:.2f} "
-            f"restart_s={min(restart):.2f} restart_ratio={min(restart) / base:.2f} "
-            f"checkpoints_mb={blobs / 1e6:.1f}"
+            f"size={size} sessions={size} cold_ratio={statistics.median(paired):.3f} "
+            f"best_ratio={min(cold) / base:.3f} restart_s={min(restart):.2f} "
+            f"restart_ratio={min(restart) / base:.2f} checkpoints_mb={blobs / 1e6:.1f}"
         )
+
+
+def _settle() -> None:
+    """Start each timed part from the same heap: nothing frozen (the hub freezes what it
+    folded), nothing left for the collector from the part before."""
+    gc.unfreeze()
+    gc.collect()
 
 
 if __name__ == "__main__":

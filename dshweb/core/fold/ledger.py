@@ -23,7 +23,8 @@ folds it: a few numbers per fold, and the pressure after each usage-bearing even
 (every fold's before and after points are kept besides). Its state depends only on the
 events folded, never on how they were batched, so a log folded in pieces gives the same
 ledger. :meth:`LedgerCollector.result` freezes it into a :class:`Ledger`: its folds, its
-refused commands and its timeline points, plain values. Laying them out (the chart, the
+refused commands and its step readings, plain values, whose timeline points
+:attr:`Ledger.points` makes when asked. Laying them out (the chart, the
 pages, the downloads) is the dashboard's (:mod:`dshweb.dashboard.display`).
 """
 
@@ -57,6 +58,9 @@ from dshweb.core.log.wire import (
     TurnStart,
 )
 
+Step = tuple[int, int | None, int]
+"""One reading of the projected tokens: (seq, time, tokens)."""
+
 MAX_STEP_POINTS = 240
 """The most step points kept; past it every other one is dropped and the stride doubles."""
 
@@ -87,9 +91,31 @@ class Ledger:
 
     folds: tuple[Fold, ...] = ()
     refused: tuple[CompactCommand, ...] = ()
-    points: tuple[TimelinePoint, ...] = ()
+    steps: tuple[Step, ...] = ()
+    """The pressure after each step kept (:data:`MAX_STEP_POINTS` at most)."""
+    now: Step | None = None
+    """The pressure as of the last event folded."""
     threshold: int | None = None
     """The compaction point drawn on the timeline (today's, not the one each fold met)."""
+
+    @property
+    def points(self) -> tuple[TimelinePoint, ...]:
+        """The pressure timeline: the steps, each fold's before and after, and now when it
+        is past them. Laid out on each call: a snapshot is taken at every change, its
+        timeline only drawn when a page or a download asks."""
+        points = [TimelinePoint(seq, time, tokens, "step") for seq, time, tokens in self.steps]
+        for number, fold in enumerate(self.folds, start=1):
+            if fold.before is not None:
+                points.append(TimelinePoint(fold.seq, fold.time, fold.before, "before", number))
+            if fold.after is not None and fold.end_seq is not None:
+                points.append(
+                    TimelinePoint(fold.end_seq, fold.end_time, fold.after, "after", number)
+                )
+        points.sort(key=lambda p: (p.seq, p.role != "before"))
+        now = self.now
+        if now is not None and (not points or now[0] > points[-1].seq):
+            points.append(TimelinePoint(*now, "now"))
+        return tuple(points)
 
     @property
     def compactions(self) -> int:
@@ -155,7 +181,7 @@ class LedgerCollector:
     """``command/run`` waiting for its ``command/done``: id → (seq, time, name, args)."""
     command_folds: dict[str, int] = field(default_factory=dict)
     refused: list[CompactCommand] = field(default_factory=list)
-    steps: list[tuple[int, int | None, int]] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
     stride: int = 1
     seen: int = 0
     last_time: int | None = None
@@ -329,22 +355,12 @@ class LedgerCollector:
 
     def result(self, meter: SessionMeter, *, threshold: int | None = None) -> Ledger:
         """The ledger as of the last event folded; ``threshold`` is drawn on the timeline."""
-        points = [TimelinePoint(seq, time, tokens, "step") for seq, time, tokens in self.steps]
-        for number, fold in enumerate(self.folds, start=1):
-            if fold.before is not None:
-                points.append(TimelinePoint(fold.seq, fold.time, fold.before, "before", number))
-            if fold.after is not None and fold.end_seq is not None:
-                points.append(
-                    TimelinePoint(fold.end_seq, fold.end_time, fold.after, "after", number)
-                )
-        points.sort(key=lambda p: (p.seq, p.role != "before"))
-        now = meter.projected_tokens
-        if now is not None and (not points or meter.last_seq > points[-1].seq):
-            points.append(TimelinePoint(meter.last_seq, self.last_time, now, "now"))
+        tokens = meter.projected_tokens
         return Ledger(
             folds=tuple(self.folds),
             refused=tuple(self.refused),
-            points=tuple(points),
+            steps=tuple(self.steps),
+            now=(meter.last_seq, self.last_time, tokens) if tokens is not None else None,
             threshold=threshold,
         )
 

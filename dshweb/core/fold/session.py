@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -190,6 +191,18 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _relative(path: Path, home: Path) -> str:
+    """``path`` relative to ``home`` when it lies under it (by its text: a snapshot is
+    taken at every change, and ``Path.relative_to`` costs more than the rest of it)."""
+    text, root = str(path), str(home)
+    if text.startswith(root) and text[len(root) : len(root) + 1] == os.sep:
+        return text[len(root) + 1 :]
+    try:
+        return str(path.relative_to(home))
+    except ValueError:
+        return text
+
+
 def _printable_node(node: SurfaceNode) -> SurfaceNode:
     preview = printable(node.preview)
     return node if preview is node.preview else replace(node, preview=preview)
@@ -214,10 +227,7 @@ def take_snapshot(
         if meter.context_window is not None and engine is not None
         else None
     )
-    try:
-        path = str(tracker.log.path.relative_to(home))
-    except ValueError:
-        path = str(tracker.log.path)
+    path = _relative(tracker.log.path, home)
     errors = ([tracker.error] if tracker.error else []) + meter.problems + list(extra_errors)
     nodes = heapq.nlargest(largest, meter.nodes, key=lambda n: n.tokens)
     return SessionSnapshot(
