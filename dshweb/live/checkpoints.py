@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from dshweb.core.fold.checkpoint import dump_checkpoint, load_checkpoint
 from dshweb.core.fold.session import SessionTracker
-from dshweb.core.log.home import newest_log
+from dshweb.core.log.home import LogFile
 from dshweb.live.models import FoldCheckpoint
 
 log = logging.getLogger("dshweb.live")
@@ -39,7 +39,7 @@ def _relative(home: Path, folder: Path) -> str:
 class DatabaseCheckpoints:
     """The hub's :class:`~dshweb.live.hub.CheckpointStore` on Django's database."""
 
-    def restore(self, home: Path) -> dict[Path, SessionTracker]:
+    def restore(self, home: Path, logs: Mapping[Path, LogFile]) -> dict[Path, SessionTracker]:
         key = _key()
         restored: dict[Path, SessionTracker] = {}
         refused: list[str] = []
@@ -48,7 +48,7 @@ class DatabaseCheckpoints:
             rows = FoldCheckpoint.objects.filter(home=str(home)).values_list("folder", "blob")
             for folder_name, blob in rows.iterator(chunk_size=500):
                 folder = home / folder_name
-                current = newest_log(folder)
+                current = logs.get(folder)
                 tracker = (
                     load_checkpoint(current, bytes(blob), key=key) if current is not None else None
                 )

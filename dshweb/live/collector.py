@@ -47,6 +47,7 @@ from django.utils import timezone
 
 from dshweb.core.fold.sealed import seal_session
 from dshweb.core.fold.session import SessionTracker
+from dshweb.core.log.home import LogFile
 from dshweb.live import timing
 from dshweb.live.checkpoints import DatabaseCheckpoints
 from dshweb.live.collected import sealing_key
@@ -176,8 +177,8 @@ class CountingCheckpoints(DatabaseCheckpoints):
     def __init__(self) -> None:
         self.resumed: Mapping[Path, int] = {}
 
-    def restore(self, home: Path) -> dict[Path, SessionTracker]:
-        restored = super().restore(home)
+    def restore(self, home: Path, logs: Mapping[Path, LogFile]) -> dict[Path, SessionTracker]:
+        restored = super().restore(home, logs)
         self.resumed = {folder: t.tail.offset for folder, t in restored.items()}
         return restored
 

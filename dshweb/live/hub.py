@@ -116,7 +116,10 @@ Listener = Callable[[HomeChange], object]
 class CheckpointStore(Protocol):
     """Where fold state outlives the process (:mod:`dshweb.live.checkpoints`)."""
 
-    def restore(self, home: Path) -> dict[Path, SessionTracker]: ...
+    def restore(self, home: Path, logs: Mapping[Path, LogFile]) -> dict[Path, SessionTracker]:
+        """The trackers saved for ``home``'s session folders whose log is still the one
+        ``logs`` lists (by folder); every other checkpoint is dropped."""
+        ...
 
     def encode(self, tracker: SessionTracker) -> bytes: ...
 
@@ -260,8 +263,8 @@ class Hub:
         """Take back the checkpoints, then fold what every log gained since, publishing
         what is folded so far and its progress as it goes."""
         with self._fold_lock:
-            restored = self._restore()
             logs = session_logs(self.home) if self.home.is_dir() else []
+            restored = self._restore(logs)
             counter = ProgressCounter(logs, {f: t.tail.offset for f, t in restored.items()})
             self._progress = counter.now()
             last_publish = time.monotonic()
@@ -370,11 +373,11 @@ class Hub:
 
     # -- checkpoints --------------------------------------------------------------------
 
-    def _restore(self) -> dict[Path, SessionTracker]:
+    def _restore(self, logs: Iterable[LogFile]) -> dict[Path, SessionTracker]:
         if self.store is None or self.index.trackers:
             return {}
         try:
-            restored = self.store.restore(self.home)
+            restored = self.store.restore(self.home, {log.session_dir: log for log in logs})
         except Exception:
             log.exception("could not read the fold checkpoints of %s; folding afresh", self.home)
             return {}

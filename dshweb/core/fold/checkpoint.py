@@ -230,13 +230,20 @@ def _field_names(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls))
 
 
-def _rebuild(cls: type, values: tuple[Any, ...]) -> Any:
-    """A state dataclass from its field values, without ``__init__`` (as pickle's own
-    ``__setstate__`` does, but with the field names looked up once per class)."""
+@functools.cache
+def _state_fields(cls: type) -> tuple[str, ...]:
+    """The field names of a state dataclass (checked to be one once per class)."""
     if _state_class(cls.__module__, cls.__qualname__) is not cls:
         raise pickle.UnpicklingError(f"{cls!r} is not checkpoint state")
+    return _field_names(cls)
+
+
+def _rebuild(cls: type, values: tuple[Any, ...]) -> Any:
+    """A state dataclass from its field values, without ``__init__`` (as pickle's own
+    ``__setstate__`` does, but with the class checked and its field names looked up once:
+    a restart rebuilds a hundred thousand of them)."""
     instance: Any = object.__new__(cls)
-    for name, value in zip(_field_names(cls), values, strict=True):
+    for name, value in zip(_state_fields(cls), values, strict=True):
         object.__setattr__(instance, name, value)
     return instance
 
