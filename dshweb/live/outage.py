@@ -14,9 +14,9 @@ password.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 
-import psycopg
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS
 from django.db.utils import InterfaceError, OperationalError
@@ -30,6 +30,11 @@ _NOT_NOW = frozenset({"57P01", "57P02", "57P03", "53300"})
 def database_unreachable(error: BaseException) -> bool:
     """Whether ``error`` says the database could not be reached (or the connection broke)."""
     if not isinstance(error, OperationalError | InterfaceError):
+        return False
+    # Only a PostgreSQL connection imports the driver (a tenth of the server's start on
+    # SQLite); without it loaded, no error can be one of its own.
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is None:
         return False
     cause = error.__cause__
     if isinstance(cause, psycopg.OperationalError):
