@@ -78,7 +78,9 @@ class Client:
 
     @property
     def path(self) -> str:
-        return "/ws/sessions/" + (f"{self.session_id}/" if self.session_id else "")
+        if self.session_id is None:
+            return "/ws/sessions/"
+        return f"/ws/homes/local/sessions/{self.session_id}/"
 
     async def open(self, timeout: float) -> bool:
         """Connect and take the on-connect state (never an update)."""

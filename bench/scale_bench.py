@@ -190,7 +190,7 @@ def measure(size: int, args: argparse.Namespace, tmp: Path) -> Result:
         )
         rng = random.Random(size)
         detail_paths = [
-            f"/sessions/{big[i // 4 % len(big)] if i % 4 == 0 else rng.choice(small)}/"
+            f"/homes/local/sessions/{big[i // 4 % len(big)] if i % 4 == 0 else rng.choice(small)}/"
             for i in range(args.requests)
         ]
         timed(server, ["/"] * WARMUP + detail_paths[:WARMUP], args.request_timeout, "warm-up")
@@ -219,7 +219,9 @@ def measure(size: int, args: argparse.Namespace, tmp: Path) -> Result:
 
         async def sockets() -> tuple[FirstMessage, FirstMessage]:
             listing = await first_message(server, "/ws/sessions/", args.ws_timeout)
-            one = await first_message(server, f"/ws/sessions/{big[0]}/", args.ws_timeout)
+            one = await first_message(
+                server, f"/ws/homes/local/sessions/{big[0]}/", args.ws_timeout
+            )
             return listing, one
 
         probes = asyncio.run(sockets())

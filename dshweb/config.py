@@ -24,6 +24,7 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from dshweb import secret_key
+from dshweb.core.listing.homes import DEFAULT_HOME_NAME, home_name_problem
 from dshweb.environment import BASE_DIR, DEFAULT_HSTS_SECONDS, DEFAULT_PROFILE
 
 T = TypeVar("T")
@@ -36,7 +37,7 @@ DEFAULTS: Mapping[str, object] = {
     "PROFILE": DEFAULT_PROFILE,
     "FOLD_CHECKPOINTS": True,
     "COLLECT": True,
-    "HOME_NAME": "",
+    "HOME_NAME": DEFAULT_HOME_NAME,
     "ENGINE_URL": "",
     "ENGINE": "",
     "LOGIN_THROTTLE_FAILURES": 5,
@@ -72,7 +73,8 @@ class DshwebConfig:
     a web worker, which never reads a DSH home and shows what collectors
     (``manage.py dshweb_collect``) wrote to the database (:mod:`dshweb.live.worker`)."""
     home_name: str
-    """``HOME_NAME``: the collected home a web worker shows; empty: the only one collected."""
+    """``HOME_NAME``: the name of the home this process collects (``COLLECT`` on): pages
+    and addresses name each session's home (:mod:`dshweb.core.listing.homes`)."""
     engine_url: str
     """``ENGINE_URL``: launch URL of a running ``dsh web`` for the Compact button (it wins
     over the engine stored in the database)."""
@@ -113,7 +115,7 @@ def get_config() -> DshwebConfig:
         profile=_typed(value, "PROFILE", str),
         fold_checkpoints=_typed(value, "FOLD_CHECKPOINTS", bool),
         collect=_typed(value, "COLLECT", bool),
-        home_name=_typed(value, "HOME_NAME", str),
+        home_name=_home_name(value),
         engine_url=_typed(value, "ENGINE_URL", str),
         engine=_typed(value, "ENGINE", str),
         login_throttle_failures=_typed(value, "LOGIN_THROTTLE_FAILURES", int),
@@ -128,6 +130,13 @@ def get_config() -> DshwebConfig:
 def _forget_config(*, setting: str, **kwargs: Any) -> None:
     if setting == "DSHWEB":
         get_config.cache_clear()
+
+
+def _home_name(value: Mapping[str, object]) -> str:
+    name = _typed(value, "HOME_NAME", str)
+    if (problem := home_name_problem(name)) is not None:
+        raise ImproperlyConfigured(f"DSHWEB['HOME_NAME']: {problem}")
+    return name
 
 
 def _path(value: Mapping[str, object], key: str) -> Path:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from dshweb.core.listing.homes import DEFAULT_HOME_NAME, home_name_problem
 from dshweb.core.log.home import dsh_home
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -231,8 +232,12 @@ def collect() -> bool:
 
 
 def home_name() -> str:
-    """``DSHWEB_HOME_NAME``: the collected home a web worker shows (empty: the only one)."""
-    return os.environ.get("DSHWEB_HOME_NAME", "").strip()
+    """``DSHWEB_HOME_NAME``: the name of the home this process collects itself (the
+    embedded server's; default ``local``); refused unless it can name a home."""
+    value = os.environ.get("DSHWEB_HOME_NAME", "").strip() or DEFAULT_HOME_NAME
+    if (problem := home_name_problem(value)) is not None:
+        raise ConfigurationError(f"DSHWEB_HOME_NAME: {problem}")
+    return value
 
 
 def _switch(name: str) -> bool:

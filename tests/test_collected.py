@@ -42,7 +42,7 @@ def test_the_rows_rebuild_the_hubs_view_and_follow_removals(tmp_path: Path) -> N
     writer = SessionWriter(lease, sealing_key())
     written: list[HomeChange] = []
     writer.subscribe(written.append)
-    hub = Hub(home, "sdk")
+    hub = Hub(home, "sdk", name="h")
     hub.subscribe(writer)
     hub.cold_start()
     assert writer.flush() == len(hub.view().sessions) >= 3
@@ -70,7 +70,7 @@ def test_a_restart_sweeps_sessions_that_went_while_no_collector_ran(tmp_path: Pa
     home = _two_homes(tmp_path)
     lease = lease_take(name="h", path=str(home), heartbeat_every=60.0)
     writer = SessionWriter(lease, sealing_key())
-    first = Hub(home, "sdk")
+    first = Hub(home, "sdk", name="h")
     first.subscribe(writer)
     first.cold_start()
     writer.flush()
@@ -79,7 +79,7 @@ def test_a_restart_sweeps_sessions_that_went_while_no_collector_ran(tmp_path: Pa
 
     lease = lease_take(name="h", path=str(home), heartbeat_every=60.0)
     writer = SessionWriter(lease, sealing_key())
-    second = Hub(home, "sdk")
+    second = Hub(home, "sdk", name="h")
     second.subscribe(writer)
     second.cold_start()
     writer.flush()
@@ -92,7 +92,7 @@ def test_a_writer_that_lost_its_lease_writes_nothing(tmp_path: Path) -> None:
     home = _two_homes(tmp_path)
     lease = lease_take(name="h", path=str(home), heartbeat_every=1.0)
     writer = SessionWriter(lease, sealing_key())
-    hub = Hub(home, "sdk")
+    hub = Hub(home, "sdk", name="h")
     hub.subscribe(writer)
     hub.cold_start()
     CollectorLease.objects.update(heartbeat_at=timezone.now() - timedelta(seconds=10))
@@ -134,13 +134,13 @@ async def test_committed_writes_are_announced_to_groups_no_socket_here_follows(
     assert layer is not None
     lease = await sync_to_async(lease_take)(name="h", path=str(home), heartbeat_every=60.0)
     writer = SessionWriter(lease, sealing_key())
-    hub = Hub(home, "sdk")
+    hub = Hub(home, "sdk", name="h")
     hub.subscribe(writer)
     await sync_to_async(hub.cold_start)()
     some = sorted(hub.view().sessions)[0]
     listener = await layer.new_channel()
     await layer.group_add(SESSIONS_GROUP, listener)
-    await layer.group_add(session_group(some), listener)
+    await layer.group_add(session_group("h", some), listener)
     task = asyncio.create_task(Publisher(writer, only_watched=False).run())
     try:
         await asyncio.sleep(0)  # the publisher subscribes
@@ -150,5 +150,7 @@ async def test_committed_writes_are_announced_to_groups_no_socket_here_follows(
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-    assert {"type": SESSION_CHANGED, "session_id": some, "gone": False} in messages
-    assert {"type": SESSIONS_CHANGED, "ids": sorted(hub.view().sessions)} in messages
+    changed = {"type": SESSION_CHANGED, "home": "h", "session_id": some, "gone": False}
+    assert changed in messages
+    ids = [["h", session_id] for session_id in sorted(hub.view().sessions)]
+    assert {"type": SESSIONS_CHANGED, "ids": ids} in messages

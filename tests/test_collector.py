@@ -141,6 +141,13 @@ def _snapshots(rows: dict[str, tuple[int, dict[str, object], object]]) -> dict[s
     return {sid: snapshot for sid, (_, snapshot, _) in rows.items()}
 
 
+def test_a_name_that_cannot_name_a_home_is_refused(collector: Collector) -> None:
+    done = run_python(*collector.command("my home")[1:], env=_env(collector.data_dir), timeout=60)
+    assert done.returncode == 1
+    assert "--name: 'my home' is not a home name: use 1 to 64 ASCII letters" in done.stderr
+    assert not query_rows(collector.data_dir, "SELECT name FROM live_collectorlease")
+
+
 def test_kill_9_then_a_restart_resumes_from_the_checkpoints(
     collector: Collector, tmp_path: Path
 ) -> None:

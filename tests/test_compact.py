@@ -135,8 +135,8 @@ def _wait_finished(timeout: float = 60) -> CompactionRequest:
     raise AssertionError("the compaction request did not finish")
 
 
-URL = "/sessions/manual-compact/compact/"
-PAGE = "/sessions/manual-compact/"
+URL = "/homes/local/sessions/manual-compact/compact/"
+PAGE = "/homes/local/sessions/manual-compact/"
 
 
 def _status_line(html: str) -> tuple[str, str]:
@@ -167,7 +167,10 @@ def test_the_button_needs_csrf(home: Path) -> None:
 
 def test_without_an_engine_the_request_fails_with_the_reason(home: Path) -> None:
     client = _user("boss", may_compact=True)
-    assert 'id="compact-button"' in client.get("/sessions/manual-compact/").content.decode()
+    assert (
+        'id="compact-button"'
+        in client.get("/homes/local/sessions/manual-compact/").content.decode()
+    )
     assert client.post(URL, HTTP_HX_REQUEST="true").status_code == 204
     request = _wait_finished()
     assert (request.state, request.outcome) == ("failed", "engine_error")
@@ -267,7 +270,10 @@ def test_an_engine_that_never_answers_fails_the_press_in_seconds(
 
 
 def test_unknown_session_is_404(home: Path) -> None:
-    assert _user("boss", may_compact=True).post("/sessions/nope/compact/").status_code == 404
+    assert (
+        _user("boss", may_compact=True).post("/homes/local/sessions/nope/compact/").status_code
+        == 404
+    )
 
 
 def test_engine_settings_never_show_the_token(home: Path) -> None:
@@ -313,7 +319,10 @@ def test_compact_through_the_dashboard(live: Setup) -> None:
     before = home_view().session("s-dash")
     assert before is not None
     client = _user("boss", may_compact=True)
-    assert client.post("/sessions/s-dash/compact/", HTTP_HX_REQUEST="true").status_code == 204
+    assert (
+        client.post("/homes/local/sessions/s-dash/compact/", HTTP_HX_REQUEST="true").status_code
+        == 204
+    )
     request = _wait_finished()
     assert (request.state, request.outcome) == ("done", "done"), request.message
     log = wait_for_log(live.home, "s-dash", lambda log: log.count("command/done") >= 1)
@@ -331,7 +340,7 @@ def test_compact_through_the_dashboard(live: Setup) -> None:
     assert request.duration_seconds is not None and request.duration_seconds < 60
     assert f'"command_id": "{done["data"]["commandId"]}"' in request.dsh_web_answer
     assert live.token not in request.dsh_web_answer
-    page = client.get("/sessions/s-dash/").content.decode()
+    page = client.get("/homes/local/sessions/s-dash/").content.decode()
     assert _status_line(page) == ("done", result_line(request.message, fold))
     assert result_line(request.message, fold).startswith("Compacted ")
     assert session_logs(live.home)["s-dash"].count("compaction/end") == 1
@@ -347,11 +356,11 @@ def test_compact_while_a_turn_runs_says_busy(live: Setup) -> None:
     prompt(api, "s-busy-dash", "!slow please")
     assert live.script.arrived.wait(30)
     client = _user("boss", may_compact=True)
-    client.post("/sessions/s-busy-dash/compact/", HTTP_HX_REQUEST="true")
+    client.post("/homes/local/sessions/s-busy-dash/compact/", HTTP_HX_REQUEST="true")
     request = _wait_finished()
     assert (request.state, request.outcome) == ("failed", "busy")
     wait_for_log(live.home, "s-busy-dash", turns_at_least(1), timeout=30)
-    page = client.get("/sessions/s-busy-dash/").content.decode()
+    page = client.get("/homes/local/sessions/s-busy-dash/").content.decode()
     assert "The session is busy" in page and 'data-state="failed"' in page
 
 

@@ -80,6 +80,8 @@ def test_a_key_left_out_takes_its_default() -> None:
         ({"DEMO": "yes"}, r"DSHWEB\['DEMO'\]: 'yes' is not a bool"),
         ({"DATA_DIR": 3}, r"DSHWEB\['DATA_DIR'\]: 3 is not a path"),
         ({"TRUSTED_ORIGINS": "https://a.example"}, "not a list of origins"),
+        ({"HOME_NAME": "my home"}, r"DSHWEB\['HOME_NAME'\]: 'my home' is not a home name"),
+        ({"HOME_NAME": ""}, "is not a home name: use 1 to 64 ASCII letters"),
     ],
 )
 def test_a_setting_dshweb_cannot_use_is_refused(given: dict[str, object], message: str) -> None:

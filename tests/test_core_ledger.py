@@ -502,7 +502,7 @@ def _rendered(name: str) -> str:
     index.refresh()
     (shot,) = index.snapshots()
     reading = context_gauge(shot)
-    context = {"session": shot, "gauge": reading}
+    context = {"home_name": "local", "session": shot, "gauge": reading}
     return render_to_string("dashboard/_timeline.html", context) + render_to_string(
         "dashboard/_ledger.html", context
     )

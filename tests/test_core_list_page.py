@@ -12,6 +12,7 @@ from dshweb.core.listing.pages import (
     ListCounts,
     SessionEntry,
     SessionList,
+    merged_trees,
     session_tree,
 )
 from dshweb.core.listing.query import ListQuery, SessionState, SortKey
@@ -149,7 +150,7 @@ def test_an_empty_list_is_one_empty_page() -> None:
         page = SessionList([]).page(query)
         assert (page.rows, page.matched, page.page, page.pages) == ((), 0, 1, 1)
         assert (page.first, page.last, page.previous_page, page.next_page) == (0, 0, None, None)
-        assert page.counts == ListCounts()
+        assert page.counts == ListCounts(homes=(("local", 0),))
 
 
 def test_counts_are_the_whole_homes_whatever_the_query() -> None:
@@ -163,6 +164,7 @@ def test_counts_are_the_whole_homes_whatever_the_query() -> None:
             (Band.CRITICAL, 1),
             (Band.UNKNOWN, 2),
         ),
+        homes=(("local", 7),),
     )
     for query in (ListQuery(), ListQuery("docs", SessionState.LIVE, Band.CRITICAL, page=9)):
         page = SessionList(entries()).page(query)
@@ -255,3 +257,73 @@ def test_a_big_home_gives_one_page() -> None:
         (row.gauge.percent or 0 for row in by_percent.rows), reverse=True
     )
     assert len(by_percent.rows) == 50
+
+
+# --- several homes -----------------------------------------------------------------------
+
+# A second home whose sessions interleave with HOME's by activity; "beta" is in both.
+OTHER: dict[str, tuple[int, str | None, str, bool, int | None, int | None, Band]] = {
+    "beta": (350, None, "other beta", False, 95, -5, Band.CRITICAL),
+    "zeta": (500, None, "zeta work", True, 20, 300, Band.AMPLE),
+    "zeta-sub": (120, "zeta", "zeta helper", False, 30, 200, Band.AMPLE),
+    "omega": (10, None, "old", False, None, None, Band.UNKNOWN),
+}
+
+
+def two_homes() -> SessionList:
+    shots = [
+        session_snapshot(sid, last, parent=parent, title=title, live=live)
+        for sid, (last, parent, title, live, *_) in OTHER.items()
+    ]
+    readings = {sid: gauge(*figures[4:]) for sid, figures in OTHER.items()}
+    other = session_tree(shots, lambda s: readings[s.session_id], "laptop")
+    return SessionList(merged_trees([entries(), other]), ("local", "laptop"))
+
+
+def keys(rows: tuple[SessionEntry, ...]) -> list[tuple[str, str]]:
+    return [row.key for row in rows]
+
+
+def test_homes_interleave_by_activity_each_subtree_whole() -> None:
+    page = two_homes().page(ListQuery())
+    assert keys(page.rows) == [
+        ("laptop", "zeta"),  # 500, with its sub-agent under it though that is older
+        ("laptop", "zeta-sub"),
+        ("local", "alpha"),  # its subtree's newest: 400
+        ("local", "alpha-sub"),
+        ("local", "alpha-sub-sub"),
+        ("laptop", "beta"),  # 350: the same id as local's beta, another session
+        ("local", "beta"),
+        ("local", "delta"),
+        ("local", "gamma"),
+        ("local", "lost"),
+        ("laptop", "omega"),
+    ]
+    assert [row.depth for row in page.rows] == [0, 1, 0, 1, 2, 0, 0, 0, 0, 0, 0]
+    assert page.counts.homes == (("laptop", 4), ("local", 7))
+    assert (page.counts.total, page.counts.live) == (11, 3)
+
+
+@pytest.mark.parametrize(
+    ("query", "shown"),
+    [
+        (ListQuery(home="laptop"), [("laptop", s) for s in ("zeta", "zeta-sub", "beta", "omega")]),
+        (ListQuery(home="nowhere"), []),
+        (ListQuery("laptop beta"), [("laptop", "beta")]),  # the home's name is searched
+        (ListQuery(home="local", band=Band.TIGHT), [("local", "beta")]),
+        (
+            ListQuery(sort=SortKey.PERCENT, per_page=3),
+            [("laptop", "beta"), ("local", "alpha-sub"), ("local", "beta")],
+        ),
+    ],
+)
+def test_a_query_picks_sessions_by_home(query: ListQuery, shown: list[tuple[str, str]]) -> None:
+    page = two_homes().page(query)
+    assert keys(page.rows) == shown
+    assert page.counts.homes == (("laptop", 4), ("local", 7))  # whatever the query
+
+
+def test_one_homes_tree_is_its_own_order() -> None:
+    tree = entries()
+    assert merged_trees([tree]) == tree
+    assert merged_trees([]) == []

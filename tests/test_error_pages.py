@@ -35,7 +35,7 @@ def _page(page: str, section: str, *, signed_in: bool = True) -> str:
 @pytest.mark.parametrize(
     ("method", "url", "reason"),
     [
-        ("post", "/sessions/any/compact/", "Your account may not compact sessions."),
+        ("post", "/homes/local/sessions/any/compact/", "Your account may not compact sessions."),
         ("get", "/settings/", "Only staff users may change DSH settings."),
         ("get", "/settings/engine/", "Only staff users may change DSH settings."),
     ],
@@ -52,7 +52,7 @@ def test_a_refused_form_says_what_to_do() -> None:
     user.user_permissions.add(Permission.objects.get(codename="compact"))
     client = Client(enforce_csrf_checks=True)
     client.force_login(user)
-    response = client.post("/sessions/any/compact/")
+    response = client.post("/homes/local/sessions/any/compact/")
     assert response.status_code == 403
     text = _page(response.content.decode(), "forbidden")
     assert text.startswith("Form refused dshweb refused this form")
@@ -60,7 +60,7 @@ def test_a_refused_form_says_what_to_do() -> None:
 
 
 def test_a_bad_address_says_why() -> None:
-    response = _signed_in().get("/sessions/any/ledger.html?before=abc")
+    response = _signed_in().get("/homes/local/sessions/any/ledger.html?before=abc")
     assert response.status_code == 400
     text = _page(response.content.decode(), "bad-request")
     assert text == "Bad request ?before= takes a fold number (1, 2, …), not 'abc'. All sessions"

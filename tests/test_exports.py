@@ -105,21 +105,23 @@ def user_client(client: Client, django_user_model: Any) -> Client:
 @pytest.mark.django_db
 @pytest.mark.parametrize("name", [*DOWNLOADS, "ledger.html"])
 def test_anonymous_is_sent_to_sign_in(client: Client, home: Path, name: str) -> None:
-    response = client.get(f"/sessions/auto-compact/{name}")
+    response = client.get(f"/homes/local/sessions/auto-compact/{name}")
     assert response.status_code == 302
-    assert response["Location"] == f"/accounts/login/?next=/sessions/auto-compact/{name}"
+    assert (
+        response["Location"] == f"/accounts/login/?next=/homes/local/sessions/auto-compact/{name}"
+    )
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("name", [*DOWNLOADS, "ledger.html"])
 def test_only_get(user_client: Client, home: Path, name: str) -> None:
-    assert user_client.post(f"/sessions/auto-compact/{name}").status_code == 405
+    assert user_client.post(f"/homes/local/sessions/auto-compact/{name}").status_code == 405
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("name", DOWNLOADS)
 def test_no_such_session(user_client: Client, home: Path, name: str) -> None:
-    response = user_client.get(f"/sessions/nobody/{name}")
+    response = user_client.get(f"/homes/local/sessions/nobody/{name}")
     assert response.status_code == 404
     assert b'id="session-missing"' in response.content
 
@@ -131,7 +133,9 @@ async def test_timeline_downloads_are_the_ledgers_whole_series(
 ) -> None:
     ledger = _snapshot(home, "auto-compact").ledger
     assert len(ledger.points) > 20 and {p.role for p in ledger.points} >= {"before", "after"}
-    response, chunks = await _download(async_user, "/sessions/auto-compact/timeline.csv")
+    response, chunks = await _download(
+        async_user, "/homes/local/sessions/auto-compact/timeline.csv"
+    )
     assert response["Content-Type"] == "text/csv; charset=utf-8"
     assert response["Content-Disposition"] == 'attachment; filename="auto-compact-timeline.csv"'
     header, *rows = csv.reader(io.StringIO(b"".join(chunks).decode()))
@@ -139,7 +143,9 @@ async def test_timeline_downloads_are_the_ledgers_whole_series(
     assert rows == _texts(timeline_rows(ledger.points))
     assert [int(r[3]) for r in rows] == [p.tokens for p in ledger.points]
 
-    response, chunks = await _download(async_user, "/sessions/auto-compact/timeline.json")
+    response, chunks = await _download(
+        async_user, "/homes/local/sessions/auto-compact/timeline.json"
+    )
     assert response["Content-Type"] == "application/json"
     assert response["Content-Disposition"] == 'attachment; filename="auto-compact-timeline.json"'
     data = json.loads(b"".join(chunks))
@@ -155,13 +161,13 @@ async def test_ledger_downloads_are_every_fold(
     async_user: AsyncClient, home: Path, session_id: str
 ) -> None:
     ledger = _snapshot(home, session_id).ledger
-    _, chunks = await _download(async_user, f"/sessions/{session_id}/ledger.csv")
+    _, chunks = await _download(async_user, f"/homes/local/sessions/{session_id}/ledger.csv")
     header, *rows = csv.reader(io.StringIO(b"".join(chunks).decode()))
     assert tuple(header) == FOLD_COLUMNS
     assert rows == _texts(fold_rows(ledger.folds))
     assert [int(r[0]) for r in rows] == list(range(1, len(ledger.folds) + 1))
 
-    _, chunks = await _download(async_user, f"/sessions/{session_id}/ledger.json")
+    _, chunks = await _download(async_user, f"/homes/local/sessions/{session_id}/ledger.json")
     data = json.loads(b"".join(chunks))
     assert data["folds"] == _objects(FOLD_COLUMNS, fold_rows(ledger.folds))
     assert data["refused"] == _objects(REFUSED_COLUMNS, map(refused_row, ledger.refused))
@@ -176,9 +182,9 @@ async def test_downloads_are_sent_a_batch_of_rows_at_a_time(
 ) -> None:
     monkeypatch.setattr(exports, "BATCH", 7)
     ledger = _snapshot(home, MANY).ledger
-    _, chunks = await _download(async_user, f"/sessions/{MANY}/ledger.csv")
+    _, chunks = await _download(async_user, f"/homes/local/sessions/{MANY}/ledger.csv")
     assert len(chunks) == 1 + -(-60 // 7)  # the header, then 7 rows a chunk
-    _, chunks = await _download(async_user, f"/sessions/{MANY}/timeline.json")
+    _, chunks = await _download(async_user, f"/homes/local/sessions/{MANY}/timeline.json")
     assert len(chunks) > len(ledger.points) // 7
     assert len(json.loads(b"".join(chunks))["points"]) == len(ledger.points)
 
@@ -204,19 +210,19 @@ def _numbers(html: str) -> list[int]:
 
 @pytest.mark.django_db
 def test_session_page_shows_the_newest_folds_first(user_client: Client, home: Path) -> None:
-    html = user_client.get(f"/sessions/{MANY}/").content.decode()
+    html = user_client.get(f"/homes/local/sessions/{MANY}/").content.decode()
     ledger = html.split('id="ledger"', 1)[1]
     assert _numbers(ledger) == list(range(60, 35, -1))
     assert "60 compactions" in ledger  # the summary counts every fold
-    assert f'href="/sessions/{MANY}/ledger.html?before=36"' in ledger
+    assert f'href="/homes/local/sessions/{MANY}/ledger.html?before=36"' in ledger
     assert '<div id="ledger-older" class="ledger-older" hx-preserve="true"' in ledger
     for name in ("ledger.csv", "ledger.json", "timeline.csv", "timeline.json"):
-        assert f'href="/sessions/{MANY}/{name}" download' in html
+        assert f'href="/homes/local/sessions/{MANY}/{name}" download' in html
 
 
 @pytest.mark.django_db
 def test_older_pages_follow_without_javascript(user_client: Client, home: Path) -> None:
-    html = user_client.get(f"/sessions/{MANY}/ledger.html?before=36").content.decode()
+    html = user_client.get(f"/homes/local/sessions/{MANY}/ledger.html?before=36").content.decode()
     assert html.startswith("<!doctype html>")
     assert _numbers(html) == list(range(35, 10, -1))
     assert "Folds #35–#11, newest first." in html
@@ -224,7 +230,7 @@ def test_older_pages_follow_without_javascript(user_client: Client, home: Path) 
     older = re.search(r'class="page-older" href="([^"]+)"', html)
     newer = re.search(r'class="page-newer" href="([^"]+)"', html)
     assert older and newer
-    assert newer[1] == f"/sessions/{MANY}/ledger.html?before=61"
+    assert newer[1] == f"/homes/local/sessions/{MANY}/ledger.html?before=61"
     html = user_client.get(older[1]).content.decode()
     assert _numbers(html) == list(range(10, 0, -1))
     assert "page-older" not in html and "page-newer" in html
@@ -233,14 +239,17 @@ def test_older_pages_follow_without_javascript(user_client: Client, home: Path) 
 @pytest.mark.django_db
 def test_htmx_gets_the_page_alone(user_client: Client, home: Path) -> None:
     response = user_client.get(
-        f"/sessions/{MANY}/ledger.html?before=11", headers={"HX-Request": "true"}
+        f"/homes/local/sessions/{MANY}/ledger.html?before=11", headers={"HX-Request": "true"}
     )
     html = response.content.decode()
     assert "<html" not in html and "ledger-older" not in html.split("<nav", 1)[0]
     assert _numbers(html) == list(range(10, 0, -1))
-    assert f'hx-get="/sessions/{MANY}/ledger.html?before=36" hx-target="#ledger-older"' in html
+    assert (
+        f'hx-get="/homes/local/sessions/{MANY}/ledger.html?before=36" hx-target="#ledger-older"'
+        in html
+    )
     restore = user_client.get(
-        f"/sessions/{MANY}/ledger.html?before=11",
+        f"/homes/local/sessions/{MANY}/ledger.html?before=11",
         headers={"HX-Request": "true", "HX-History-Restore-Request": "true"},
     )
     assert restore.content.decode().startswith("<!doctype html>")
@@ -251,7 +260,7 @@ def test_htmx_gets_the_page_alone(user_client: Client, home: Path) -> None:
 def test_a_before_that_is_no_number_is_refused(
     user_client: Client, home: Path, before: str
 ) -> None:
-    response = user_client.get(f"/sessions/{MANY}/ledger.html?before={before}")
+    response = user_client.get(f"/homes/local/sessions/{MANY}/ledger.html?before={before}")
     assert response.status_code == 400
     assert "takes a fold number" in response.content.decode()
 
@@ -261,7 +270,7 @@ def test_refused_commands_are_bounded(home: Path) -> None:
     (refused,) = shot.ledger.refused
     many = tuple(replace(refused, seq=refused.seq + n) for n in range(12))
     shot = replace(shot, ledger=replace(shot.ledger, refused=many))
-    context = {"session": shot, "gauge": context_gauge(shot)}
+    context = {"home_name": "local", "session": shot, "gauge": context_gauge(shot)}
     html = render_to_string("dashboard/_ledger.html", context)
     seqs = [int(s) for s in re.findall(r'<li data-seq="(\d+)"', html)]
     assert seqs == [refused.seq + n for n in range(11, 6, -1)]

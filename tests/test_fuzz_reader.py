@@ -213,10 +213,10 @@ def _every_page_answers(client: Client, home: Path, body: bytes, compressed: boo
     ids = [shot.session_id for shot in home_view().snapshots]
     assert GOOD in ids, "a bad session hid the good one"
     for session_id in ids:
-        page = client.get(f"/sessions/{quote(session_id, safe='')}/")
+        page = client.get(f"/homes/local/sessions/{quote(session_id, safe='')}/")
         assert page.status_code in (200, 404), (session_id, page.status_code)
         page.content.decode("utf-8")
-    good = client.get(f"/sessions/{GOOD}/")
+    good = client.get(f"/homes/local/sessions/{GOOD}/")
     assert good.status_code == 200 and b'data-count="0"' in good.content
     shot = home_view().session("fz")
     if shot is not None:

@@ -196,11 +196,11 @@ async def test_no_request_and_no_socket_ever_folds(
     def pages() -> list[int]:
         return [
             client.get(url).status_code
-            for url in ("/", "/?q=auto", "/sessions/auto-compact/", "/settings/")
+            for url in ("/", "/?q=auto", "/homes/local/sessions/auto-compact/", "/settings/")
         ]
 
     assert await sync_to_async(pages)() == [200, 200, 200, 200]
-    for path in ("/ws/sessions/", "/ws/sessions/auto-compact/"):
+    for path in ("/ws/sessions/", "/ws/homes/local/sessions/auto-compact/"):
         communicator = WebsocketCommunicator(
             application,
             path,

@@ -1,4 +1,5 @@
-"""The collector lease (dshweb.live.lease): one live collector per home name and path."""
+"""The collector lease (dshweb.live.lease): one live collector per home name and per home
+folder (a path on one machine)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from dshweb.live.lease import (
     lease_renew,
     lease_take,
 )
-from dshweb.live.models import CollectorLease
+from dshweb.live.models import CollectedSession, CollectorLease
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -71,5 +72,22 @@ def test_a_released_lease_is_free_at_once_and_keeps_the_last_seen_time() -> None
 
 def test_a_stale_lease_of_another_name_on_the_same_path_gives_way() -> None:
     lease_release(lease_take(name="old", path="/h/a", heartbeat_every=1.0))
+    CollectedSession.objects.create(
+        home="old", session_id="s", version=1, blob=b"x", updated_at=timezone.now()
+    )
     lease_take(name="new", path="/h/a", heartbeat_every=1.0)
     assert list(CollectorLease.objects.values_list("name", flat=True)) == ["new"]
+    assert not CollectedSession.objects.exists()  # the renamed home's rows went with it
+
+
+def test_the_same_path_on_another_machine_is_another_home() -> None:
+    lease_take(name="laptop", path="/root/.dsh", heartbeat_every=60.0)
+    CollectorLease.objects.filter(name="laptop").update(host="laptop.example")
+    lease_take(name="server", path="/root/.dsh", heartbeat_every=60.0)  # this machine's
+    rows = CollectorLease.objects.order_by("name").values_list("name", "host", "path")
+    assert [(n, h == "laptop.example", p) for n, h, p in rows] == [
+        ("laptop", True, "/root/.dsh"),
+        ("server", False, "/root/.dsh"),
+    ]
+    with pytest.raises(LeaseRefused, match=r"home server \(/root/.dsh\) is collected by"):
+        lease_take(name="again", path="/root/.dsh", heartbeat_every=60.0)

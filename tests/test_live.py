@@ -124,7 +124,7 @@ def _attr(html: str, element_id: str, name: str) -> str:
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize("path", ["/ws/sessions/", "/ws/sessions/auto-compact/"])
+@pytest.mark.parametrize("path", ["/ws/sessions/", "/ws/homes/local/sessions/auto-compact/"])
 async def test_anonymous_socket_gets_nothing_but_a_close(home: Path, stop: None, path: str) -> None:
     communicator, connected, _ = await _connect(path, ORIGIN)
     assert connected is True
@@ -157,7 +157,7 @@ async def test_list_socket_sends_the_page_then_changed_rows(
     home: Path, cookie: bytes, stop: None
 ) -> None:
     communicator, first = await _signed_in("/ws/sessions/", cookie)
-    row = "row-auto-compact"
+    row = "row-local_2f_auto-compact"
     assert [tag_id for _, tag_id in _top_level(first)] == PAGE_PARTS
     assert _attr(first, row, "data-session-id") == "auto-compact"
     before = int(_attr(first, row, "data-percent"))
@@ -201,7 +201,7 @@ async def test_list_socket_sends_the_whole_page_when_its_order_changes(
     assert [tag_id for _, tag_id in _top_level(update)] == PAGE_PARTS
     for earlier in seen[:-1]:  # while the order held, rows alone
         assert {tag_id for _, tag_id in _top_level(earlier)} <= {
-            "row-auto-compact",
+            "row-local_2f_auto-compact",
             "session-counts",
         }
     await communicator.disconnect()
@@ -211,7 +211,7 @@ async def test_list_socket_sends_the_whole_page_when_its_order_changes(
 async def test_session_socket_follows_appended_frames(
     home: Path, cookie: bytes, stop: None
 ) -> None:
-    communicator, first = await _signed_in("/ws/sessions/auto-compact/", cookie)
+    communicator, first = await _signed_in("/ws/homes/local/sessions/auto-compact/", cookie)
     seen = [_attr(first, "context-ring", "data-used")]
     log, rest = _rest_of_log(home)
     for frame in rest:
@@ -232,7 +232,7 @@ async def test_session_socket_follows_appended_frames(
 
 @pytest.mark.asyncio
 async def test_unknown_session_socket_says_gone(home: Path, cookie: bytes, stop: None) -> None:
-    communicator, first = await _signed_in("/ws/sessions/nope/", cookie)
+    communicator, first = await _signed_in("/ws/homes/local/sessions/nope/", cookie)
     assert _attr(first, "live-status", "data-state") == "gone"
     await communicator.disconnect()
 
@@ -257,7 +257,7 @@ async def _receive_until(communicator: WebsocketCommunicator, wanted: Any) -> st
 async def test_a_saved_profile_patch_moves_the_compaction_point(
     home: Path, cookie: bytes, stop: None
 ) -> None:
-    communicator, first = await _signed_in("/ws/sessions/auto-compact/", cookie)
+    communicator, first = await _signed_in("/ws/homes/local/sessions/auto-compact/", cookie)
     assert _attr(first, "context-ring", "data-threshold") == "12000"
     patch = home / "profiles" / "sdk" / "cordis.patch.yml"
     patch.write_text(
@@ -357,7 +357,7 @@ async def test_list_socket_sends_only_its_page(
 async def test_no_list_message_is_over_the_limit(big_home: Path, cookie: bytes, stop: None) -> None:
     view = sync_home()
     # The whole list at once (what the socket sent before it paged) would be far over it.
-    assert _size(fragments.rows_html(list(view.tree))) > 4 * MESSAGE_LIMIT
+    assert _size(fragments.rows_html(list(view.tree), False)) > 4 * MESSAGE_LIMIT
     communicator, first = await _signed_in("/ws/sessions/?per_page=100", cookie)
     assert _size(first) < MESSAGE_LIMIT
     assert _row_ids(first) == _copies(0, 100)

@@ -58,7 +58,7 @@ async def test_a_page_of_this_server_gets_the_list(
         "/ws/sessions/", (b"origin", origin.encode()), (b"host", host.encode()), (b"cookie", cookie)
     )
     assert connected is True
-    assert 'id="row-auto-compact"' in await _receive(communicator)
+    assert 'id="row-local_2f_auto-compact"' in await _receive(communicator)
     await communicator.disconnect()
 
 

@@ -122,7 +122,7 @@ def test_only_connection_errors_are_an_outage(
 @pytest.fixture
 def unreachable(settings: Any, monkeypatch: pytest.MonkeyPatch) -> OperationalError:
     """A web worker whose reads of the collected home fail with a real connection error."""
-    settings.DSHWEB = {**settings.DSHWEB, "COLLECT": False, "HOME_NAME": ""}
+    settings.DSHWEB = {**settings.DSHWEB, "COLLECT": False}
     # The store the page names (settings.DATABASES itself is not overridden in a test).
     shared = {
         "ENGINE": "django.db.backends.postgresql",
@@ -140,7 +140,7 @@ def unreachable(settings: Any, monkeypatch: pytest.MonkeyPatch) -> OperationalEr
     def fail() -> None:
         raise error
 
-    monkeypatch.setattr("dshweb.live.worker._shown_name", fail)
+    monkeypatch.setattr("dshweb.live.service.worker_homes", fail)
     return error
 
 
@@ -153,7 +153,7 @@ def _notice(page: str) -> str:
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("signed_in", [True, False])
-@pytest.mark.parametrize("url", ["/", "/sessions/any/", "/accounts/login/"])
+@pytest.mark.parametrize("url", ["/", "/homes/local/sessions/any/", "/accounts/login/"])
 def test_a_page_says_the_store_is_unavailable(
     unreachable: OperationalError, url: str, signed_in: bool, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -180,12 +180,12 @@ def test_a_page_says_the_store_is_unavailable(
 def test_a_programming_error_is_still_a_500(
     settings: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    settings.DSHWEB = {**settings.DSHWEB, "COLLECT": False, "HOME_NAME": ""}
+    settings.DSHWEB = {**settings.DSHWEB, "COLLECT": False}
 
     def fail() -> None:
         raise _caused_by(ProgrammingError, psycopg.errors.UndefinedTable("no such table"))
 
-    monkeypatch.setattr("dshweb.live.worker._shown_name", fail)
+    monkeypatch.setattr("dshweb.live.service.worker_homes", fail)
     response = Client(raise_request_exception=False).get("/accounts/login/")
     assert response.status_code == 500
     assert "Retry-After" not in response
@@ -255,7 +255,7 @@ def test_an_outage_is_a_503_on_the_web_worker_and_the_collector_catches_up(
 
         proxy.stop()  # the outage: connections refused, open ones cut
         outage_began = time.monotonic()
-        for path in ("/", "/accounts/login/", f"/sessions/{next(iter(expected))}/"):
+        for path in ("/", "/accounts/login/", f"/homes/local/sessions/{next(iter(expected))}/"):
             status, page = visitor.get(path)
             assert status == 503, page[:2000]
             assert "Store unavailable" in page and PASSWORD_IN_URL not in page

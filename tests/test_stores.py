@@ -217,7 +217,7 @@ def test_a_sign_in_on_one_worker_is_a_sign_in_on_the_other(
     other = Client(b.url)
     other.jar = client.jar
     other.opener = client.opener
-    status, page = other.open(f"/sessions/{SESSION}/")
+    status, page = other.open(f"/homes/local/sessions/{SESSION}/")
     assert status == 200 and f'data-session-id="{SESSION}"' in page
 
 
@@ -243,7 +243,7 @@ def test_a_compact_press_on_one_worker_reaches_a_socket_on_the_other(
     watcher = Client(b.url)
     assert watcher.sign_in(PASSWORD)[0] == 200
     with connect(
-        f"ws://127.0.0.1:{b.port}/ws/sessions/{SESSION}/",
+        f"ws://127.0.0.1:{b.port}/ws/homes/local/sessions/{SESSION}/",
         origin=Origin(b.url),
         additional_headers={"Cookie": f"sessionid={watcher.cookie('sessionid')}"},
         open_timeout=30,
@@ -252,7 +252,10 @@ def test_a_compact_press_on_one_worker_reaches_a_socket_on_the_other(
         assert 'id="compact-status"' in first and 'data-state="requested"' not in first
         presser = Client(a.url)
         assert presser.sign_in(PASSWORD)[0] == 200
-        assert presser.open(f"/sessions/{SESSION}/compact/", {}, HX_Request="true")[0] == 204
+        assert (
+            presser.open(f"/homes/local/sessions/{SESSION}/compact/", {}, HX_Request="true")[0]
+            == 204
+        )
         states: list[str] = []
         deadline = time.monotonic() + 60
         while "failed" not in states:
@@ -261,5 +264,5 @@ def test_a_compact_press_on_one_worker_reaches_a_socket_on_the_other(
             states += re.findall(r'id="compact-status"[^>]*data-state="(\w+)"', message)
     # Announced by worker A through Redis, rendered by worker B from the shared database.
     assert states[0] == "requested" and states[-1] == "failed", states
-    page = watcher.open(f"/sessions/{SESSION}/")[1]
+    page = watcher.open(f"/homes/local/sessions/{SESSION}/")[1]
     assert "The DSH engine is unreachable" in page

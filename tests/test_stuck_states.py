@@ -86,14 +86,14 @@ def _requests(server: DshwebServer) -> list[tuple[str, str, str]]:
 def test_ten_compact_presses_at_once_each_get_an_answer(server: DshwebServer) -> None:
     server.start()
     browsers = [Browser(server.url) for _ in range(PRESSES)]
-    url = f"/sessions/{SESSION}/compact/"
+    url = f"/homes/local/sessions/{SESSION}/compact/"
     for _round in range(3):
         with ThreadPoolExecutor(PRESSES) as pool:
             answers = list(pool.map(lambda b: b.post(url, HX_Request="true"), browsers))
         # No content: the form swaps nothing, the status line comes over the socket.
         assert [status for status, _ in answers] == [204] * PRESSES, server.output(40)
     assert "database is locked" not in server.output()
-    page = browsers[0].get(f"/sessions/{SESSION}/")[1]
+    page = browsers[0].get(f"/homes/local/sessions/{SESSION}/")[1]
     assert re.search(r'id="compact-status" [^>]*data-state="(requested|failed)"', page)
 
 
@@ -105,7 +105,9 @@ def test_a_request_a_killed_server_left_in_flight_is_closed_when_it_starts(
         port = engine.getsockname()[1]
         server.extra_env["DSHWEB_ENGINE_URL"] = f"http://127.0.0.1:{port}/?token=t"
         server.start()
-        status, _ = Browser(server.url).post(f"/sessions/{SESSION}/compact/", HX_Request="true")
+        status, _ = Browser(server.url).post(
+            f"/homes/local/sessions/{SESSION}/compact/", HX_Request="true"
+        )
         assert status == 204
         assert [state for state, _, _ in _requests(server)] == ["requested"]
         assert server.process is not None
@@ -116,7 +118,7 @@ def test_a_request_a_killed_server_left_in_flight_is_closed_when_it_starts(
         state, outcome, message = _requests(server)[0]
         assert (state, outcome) == ("failed", "abandoned")
         assert message.startswith("dshweb stopped while this ran")
-        page = Browser(server.url).get(f"/sessions/{SESSION}/")[1]
+        page = Browser(server.url).get(f"/homes/local/sessions/{SESSION}/")[1]
         assert 'data-state="failed"' in page and "dshweb stopped while this ran" in page
     finally:
         engine.close()

@@ -97,6 +97,7 @@ class TopLevel(HTMLParser):
 def session_context(shot: SessionSnapshot) -> dict[str, Any]:
     """What the session view and the session socket render a session's parts with."""
     return {
+        "home_name": "local",
         "session": shot,
         "gauge": context_gauge(shot),
         "ring": ring_arcs(context_gauge(shot), shot.context_breakdown),
@@ -144,7 +145,7 @@ def user_client(client: Client, django_user_model: Any) -> Client:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("url", ["/", "/sessions/plain-turns/"])
+@pytest.mark.parametrize("url", ["/", "/homes/local/sessions/plain-turns/"])
 def test_anonymous_is_sent_to_login(client: Client, home: Path, url: str) -> None:
     response = client.get(url)
     assert response.status_code == 302
@@ -194,7 +195,7 @@ def test_live_session_is_badged(user_client: Client, home: Path) -> None:
     with lock.open("rb") as held:
         fcntl.flock(held, fcntl.LOCK_EX)  # what DSH holds while it owns the session
         html = user_client.get("/").content.decode()
-        page = user_client.get("/sessions/plain-turns/").content.decode()
+        page = user_client.get("/homes/local/sessions/plain-turns/").content.decode()
     row = html[html.index('data-session-id="plain-turns"') :].split("</li>", 1)[0]
     assert "badge-live" in row
     assert html.count("badge-live") == 1
@@ -220,7 +221,7 @@ def test_rows_carry_their_figures(
         row = elements.rows[session_id]
         reading = context_gauge(shot)
         # Not the session page's article id: both can be on a page the socket updates.
-        assert row["id"] == dom_id("row", session_id) != dom_id("session", session_id)
+        assert row["id"] == dom_id("row", f"local/{session_id}") != dom_id("session", session_id)
         assert row["data-parent"] == (shot.parent_session or "")
         assert row["data-last"] == str(shot.last_time or 0)
         assert row["data-live"] == "0"
@@ -242,7 +243,7 @@ def test_a_row_alone_is_one_element_with_its_id() -> None:
     html = render_to_string("dashboard/_session_row.html", {"entry": entry})
     ((tag, row),) = TopLevel(html).elements
     assert tag == "li"
-    assert row["id"] == "row-a_2f_b_20_c"
+    assert row["id"] == "row-local_2f_a_2f_b_20_c"
     assert row["data-session-id"] == "a/b c"
     assert row["data-parent"] == "gone"
     assert row["data-last"] == "5"
@@ -464,7 +465,7 @@ def test_session_page_shows_the_projections(
     user_client: Client, home: Path, snapshots: dict[str, SessionSnapshot]
 ) -> None:
     shot = snapshots["plain-turns"]
-    response = user_client.get("/sessions/plain-turns/")
+    response = user_client.get("/homes/local/sessions/plain-turns/")
     assert response.status_code == 200
     html = response.content.decode()
     elements = Elements(html).by_id
@@ -508,7 +509,7 @@ def test_session_page_shows_the_projections(
 def test_session_page_is_its_live_parts(
     user_client: Client, home: Path, snapshots: dict[str, SessionSnapshot]
 ) -> None:
-    html = user_client.get("/sessions/plain-turns/").content.decode()
+    html = user_client.get("/homes/local/sessions/plain-turns/").content.decode()
     # The socket sends _session_live.html; the first render is the very same markup.
     live = render_to_string(
         "dashboard/_session_live.html", session_context(snapshots["plain-turns"])
@@ -528,7 +529,7 @@ def test_session_page_is_its_live_parts(
     ]
     elements = Elements(html).by_id
     article = elements[dom_id("session", "plain-turns")]
-    assert article["ws-connect"] == "/ws/sessions/plain-turns/"
+    assert article["ws-connect"] == "/ws/homes/local/sessions/plain-turns/"
     assert article["hx-ext"] == "ws"
     assert elements["live-status"]["data-state"] == "connecting"
     assert "band-ample" in elements["context-ring"]["class"]
@@ -538,7 +539,7 @@ def test_session_socket_url_is_encoded() -> None:
     shot = make_snapshot("a/b c?d#é", 1)
     html = render_to_string("dashboard/_session.html", session_context(shot))
     ((_, article),) = TopLevel(html).elements
-    assert article["ws-connect"] == "/ws/sessions/a%2Fb%20c%3Fd%23%C3%A9/"
+    assert article["ws-connect"] == "/ws/homes/local/sessions/a%2Fb%20c%3Fd%23%C3%A9/"
 
 
 def test_session_before_its_first_request_renders() -> None:
@@ -563,7 +564,7 @@ def test_the_one_inline_script_has_the_known_hash(client: Client) -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("url", ["/", "/sessions/plain-turns/", "/accounts/login/"])
+@pytest.mark.parametrize("url", ["/", "/homes/local/sessions/plain-turns/", "/accounts/login/"])
 def test_pages_load_scripts_from_own_static_files(client: Client, home: Path, url: str) -> None:
     html = client.get(url, follow=True).content.decode()
     sources = [attrs["src"] for attrs in Elements(html).scripts if "src" in attrs]
@@ -586,7 +587,7 @@ def test_session_page_counts_compactions_and_prunes(
     user_client: Client, home: Path, session_id: str, compactions: str, passes: str
 ) -> None:
     """The card counts what the ledger's summary counts, under the same names."""
-    html = user_client.get(f"/sessions/{session_id}/").content.decode()
+    html = user_client.get(f"/homes/local/sessions/{session_id}/").content.decode()
     pattern = r"<dt>(Compactions|Prune passes)</dt><dd><data value=\"\d+\">(\d+)<"
     assert dict(re.findall(pattern, html)) == {"Compactions": compactions, "Prune passes": passes}
     summary = re.search(r'<p class="ledger-summary">\s*(.*?)</p>', html, flags=re.DOTALL)
@@ -597,13 +598,13 @@ def test_session_page_counts_compactions_and_prunes(
 
 @pytest.mark.django_db
 def test_prune_passes_show_their_pruned_results(user_client: Client, home: Path) -> None:
-    html = user_client.get("/sessions/cjk-emoji/").content.decode()
+    html = user_client.get("/homes/local/sessions/cjk-emoji/").content.decode()
     assert re.search(r"<dt>Prune passes</dt><dd>[^\n]*<span class=\"muted\">2 results</span>", html)
 
 
 @pytest.mark.django_db
 def test_unknown_session_is_404(user_client: Client, home: Path) -> None:
-    response = user_client.get("/sessions/no-such-session/")
+    response = user_client.get("/homes/local/sessions/no-such-session/")
     assert response.status_code == 404
     assert b"no-such-session" in response.content
 
@@ -616,7 +617,7 @@ def test_unknown_page_is_404(user_client: Client, home: Path) -> None:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("url", ["/", "/sessions/plain-turns/"])
+@pytest.mark.parametrize("url", ["/", "/homes/local/sessions/plain-turns/"])
 def test_missing_home_is_explained(
     user_client: Client, tmp_path: Path, settings: Any, url: str
 ) -> None:
@@ -749,7 +750,7 @@ def test_a_profile_dsh_refuses_is_named_on_the_session_page(
         "- id: compaction-basic\n  config:\n    retainTokens: 1\n    retainTokens: 2\n"
     )
     sync_home()
-    html = user_client.get("/sessions/plain-turns/").content.decode()
+    html = user_client.get("/homes/local/sessions/plain-turns/").content.decode()
     assert Elements(html).by_id["session-errors"]["data-count"] == "1"
     where = f"{patch}: duplicated mapping key at line 4, column 5"
     assert f"DSH cannot load profile &#x27;sdk&#x27;: {where}" in html
@@ -757,7 +758,7 @@ def test_a_profile_dsh_refuses_is_named_on_the_session_page(
     assert "<data" not in threshold  # no compaction point: dsh would not start
     patch.write_text("- id: compaction-basic\n  config: {headroomTokens: 4096}\n")
     sync_home()
-    html = user_client.get("/sessions/plain-turns/").content.decode()
+    html = user_client.get("/homes/local/sessions/plain-turns/").content.decode()
     assert Elements(html).by_id["session-errors"]["data-count"] == "0"
     assert "<data" in html.split("<dt>Threshold</dt>", 1)[1].split("</dd>", 1)[0]
 

@@ -1,6 +1,7 @@
-"""A web worker (``DSHWEB_COLLECT=off``) in one process: its view of a collected home
-follows the rows at the cost of what changed, its pages say which home and whether its
-collector is online, and it never starts a hub nor reads the home (dshweb.live.worker)."""
+"""A web worker (``DSHWEB_COLLECT=off``) in one process: its view of every collected home
+follows the rows at the cost of what changed, its pages say which home each session is
+of and whether its collector is online, and it never starts a hub nor reads a home
+(dshweb.live.worker)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def off(tmp_path: Path, fresh_hub: None) -> Iterator[None]:
     config = {**settings.DSHWEB, "COLLECT": False, "DSH_HOME": tmp_path / "no-such-home"}
     with override_settings(DSHWEB=config):
         yield
-    worker.forget_worker_home()
+    worker.forget_worker_homes()
 
 
 @dataclasses.dataclass
@@ -78,7 +79,7 @@ def _collect(tmp_path: Path, name: str = "h") -> Collected:
     log.write_bytes(b"".join(frames[: len(frames) // 2]))
     lease = lease_take(name=name, path=str(home), heartbeat_every=60.0)
     writer = SessionWriter(lease, sealing_key())
-    hub = Hub(home, "sdk")
+    hub = Hub(home, "sdk", name=name)
     hub.subscribe(writer)
     hub.cold_start()
     writer.flush()
@@ -92,31 +93,38 @@ def user_client(client: Client, django_user_model: Any) -> Client:
     return client
 
 
+def _shown(name: str = "h") -> HomeView:
+    shown = worker.worker_homes().home(name)
+    assert shown is not None
+    return shown.view
+
+
 def test_the_worker_follows_the_rows_at_the_cost_of_what_changed(tmp_path: Path, off: None) -> None:
     collected = _collect(tmp_path)
-    shown = worker.worker_home()
-    assert shown.name == "h" and shown.online
+    homes = worker.worker_homes()
+    shown = homes.home("h")
+    assert shown is not None and shown.online and shown.collected and homes.names == ("h",)
     assert _sessions(shown.view) == _sessions(collected.hub.view())
     assert shown.view.tree == collected.hub.view().tree
-    assert service.home_view() is shown.view  # pages read the same view
-    follower = worker._follower
+    assert service.shown_homes() is homes  # pages read the same homes
+    follower = worker.worker_follower("h")
     assert follower is not None and follower.reads == len(shown.view.sessions)
 
-    assert worker.worker_home().view is shown.view  # nothing changed: nothing read
+    assert worker.worker_homes() is homes  # nothing changed: nothing read
     assert follower.reads == len(shown.view.sessions)
 
     for path, rest in collected.rest.items():
         with path.open("ab") as handle:
             handle.write(rest)
     collected.write()
-    after = worker.worker_home().view
+    after = _shown()
     assert follower.reads == len(shown.view.sessions) + 1  # the one session that grew
     assert _sessions(after) == _sessions(collected.hub.view()) != _sessions(shown.view)
 
     gone = next(iter(collected.hub.index.trackers))
     shutil.rmtree(gone)
     collected.write()
-    assert _sessions(worker.worker_home().view) == _sessions(collected.hub.view())
+    assert _sessions(_shown()) == _sessions(collected.hub.view())
     assert service._hub is None  # never a hub in a web worker
 
 
@@ -128,10 +136,10 @@ def test_pages_show_the_home_and_say_when_its_collector_is_offline(
     assert 'data-home="h"' in page and "offline" not in page
     for session_id in collected.hub.view().sessions:
         assert session_id in page
-        assert user_client.get(f"/sessions/{session_id}/").status_code == 200
+        assert user_client.get(f"/homes/h/sessions/{session_id}/").status_code == 200
     lease_release(collected.lease)
     page = user_client.get("/").content.decode()
-    assert 'id="collector-offline"' in page and "collector of h offline since" in page
+    assert 'id="collector-offline-h"' in page and "collector of h offline since" in page
     assert all(session_id in page for session_id in collected.hub.view().sessions)
     assert service._hub is None
 
@@ -186,21 +194,21 @@ def test_a_press_with_no_collector_running_fails_at_once_with_the_reason(
     _may_compact(django_user_model)
     lease_release(collected.lease)
     (to_collector,) = _members(collector_group("h"))
-    pressed = user_client.post(f"/sessions/{session_id}/compact/", HTTP_HX_REQUEST="true")
+    pressed = user_client.post(f"/homes/h/sessions/{session_id}/compact/", HTTP_HX_REQUEST="true")
     assert pressed.status_code == 204
     request = CompactionRequest.objects.get()
     assert (request.state, request.outcome) == ("failed", "collector_offline")
     assert request.message.startswith("the collector of h is not running (last seen ")
     assert request.user is not None and request.user.username == "viewer"
     assert _received(to_collector) is None  # nothing sent
-    page = user_client.get(f"/sessions/{session_id}/").content.decode()
+    page = user_client.get(f"/homes/h/sessions/{session_id}/").content.decode()
     assert "Not sent — the collector of h is not running (last seen" in page
 
     # A live collector in another process, and a channel layer in this one's memory.
     CompactionRequest.objects.all().delete()
     held = lease_take(name="h", path=collected.lease.path, heartbeat_every=60.0)
     CollectorLease.objects.filter(name="h").update(pid=os.getpid() + 1)
-    user_client.post(f"/sessions/{session_id}/compact/", HTTP_HX_REQUEST="true")
+    user_client.post(f"/homes/h/sessions/{session_id}/compact/", HTTP_HX_REQUEST="true")
     request = CompactionRequest.objects.get()
     assert (request.state, request.outcome) == ("failed", "collector_unreachable")
     assert "set DSHWEB_REDIS_URL on both" in request.message
@@ -208,10 +216,8 @@ def test_a_press_with_no_collector_running_fails_at_once_with_the_reason(
     lease_release(held)
 
     CompactionRequest.objects.all().delete()
-    with override_settings(DSHWEB={**settings.DSHWEB, "HOME_NAME": "never"}):
-        worker.forget_worker_home()
-        # No such home collected: no session to press either.
-        assert user_client.post(f"/sessions/{session_id}/compact/").status_code == 404
+    # No such home collected: no session to press either.
+    assert user_client.post(f"/homes/never/sessions/{session_id}/compact/").status_code == 404
     assert not CompactionRequest.objects.exists()
 
 
@@ -221,8 +227,8 @@ def test_a_press_on_a_worker_is_run_by_the_collector_of_the_home(
     collected = _collect(tmp_path)
     session_id = next(iter(collected.hub.view().sessions))
     _may_compact(django_user_model)
-    to_collector, on_page = _members(collector_group("h"), session_group(session_id))
-    pressed = user_client.post(f"/sessions/{session_id}/compact/", HTTP_HX_REQUEST="true")
+    to_collector, on_page = _members(collector_group("h"), session_group("h", session_id))
+    pressed = user_client.post(f"/homes/h/sessions/{session_id}/compact/", HTTP_HX_REQUEST="true")
     assert pressed.status_code == 204
     request = CompactionRequest.objects.get()
     owner = collector_owner("h", collected.lease.token)
@@ -230,13 +236,13 @@ def test_a_press_on_a_worker_is_run_by_the_collector_of_the_home(
     assert collected.lease.token not in request.owner
     command = _received(to_collector)
     assert command == {"type": "compact.run", "request": request.pk}
-    assert _received(on_page) == {"type": "compact.changed", "session_id": session_id}
+    assert _received(on_page) == {"type": "compact.changed", "home": "h", "session_id": session_id}
     time.sleep(0.3)
     request.refresh_from_db()
     assert request.state == "requested"  # the worker runs nothing itself
 
     # A second press while it is in flight sends nothing.
-    user_client.post(f"/sessions/{session_id}/compact/", HTTP_HX_REQUEST="true")
+    user_client.post(f"/homes/h/sessions/{session_id}/compact/", HTTP_HX_REQUEST="true")
     assert CompactionRequest.objects.count() == 1 and _received(to_collector) is None
 
     # A command addressed to another collector (an earlier lease) is dropped.
@@ -262,8 +268,8 @@ def test_a_press_on_a_worker_is_run_by_the_collector_of_the_home(
     assert (request.state, request.outcome) == ("failed", "unreachable")
     assert "does not answer (hung?)" in request.message
     assert "secret-launch-token" not in request.message + request.dsh_web_answer
-    assert _received(on_page) == {"type": "compact.changed", "session_id": session_id}
-    page = user_client.get(f"/sessions/{session_id}/").content.decode()
+    assert _received(on_page) == {"type": "compact.changed", "home": "h", "session_id": session_id}
+    page = user_client.get(f"/homes/h/sessions/{session_id}/").content.decode()
     assert "The DSH engine is unreachable" in page
 
 
@@ -273,7 +279,7 @@ def test_a_request_whose_collector_stopped_is_closed_as_abandoned(
     collected = _collect(tmp_path)
     session_id = next(iter(collected.hub.view().sessions))
     _may_compact(django_user_model)
-    user_client.post(f"/sessions/{session_id}/compact/", HTTP_HX_REQUEST="true")
+    user_client.post(f"/homes/h/sessions/{session_id}/compact/", HTTP_HX_REQUEST="true")
     assert compact.close_abandoned_requests() == 0  # its collector is running
     lease_release(collected.lease)
     assert compact.close_abandoned_requests() == 1
@@ -281,21 +287,46 @@ def test_a_request_whose_collector_stopped_is_closed_as_abandoned(
     assert (request.state, request.outcome) == ("failed", "abandoned")
 
 
-def test_without_a_home_to_show_the_page_says_what_to_set(
+def test_a_worker_shows_every_collected_home_each_session_by_its_home(
     tmp_path: Path, off: None, user_client: Client
 ) -> None:
     page = user_client.get("/")
     assert page.status_code == 503 and b"no collector has written" in page.content
-    _collect(tmp_path, "a")
-    _collect(tmp_path, "b")
-    page = user_client.get("/")
-    assert page.status_code == 503 and b"set DSHWEB_HOME_NAME" in page.content
-    with override_settings(DSHWEB={**settings.DSHWEB, "HOME_NAME": "b"}):
-        page = user_client.get("/")
-        assert page.status_code == 200 and b'data-home="b"' in page.content
-    with override_settings(DSHWEB={**settings.DSHWEB, "HOME_NAME": "c"}):
-        page = user_client.get("/")
-        assert page.status_code == 503 and b"--name c" in page.content
+    # Two homes with the same sessions (copies of the same fixtures): one id, two sessions.
+    a, b = _collect(tmp_path, "alpha"), _collect(tmp_path, "beta")
+    lease_release(b.lease)
+    ids = sorted(a.hub.view().sessions)
+    assert ids == sorted(b.hub.view().sessions)
+    html = user_client.get("/").content.decode()
+    assert 'id="home-names"' in html and 'data-home="alpha"' in html and 'data-home="beta"' in html
+    assert 'id="collector-offline-beta"' in html and 'id="collector-offline-alpha"' not in html
+    for session_id in ids:
+        for name in ("alpha", "beta"):
+            assert f'href="/homes/{name}/sessions/{session_id}/"' in html
+            shown = user_client.get(f"/homes/{name}/sessions/{session_id}/").content.decode()
+            assert f'id="session-home" data-home="{name}"' in shown
+            assert f'ws-connect="/ws/homes/{name}/sessions/{session_id}/"' in shown
+    assert html.count('class="home-name"') == 2 * len(ids)  # each row names its home
+    for name in ("alpha", "beta"):
+        assert f'<option value="{name}">{name} ({len(ids)})</option>' in html
+
+    only_b = user_client.get("/?home=beta").content.decode()
+    assert only_b.count('class="home-name" data-home="beta"') == len(ids)
+    assert 'class="home-name" data-home="alpha"' not in only_b
+    assert '<option value="beta" selected>' in only_b
+    assert 'class="home-name" data-home="alpha"' not in user_client.get("/?q=beta").content.decode()
+
+    # An address without the home: the session is in both, so the page names them.
+    both = user_client.get(f"/sessions/{ids[0]}/")
+    assert (
+        both.status_code == 404
+        and f'href="/homes/alpha/sessions/{ids[0]}/"' in both.content.decode()
+    )
+    shutil.rmtree(next(iter(a.hub.index.trackers)))
+    a.write()
+    (left,) = set(ids) - set(a.hub.view().sessions)
+    moved = user_client.get(f"/sessions/{left}/")
+    assert (moved.status_code, moved["Location"]) == (302, f"/homes/beta/sessions/{left}/")
 
 
 @pytest.mark.parametrize(("value", "on"), [("", True), ("on", True), ("off", False)])

@@ -175,7 +175,7 @@ def test_a_web_worker_shows_what_the_collector_folded_and_when_it_went_offline(
     assert f'data-home="{NAME}"' in page and 'id="collector-offline"' not in page
     assert set(re.findall(r'data-session-id="([^"]+)"', page)) == set(expected)
     for session_id, (_, gauge) in expected.items():
-        status, page = visitor.get(f"/sessions/{session_id}/")
+        status, page = visitor.get(f"/homes/{NAME}/sessions/{session_id}/")
         assert status == 200, page[:2000]
         assert _ring(page) == _numbers(gauge)
 
@@ -185,7 +185,9 @@ def test_a_web_worker_shows_what_the_collector_folded_and_when_it_went_offline(
     assert grown != {s: _numbers(g) for s, (_, g) in expected.items()}
     _wait(
         "the grown sessions on the worker's pages",
-        lambda: all(_ring(visitor.get(f"/sessions/{s}/")[1]) == n for s, n in grown.items()),
+        lambda: all(
+            _ring(visitor.get(f"/homes/{NAME}/sessions/{s}/")[1]) == n for s, n in grown.items()
+        ),
         web_worker,
     )
     assert _open_under(web_worker.process.pid, home.resolve()) == []
@@ -221,7 +223,7 @@ def test_frames_appended_reach_a_socket_on_the_web_worker_through_redis(
     worker = DshwebServer(
         home=tmp_path / "no-such-home",
         data_dir=data_dir,
-        extra_env=stores | {"DSHWEB_COLLECT": "off", "DSHWEB_HOME_NAME": NAME},
+        extra_env=stores | {"DSHWEB_COLLECT": "off"},
     )
     process = None
     try:
@@ -243,7 +245,7 @@ def test_frames_appended_reach_a_socket_on_the_web_worker_through_redis(
         grown = {s: _numbers(g) for s, (_, g) in _cold(preview).items()}
         watched = next(s for s in grown if grown[s] != _numbers(expected[s][1]))
         with connect(
-            f"ws://127.0.0.1:{worker.port}/ws/sessions/{watched}/",
+            f"ws://127.0.0.1:{worker.port}/ws/homes/{NAME}/sessions/{watched}/",
             origin=Origin(worker.url),
             additional_headers={"Cookie": f"sessionid={visitor.cookies['sessionid']}"},
             open_timeout=30,
@@ -280,7 +282,7 @@ def test_compact_on_the_web_worker_is_run_by_the_collector_of_the_home(
     worker = DshwebServer(
         home=tmp_path / "no-such-home",
         data_dir=data_dir,
-        extra_env=stores | {"DSHWEB_COLLECT": "off", "DSHWEB_HOME_NAME": NAME},
+        extra_env=stores | {"DSHWEB_COLLECT": "off"},
     )
     process = None
     try:
@@ -299,13 +301,13 @@ def test_compact_on_the_web_worker_is_run_by_the_collector_of_the_home(
         )
         session_id = sorted(expected)[0]
         with connect(
-            f"ws://127.0.0.1:{worker.port}/ws/sessions/{session_id}/",
+            f"ws://127.0.0.1:{worker.port}/ws/homes/{NAME}/sessions/{session_id}/",
             origin=Origin(worker.url),
             additional_headers={"Cookie": f"sessionid={visitor.cookies['sessionid']}"},
             open_timeout=30,
         ) as live:
             assert 'data-state="idle"' in _status(str(live.recv(timeout=30)))
-            status, _ = visitor.post(f"/sessions/{session_id}/compact/")
+            status, _ = visitor.post(f"/homes/{NAME}/sessions/{session_id}/compact/")
             assert status == 204
             states: list[str] = []
             deadline = time.monotonic() + 40

@@ -90,7 +90,9 @@ class AlreadyRunning(Exception):
     """A compaction of this session is already in flight."""
 
     def __init__(self, request: CompactionRequest) -> None:
-        super().__init__(f"a compaction of {request.session_id} is already running")
+        super().__init__(
+            f"a compaction of {request.session_id} of {request.home} is already running"
+        )
         self.request = request
 
 
@@ -218,14 +220,21 @@ def close_abandoned_requests() -> int:
 
 def request_compaction(
     *,
+    home: str,
     session_id: str,
     user: AbstractBaseUser | AnonymousUser,
     seq: int,
     projected: int | None,
 ) -> CompactionRequest:
-    """Record a request and start it in the background; refuses a second one."""
+    """Record a request for a session of this process's own home (named ``home``) and
+    start it in the background; refuses a second one."""
     request = _record_request(
-        session_id=session_id, user=user, seq=seq, projected=projected, owner=process_owner()
+        home=home,
+        session_id=session_id,
+        user=user,
+        seq=seq,
+        projected=projected,
+        owner=process_owner(),
     )
     thread = threading.Thread(
         target=run_compaction,
@@ -239,43 +248,44 @@ def request_compaction(
 
 def request_collected_compaction(
     *,
-    home_name: str,
+    home: str,
     session_id: str,
     user: AbstractBaseUser | AnonymousUser,
     seq: int,
     projected: int | None,
 ) -> CompactionRequest:
-    """On a web worker: record a request and send it to the collector of ``home_name``;
+    """On a web worker: record a request and send it to the collector of ``home``;
     refuses a second one. With no live collector the request is recorded failed, with
     the reason, and nothing is sent."""
     try:
-        owner = collector_address(home_name)
+        owner = collector_address(home)
     except CollectorNotRunning as offline:
         owner, why = process_owner(), str(offline)
         unshared = isinstance(offline, NoSharedChannelLayer)
     else:
         why, unshared = "", False
     request = _record_request(
-        session_id=session_id, user=user, seq=seq, projected=projected, owner=owner
+        home=home, session_id=session_id, user=user, seq=seq, projected=projected, owner=owner
     )
     if not why:
         try:
-            send_command(home_name, {"type": RUN_COMMAND, "request": request.pk})
+            send_command(home, {"type": RUN_COMMAND, "request": request.pk})
             return request
         except Exception as failure:
-            log.exception("sending compaction request %s to %s failed", request.pk, home_name)
+            log.exception("sending compaction request %s to %s failed", request.pk, home)
             outcome = COLLECTOR_UNREACHABLE
-            why = f"the collector of {home_name} could not be reached: {failure}"
+            why = f"the collector of {home} could not be reached: {failure}"
     else:
         outcome = COLLECTOR_UNREACHABLE if unshared else COLLECTOR_OFFLINE
     _fail(CompactionRequest.objects.filter(pk=request.pk), outcome=outcome, message=why)
-    _announce(session_id)
+    _announce(home, session_id)
     request.refresh_from_db()
     return request
 
 
 def _record_request(
     *,
+    home: str,
     session_id: str,
     user: AbstractBaseUser | AnonymousUser,
     seq: int,
@@ -286,19 +296,20 @@ def _record_request(
     with transaction.atomic():
         running = (
             CompactionRequest.objects.select_for_update()
-            .filter(session_id=session_id, state__in=_IN_FLIGHT)
+            .filter(home=home, session_id=session_id, state__in=_IN_FLIGHT)
             .first()
         )
         if running is not None:
             raise AlreadyRunning(running)
         request = CompactionRequest.objects.create(
+            home=home,
             session_id=session_id,
             user=_user(user),
             seq_at_request=seq,
             projected_before=projected,
             owner=owner,
         )
-    _announce(session_id)  # open pages show "requested" at once
+    _announce(home, session_id)  # open pages show "requested" at once
     return request
 
 
@@ -333,7 +344,7 @@ def run_compaction(pk: int, *, home: Path | None = None) -> None:
         )
         request.finished_at = timezone.now()
         request.save()
-        _announce(request.session_id)
+        _announce(request.home, request.session_id)
     except Exception:
         log.exception("compaction request %s failed", pk)
         _fail(
@@ -360,8 +371,9 @@ def _ask_dsh_web(session_id: str, home: Path | None) -> CompactOutcome:
 
 
 COMPACT_CHANGED = "compact.changed"
-_records: dict[str, RequestRecord | None] = {}
-"""The latest request of each session looked at, as its status line needs it."""
+_records: dict[tuple[str, str], RequestRecord | None] = {}
+"""The latest request of each session looked at (by home and id), as its status line
+needs it."""
 
 
 _sockets_loop: asyncio.AbstractEventLoop | None = None
@@ -375,13 +387,14 @@ def announce_on(loop: asyncio.AbstractEventLoop) -> None:
     _sockets_loop = loop
 
 
-def _announce(session_id: str) -> None:
-    """Forget the kept request of ``session_id`` and tell its open pages."""
-    _records.pop(session_id, None)
+def _announce(home: str, session_id: str) -> None:
+    """Forget the kept request of ``session_id`` of ``home`` and tell its open pages."""
+    _records.pop((home, session_id), None)
     layer = get_channel_layer()
     if layer is None:
         return
-    group, message = session_group(session_id), {"type": COMPACT_CHANGED, "session_id": session_id}
+    group = session_group(home, session_id)
+    message = {"type": COMPACT_CHANGED, "home": home, "session_id": session_id}
     loop = _sockets_loop
     if loop is not None and loop.is_running():
         # The in-memory layer's queues belong to the sockets' loop: a send from the worker
@@ -391,37 +404,38 @@ def _announce(session_id: str) -> None:
         async_to_sync(layer.group_send)(group, message)
 
 
-def forget_records(session_id: str | None = None) -> None:
-    """Drop the kept request of ``session_id`` (of every session when ``None``): another
-    process may have changed it (its announcement reaches this one's sockets through a
-    shared channel layer, and a page reads it afresh), or a test wrote it straight to the
-    database."""
-    if session_id is None:
+def forget_records(home: str | None = None, session_id: str = "") -> None:
+    """Drop the kept request of ``session_id`` of ``home`` (of every session when
+    ``home`` is ``None``): another process may have changed it (its announcement reaches
+    this one's sockets through a shared channel layer, and a page reads it afresh), or a
+    test wrote it straight to the database."""
+    if home is None:
         _records.clear()
     else:
-        _records.pop(session_id, None)
+        _records.pop((home, session_id), None)
 
 
 def _forget_saved(sender: type[CompactionRequest], instance: CompactionRequest, **_: Any) -> None:
-    _records.pop(instance.session_id, None)
+    _records.pop((instance.home, instance.session_id), None)
 
 
 post_save.connect(_forget_saved, sender=CompactionRequest, dispatch_uid="dshweb-compact-records")
 
 
-def latest_request(session_id: str) -> CompactionRequest | None:
-    return CompactionRequest.objects.filter(session_id=session_id).first()
+def latest_request(home: str, session_id: str) -> CompactionRequest | None:
+    return CompactionRequest.objects.filter(home=home, session_id=session_id).first()
 
 
-def latest_record(session_id: str) -> RequestRecord | None:
+def latest_record(home: str, session_id: str) -> RequestRecord | None:
     """The session's latest request, as the status line reads it (kept in memory)."""
-    if session_id not in _records:
-        request = latest_request(session_id)
-        _records[session_id] = (
+    key = (home, session_id)
+    if key not in _records:
+        request = latest_request(home, session_id)
+        _records[key] = (
             None
             if request is None
             else RequestRecord(
                 request.state, request.outcome, request.message, request.seq_at_request
             )
         )
-    return _records[session_id]
+    return _records[key]

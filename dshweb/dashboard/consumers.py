@@ -1,7 +1,7 @@
 """WebSocket consumers: thin glue between a page and its Channels group.
 
 On connect a consumer checks the login, joins its group and sends the current state of
-its page, read from the hub's view (:mod:`dshweb.live.service`; nothing is folded for
+its page, read from the homes shown (:mod:`dshweb.live.service`; nothing is folded for
 it). After that it renders what the publisher (:mod:`dshweb.live.publisher`) says has
 changed, off the event loop, and sends it. Sockets only carry state to the browser:
 nothing is changed through them.
@@ -26,7 +26,7 @@ from dshweb.dashboard.unavailable import STORE_UNAVAILABLE_CLOSE, say_unavailabl
 from dshweb.live.groups import SESSIONS_GROUP, session_group, subscriptions
 from dshweb.live.outage import database_unreachable
 from dshweb.live.publisher import start_publisher
-from dshweb.live.service import home_view
+from dshweb.live.service import shown_homes
 
 UNAUTHORIZED = 4401
 NOT_FOUND = 4404
@@ -109,53 +109,57 @@ class SessionsConsumer(_PageConsumer):
         return list_query(QueryDict(raw.decode("utf-8", "replace")))
 
     def current_html(self) -> list[str]:
-        self.shown = home_view().listing.page(self.query)
+        self.shown = shown_homes().listing.page(self.query)
         return fragments.list_page_messages(self.shown)
 
     async def sessions_changed(self, event: dict[str, Any]) -> None:
-        await self._send_rendered(self.changed_html, list(event["ids"]))
+        await self._send_rendered(self.changed_html, [tuple(key) for key in event["ids"]])
 
-    def changed_html(self, ids: list[str]) -> list[str]:
-        page = home_view().listing.page(self.query)
+    def changed_html(self, keys: list[tuple[str, str]]) -> list[str]:
+        page = shown_homes().listing.page(self.query)
         before, self.shown = self.shown, page
         if before is None or page.layout != before.layout:
             return fragments.list_page_messages(page)
-        wanted = set(ids)
-        rows = [entry for entry in page.rows if entry.snapshot.session_id in wanted]
+        wanted = set(keys)
+        rows = [entry for entry in page.rows if entry.key in wanted]
         moved = page.counts != before.counts or page.matched != before.matched
-        return fragments.list_update_messages(rows, page if moved else None)
+        return fragments.list_update_messages(rows, page, moved)
 
 
 class SessionConsumer(_PageConsumer):
-    """One session's page: its fragments now, then each update."""
+    """One session's page (a session of one home): its fragments now, then each update."""
 
     async def connect(self) -> None:
         compact.announce_on(asyncio.get_running_loop())
         await super().connect()
 
     def group_name(self) -> str:
-        return session_group(self.session_id)
+        return session_group(self.home, self.session_id)
+
+    @property
+    def home(self) -> str:
+        return str(self.scope["url_route"]["kwargs"]["home"])
 
     @property
     def session_id(self) -> str:
         return str(self.scope["url_route"]["kwargs"]["session_id"])
 
     def current_html(self) -> str:
-        view = home_view().sessions.get(self.session_id)
+        view = shown_homes().session(self.home, self.session_id)
         if view is None:
             return fragments.session_gone_html()
-        return fragments.session_view_html(view)
+        return fragments.session_view_html(self.home, view)
 
     async def session_changed(self, event: dict[str, Any]) -> None:
         await self._send_rendered(self.current_html)
 
     async def compact_changed(self, event: dict[str, Any]) -> None:
-        compact.forget_records(self.session_id)  # it may come from another process
+        compact.forget_records(self.home, self.session_id)  # it may come from another process
         await self._send_rendered(self.compact_html)
 
     def compact_html(self) -> str:
-        snapshot = home_view().session(self.session_id)
-        return fragments.compact_status_html(snapshot) if snapshot is not None else ""
+        view = shown_homes().session(self.home, self.session_id)
+        return fragments.compact_status_html(self.home, view.snapshot) if view is not None else ""
 
 
 class UnknownPathConsumer(WebsocketConsumer):

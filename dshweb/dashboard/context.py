@@ -1,17 +1,28 @@
-"""Template context shared by every page: which DSH home is shown, and whether it is the
-demo; in a web worker, the collected home's name and whether its collector is online."""
+"""Template context shared by every page: the homes shown, and whether this process's own
+home is the demo (``dsh_home``: its folder, for the settings pages)."""
 
 from __future__ import annotations
 
 from django.http import HttpRequest
+from django.utils.functional import SimpleLazyObject
 
-from dshweb.live.service import collecting, shown_home
-from dshweb.live.worker import worker_home
+from dshweb.live.service import collecting, shown_home, shown_homes
 
 
 def dsh_home(request: HttpRequest) -> dict[str, object]:
     if not collecting():
-        collected = worker_home()
-        return {"dsh_home": collected.view.home, "dsh_home_is_demo": False, "collected": collected}
+        return {
+            # Read now, on every page: while the store is down, even the sign-in page says so.
+            "homes": shown_homes(),
+            "collected": True,
+            "dsh_home": None,
+            "dsh_home_is_demo": False,
+        }
     home = shown_home()
-    return {"dsh_home": home.path, "dsh_home_is_demo": home.is_demo, "collected": None}
+    return {
+        # Lazy: the sign-in page names no home, and reading it would start the hub.
+        "homes": SimpleLazyObject(lambda: shown_homes(wait=0)),
+        "collected": False,
+        "dsh_home": home.path,
+        "dsh_home_is_demo": home.is_demo,
+    }

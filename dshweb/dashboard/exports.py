@@ -39,13 +39,12 @@ from dshweb.dashboard.display.ledger_rows import (
     refused_row,
     timeline_rows,
 )
-from dshweb.live.service import home_view
+from dshweb.dashboard.views import shown_session
 
 BATCH = 500
 """Rows per chunk sent."""
 CSV_TYPE = "text/csv; charset=utf-8"
 JSON_TYPE = "application/json"
-HOME_UNAVAILABLE = 503
 _UNSAFE_NAME = re.compile(r"[^\w.-]+")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -54,29 +53,14 @@ class HtmxHttpRequest(HttpRequest):
     htmx: HtmxDetails
 
 
-def _snapshot(request: HttpRequest, session_id: str) -> SessionSnapshot | HttpResponse:
+def _snapshot(request: HttpRequest, home: str, session_id: str) -> SessionSnapshot | HttpResponse:
     """The session now, or the page saying why there is none (503 or 404)."""
-    home = home_view()
-    if home.error is not None:
-        return render(
-            request,
-            "dashboard/home_error.html",
-            {"home": home.home, "error": home.error},
-            status=HOME_UNAVAILABLE,
-        )
-    snapshot = home.session(session_id)
-    if snapshot is None:
-        return render(
-            request,
-            "dashboard/session_missing.html",
-            {"session_id": session_id, "home": home.home},
-            status=404,
-        )
-    return snapshot
+    found = shown_session(request, home, session_id)
+    return found if isinstance(found, HttpResponse) else found[1].snapshot
 
 
 @require_GET
-def session_ledger(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
+def session_ledger(request: HtmxHttpRequest, home: str, session_id: str) -> HttpResponse:
     """The ledger's folds numbered below ``?before=`` (the newest page without it)."""
     raw = request.GET.get("before", "")
     try:
@@ -84,12 +68,12 @@ def session_ledger(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     except ValueError:
         reason = f"?before= takes a fold number (1, 2, …), not {raw[:40]!r}."
         return render(request, "400.html", {"reason": reason}, status=400)
-    found = _snapshot(request, session_id)
+    found = _snapshot(request, home, session_id)
     if isinstance(found, HttpResponse):
         return found
     ledger = found.ledger
     page = ledger_page(ledger.folds, before=before)
-    context = {"session": found, "ledger": ledger, "page": page}
+    context = {"home_name": home, "session": found, "ledger": ledger, "page": page}
     if request.htmx and not request.htmx.history_restore_request:
         return render(request, "dashboard/_ledger_page.html", context)
     return render(request, "dashboard/session_ledger.html", context)
@@ -167,12 +151,15 @@ async def _json_object(
 Download = Literal["timeline.csv", "timeline.json", "ledger.csv", "ledger.json"]
 
 
-def _download_of(request: HttpRequest, session_id: str, name: Download) -> HttpResponseBase:
-    found = _snapshot(request, session_id)
+def _download_of(
+    request: HttpRequest, home: str, session_id: str, name: Download
+) -> HttpResponseBase:
+    found = _snapshot(request, home, session_id)
     if isinstance(found, HttpResponse):
         return found
     ledger = found.ledger
     head: dict[str, object] = {
+        "home": home,
         "session": found.session_id,
         "lastSeq": found.last_seq,
         "threshold": ledger.threshold,
@@ -201,23 +188,23 @@ def _download_of(request: HttpRequest, session_id: str, name: Download) -> HttpR
 
 
 @require_GET
-def timeline_csv(request: HttpRequest, session_id: str) -> HttpResponseBase:
+def timeline_csv(request: HttpRequest, home: str, session_id: str) -> HttpResponseBase:
     """Every point of the session's pressure series: seq, time, tokens, role, fold."""
-    return _download_of(request, session_id, "timeline.csv")
+    return _download_of(request, home, session_id, "timeline.csv")
 
 
 @require_GET
-def timeline_json(request: HttpRequest, session_id: str) -> HttpResponseBase:
-    return _download_of(request, session_id, "timeline.json")
+def timeline_json(request: HttpRequest, home: str, session_id: str) -> HttpResponseBase:
+    return _download_of(request, home, session_id, "timeline.json")
 
 
 @require_GET
-def ledger_csv(request: HttpRequest, session_id: str) -> HttpResponseBase:
+def ledger_csv(request: HttpRequest, home: str, session_id: str) -> HttpResponseBase:
     """Every fold, oldest first, with the figures the ledger table shows."""
-    return _download_of(request, session_id, "ledger.csv")
+    return _download_of(request, home, session_id, "ledger.csv")
 
 
 @require_GET
-def ledger_json(request: HttpRequest, session_id: str) -> HttpResponseBase:
+def ledger_json(request: HttpRequest, home: str, session_id: str) -> HttpResponseBase:
     """Every fold and every refused ``/compact``."""
-    return _download_of(request, session_id, "ledger.json")
+    return _download_of(request, home, session_id, "ledger.json")

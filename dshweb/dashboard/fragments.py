@@ -35,43 +35,47 @@ SESSION_TEMPLATE = "dashboard/_session_live.html"
 COMPACT_TEMPLATE = "dashboard/_compact_status.html"
 
 
-def session_context(snapshot: SessionSnapshot, gauge: ContextGauge) -> dict[str, Any]:
+def session_context(home: str, snapshot: SessionSnapshot, gauge: ContextGauge) -> dict[str, Any]:
     return {
+        "home_name": home,
         "session": snapshot,
         "gauge": gauge,
         "ring": ring_arcs(gauge, snapshot.context_breakdown),
         "breakdown": breakdown_parts(snapshot.context_breakdown),
         "cache_hit": cache_hit_ratio(snapshot.token_usage),
-        "compact": compact_status(snapshot),
+        "compact": compact_status(home, snapshot),
     }
 
 
-def compact_status(snapshot: SessionSnapshot) -> CompactView:
+def compact_status(home: str, snapshot: SessionSnapshot) -> CompactView:
     """The Compact button's status for this session: its latest request and the log."""
-    return compact_view(latest_record(snapshot.session_id), snapshot.ledger)
+    return compact_view(latest_record(home, snapshot.session_id), snapshot.ledger)
 
 
-def compact_status_html(snapshot: SessionSnapshot) -> str:
-    return render_to_string(COMPACT_TEMPLATE, {"compact": compact_status(snapshot)})
+def compact_status_html(home: str, snapshot: SessionSnapshot) -> str:
+    return render_to_string(COMPACT_TEMPLATE, {"compact": compact_status(home, snapshot)})
 
 
 _rendered_lock = threading.Lock()
-_rows: OrderedDict[tuple[str, int, bool, int], tuple[SessionSnapshot, str]] = OrderedDict()
+_rows: OrderedDict[tuple[str, str, int, bool, bool, int], tuple[SessionSnapshot, str]] = (
+    OrderedDict()
+)
 ROWS_KEPT = 2048
 """List rows kept rendered: a page pushed again renders only the rows that changed."""
 
 
-def row_html(entry: SessionEntry) -> str:
-    """One list row, rendered once per snapshot, place in the tree and minute (its "…
-    ago" moves on by the minute)."""
+def row_html(entry: SessionEntry, many: bool) -> str:
+    """One list row, rendered once per snapshot, place in the tree, whether the list
+    names each row's home (``many`` homes) and minute (its "… ago" moves on by the
+    minute)."""
     shot = entry.snapshot
-    key = (shot.session_id, entry.depth, entry.orphan, int(time.time() // 60))
+    key = (entry.home, shot.session_id, entry.depth, entry.orphan, many, int(time.time() // 60))
     with _rendered_lock:
         kept = _rows.get(key)
         if kept is not None and kept[0] is shot:  # the snapshot itself: never a reused id
             _rows.move_to_end(key)
             return kept[1]
-    html = render_to_string(ROW_TEMPLATE, {"entry": entry})
+    html = render_to_string(ROW_TEMPLATE, {"entry": entry, "many_homes": many})
     with _rendered_lock:
         _rows[key] = (shot, html)
         while len(_rows) > ROWS_KEPT:
@@ -79,9 +83,9 @@ def row_html(entry: SessionEntry) -> str:
     return html
 
 
-def rows_html(entries: list[SessionEntry]) -> str:
+def rows_html(entries: list[SessionEntry], many: bool) -> str:
     """One list row per entry (a new row's id is not on the page yet: the page adds it)."""
-    return "".join(row_html(entry) for entry in entries)
+    return "".join(row_html(entry, many) for entry in entries)
 
 
 MESSAGE_MAX = 200 * 1024
@@ -103,8 +107,20 @@ def list_socket_url(query: ListQuery) -> str:
 
 
 def list_context(page: ListPage) -> dict[str, Any]:
-    rows = mark_safe(rows_html(list(page.rows)))  # rendered by our row template
-    return {"page": page, "query": page.query, "rows": page.rows, "rows_html": rows}
+    many = many_homes(page)
+    rows = mark_safe(rows_html(list(page.rows), many))  # rendered by our row template
+    return {
+        "page": page,
+        "query": page.query,
+        "rows": page.rows,
+        "rows_html": rows,
+        "many_homes": many,
+    }
+
+
+def many_homes(page: ListPage) -> bool:
+    """Whether the list shows sessions of more than one home (each row names its home)."""
+    return len(page.counts.homes) > 1
 
 
 def list_page_messages(page: ListPage) -> list[str]:
@@ -114,16 +130,17 @@ def list_page_messages(page: ListPage) -> list[str]:
     if _size(html) <= MESSAGE_MAX:
         return [html]
     frame = render_to_string(LIST_PAGE_TEMPLATE, {**context, "rows": (), "rows_html": ""})
-    rows = [row_html(entry) for entry in page.rows]
+    rows = [row_html(entry, context["many_homes"]) for entry in page.rows]
     return [frame, *_packed(rows, f'<ol id="{ROWS_ID}" hx-swap-oob="beforeend">', "</ol>")]
 
 
-def list_update_messages(rows: list[SessionEntry], counts: ListPage | None) -> list[str]:
-    """Rows of a page whose layout is unchanged, each replacing its own row by id, and
-    the page's counts when they changed (``counts``: the page, else ``None``)."""
-    parts = [row_html(entry) for entry in rows]
-    if counts is not None:
-        parts.append(render_to_string(LIST_COUNTS_TEMPLATE, list_context(counts)))
+def list_update_messages(rows: list[SessionEntry], page: ListPage, counts: bool) -> list[str]:
+    """Rows of ``page``, whose layout is unchanged, each replacing its own row by id, and
+    the page's counts when they changed (``counts``)."""
+    many = many_homes(page)
+    parts = [row_html(entry, many) for entry in rows]
+    if counts:
+        parts.append(render_to_string(LIST_COUNTS_TEMPLATE, list_context(page)))
     return _packed(parts)
 
 
@@ -149,22 +166,22 @@ def _size(html: str) -> int:
     return len(html.encode("utf-8", "surrogatepass"))
 
 
-_rendered: OrderedDict[tuple[str, int], str] = OrderedDict()
+_rendered: OrderedDict[tuple[str, str, int], str] = OrderedDict()
 RENDERED_KEPT = 64
 """Sessions whose live parts are kept rendered: a page view or a socket of a session
 renders them once per version, whoever asks."""
 
 
-def live_parts_html(view: SessionView) -> str:
-    """The session page's live parts (``_session_live.html``) for a hub's session view,
+def live_parts_html(home: str, view: SessionView) -> str:
+    """The session page's live parts (``_session_live.html``) for a session of ``home``,
     rendered once per version."""
-    key = (view.snapshot.session_id, view.version)
+    key = (home, view.snapshot.session_id, view.version)
     with _rendered_lock:
         html = _rendered.get(key)
         if html is not None:
             _rendered.move_to_end(key)
             return html
-    html = render_to_string(SESSION_TEMPLATE, session_context(view.snapshot, view.gauge))
+    html = render_to_string(SESSION_TEMPLATE, session_context(home, view.snapshot, view.gauge))
     with _rendered_lock:
         _rendered[key] = html
         while len(_rendered) > RENDERED_KEPT:
@@ -172,10 +189,10 @@ def live_parts_html(view: SessionView) -> str:
     return html
 
 
-def session_view_html(view: SessionView) -> str:
+def session_view_html(home: str, view: SessionView) -> str:
     """What a session's socket sends: its live parts, and the Compact status (which sits
     in a card of the page that is not pushed, beside the per-user button)."""
-    return live_parts_html(view) + compact_status_html(view.snapshot)
+    return live_parts_html(home, view) + compact_status_html(home, view.snapshot)
 
 
 def session_gone_html() -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from dshweb.core.listing.homes import DEFAULT_HOME_NAME
+
 
 class PatchRevision(models.Model):
     class Action(models.TextChoices):
@@ -66,6 +68,9 @@ class CompactionRequest(models.Model):
         DONE = "done"
         FAILED = "failed"
 
+    home = models.CharField(
+        max_length=64, default=DEFAULT_HOME_NAME, help_text="The name of the session's home."
+    )
     session_id = models.CharField(max_length=500)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
@@ -88,10 +93,10 @@ class CompactionRequest(models.Model):
     class Meta:
         ordering = ("-requested_at", "-id")
         permissions = (("compact", "Can ask DSH to compact a session"),)
-        indexes = (models.Index(fields=("session_id", "-requested_at")),)
+        indexes = (models.Index(fields=("home", "session_id", "-requested_at")),)
 
     def __str__(self) -> str:
-        return f"compact {self.session_id} {self.state}"
+        return f"compact {self.home}/{self.session_id} {self.state}"
 
     @property
     def in_flight(self) -> bool:

@@ -1,29 +1,33 @@
-"""The dashboard's pages; a session id may hold any character DSH allows, even ``/``."""
+"""The dashboard's pages. A session's pages live under its home's name and its id; a session
+id may hold any character DSH allows, even ``/``."""
 
 from __future__ import annotations
 
 from django.urls import path
 
-from dshweb.dashboard import exports, settings_views, views
+from dshweb.dashboard import (
+    converters,  # noqa: F401  (registers <home:…>)
+    exports,
+    settings_views,
+    views,
+)
+
+SESSION = "homes/<home:home>/sessions/<path:session_id>/"
 
 app_name = "dashboard"
 urlpatterns = [
     path("", views.session_list, name="session-list"),
     path("progress/", views.fold_progress, name="fold-progress"),
-    path("sessions/<path:session_id>/compact/", views.session_compact, name="session-compact"),
+    path(f"{SESSION}compact/", views.session_compact, name="session-compact"),
     # Names with a dot: a session page's address always ends in "/", so none is shadowed.
-    path("sessions/<path:session_id>/ledger.html", exports.session_ledger, name="session-ledger"),
-    path("sessions/<path:session_id>/ledger.csv", exports.ledger_csv, name="session-ledger-csv"),
-    path("sessions/<path:session_id>/ledger.json", exports.ledger_json, name="session-ledger-json"),
-    path(
-        "sessions/<path:session_id>/timeline.csv", exports.timeline_csv, name="session-timeline-csv"
-    ),
-    path(
-        "sessions/<path:session_id>/timeline.json",
-        exports.timeline_json,
-        name="session-timeline-json",
-    ),
-    path("sessions/<path:session_id>/", views.session_detail, name="session-detail"),
+    path(f"{SESSION}ledger.html", exports.session_ledger, name="session-ledger"),
+    path(f"{SESSION}ledger.csv", exports.ledger_csv, name="session-ledger-csv"),
+    path(f"{SESSION}ledger.json", exports.ledger_json, name="session-ledger-json"),
+    path(f"{SESSION}timeline.csv", exports.timeline_csv, name="session-timeline-csv"),
+    path(f"{SESSION}timeline.json", exports.timeline_json, name="session-timeline-json"),
+    path(SESSION, views.session_detail, name="session-detail"),
+    # An address without the home (older links): the session in the one home that has it.
+    path("sessions/<path:session_id>/", views.session_in_any_home, name="session-any-home"),
     path("settings/", settings_views.settings_index, name="settings"),
     path("settings/engine/", settings_views.settings_dsh_web, name="settings-dsh-web"),
     path(

@@ -1,8 +1,9 @@
 """Server-rendered pages: the sessions list and one page per session.
 
-Views only translate: they read the hub's view of the home
-(:func:`~dshweb.live.service.home_view`: a request never folds), and the pure
-:mod:`dshweb.dashboard.display` lays out what is shown. Each page is a base
+Views only translate: they read the homes shown (:func:`~dshweb.live.service.shown_homes`:
+a request never folds), and the pure :mod:`dshweb.dashboard.display` lays out what is
+shown. A session's address holds its home's name and its id
+(``/homes/<home>/sessions/<id>/``). Each page is a base
 layout around partials with stable ids, so htmx and the live socket can replace one
 fragment at a time; the list's form and pager get the list section alone. The list is
 filtered, sorted and paged here (``?q=…&state=…&band=…&sort=…&page=…``,
@@ -24,11 +25,13 @@ from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import push_url
 from django_htmx.middleware import HtmxDetails
 
+from dshweb.core.fold.progress import FoldProgress
 from dshweb.core.listing.query import list_query
 from dshweb.dashboard import compact, fragments
 from dshweb.dashboard.fragments import live_parts_html, session_context
-from dshweb.live.hub import HomeView
-from dshweb.live.service import collecting, home_view, shown_home_name
+from dshweb.live.homes import Homes, ShownHome
+from dshweb.live.hub import SessionView
+from dshweb.live.service import shown_homes
 
 HOME_UNAVAILABLE = 503
 NOT_ON_A_WORKER = 503
@@ -44,22 +47,28 @@ def worker_refusal(request: HttpRequest, what: str) -> HttpResponse:
     return render(request, "dashboard/worker_refusal.html", {"what": what}, status=NOT_ON_A_WORKER)
 
 
-def _home_error(request: HttpRequest, home: HomeView) -> HttpResponse:
+def _home_error(request: HttpRequest, homes: Homes) -> HttpResponse:
+    home = homes.shown[0].view.home if homes.shown else None
     return render(
         request,
         "dashboard/home_error.html",
-        {"home": home.home, "error": home.error},
+        {"home": home, "error": homes.error},
         status=HOME_UNAVAILABLE,
     )
 
 
+def session_url(home: str, session_id: str) -> str:
+    """A session's page (its home's name is part of its address)."""
+    return reverse("dashboard:session-detail", args=[home, session_id])
+
+
 @require_safe
 def session_list(request: HtmxHttpRequest) -> HttpResponse:
-    home = home_view()
-    if home.error is not None:
-        return _home_error(request, home)
-    page = home.listing.page(list_query(request.GET))
-    context = {"progress": home.progress, **fragments.list_context(page)}
+    homes = shown_homes()
+    if homes.error is not None:
+        return _home_error(request, homes)
+    page = homes.listing.page(list_query(request.GET))
+    context = {"progress": homes.progress, **fragments.list_context(page)}
     if request.htmx and not request.htmx.history_restore_request:
         # The filter form, sort and pager ask for the list section alone; the address
         # shows the query as the server read it (defaults left out, page clamped).
@@ -71,32 +80,68 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     return response
 
 
-@require_safe
-def session_detail(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
-    home = home_view()
-    if home.error is not None:
-        return _home_error(request, home)
-    snapshot = home.session(session_id)
-    if snapshot is None:  # or not read yet: the page says which, and reloads when done
+def shown_session(
+    request: HttpRequest, home: str, session_id: str
+) -> tuple[ShownHome, SessionView, FoldProgress] | HttpResponse:
+    """Session ``session_id`` of home ``home`` now (with its home, and how far the first
+    read of the homes has got), or the page saying why there is none: 503 while a home
+    cannot be read or has not been read that far yet, else 404."""
+    homes = shown_homes()
+    if homes.error is not None:
+        return _home_error(request, homes)
+    shown = homes.home(home)
+    view = homes.session(home, session_id)
+    if shown is None or view is None:  # or not read yet: the page says which, and reloads
+        progress = shown.view.progress if shown is not None else homes.progress
         return render(
             request,
             "dashboard/session_missing.html",
-            {"session_id": session_id, "home": home.home, "progress": home.progress},
-            status=404 if home.progress.done else HOME_UNAVAILABLE,
+            {
+                "session_id": session_id,
+                "home_name": home,
+                "home": shown.view.home if shown is not None else None,
+                "progress": progress,
+            },
+            status=404 if progress.done else HOME_UNAVAILABLE,
         )
-    view = home.sessions[session_id]
-    compact.forget_records(session_id)  # its Compact status as the database has it now
-    context = session_context(snapshot, view.gauge)
-    context["live_parts"] = mark_safe(live_parts_html(view))  # rendered by our templates
-    context["progress"] = home.progress
+    return shown, view, homes.progress
+
+
+@require_safe
+def session_detail(request: HtmxHttpRequest, home: str, session_id: str) -> HttpResponse:
+    found = shown_session(request, home, session_id)
+    if isinstance(found, HttpResponse):
+        return found
+    shown, view, progress = found
+    compact.forget_records(home, session_id)  # its Compact status as the database has it now
+    context = session_context(home, view.snapshot, view.gauge)
+    context["live_parts"] = mark_safe(live_parts_html(home, view))  # rendered by our templates
+    context["progress"] = progress
+    context["shown_home"] = shown
     return render(request, "dashboard/session_detail.html", context)
 
 
 @require_safe
+def session_in_any_home(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
+    """A session's address without its home (dshweb's older links): its page in the one
+    home that has it, else a page saying which homes do (or that none does)."""
+    homes = shown_homes(wait=0)
+    holding = homes.holding(session_id)
+    if len(holding) == 1:
+        return HttpResponseRedirect(session_url(holding[0], session_id))
+    return render(
+        request,
+        "dashboard/session_missing.html",
+        {"session_id": session_id, "holding": holding, "progress": homes.progress},
+        status=404 if homes.progress.done or holding else HOME_UNAVAILABLE,
+    )
+
+
+@require_safe
 def fold_progress(request: HtmxHttpRequest) -> HttpResponse:
-    """How far the first read of the home has got (polled by the progress bar); when it
+    """How far the first read of the homes has got (polled by the progress bar); when it
     is done, an htmx poll reloads the page, now complete."""
-    progress = home_view(wait=0).progress
+    progress = shown_homes(wait=0).progress
     response = render(request, "dashboard/_fold_progress.html", {"progress": progress})
     if progress.done and request.htmx:
         response["HX-Refresh"] = "true"
@@ -104,9 +149,9 @@ def fold_progress(request: HtmxHttpRequest) -> HttpResponse:
 
 
 @require_POST
-def session_compact(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
-    """Ask ``dsh web`` to fold this session now (a POST with CSRF, ``compact`` only); on
-    a web worker, ask the home's collector to.
+def session_compact(request: HtmxHttpRequest, home: str, session_id: str) -> HttpResponse:
+    """Ask ``dsh web`` to fold this session now (a POST with CSRF, ``compact`` only); for
+    a collected home (a web worker), ask the home's collector to.
 
     The button's form swaps nothing: the status line reaches every open page of the
     session over its socket, and is on the page when it is loaded again. A press while a
@@ -114,24 +159,19 @@ def session_compact(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
     """
     if not request.user.has_perm("dashboard.compact"):
         raise PermissionDenied("Your account may not compact sessions.")
-    home = home_view()
-    snapshot = home.session(session_id)
-    if snapshot is None:
-        raise Http404(f"no session {session_id!r}")
+    shown = shown_homes().home(home)
+    view = shown.view.sessions.get(session_id) if shown is not None else None
+    if shown is None or view is None:
+        raise Http404(f"no session {session_id!r} in home {home!r}")
+    snapshot = view.snapshot
     seq, projected = snapshot.last_seq, snapshot.context_pressure.get("projectedTokens")
+    request_one = (
+        compact.request_collected_compaction if shown.collected else compact.request_compaction
+    )
     with contextlib.suppress(compact.AlreadyRunning):
-        if collecting():
-            compact.request_compaction(
-                session_id=session_id, user=request.user, seq=seq, projected=projected
-            )
-        else:  # a web worker: the home's collector runs it
-            compact.request_collected_compaction(
-                home_name=shown_home_name(),
-                session_id=session_id,
-                user=request.user,
-                seq=seq,
-                projected=projected,
-            )
+        request_one(
+            home=home, session_id=session_id, user=request.user, seq=seq, projected=projected
+        )
     if request.htmx:
         return HttpResponse(status=HTTPStatus.NO_CONTENT)
-    return HttpResponseRedirect(reverse("dashboard:session-detail", args=[session_id]))
+    return HttpResponseRedirect(session_url(home, session_id))

@@ -65,6 +65,7 @@ def collected_home(name: str) -> CollectedHome | None:
         lease.error or None,
         FoldProgress(count, count, 0, 0, 0.0, done=True),
         lease.version,
+        name,
     )
     return CollectedHome(
         name=name,

@@ -195,7 +195,7 @@ def run_collector(
     until the lease is lost (:class:`~dshweb.live.lease.LeaseLost`, lease kept). Whether
     the lease was released (not when the database could not be reached at the end)."""
     store = CountingCheckpoints()
-    hub = Hub(home, profile, store=store)
+    hub = Hub(home, profile, store=store, name=lease.name)
     writer = SessionWriter(lease, sealing_key())
     hub.subscribe(writer)
     hub.subscribe(_ResumeReport(hub, store, lease.name, on_ready))

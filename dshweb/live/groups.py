@@ -1,5 +1,6 @@
-"""Channels group names: one for the sessions list, one per session (ids hashed: a group
-name allows only a few ASCII characters and a session id may hold anything)."""
+"""Channels group names: one for the sessions list, one per session of each home (home
+and id hashed: a group name allows only a few ASCII characters and a session id may hold
+anything)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from collections import Counter
 SESSIONS_GROUP = "dshweb.sessions"
 
 
-def session_group(session_id: str) -> str:
-    return "dshweb.session." + hashlib.sha256(session_id.encode()).hexdigest()[:32]
+def session_group(home: str, session_id: str) -> str:
+    """The group of session ``session_id`` of home ``home`` (a home's name has no NUL)."""
+    key = f"{home}\0{session_id}".encode("utf-8", "surrogatepass")
+    return "dshweb.session." + hashlib.sha256(key).hexdigest()[:32]
 
 
 class Subscriptions:

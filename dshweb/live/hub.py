@@ -34,6 +34,7 @@ from dshweb.core.fold.gauge import ContextGauge, context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.progress import FoldProgress, ProgressCounter
 from dshweb.core.fold.session import SessionSnapshot, SessionTracker
+from dshweb.core.listing.homes import DEFAULT_HOME_NAME
 from dshweb.core.listing.pages import SessionEntry, SessionList, session_tree
 from dshweb.core.log.home import LogFile, session_logs
 from dshweb.core.profile.profile import PROFILE_FILES
@@ -75,6 +76,8 @@ class HomeView:
     error: str | None = None
     progress: FoldProgress = field(default_factory=FoldProgress)
     version: int = 0
+    name: str = DEFAULT_HOME_NAME
+    """The home's name on the dashboard (:mod:`dshweb.core.listing.homes`)."""
 
     @cached_property
     def snapshots(self) -> tuple[SessionSnapshot, ...]:
@@ -85,20 +88,19 @@ class HomeView:
     @cached_property
     def tree(self) -> tuple[SessionEntry, ...]:
         """The sessions list's order: sub-agents under their parents."""
-        return tuple(session_tree(self.snapshots, lambda s: self.sessions[s.session_id].gauge))
+        sessions = self.sessions
+        return tuple(
+            session_tree(self.snapshots, lambda s: sessions[s.session_id].gauge, self.name)
+        )
 
     @cached_property
     def listing(self) -> SessionList:
         """The sessions list's pages and counts (:mod:`dshweb.core.listing.pages`)."""
-        return SessionList(self.tree)
+        return SessionList(self.tree, (self.name,))
 
     def session(self, session_id: str) -> SessionSnapshot | None:
         view = self.sessions.get(session_id)
         return view.snapshot if view is not None else None
-
-    def gauge(self, session_id: str) -> ContextGauge | None:
-        view = self.sessions.get(session_id)
-        return view.gauge if view is not None else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,14 +138,17 @@ class Hub:
         *,
         store: CheckpointStore | None = None,
         extra_patches: tuple[Path, ...] = (),
+        name: str = DEFAULT_HOME_NAME,
     ) -> None:
         self.index = HomeIndex(home, profile=profile, extra_patches=extra_patches)
+        self.name = name
+        """The home's name, carried by every view (:mod:`dshweb.core.listing.homes`)."""
         self.store = store
         self.passes = 0
         """Fold passes made (instrumentation: a request never adds one)."""
         self._fold_lock = threading.Lock()
         self._by_folder: dict[Path, SessionView] = {}
-        self._view = HomeView(home)
+        self._view = HomeView(home, name=name)
         self._ready = threading.Event()
         self._listeners: list[Listener] = []
         self._dirty: set[Path] = set()
@@ -344,7 +349,9 @@ class Hub:
             return HomeChange(old_view, frozenset(), frozenset())  # keep what readers cached
         sessions = {view.snapshot.session_id: view for view in self._by_folder.values()}
         removed -= set(sessions)
-        self._view = HomeView(index.home, sessions, None, self._progress, old_view.version + 1)
+        self._view = HomeView(
+            index.home, sessions, None, self._progress, old_view.version + 1, self.name
+        )
         return HomeChange(self._view, frozenset(changed), frozenset(removed))
 
     def _publish_error(self, message: str) -> None:
@@ -356,7 +363,9 @@ class Hub:
     def _publish_error_locked(self, message: str) -> HomeChange:
         if self._view.error == message:
             return HomeChange(self._view, frozenset(), frozenset())
-        self._view = HomeView(self.home, {}, message, self._progress, self._view.version + 1)
+        self._view = HomeView(
+            self.home, {}, message, self._progress, self._view.version + 1, self.name
+        )
         self._by_folder.clear()
         self.index.trackers.clear()
         self.index.signatures.clear()

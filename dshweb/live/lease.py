@@ -1,9 +1,10 @@
 """Who collects a DSH home: a lease in the database (:class:`CollectorLease`), one per
-home name and one per home path, so two collectors never fold the same home.
+home name and one per home folder (a path on one host), so two collectors never fold the
+same home.
 
 :func:`lease_take` takes it in one transaction (the rows locked with ``SELECT … FOR
-UPDATE``; the unique name and path settle two first takes at once), refusing with
-:class:`LeaseRefused` while another process holds a lease on the same name or path. A
+UPDATE``; the unique name and folder settle two first takes at once), refusing with
+:class:`LeaseRefused` while another process holds a lease on the same name or folder. A
 lease is held while it is not released and its heartbeat is younger than
 :data:`~dshweb.live.timing.STALE_AFTER_BEATS` of its holder's own heartbeat interval
 (stored in the row, so every process judges it alike); a stale lease is taken over,
@@ -27,7 +28,7 @@ from django.utils import timezone
 
 from dshweb.core.errors import DshError
 from dshweb.live import timing
-from dshweb.live.models import CollectorLease
+from dshweb.live.models import CollectedSession, CollectorLease
 
 log = logging.getLogger("dshweb.live")
 
@@ -35,7 +36,7 @@ _TAKE_ATTEMPTS = 3
 
 
 class LeaseRefused(DshError):
-    """Another live collector holds the home's name or path; the message says which."""
+    """Another live collector holds the home's name or folder; the message says which."""
 
 
 class LeaseLost(DshError):
@@ -84,8 +85,10 @@ def lease_take(*, name: str, path: str, heartbeat_every: float) -> Lease:
 
 def _take(name: str, path: str, heartbeat_every: float) -> Lease:
     token = secrets.token_hex(16)
+    host = socket.gethostname()
+    same_folder = Q(host=host, path=path)
     with transaction.atomic():
-        rows = list(CollectorLease.objects.select_for_update().filter(Q(name=name) | Q(path=path)))
+        rows = list(CollectorLease.objects.select_for_update().filter(Q(name=name) | same_folder))
         now = timezone.now()
         for row in rows:
             if lease_is_held(row, now):
@@ -93,13 +96,17 @@ def _take(name: str, path: str, heartbeat_every: float) -> Lease:
         for row in rows:
             if row.released_at is None:
                 log.warning("taking over a stale lease: %s", lease_holder(row, now))
-        # Another name for the same path: that home is this one now.
-        CollectorLease.objects.filter(path=path).exclude(name=name).delete()
+        # Another name for the same folder: that home is this one now (its rows go too).
+        renamed = CollectorLease.objects.filter(same_folder).exclude(name=name)
+        CollectedSession.objects.filter(
+            home__in=list(renamed.values_list("name", flat=True))
+        ).delete()
+        renamed.delete()
         CollectorLease.objects.update_or_create(
             name=name,
             defaults={
                 "path": path,
-                "host": socket.gethostname(),
+                "host": host,
                 "pid": os.getpid(),
                 "token": token,
                 "started_at": now,

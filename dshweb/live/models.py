@@ -33,7 +33,7 @@ class CollectorLease(models.Model):
     """
 
     name = models.TextField(unique=True)
-    path = models.TextField(unique=True, help_text="The home's absolute path on its host.")
+    path = models.TextField(help_text="The home's absolute path on its host.")
     host = models.TextField()
     pid = models.IntegerField()
     token = models.CharField(max_length=64)
@@ -45,6 +45,12 @@ class CollectorLease(models.Model):
         default=0, help_text="Counts the collector's writes; never goes back, across restarts."
     )
     error = models.TextField(blank=True, help_text="Why the home cannot be read, if it cannot.")
+
+    class Meta:
+        constraints = (
+            # One home per folder of one machine; two machines may each have a ~/.dsh.
+            models.UniqueConstraint(fields=["host", "path"], name="one_lease_per_home_folder"),
+        )
 
     def __str__(self) -> str:
         return self.name

@@ -1,8 +1,9 @@
 """The hub's changes, announced on the channel layer: which sessions changed, never HTML.
 
 One publisher per event loop follows the process's hub (:mod:`dshweb.live.service`).
-For each changed session it sends ``session.changed`` to that session's group, and
-``sessions.changed`` with the changed ids to the list's group; the consumers
+For each changed session it sends ``session.changed`` (its home and id) to that
+session's group, and ``sessions.changed`` with the changed sessions (``[home, id]``
+pairs) to the list's group; the consumers
 (:mod:`dshweb.dashboard.consumers`) render what their page shows from the hub's view,
 outside any lock. Announcements are coalesced to one per :data:`INTERVAL` per session
 (and one per :data:`LIST_INTERVAL` for the list): the first change of a quiet session
@@ -51,10 +52,10 @@ class Publisher:
         self.list_interval = list_interval
         self.only_watched = only_watched
         self._changes: asyncio.Queue[HomeChange] = asyncio.Queue()
-        self._pending: dict[str, bool] = {}
-        """Session id → gone, waiting for its interval to end."""
-        self._sent_at: dict[str, float] = {}
-        self._list_ids: set[str] = set()
+        self._pending: dict[tuple[str, str], bool] = {}
+        """(home, session id) → gone, waiting for its interval to end."""
+        self._sent_at: dict[tuple[str, str], float] = {}
+        self._list_ids: set[tuple[str, str]] = set()
         self._list_sent_at = 0.0
 
     async def run(self) -> None:
@@ -75,11 +76,12 @@ class Publisher:
             unsubscribe()
 
     def _take(self, change: HomeChange) -> None:
+        home = change.view.name
         for session_id in change.changed:
-            self._pending[session_id] = False
+            self._pending[home, session_id] = False
         for session_id in change.removed:
-            self._pending[session_id] = True
-        self._list_ids |= change.changed | change.removed
+            self._pending[home, session_id] = True
+        self._list_ids.update((home, s) for s in change.changed | change.removed)
 
     def _next_due(self) -> float | None:
         dues = [self._sent_at.get(s, 0.0) + self.interval for s in self._pending]
@@ -94,21 +96,21 @@ class Publisher:
             self._list_ids.clear()
             return
         messages: list[tuple[str, dict[str, Any]]] = []
-        for session_id, gone in list(self._pending.items()):
-            if now < self._sent_at.get(session_id, 0.0) + self.interval:
+        for key, gone in list(self._pending.items()):
+            if now < self._sent_at.get(key, 0.0) + self.interval:
                 continue
-            del self._pending[session_id]
+            del self._pending[key]
             if gone:
-                self._sent_at.pop(session_id, None)
+                self._sent_at.pop(key, None)
             else:
-                self._sent_at[session_id] = now
-            group = session_group(session_id)
+                self._sent_at[key] = now
+            home, session_id = key
+            group = session_group(home, session_id)
             if self._watched(group):
-                messages.append(
-                    (group, {"type": SESSION_CHANGED, "session_id": session_id, "gone": gone})
-                )
+                message = {"type": SESSION_CHANGED, "home": home, "session_id": session_id}
+                messages.append((group, {**message, "gone": gone}))
         if self._list_ids and now >= self._list_sent_at + self.list_interval:
-            ids, self._list_ids = sorted(self._list_ids), set()
+            ids, self._list_ids = [list(key) for key in sorted(self._list_ids)], set()
             self._list_sent_at = now
             if self._watched(SESSIONS_GROUP):
                 messages.append((SESSIONS_GROUP, {"type": SESSIONS_CHANGED, "ids": ids}))

@@ -1,13 +1,14 @@
-"""The process's hub for the shown DSH home, started on first use; or, in a web worker
-(``DSHWEB["COLLECT"]`` off), the collected home it shows (:mod:`dshweb.live.worker`).
+"""The homes a process shows: its own hub's, started on first use; or, in a web worker
+(``DSHWEB["COLLECT"]`` off), every collected home (:mod:`dshweb.live.worker`).
 
 :func:`shown_home` is the home of ``DSHWEB["DSH_HOME"]`` (:mod:`dshweb.config`), or the
-demo home copied on first use when that does not exist. When ``DSHWEB`` changes (a test's
-``override_settings``) the hub is stopped, and the next use starts one for the home and
-profile then configured. Readers call :func:`home_view`, which never folds: at most it
-waits :data:`FIRST_PAGE_WAIT` seconds for the first pass of a hub that has just started.
-A web worker never starts a hub: :func:`home_view` and :func:`shown_home` come from the
-database, and :func:`current_hub` refuses.
+demo home copied on first use when that does not exist; its hub names it
+``DSHWEB["HOME_NAME"]``. When ``DSHWEB`` changes (a test's ``override_settings``) the hub
+is stopped, and the next use starts one for the home and profile then configured.
+Readers call :func:`shown_homes`, which never folds: at most it waits
+:data:`FIRST_PAGE_WAIT` seconds for the first pass of a hub that has just started. A web
+worker never starts a hub: :func:`shown_homes` comes from the database, and
+:func:`current_hub` refuses.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from django.dispatch import receiver
 from dshweb.config import get_config
 from dshweb.environment import HomeChoice, home_choice
 from dshweb.live import timing
+from dshweb.live.homes import Homes, ShownHome
 from dshweb.live.hub import CheckpointStore, HomeView, Hub
-from dshweb.live.worker import worker_home
+from dshweb.live.worker import worker_homes
 
 _guard = threading.Lock()
 _hub: Hub | None = None
@@ -56,25 +58,21 @@ def collecting() -> bool:
     return get_config().collect
 
 
-def shown_home_name() -> str:
-    """The name of the collected home a web worker shows ("" when it has none to show)."""
-    return worker_home().name
-
-
 def current_hub() -> Hub:
     """The running hub of the configured home (started, or replaced, as needed)."""
     global _hub
     if not collecting():
         raise RuntimeError("a web worker (DSHWEB_COLLECT=off) runs no hub")
-    home, profile = shown_home().path, get_config().profile
+    config = get_config()
+    home, profile, name = shown_home().path, config.profile, config.home_name
     hub = _hub
-    if hub is not None and hub.home == home and hub.profile == profile:
+    if hub is not None and (hub.home, hub.profile, hub.name) == (home, profile, name):
         return hub
     with _guard:
         old = _hub
-        if old is not None and old.home == home and old.profile == profile:
+        if old is not None and (old.home, old.profile, old.name) == (home, profile, name):
             return old
-        _hub = Hub(home, profile, store=_store())
+        _hub = Hub(home, profile, store=_store(), name=name)
         _hub.start()
     if old is not None:
         old.stop()
@@ -82,12 +80,27 @@ def current_hub() -> Hub:
 
 
 def home_view(wait: float | None = None) -> HomeView:
-    """What the hub holds now (waiting for a first pass still under way, at most
-    ``wait`` seconds, default :data:`~dshweb.live.timing.FIRST_PAGE_WAIT`); in a web
-    worker, what the database has (never waiting)."""
-    if not collecting():
-        return worker_home().view
+    """What this process's own hub holds now (waiting for a first pass still under way,
+    at most ``wait`` seconds, default :data:`~dshweb.live.timing.FIRST_PAGE_WAIT`)."""
     return current_hub().wait_ready(timing.FIRST_PAGE_WAIT if wait is None else wait)
+
+
+_homes: Homes | None = None
+
+
+def shown_homes(wait: float | None = None) -> Homes:
+    """Every home this process shows now: its own hub's (waiting as :func:`home_view`
+    does), or in a web worker every collected home, as the database has it (never
+    waiting). The same value while nothing changed."""
+    global _homes
+    if not collecting():
+        return worker_homes()
+    view = home_view(wait)
+    kept = _homes
+    if kept is not None and kept.shown[0].view is view:
+        return kept
+    _homes = Homes((ShownHome(view),))
+    return _homes
 
 
 def sync_home(changed: list[Path] | None = None) -> HomeView:

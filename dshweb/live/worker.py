@@ -1,24 +1,23 @@
-"""A web worker's home (``DSHWEB_COLLECT=off``): what a collector wrote, never the home itself.
+"""A web worker's homes (``DSHWEB_COLLECT=off``): what collectors wrote, never a home itself.
 
-:func:`worker_home` is the collected home this process shows (``DSHWEB["HOME_NAME"]``,
-or the only one collected) as a :class:`WorkerHome`: its :class:`HomeView`, rebuilt from
-the :class:`CollectedSession` rows, and whether its collector is online. Nothing is
-folded and no file of a DSH home is opened.
+:func:`worker_homes` is every home some collector has written to the database, as
+:class:`~dshweb.live.homes.Homes`: each one's :class:`HomeView`, rebuilt from its
+:class:`CollectedSession` rows, and whether its collector is online. Nothing is folded
+and no file of a DSH home is opened.
 
-The view is kept in the process and brought up to date by what changed, so a request
-costs what changed, not the size of the home: each call reads the home's lease row (its
-``version`` counts the collector's writes, and every row carries the version of the write
-that made it). When the version moved, only the rows written since are read, and the rows
-are counted; only when the count differs from what the process holds (sessions removed)
-are the ids listed, to drop the gone ones. The lease version read first bounds what is
-known, so a write landing between these queries is read again on the next call.
+Each home's view is kept in the process and brought up to date by what changed, so a
+request costs what changed, not the size of the homes: each call reads the lease rows
+(one per home; a lease's ``version`` counts its collector's writes, and every row carries
+the version of the write that made it). When a version moved, only that home's rows
+written since are read, and its rows are counted; only when the count differs from what
+the process holds (sessions removed) are the ids listed, to drop the gone ones. The lease
+version read first bounds what is known, so a write landing between these queries is
+read again on the next call.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,24 +25,17 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 from django.utils import timezone
 
-from dshweb.config import get_config
 from dshweb.core.fold.progress import FoldProgress
-from dshweb.live.collected import collected_home_names, open_rows
+from dshweb.live.collected import open_rows
+from dshweb.live.homes import Homes, ShownHome
 from dshweb.live.hub import HomeView, SessionView
 from dshweb.live.lease import lease_is_held
 from dshweb.live.models import CollectedSession, CollectorLease
 
-
-@dataclass(frozen=True, slots=True)
-class WorkerHome:
-    """The collected home a web worker shows, as the database has it now."""
-
-    name: str
-    view: HomeView
-    online: bool
-    """A collector holds the home's lease now."""
-    last_seen: datetime | None
-    """Its collector's last heartbeat (None: no collector has collected it yet)."""
+NOTHING_COLLECTED = (
+    "no collector has written to this database yet: start one with "
+    "manage.py dshweb_collect --home DIR --name NAME"
+)
 
 
 class HomeFollower:
@@ -59,11 +51,9 @@ class HomeFollower:
         self._view: HomeView | None = None
         self._error_key: tuple[str, str] = ("", "")
 
-    def refresh(self) -> WorkerHome:
+    def refresh(self, lease: CollectorLease) -> ShownHome:
+        """The home as the database has it, ``lease`` being its lease row read just now."""
         with self._lock:
-            lease = CollectorLease.objects.filter(name=self.name).first()
-            if lease is None:
-                return self._never_collected()
             if lease.version < self._version:  # the rows were made again from nothing
                 self._sessions, self._version = {}, -1
             if lease.version != self._version:
@@ -79,13 +69,15 @@ class HomeFollower:
                     lease.error or None,
                     FoldProgress(count, count, 0, 0, 0.0, done=True),
                     lease.version,
+                    self.name,
                 )
             view = self._view
-        return WorkerHome(
-            name=self.name,
-            view=view,
+        return ShownHome(
+            view,
+            collected=True,
             online=lease_is_held(lease, timezone.now()),
             last_seen=lease.heartbeat_at,
+            host=lease.host,
         )
 
     def _read_since(self, version: int) -> None:
@@ -97,60 +89,52 @@ class HomeFollower:
             kept = set(rows.values_list("session_id", flat=True))
             self._sessions = {s: v for s, v in self._sessions.items() if s in kept}
 
-    def _never_collected(self) -> WorkerHome:
-        self._sessions, self._version, self._view = {}, -1, None
-        error = (
-            f"no collector has collected the home {self.name!r} into this database yet; "
-            f"start one with: manage.py dshweb_collect --home DIR --name {self.name}"
-        )
-        return WorkerHome(self.name, HomeView(Path(self.name), error=error), False, None)
-
 
 _guard = threading.Lock()
-_follower: HomeFollower | None = None
+_followers: dict[str, HomeFollower] = {}
+_shown: tuple[tuple[object, ...], Homes] | None = None
 
 
-def worker_home() -> WorkerHome:
-    """The collected home this web worker shows, up to date (one small query when nothing
-    changed). Without a name to show, a home whose error says what to set."""
-    global _follower
-    follower = _follower
-    if follower is None:
-        name, problem = _shown_name()
-        if name is None:
-            return WorkerHome("", HomeView(Path("."), error=problem), False, None)
-        with _guard:
-            if _follower is None or _follower.name != name:
-                _follower = HomeFollower(name)
-            follower = _follower
-    return follower.refresh()
-
-
-def _shown_name() -> tuple[str | None, str]:
-    if configured := get_config().home_name:
-        return configured, ""
-    names = collected_home_names()
-    if len(names) == 1:
-        return names[0], ""
-    if not names:
-        return None, (
-            "no collector has written to this database yet: start one with "
-            "manage.py dshweb_collect --home DIR --name NAME"
-        )
-    return None, (
-        f"{len(names)} homes are collected here ({', '.join(names)}): set DSHWEB_HOME_NAME "
-        "to the one this web worker shows"
-    )
-
-
-def forget_worker_home() -> None:
-    """Drop the kept view (tests; a change of ``DSHWEB``)."""
-    global _follower
+def worker_homes() -> Homes:
+    """Every collected home, up to date: one query for the leases, and for each home
+    whose collector wrote since, the rows it wrote (a request costs what changed)."""
+    global _shown
+    leases = list(CollectorLease.objects.order_by("name"))
+    if not leases:
+        return Homes(error_when_empty=NOTHING_COLLECTED)
     with _guard:
-        _follower = None
+        for gone in set(_followers) - {lease.name for lease in leases}:
+            del _followers[gone]
+        followers = [
+            _followers.setdefault(lease.name, HomeFollower(lease.name)) for lease in leases
+        ]
+    shown = tuple(
+        follower.refresh(lease) for follower, lease in zip(followers, leases, strict=True)
+    )
+    # The same views and collector states: the same Homes, and the sessions list it keeps.
+    key = tuple((id(h.view), h.online, None if h.online else h.last_seen) for h in shown)
+    kept = _shown
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    homes = Homes(shown)
+    _shown = (key, homes)
+    return homes
+
+
+def worker_follower(name: str) -> HomeFollower | None:
+    """The follower of collected home ``name``, once a request has read it (tests)."""
+    return _followers.get(name)
+
+
+def forget_worker_homes() -> None:
+    """Drop what is kept (tests; a change of ``DSHWEB``)."""
+    global _shown
+    with _guard:
+        _followers.clear()
+        _shown = None
 
 
 @receiver(setting_changed, dispatch_uid="dshweb-live-worker")
 def _forget_on_change(*, setting: str, **kwargs: Any) -> None:
     if setting == "DSHWEB":
-        forget_worker_home()
+        forget_worker_homes()

@@ -7,7 +7,7 @@
  * top-level elements all carry an id, and the ws extension swaps each one out of band by
  * that id. No message is over 256 KB, whatever the home's size.
  *   /ws/sessions/?<query>  the list page that query asks for (the list view's own
- *                       parameters: q, state, band, sort, page, per_page). On connect,
+ *                       parameters: q, home, state, band, sort, page, per_page). On connect,
  *                       and whenever the page's rows or their order change: the whole
  *                       page (#session-counts, ol#session-rows, #sessions-empty,
  *                       #sessions-none-match, #session-pager). Otherwise only the rows
@@ -15,7 +15,8 @@
  *                       when the counts moved. A page too big for one message comes as
  *                       the page without rows, then its rows in
  *                       `<ol id="session-rows" hx-swap-oob="beforeend">` messages.
- *   /ws/sessions/<id>/  the session page's parts (dashboard/_session_live.html), or
+ *   /ws/homes/<home>/sessions/<id>/  the session page's parts
+ *                       (dashboard/_session_live.html), or
  *                       `<div id="live-status" data-state="gone">` once its log is gone.
  * A socket that fails is opened again after a growing, jittered delay; the delay starts
  * over only once a socket has delivered a message (a socket that opens and then fails at

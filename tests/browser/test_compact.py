@@ -113,7 +113,7 @@ def _snapshot(home: Path, session_id: str) -> SessionSnapshot:
 
 def _open(page: Page, session_id: str) -> SameDocument:
     """Open the session's page, wait for its socket, and start recording the states."""
-    page.goto(f"/sessions/{session_id}/")
+    page.goto(f"/homes/local/sessions/{session_id}/")
     expect(page.locator("#live-status")).to_have_attribute("data-state", "open")
     expect(page.locator("#compact-status")).to_have_attribute("data-state", "idle")
     page.evaluate(RECORD_STATES)

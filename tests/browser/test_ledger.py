@@ -64,7 +64,7 @@ OLDER = "#ledger-older tbody tr"
 def test_ledger_pages_in_place_and_keeps_the_page_while_the_log_grows(
     page: Page, ledger_home: LedgerHome, artifacts: Path
 ) -> None:
-    page.goto(f"/sessions/{MANY}/")
+    page.goto(f"/homes/local/sessions/{MANY}/")
     expect(page.locator("#live-status")).to_have_attribute("data-state", "open")
     expect(page.locator(NEWEST)).to_have_count(25)
     assert _numbers(page, NEWEST) == list(range(60, 35, -1))
@@ -100,7 +100,7 @@ def test_ledger_pages_in_place_and_keeps_the_page_while_the_log_grows(
 
 @pytest.mark.browser_context_args(java_script_enabled=False)
 def test_ledger_pages_without_javascript(page: Page) -> None:
-    page.goto(f"/sessions/{MANY}/")
+    page.goto(f"/homes/local/sessions/{MANY}/")
     expect(page.locator(NEWEST).first).to_have_attribute("data-fold", str(_folds(page)))
     page.locator("#ledger .page-older").first.click()
     page.wait_for_url("**/ledger.html?before=*")

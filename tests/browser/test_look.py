@@ -41,7 +41,7 @@ PALETTE = """(names) => {
 def test_theme_switch_sets_and_keeps_the_theme(
     page: Page, server: DshwebServer, artifacts: Path
 ) -> None:
-    page.goto("/sessions/auto-compact/")
+    page.goto("/homes/local/sessions/auto-compact/")
     root = page.locator("html")
     expect(root).not_to_have_attribute("data-theme", "dark")
     dark = page.locator('#theme-switch [data-theme-choice="dark"]')
@@ -64,7 +64,7 @@ def test_each_theme_shows_its_colours_whatever_the_system_asks(
     page: Page, server: DshwebServer
 ) -> None:
     assert len(THEMED) >= 15, THEMED
-    page.goto("/sessions/auto-compact/")
+    page.goto("/homes/local/sessions/auto-compact/")
     shown: dict[tuple[str, str], dict[str, str]] = {}
     for choice in ("auto", "light", "dark"):
         page.locator(f'#theme-switch [data-theme-choice="{choice}"]').click()
@@ -86,7 +86,7 @@ def test_each_theme_shows_its_colours_whatever_the_system_asks(
     viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True
 )
 def test_session_page_fits_a_phone(page: Page, server: DshwebServer, artifacts: Path) -> None:
-    page.goto("/sessions/auto-compact/")
+    page.goto("/homes/local/sessions/auto-compact/")
     expect(page.locator("#live-status")).to_have_attribute("data-state", "open")
     expect(page.locator("#context-ring svg.ring")).to_be_visible()
     # Measured in one script run: a socket message may swap the ring between two calls.

@@ -25,7 +25,7 @@ def test_socket_reconnects_after_a_server_restart(
     page: Page, server: DshwebServer, home: BrowserHome
 ) -> None:
     plan = home.continuations["big-tools"]
-    page.goto("/sessions/big-tools/")
+    page.goto("/homes/local/sessions/big-tools/")
     status = page.locator("#live-status")
     ring = page.locator("#context-ring")
     expect(status).to_have_attribute("data-state", "open")

@@ -19,7 +19,7 @@ def test_ring_follows_appended_frames_without_reload(
 ) -> None:
     plan = home.continuations["auto-compact"]
     before, after = plan.before.gauge, plan.after.gauge
-    page.goto("/sessions/auto-compact/")
+    page.goto("/homes/local/sessions/auto-compact/")
     ring = page.locator("#context-ring")
     expect(ring).to_have_attribute("data-percent", str(before.percent))
     expect(ring).to_have_attribute("data-band", before.band.value)

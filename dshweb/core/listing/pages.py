@@ -1,29 +1,33 @@
 """The sessions list: its order, and one page of it for a query.
 
-Pure, no Django. :func:`session_tree` gives the list's natural order (newest activity
-first, each sub-agent under its parent); :class:`SessionList` filters, sorts and pages
-it for a :class:`~.query.ListQuery` (:meth:`SessionList.page`), and counts the
-whole home by band and by live/idle. A :class:`SessionList` is built once per view of
-the home and keeps what every query shares (the counts, search texts, flat orders), so
-a page of a 5,000-session home costs a pass over the entries, no sort.
+Pure, no Django. :func:`session_tree` gives the list's natural order of one home (newest
+activity first, each sub-agent under its parent), and :func:`merged_trees` that of
+several homes (each session's place in its own home's tree kept, the homes interleaved by
+activity); :class:`SessionList` filters, sorts and pages it for a
+:class:`~.query.ListQuery` (:meth:`SessionList.page`), and counts every session by band,
+by live/idle and by home. A :class:`SessionList` is built once per view of the homes and
+keeps what every query shares (the counts, search texts, flat orders), so a page of a
+5,000-session list costs a pass over the entries, no sort.
 
 - Activity order keeps the tree under a filter: a session that matches stays at its
   place and depth even when its parent does not match (filtering never moves a row).
 - Percent and headroom orders are flat (every row at depth 0): fullest first, or least
   room before the compaction point first; sessions without the figure come last, and
-  ties go newest activity first, then by id.
+  ties go newest activity first, then by home and id.
 - The page number is clamped to the pages there are; an empty list has one page.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
 
 from dshweb.core.fold.gauge import Band, ContextGauge, context_gauge
 from dshweb.core.fold.session import SessionSnapshot
+from dshweb.core.listing.homes import DEFAULT_HOME_NAME
 from dshweb.core.listing.query import ListQuery, SortKey, matches, search_text
 
 BANDS = (Band.AMPLE, Band.MODERATE, Band.TIGHT, Band.CRITICAL, Band.UNKNOWN)
@@ -39,11 +43,19 @@ class SessionEntry:
     depth: int
     orphan: bool
     """A sub-agent listed at the top: its parent is not in this home (or the chain loops)."""
+    home: str = DEFAULT_HOME_NAME
+    """The name of the session's home (a session id is unique only within its home)."""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        """(home, session id): the session among every home's."""
+        return (self.home, self.snapshot.session_id)
 
 
 def session_tree(
     snapshots: Sequence[SessionSnapshot],
     gauge_of: Callable[[SessionSnapshot], ContextGauge] = context_gauge,
+    home: str = DEFAULT_HOME_NAME,
 ) -> list[SessionEntry]:
     """Sessions in list order: newest activity first, each sub-agent right under its parent.
 
@@ -84,7 +96,7 @@ def session_tree(
     def place(shot: SessionSnapshot, depth: int) -> None:
         placed.add(shot.session_id)
         orphan = depth == 0 and shot.parent_session is not None
-        entries.append(SessionEntry(shot, gauge_of(shot), depth, orphan))
+        entries.append(SessionEntry(shot, gauge_of(shot), depth, orphan, home))
         for child in order(children.get(shot.session_id, [])):
             if child.session_id not in placed:
                 place(child, depth + 1)
@@ -98,13 +110,41 @@ def session_tree(
     return entries
 
 
+def merged_trees(trees: Sequence[Sequence[SessionEntry]]) -> list[SessionEntry]:
+    """Several homes' trees (each in :func:`session_tree` order) as one list: each top-level
+    session with the sub-agents under it, newest activity anywhere in it first, then by
+    home and id; a pass over the entries, no sort."""
+    if len(trees) == 1:
+        return list(trees[0])
+    groups = heapq.merge(*(_groups(tree) for tree in trees))
+    return [entry for *_, group in groups for entry in group]
+
+
+def _groups(
+    tree: Sequence[SessionEntry],
+) -> Iterator[tuple[int, str, str, int, list[SessionEntry]]]:
+    """Each top-level entry of ``tree`` with the deeper ones after it, keyed as
+    :func:`session_tree` ordered them (its newest activity first, then its id)."""
+    group: list[SessionEntry] = []
+    for place, entry in enumerate([*tree, None]):
+        if group and (entry is None or entry.depth == 0):
+            newest = max(e.snapshot.last_time or 0 for e in group)
+            head = group[0]
+            yield (-newest, head.home, head.snapshot.session_id, place, group)
+            group = []
+        if entry is not None:
+            group.append(entry)
+
+
 @dataclass(frozen=True, slots=True)
 class ListCounts:
-    """The whole home, whatever the query: sessions by band and by live/idle."""
+    """Every session listed, whatever the query: by band, by live/idle and by home."""
 
     total: int = 0
     live: int = 0
     bands: tuple[tuple[Band, int], ...] = tuple((band, 0) for band in BANDS)
+    homes: tuple[tuple[str, int], ...] = ()
+    """Sessions per home, by name (the homes listed, even those with none)."""
 
     @property
     def idle(self) -> int:
@@ -156,7 +196,7 @@ class ListPage:
         order and at which depth, the page, the page count, and whether the home and the
         query are empty. While it stays the same, an update need only replace rows."""
         return (
-            tuple((e.snapshot.session_id, e.depth, e.orphan) for e in self.rows),
+            tuple((e.home, e.snapshot.session_id, e.depth, e.orphan) for e in self.rows),
             self.page,
             self.pages,
             self.total == 0,
@@ -181,41 +221,53 @@ class ListPage:
 
 
 class SessionList:
-    """The home's sessions in tree order (:func:`session_tree`), ready to be paged.
+    """The sessions of one or more homes in tree order (:func:`session_tree`,
+    :func:`merged_trees`), ready to be paged; ``homes`` names the homes listed.
 
     Immutable once built; what it derives is computed on first use and kept (a race
     computes it twice, to the same value).
     """
 
-    def __init__(self, entries: Sequence[SessionEntry]) -> None:
+    def __init__(
+        self, entries: Sequence[SessionEntry], homes: Sequence[str] = (DEFAULT_HOME_NAME,)
+    ) -> None:
         self.entries = tuple(entries)
+        self.homes = tuple(sorted(homes))
 
     @cached_property
     def counts(self) -> ListCounts:
         bands = dict.fromkeys(BANDS, 0)
+        homes = dict.fromkeys(self.homes, 0)
         live = 0
         for entry in self.entries:
             bands[entry.gauge.band] += 1
+            homes[entry.home] = homes.get(entry.home, 0) + 1
             live += entry.snapshot.live
-        return ListCounts(len(self.entries), live, tuple(bands.items()))
+        return ListCounts(
+            len(self.entries), live, tuple(bands.items()), tuple(sorted(homes.items()))
+        )
 
     @cached_property
     def _texts(self) -> tuple[str, ...]:
-        return tuple(search_text(entry.snapshot) for entry in self.entries)
+        return tuple(search_text(entry.snapshot, entry.home) for entry in self.entries)
 
     @cached_property
     def _by_percent(self) -> tuple[int, ...]:
-        def key(i: int) -> tuple[bool, int, int, str]:
-            shot, percent = self.entries[i].snapshot, self.entries[i].gauge.percent
-            return (percent is None, -(percent or 0), -(shot.last_time or 0), shot.session_id)
+        def key(i: int) -> tuple[bool, int, int, str, str]:
+            entry = self.entries[i]
+            shot, percent = entry.snapshot, entry.gauge.percent
+            last = -(shot.last_time or 0)
+            return (percent is None, -(percent or 0), last, entry.home, shot.session_id)
 
         return tuple(sorted(range(len(self.entries)), key=key))
 
     @cached_property
     def _by_headroom(self) -> tuple[int, ...]:
-        def key(i: int) -> tuple[bool, int, int, str]:
-            shot, headroom = self.entries[i].snapshot, self.entries[i].gauge.headroom
-            return (headroom is None, headroom or 0, -(shot.last_time or 0), shot.session_id)
+        def key(i: int) -> tuple[bool, int, int, str, str]:
+            entry = self.entries[i]
+            shot, headroom = entry.snapshot, entry.gauge.headroom
+            last = -(shot.last_time or 0)
+            return (headroom is None, headroom or 0, last, entry.home, shot.session_id)
 
         return tuple(sorted(range(len(self.entries)), key=key))
 
@@ -238,6 +290,7 @@ class SessionList:
                 if matches(
                     query,
                     terms,
+                    home=entries[i].home,
                     live=entries[i].snapshot.live,
                     band=entries[i].gauge.band,
                     text=texts[i],

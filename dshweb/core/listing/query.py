@@ -3,11 +3,12 @@
 Pure, no Django. The rule exists once, here and in :mod:`.pages`: the page, its htmx
 requests and its socket all ask the server, which filters, sorts and pages.
 
-A query is read leniently from the page's ``?q=…&state=…&band=…&sort=…&page=…`` (and
-``per_page``): a missing, unknown or malformed value is its default, never an error.
+A query is read leniently from the page's ``?q=…&home=…&state=…&band=…&sort=…&page=…``
+(and ``per_page``): a missing, unknown or malformed value is its default, never an error.
 The text query is lower-cased and split on whitespace; a session matches when every
-term occurs in its search text (title, id, folder and model, lower-cased), its state
-(live or idle) is the one chosen, and its band is the one chosen, if one is.
+term occurs in its search text (title, id, folder, model and home's name, lower-cased),
+it belongs to the home chosen, if one is (by name, exactly), its state (live or idle) is
+the one chosen, and its band is the one chosen, if one is.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ MAX_PER_PAGE = 100
 MAX_PAGE = 1_000_000
 MAX_QUERY = 200
 """Characters of the text query kept (a longer one is cut)."""
+MAX_HOME = 64
+"""Characters of a home's name kept in a query (no home's name is longer)."""
 
 E = TypeVar("E", bound=StrEnum)
 
@@ -54,6 +57,8 @@ class ListQuery:
     sort: SortKey = SortKey.ACTIVITY
     page: int = 1
     per_page: int = PER_PAGE
+    home: str = ""
+    """Only the sessions of the home of this name (empty: every home)."""
 
     @property
     def terms(self) -> tuple[str, ...]:
@@ -62,12 +67,18 @@ class ListQuery:
     @property
     def filtering(self) -> bool:
         """Whether the query leaves any session out."""
-        return bool(self.terms) or self.state is not SessionState.ALL or self.band is not None
+        return (
+            bool(self.terms)
+            or bool(self.home)
+            or self.state is not SessionState.ALL
+            or self.band is not None
+        )
 
     def params(self) -> dict[str, str]:
         """The values that differ from the defaults, as the address shows them."""
         values = {
             "q": self.q,
+            "home": self.home,
             "state": "" if self.state is SessionState.ALL else self.state.value,
             "band": "" if self.band is None else self.band.value,
             "sort": "" if self.sort is SortKey.ACTIVITY else self.sort.value,
@@ -93,6 +104,7 @@ def list_query(params: Mapping[str, str]) -> ListQuery:
         sort=_choice(SortKey, params.get("sort")) or SortKey.ACTIVITY,
         page=_number(params.get("page"), 1, MAX_PAGE),
         per_page=_number(params.get("per_page"), PER_PAGE, MAX_PER_PAGE),
+        home=(params.get("home") or "")[:MAX_HOME].strip(),
     )
 
 
@@ -112,16 +124,21 @@ def _number(value: str | None, default: int, highest: int) -> int:
     return min(number, highest) if number >= 1 else default
 
 
-def search_text(snapshot: SessionSnapshot) -> str:
-    """What the text query is matched against: title, id, folder and model, lower-cased."""
-    fields = (snapshot.title, snapshot.session_id, snapshot.cwd, snapshot.model)
+def search_text(snapshot: SessionSnapshot, home: str = "") -> str:
+    """What the text query is matched against: title, id, folder, model and the name of
+    the session's home, lower-cased."""
+    fields = (snapshot.title, snapshot.session_id, snapshot.cwd, snapshot.model, home)
     return " ".join(field for field in fields if field).lower()
 
 
-def matches(query: ListQuery, terms: tuple[str, ...], *, live: bool, band: Band, text: str) -> bool:
-    """Whether ``query`` shows a session that is ``live`` or not, in ``band``, whose
-    :func:`search_text` is ``text``; ``terms`` is ``query.terms`` (a list pages thousands
-    of sessions with one query: it splits the text once)."""
+def matches(
+    query: ListQuery, terms: tuple[str, ...], *, home: str, live: bool, band: Band, text: str
+) -> bool:
+    """Whether ``query`` shows a session of ``home`` that is ``live`` or not, in ``band``,
+    whose :func:`search_text` is ``text``; ``terms`` is ``query.terms`` (a list pages
+    thousands of sessions with one query: it splits the text once)."""
+    if query.home and home != query.home:
+        return False
     state = query.state
     if state is not SessionState.ALL and live != (state is SessionState.LIVE):
         return False

@@ -68,6 +68,14 @@ def dom_id(value: str, prefix: str = "session") -> str:
 
 
 @register.filter
+def key_dom_id(key: tuple[str, str], prefix: str = "session") -> str:
+    """A stable, unique element id for a session among every home's: ``key`` is its
+    (home, session id); a home's name holds no ``/``."""
+    home, session_id = key
+    return figures.dom_id(prefix, f"{home}/{session_id}")
+
+
+@register.filter
 def arc(value: float | None) -> str:
     """A percent of the ring as a locale-free SVG number (``12.345``)."""
     return "0" if value is None else f"{value:.3f}"

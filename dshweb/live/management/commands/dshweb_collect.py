@@ -18,6 +18,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from dshweb.config import get_config
+from dshweb.core.listing.homes import home_name_problem
 from dshweb.live import timing
 from dshweb.live.collector import run_collector
 from dshweb.live.lease import LeaseLost, LeaseRefused, lease_take
@@ -47,8 +48,8 @@ class Command(BaseCommand):
         home: Path = options["home"].expanduser().resolve()
         name: str = options["name"]
         heartbeat: float = options["heartbeat"]
-        if not name.strip():
-            raise CommandError("--name: give the home a name")
+        if (problem := home_name_problem(name)) is not None:
+            raise CommandError(f"--name: {problem}")
         if not heartbeat > 0:
             raise CommandError("--heartbeat: give a number of seconds above 0")
         try:
