@@ -10,12 +10,18 @@ SQLite it gets a ``db.sqlite3`` in its own data folder.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import hashlib
 import os
+import secrets
+import socket
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+import pytest
 
 POSTGRES_URL = (
     os.environ.get("DSHWEB_TEST_POSTGRES_URL") or "postgres://postgres@127.0.0.1:5432/postgres"
@@ -59,6 +65,42 @@ def drop_database(server_url: str, name: str) -> None:
 def _maintenance(server_url: str) -> psycopg.Connection[tuple[object, ...]]:
     url = urlunsplit(urlsplit(server_url)._replace(path="/postgres"))
     return psycopg.connect(url, autocommit=True)
+
+
+def _reachable(url: str) -> bool:
+    parts = urlsplit(url)
+    try:
+        socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 0), 2).close()
+    except OSError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def shared_stores() -> Iterator[dict[str, str]]:
+    """A new PostgreSQL database and a flushed Redis database, as the environment
+    variables of every dshweb process of one dashboard (``DATABASE_URL``,
+    ``DSHWEB_REDIS_URL``, and the ``DSHWEB_SECRET_KEY`` they share); both emptied after."""
+    for url in (POSTGRES_URL, REDIS_URL):
+        if not _reachable(url):
+            pytest.fail(f"no server at {url}: scripts/test starts one, or -m 'not services'")
+    import redis
+
+    name = f"dshweb_team_{uuid.uuid4().hex[:12]}"
+    create_database(POSTGRES_URL, name)
+    cache = redis.Redis.from_url(REDIS_URL)
+    cache.flushdb()
+    try:
+        yield {
+            "DATABASE_URL": urlunsplit(urlsplit(POSTGRES_URL)._replace(path=f"/{name}")),
+            "DSHWEB_REDIS_URL": REDIS_URL,
+            # Web workers of one dashboard share the key that signs sessions.
+            "DSHWEB_SECRET_KEY": secrets.token_urlsafe(50),
+        }
+    finally:
+        cache.flushdb()
+        cache.close()
+        drop_database(POSTGRES_URL, name)
 
 
 def query_rows(data_dir: Path, sql: str) -> list[tuple[object, ...]]:

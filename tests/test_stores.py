@@ -9,18 +9,15 @@ or announces, the other reads or pushes.
 from __future__ import annotations
 
 import re
-import secrets
 import shutil
 import socket
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from http.cookiejar import CookieJar
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 from websockets.sync.client import connect
@@ -30,7 +27,7 @@ from dshweb import environment
 from dshweb.environment import ConfigurationError, Stores
 from tests.browser.server import PASSWORD, USERNAME, DshwebServer
 from tests.conftest import FIXTURE_HOMES
-from tests.stores import POSTGRES_URL, REDIS_URL, create_database, drop_database
+from tests.stores import shared_stores
 
 SESSION = "manual-compact"
 
@@ -112,38 +109,11 @@ def test_a_redis_url_that_is_not_redis_is_refused(url: str) -> None:
 # --- two web workers on one PostgreSQL and one Redis ---------------------------------
 
 
-def _reachable(url: str) -> bool:
-    parts = urlsplit(url)
-    try:
-        socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 0), 2).close()
-    except OSError:
-        return False
-    return True
-
-
 @pytest.fixture
 def stores() -> Iterator[dict[str, str]]:
     """A new PostgreSQL database and a flushed Redis database, as environment variables."""
-    for url in (POSTGRES_URL, REDIS_URL):
-        if not _reachable(url):
-            pytest.fail(f"no server at {url}: scripts/test starts one, or -m 'not services'")
-    import redis
-
-    name = f"dshweb_team_{uuid.uuid4().hex[:12]}"
-    create_database(POSTGRES_URL, name)
-    cache = redis.Redis.from_url(REDIS_URL)
-    cache.flushdb()
-    try:
-        yield {
-            "DATABASE_URL": urlunsplit(urlsplit(POSTGRES_URL)._replace(path=f"/{name}")),
-            "DSHWEB_REDIS_URL": REDIS_URL,
-            # Web workers of one dashboard share the key that signs sessions.
-            "DSHWEB_SECRET_KEY": secrets.token_urlsafe(50),
-        }
-    finally:
-        cache.flushdb()
-        cache.close()
-        drop_database(POSTGRES_URL, name)
+    with shared_stores() as made:
+        yield made
 
 
 @pytest.fixture

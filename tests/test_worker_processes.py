@@ -6,15 +6,11 @@ fold of the same home made here; the worker never holds a file of the home open.
 
 from __future__ import annotations
 
-import http.cookiejar
 import os
 import re
 import shutil
 import socket
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,8 +21,6 @@ from websockets.typing import Origin
 
 from dshweb.core.fold.gauge import ContextGauge
 from tests.browser.server import (
-    PASSWORD,
-    USERNAME,
     DshwebServer,
     ServerError,
     spawn,
@@ -45,50 +39,7 @@ from tests.test_collector import (
     _env,
 )
 from tests.test_stores import stores  # noqa: F401  (the fixture)
-
-
-class Visitor:
-    """A signed-in person's HTTP client of one server."""
-
-    def __init__(self, server: DshwebServer) -> None:
-        self.server = server
-        self.jar = jar = http.cookiejar.CookieJar()
-        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-        login = f"{server.url}/accounts/login/"
-        page = self.get("/accounts/login/")[1]
-        found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)
-        assert found, page[:500]
-        form = {"username": USERNAME, "password": PASSWORD, "csrfmiddlewaretoken": found[1]}
-        data = urllib.parse.urlencode(form).encode()
-        self.opener.open(urllib.request.Request(login, data=data), timeout=10).read()
-        self.cookies = {cookie.name: cookie.value for cookie in jar}
-        assert "sessionid" in self.cookies
-
-    def post(self, path: str) -> tuple[int, str]:
-        """POST ``path`` as the page's htmx form does (CSRF token in its header)."""
-        request = urllib.request.Request(
-            self.server.url + path,
-            data=b"",
-            headers={"X-CSRFToken": self.csrf_token(), "HX-Request": "true"},
-        )
-        try:
-            with self.opener.open(request, timeout=10) as reply:
-                return reply.status, reply.read().decode()
-        except urllib.error.HTTPError as error:
-            return error.code, error.read().decode()
-
-    def csrf_token(self) -> str:
-        self.get("/")
-        token = next(cookie.value for cookie in self.jar if cookie.name == "csrftoken")
-        assert token
-        return token
-
-    def get(self, path: str) -> tuple[int, str]:
-        try:
-            with self.opener.open(self.server.url + path, timeout=10) as reply:
-                return reply.status, reply.read().decode()
-        except urllib.error.HTTPError as error:
-            return error.code, error.read().decode()
+from tests.visitor import Visitor
 
 
 @pytest.fixture
