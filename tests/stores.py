@@ -77,28 +77,29 @@ def _reachable(url: str) -> bool:
 
 
 @contextlib.contextmanager
-def shared_stores() -> Iterator[dict[str, str]]:
-    """A new PostgreSQL database and a flushed Redis database, as the environment
-    variables of every dshweb process of one dashboard (``DATABASE_URL``,
+def shared_stores(redis_url: str = REDIS_URL) -> Iterator[dict[str, str]]:
+    """A new PostgreSQL database and a flushed Redis database (``redis_url``'s), as the
+    environment variables of every dshweb process of one dashboard (``DATABASE_URL``,
     ``DSHWEB_REDIS_URL``, and the ``DSHWEB_SECRET_KEY`` they share); both emptied after."""
-    for url in (POSTGRES_URL, REDIS_URL):
+    for url in (POSTGRES_URL, redis_url):
         if not _reachable(url):
             pytest.fail(f"no server at {url}: scripts/test starts one, or -m 'not services'")
     import redis
 
     name = f"dshweb_team_{uuid.uuid4().hex[:12]}"
     create_database(POSTGRES_URL, name)
-    cache = redis.Redis.from_url(REDIS_URL)
+    cache = redis.Redis.from_url(redis_url)
     cache.flushdb()
     try:
         yield {
             "DATABASE_URL": urlunsplit(urlsplit(POSTGRES_URL)._replace(path=f"/{name}")),
-            "DSHWEB_REDIS_URL": REDIS_URL,
+            "DSHWEB_REDIS_URL": redis_url,
             # Web workers of one dashboard share the key that signs sessions.
             "DSHWEB_SECRET_KEY": secrets.token_urlsafe(50),
         }
     finally:
-        cache.flushdb()
+        with contextlib.suppress(redis.ConnectionError):  # a test's own Redis may be gone
+            cache.flushdb()
         cache.close()
         drop_database(POSTGRES_URL, name)
 

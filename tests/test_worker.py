@@ -10,6 +10,7 @@ import dataclasses
 import os
 import shutil
 import socket
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +28,7 @@ from dshweb.core.log.home import session_logs
 from dshweb.dashboard import compact
 from dshweb.dashboard.models import CompactionRequest
 from dshweb.environment import ConfigurationError, collect
-from dshweb.live import service, worker
+from dshweb.live import commands, service, worker
 from dshweb.live.collected import sealing_key
 from dshweb.live.collector import SessionWriter
 from dshweb.live.commands import CollectorPlace, collector_group, collector_owner
@@ -271,6 +272,45 @@ def test_a_press_on_a_worker_is_run_by_the_collector_of_the_home(
     assert _received(on_page) == {"type": "compact.changed", "home": "h", "session_id": session_id}
     page = user_client.get(f"/homes/h/sessions/{session_id}/").content.decode()
     assert "The DSH engine is unreachable" in page
+
+
+def test_a_request_whose_message_was_lost_is_picked_up_and_run_once(
+    tmp_path: Path, off: None, user_client: Client, django_user_model: Any
+) -> None:
+    collected = _collect(tmp_path)
+    session_id = next(iter(collected.hub.view().sessions))
+    _may_compact(django_user_model)
+    user_client.post(f"/homes/h/sessions/{session_id}/compact/", HTTP_HX_REQUEST="true")
+    request = CompactionRequest.objects.get()  # its message reached no collector
+    owner = collector_owner("h", collected.lease.token)
+    place = CollectorPlace("h", Path(collected.lease.path), owner)
+    (found,) = commands.waiting_commands(place)
+    assert found == {"type": "compact.run", "request": request.pk}
+    assert commands.waiting_commands(CollectorPlace("h", place.home, "collector/other")) == []
+
+    listener = socket.create_server(("127.0.0.1", 0))  # the kernel accepts; nobody answers
+    engine_url = f"http://127.0.0.1:{listener.getsockname()[1]}/?token=t"
+    try:
+        with (
+            override_settings(DSHWEB={**settings.DSHWEB, "ENGINE_URL": engine_url}),
+            mock.patch("dshweb.dsh_web.client.LOGIN_TIMEOUT", 2.0),
+        ):
+            first = threading.Thread(target=compact.run_commanded_compaction, args=(found, place))
+            first.start()
+            deadline = time.monotonic() + 5
+            while CompactionRequest.objects.get().state == "requested":
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            assert CompactionRequest.objects.get().state == "running"  # claimed
+            assert commands.waiting_commands(place) == []  # no longer waiting
+            started = time.monotonic()
+            compact.run_commanded_compaction(found, place)  # found twice: runs once
+            assert time.monotonic() - started < 1
+            first.join(15)
+    finally:
+        listener.close()
+    request.refresh_from_db()
+    assert (request.state, request.outcome) == ("failed", "unreachable")
 
 
 def test_a_request_whose_collector_stopped_is_closed_as_abandoned(

@@ -20,10 +20,14 @@ class DashboardConfig(AppConfig):
 
     def ready(self) -> None:
         from dshweb.dashboard import checks  # noqa: F401  (registers them)
-        from dshweb.dashboard.compact import RUN_COMMAND, run_commanded_compaction
+        from dshweb.dashboard.compact import (
+            RUN_COMMAND,
+            run_commanded_compaction,
+            waiting_compactions,
+        )
         from dshweb.live.commands import register_command
 
-        register_command(RUN_COMMAND, run_commanded_compaction)
+        register_command(RUN_COMMAND, run_commanded_compaction, waiting_compactions)
 
         connection_created.connect(_private_database, dispatch_uid="dshweb-private-database")
 

@@ -314,15 +314,27 @@ def _record_request(
 
 
 def run_commanded_compaction(message: Mapping[str, Any], place: CollectorPlace) -> None:
-    """In a collector: run the request a ``compact.run`` command names, if it is in
-    flight and addressed to this collector (a command to an earlier one is dropped)."""
+    """In a collector: run the request a ``compact.run`` command names, once: only if it
+    is still requested and addressed to this collector (a command to an earlier one, or
+    one this collector has claimed already, is dropped)."""
     pk = int(message["request"])
     close_old_connections()
-    request = CompactionRequest.objects.filter(pk=pk).first()
-    if request is None or not request.in_flight or request.owner != place.owner:
-        log.warning("compaction request %s is not this collector's to run; dropped", pk)
+    claimed = CompactionRequest.objects.filter(
+        pk=pk, state=CompactionRequest.State.REQUESTED, owner=place.owner
+    ).update(state=CompactionRequest.State.RUNNING)
+    if not claimed:
+        log.info("compaction request %s is not this collector's to run; dropped", pk)
         return
     run_compaction(pk, home=place.home)
+
+
+def waiting_compactions(place: CollectorPlace) -> list[dict[str, Any]]:
+    """The ``compact.run`` commands of the requests waiting for this collector (their
+    message lost, or sent before it listened)."""
+    waiting = CompactionRequest.objects.filter(
+        state=CompactionRequest.State.REQUESTED, owner=place.owner
+    ).values_list("pk", flat=True)
+    return [{"type": RUN_COMMAND, "request": pk} for pk in waiting]
 
 
 def run_compaction(pk: int, *, home: Path | None = None) -> None:

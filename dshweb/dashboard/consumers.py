@@ -24,7 +24,7 @@ from dshweb.core.listing.query import ListQuery, list_query
 from dshweb.dashboard import compact, fragments
 from dshweb.dashboard.unavailable import STORE_UNAVAILABLE_CLOSE, say_unavailable
 from dshweb.live.groups import SESSIONS_GROUP, session_group, subscriptions
-from dshweb.live.outage import database_unreachable
+from dshweb.live.outage import database_unreachable, layer_unreachable, store_name
 from dshweb.live.publisher import start_publisher
 from dshweb.live.service import shown_homes
 
@@ -53,7 +53,12 @@ class _PageConsumer(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "group"):
             subscriptions.remove(self.group)
-            await self.channel_layer.group_discard(self.group, self.channel_name)
+            try:
+                await self.channel_layer.group_discard(self.group, self.channel_name)
+            except Exception as error:
+                if not layer_unreachable(error):
+                    raise
+                # Gone with the layer's Redis, or dropped by it after its expiry.
 
     async def _send_rendered(self, render: Any, *args: Any) -> None:
         """Send what ``render`` returns (HTML, or a list of messages), rendered off the
@@ -63,7 +68,7 @@ class _PageConsumer(AsyncWebsocketConsumer):
         except (OperationalError, InterfaceError) as error:
             if not database_unreachable(error):
                 raise
-            say_unavailable(f"socket {self.scope.get('path', '')}", error)
+            say_unavailable(f"socket {self.scope.get('path', '')}", store_name(), error)
             # Closed, so the page reconnects later and is sent its state again.
             await self.close(code=STORE_UNAVAILABLE_CLOSE)
             return

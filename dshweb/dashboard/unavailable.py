@@ -1,10 +1,11 @@
-"""The database cannot be reached: pages answer 503 "store unavailable", sockets close
-with 4503 "store unavailable"; never a 500 or a 1011 with a traceback per request.
+"""A store cannot be reached (the database, or the channel layer's Redis): pages answer 503
+"store unavailable", sockets close with 4503 "store unavailable"; never a 500 or a 1011
+with a traceback per request.
 
 Django turns an exception raised anywhere in a request (a middleware reading the session,
 a context processor, a view) into its 500 handler, so :func:`server_error` is that handler
 (``handler500`` in :mod:`dshweb.urls`): when the error is one that
-:func:`~dshweb.live.outage.database_unreachable` calls an outage, it renders
+:func:`~dshweb.live.outage.unreachable_store` calls an outage, it renders
 ``503.html`` in the site's layout, with ``Retry-After``, and logs one line; anything else
 (a programming error) stays Django's 500, traceback logged. The page is rendered without
 the request's context processors: they read the signed-in user and the collected home,
@@ -12,7 +13,8 @@ which live in the unreachable database. With ``DSHWEB_DEBUG=1`` Django shows its
 page instead, as for any error.
 
 :class:`StoreUnavailableSockets` does the same for WebSockets around the whole socket
-stack (the login is read from the database before a consumer runs); consumers catch an
+stack (the login is read from the database before a consumer runs, and a consumer's
+channel is read from the layer for as long as it lives); consumers catch a database
 outage themselves (:mod:`dshweb.dashboard.consumers`) to leave their group cleanly.
 """
 
@@ -27,7 +29,7 @@ from django.http import HttpRequest, HttpResponse
 from django.template import loader
 from django.views import defaults
 
-from dshweb.live.outage import database_unreachable, outage_reason, store_name
+from dshweb.live.outage import outage_reason, unreachable_store
 
 log = logging.getLogger("dshweb.dashboard")
 
@@ -40,18 +42,19 @@ the page's script reconnects after a back-off. Not 1013 "try again later": Daphn
 no close code but 1000 and 3000-4999."""
 
 
-def say_unavailable(what: str, error: BaseException) -> None:
-    """One line in the log: ``what`` failed because the database cannot be reached."""
-    log.warning("%s: %s is unavailable (%s)", what, store_name(), outage_reason(error))
+def say_unavailable(what: str, store: str, error: BaseException) -> None:
+    """One line in the log: ``what`` failed because ``store`` cannot be reached."""
+    log.warning("%s: %s is unavailable (%s)", what, store, outage_reason(error))
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    """Django's 500 handler: a 503 page when the database cannot be reached."""
+    """Django's 500 handler: a 503 page when a store cannot be reached."""
     error = sys.exc_info()[1]
-    if error is None or not database_unreachable(error):
+    store = unreachable_store(error) if error is not None else None
+    if error is None or store is None:
         return defaults.server_error(request)
-    say_unavailable(f"{request.method} {request.path}", error)
-    context = {"store": store_name(), "retry_after": RETRY_AFTER}
+    say_unavailable(f"{request.method} {request.path}", store, error)
+    context = {"store": store, "retry_after": RETRY_AFTER}
     page = loader.render_to_string("503.html", context)
     response = HttpResponse(page, status=STORE_UNAVAILABLE)
     response["Retry-After"] = str(RETRY_AFTER)
@@ -61,7 +64,7 @@ def server_error(request: HttpRequest) -> HttpResponse:
 
 
 class StoreUnavailableSockets:
-    """ASGI middleware for sockets: one that fails because the database cannot be reached
+    """ASGI middleware for sockets: one that fails because a store cannot be reached
     is closed with :data:`STORE_UNAVAILABLE_CLOSE` (accepted first, if it was not yet: a refused
     handshake reads as a network error)."""
 
@@ -80,9 +83,10 @@ class StoreUnavailableSockets:
         try:
             await self.app(scope, receive, tracked)
         except Exception as error:
-            if scope["type"] != "websocket" or not database_unreachable(error):
+            store = unreachable_store(error)
+            if scope["type"] != "websocket" or store is None:
                 raise
-            say_unavailable(f"socket {scope.get('path', '')}", error)
+            say_unavailable(f"socket {scope.get('path', '')}", store, error)
             if "websocket.close" in sent:
                 return
             if "websocket.accept" not in sent:

@@ -10,7 +10,12 @@ is ready, so this module knows no action) in a thread of its own, with the
 owner tag of its lease.
 
 A command names a database row and nothing secret: what it needs (the launch token of
-``dsh web``, the patch files) stays on the collector's machine.
+``dsh web``, the patch files) stays on the collector's machine. The row is the command;
+the message only wakes the collector. A message can be lost (sent while the collector's
+Redis was restarting, or before the collector joined its group again), so a collector
+also looks for the work left in the database for it (each kind's ``pending`` finder)
+whenever it joins its group and every :data:`~dshweb.live.timing.PICK_UP_EVERY`
+seconds; a handler claims its row before it runs it, so work found twice runs once.
 
 :func:`collector_address` reads the home's lease before anything is sent, and refuses
 with :class:`CollectorNotRunning` when no live collector holds it: a group with nobody
@@ -42,6 +47,7 @@ from dshweb.core.errors import DshError
 from dshweb.live import timing
 from dshweb.live.lease import lease_is_held
 from dshweb.live.models import CollectorLease
+from dshweb.live.outage import Outage, database_unreachable, layer_unreachable
 
 log = logging.getLogger("dshweb.live")
 
@@ -71,12 +77,20 @@ class CollectorPlace:
 
 
 CommandHandler = Callable[[Mapping[str, Any], CollectorPlace], None]
+PendingFinder = Callable[[CollectorPlace], list[dict[str, Any]]]
+"""The commands of one kind whose work waits in the database for this collector."""
 _handlers: dict[str, CommandHandler] = {}
+_finders: dict[str, PendingFinder] = {}
 
 
-def register_command(kind: str, handler: CommandHandler) -> None:
-    """Run ``handler`` in the collector for each command whose ``type`` is ``kind``."""
+def register_command(
+    kind: str, handler: CommandHandler, pending: PendingFinder | None = None
+) -> None:
+    """Run ``handler`` in the collector for each command whose ``type`` is ``kind``;
+    ``pending`` finds the ones waiting in the database (a handler must claim its work)."""
     _handlers[kind] = handler
+    if pending is not None:
+        _finders[kind] = pending
 
 
 def collector_group(name: str) -> str:
@@ -143,20 +157,34 @@ async def listen_for_commands(place: CollectorPlace) -> None:
         return
     group = collector_group(place.name)
     backoff = timing.COLLECT_WRITE_EVERY
+    outage = Outage(
+        f"collector {place.name}'s commands",
+        first=timing.COLLECT_WRITE_EVERY,
+        most=timing.OUTAGE_RETRY_MAX,
+        log=log,
+    )
     while True:
         try:
             channel = await layer.new_channel()
             await layer.group_add(group, channel)
+            outage.ended("; listening again")
             backoff = timing.COLLECT_WRITE_EVERY
-            rejoin = asyncio.create_task(_keep_joined(layer, group, channel))
+            helpers = [
+                asyncio.create_task(_keep_joined(layer, group, channel)),
+                asyncio.create_task(_pick_up(place)),
+            ]
             try:
                 while True:
                     _dispatch(await layer.receive(channel), place)
             finally:
-                rejoin.cancel()
+                for helper in helpers:
+                    helper.cancel()
         except asyncio.CancelledError:
             raise
-        except Exception:
+        except Exception as error:
+            if layer_unreachable(error):
+                await asyncio.sleep(outage.failed(error))
+                continue
             log.exception(
                 "collector %s: the channel layer failed; listening again in %.1f s",
                 place.name,
@@ -173,6 +201,29 @@ async def _keep_joined(layer: Any, group: str, channel: str) -> None:
             await layer.group_add(group, channel)
         except Exception:
             log.exception("joining %s again failed; trying again in %.0f s", group, REJOIN_EVERY)
+
+
+async def _pick_up(place: CollectorPlace) -> None:
+    """Run the work waiting in the database for this collector, now and every
+    :data:`~dshweb.live.timing.PICK_UP_EVERY` seconds."""
+    while True:
+        try:
+            found = await asyncio.to_thread(waiting_commands, place)
+        except Exception as error:
+            if not database_unreachable(error):  # an outage is said once, by the collector
+                log.exception("collector %s: looking for waiting commands failed", place.name)
+            found = []
+        for message in found:
+            _dispatch(message, place)
+        await asyncio.sleep(timing.PICK_UP_EVERY)
+
+
+def waiting_commands(place: CollectorPlace) -> list[dict[str, Any]]:
+    """Every command whose work waits in the database for ``place``'s collector."""
+    try:
+        return [message for finder in _finders.values() for message in finder(place)]
+    finally:
+        close_old_connections()
 
 
 def _dispatch(message: Mapping[str, Any], place: CollectorPlace) -> None:

@@ -10,6 +10,9 @@ outside any lock. Announcements are coalesced to one per :data:`INTERVAL` per se
 goes out at once, later ones when the interval ends. Only groups some socket of this
 process follows are told, unless the publisher is a collector's
 (``only_watched=False``: the sockets are in other processes, behind the channel layer).
+While the channel layer cannot be reached (its Redis restarting), what could not be sent
+is kept and sent once it is back, trying again with back-off; that is said once, in one
+line, not as a traceback per try.
 
 A publisher follows any :class:`ChangeSource`: the process's hub, or a collector's writer
 (:mod:`dshweb.live.collector`), which passes a change on only once it is in the database.
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -27,8 +31,11 @@ from channels.layers import get_channel_layer
 
 from dshweb.live.groups import SESSIONS_GROUP, session_group, subscriptions
 from dshweb.live.hub import HomeChange, Listener
+from dshweb.live.outage import Outage, layer_unreachable
 from dshweb.live.service import collecting, current_hub
-from dshweb.live.timing import INTERVAL, LIST_INTERVAL
+from dshweb.live.timing import INTERVAL, LIST_INTERVAL, OUTAGE_RETRY_MAX
+
+log = logging.getLogger("dshweb.live")
 
 SESSION_CHANGED = "session.changed"
 SESSIONS_CHANGED = "sessions.changed"
@@ -57,6 +64,9 @@ class Publisher:
         self._sent_at: dict[tuple[str, str], float] = {}
         self._list_ids: set[tuple[str, str]] = set()
         self._list_sent_at = 0.0
+        self._outage = Outage("publisher", first=interval, most=OUTAGE_RETRY_MAX, log=log)
+        self._resume_at = 0.0
+        """While the layer cannot be reached: when to try again."""
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -87,13 +97,15 @@ class Publisher:
         dues = [self._sent_at.get(s, 0.0) + self.interval for s in self._pending]
         if self._list_ids:
             dues.append(self._list_sent_at + self.list_interval)
-        return min(dues) if dues else None
+        return max(min(dues), self._resume_at) if dues else None
 
     async def _send_due(self, now: float) -> None:
         layer = get_channel_layer()
         if layer is None:
             self._pending.clear()
             self._list_ids.clear()
+            return
+        if now < self._resume_at:
             return
         messages: list[tuple[str, dict[str, Any]]] = []
         for key, gone in list(self._pending.items()):
@@ -114,8 +126,25 @@ class Publisher:
             self._list_sent_at = now
             if self._watched(SESSIONS_GROUP):
                 messages.append((SESSIONS_GROUP, {"type": SESSIONS_CHANGED, "ids": ids}))
-        for group, message in messages:
-            await layer.group_send(group, message)
+        for index, (group, message) in enumerate(messages):
+            try:
+                await layer.group_send(group, message)
+            except Exception as error:
+                if not layer_unreachable(error):
+                    raise
+                # Announcements are the latest state: what was not sent goes again later.
+                for _, unsent in messages[index:]:
+                    self._take_back(unsent)
+                self._resume_at = time.monotonic() + self._outage.failed(error)
+                return
+        self._outage.ended()
+
+    def _take_back(self, message: dict[str, Any]) -> None:
+        if message["type"] == SESSIONS_CHANGED:
+            self._list_ids.update((home, session_id) for home, session_id in message["ids"])
+        else:
+            key = (message["home"], message["session_id"])
+            self._pending.setdefault(key, message["gone"])
 
     def _watched(self, group: str) -> bool:
         return not self.only_watched or subscriptions.watched(group)

@@ -31,6 +31,9 @@ STALE_AFTER_BEATS = 3
 """A lease not renewed for this many of its holder's heartbeat intervals is free to take."""
 COLLECT_WRITE_EVERY = 0.5
 """A collector writes the sessions that changed to the database at most this often."""
+PICK_UP_EVERY = 2.0
+"""A collector looks for commands whose message was lost this often (the row in the
+database is the command; the message only wakes the collector at once)."""
 OUTAGE_RETRY_MAX = 5.0
 """While the database cannot be reached, a collector tries it again at most this often
 (from :data:`COLLECT_WRITE_EVERY`, doubling): back within seconds of the database."""
