@@ -67,7 +67,8 @@ def _maintenance(server_url: str) -> psycopg.Connection[tuple[object, ...]]:
     return psycopg.connect(url, autocommit=True)
 
 
-def _reachable(url: str) -> bool:
+def reachable(url: str) -> bool:
+    """Whether something listens at the host and port of ``url``."""
     parts = urlsplit(url)
     try:
         socket.create_connection((parts.hostname or "127.0.0.1", parts.port or 0), 2).close()
@@ -82,7 +83,7 @@ def shared_stores(redis_url: str = REDIS_URL) -> Iterator[dict[str, str]]:
     environment variables of every dshweb process of one dashboard (``DATABASE_URL``,
     ``DSHWEB_REDIS_URL``, and the ``DSHWEB_SECRET_KEY`` they share); both emptied after."""
     for url in (POSTGRES_URL, redis_url):
-        if not _reachable(url):
+        if not reachable(url):
             pytest.fail(f"no server at {url}: scripts/test starts one, or -m 'not services'")
     import redis
 

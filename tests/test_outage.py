@@ -35,7 +35,7 @@ from dshweb.live.collected import sealing_key
 from dshweb.live.outage import database_unreachable
 from tests.browser.server import DshwebServer, ServerError, spawn, terminate
 from tests.conftest import FIXTURE_HOMES, REPO, run_python
-from tests.stores import POSTGRES_URL, create_database, drop_database
+from tests.stores import POSTGRES_URL, create_database, drop_database, reachable
 from tests.tcp_proxy import TcpProxy
 from tests.test_collector import (
     HEARTBEAT,
@@ -49,8 +49,8 @@ from tests.test_collector import (
     _env,
 )
 from tests.test_live import ORIGIN, _connect, cookie, stop  # noqa: F401  (fixtures)
-from tests.test_stores import _reachable
-from tests.test_worker_processes import Visitor, _wait
+from tests.test_worker_processes import _wait
+from tests.visitor import Visitor
 
 PASSWORD_IN_URL = "never-shown-7Qz"
 
@@ -215,7 +215,7 @@ async def test_a_socket_closes_with_try_again_later(
 def proxied_database() -> Iterator[tuple[TcpProxy, str]]:
     """A new PostgreSQL database behind a proxy of the test's own, and its URL through the
     proxy (with a password in it, which trust authentication ignores)."""
-    if not _reachable(POSTGRES_URL):
+    if not reachable(POSTGRES_URL):
         pytest.fail(f"no server at {POSTGRES_URL}: scripts/test starts one, or -m 'not services'")
     name = f"dshweb_outage_{uuid.uuid4().hex[:12]}"
     create_database(POSTGRES_URL, name)
