@@ -317,3 +317,23 @@ def test_a_change_made_before_the_watch_is_set_up_is_not_missed(
             time.sleep(0.05)
     finally:
         hub.stop()
+
+
+def test_every_session_of_a_cold_start_is_told_to_the_listeners(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long cold start publishes its progress as it folds: what each publish showed is
+    told to the listeners then (a collector writes it), and the last change holds only
+    the rest; together, every session once."""
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURE_HOMES / "subagent-parent", home)
+    shutil.copytree(
+        FIXTURE_HOMES / "auto-compact" / "sessions", home / "sessions", dirs_exist_ok=True
+    )
+    monkeypatch.setattr("dshweb.live.hub.PROGRESS_EVERY", 0.0)  # a publish after each session
+    hub = Hub(home, "sdk")
+    told: list[frozenset[str]] = []
+    hub.subscribe(lambda change: told.append(change.changed))
+    view = hub.cold_start()
+    assert len(told) >= 2 and all(told)  # some told while it folded, never an empty change
+    assert sorted(s for changed in told for s in changed) == sorted(view.sessions)

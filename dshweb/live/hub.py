@@ -184,7 +184,9 @@ class Hub:
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener`` (from the hub's thread) after each pass that changed
-        something; returns the function that unsubscribes it."""
+        something, and after each publish of a cold start's progress (the fold's lock is
+        held then: a listener must not wait on the hub); returns the function that
+        unsubscribes it."""
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
@@ -283,7 +285,9 @@ class Hub:
                 if time.monotonic() - last_publish >= PROGRESS_EVERY:
                     last_publish = time.monotonic()
                     self._progress = counter.now()
-                    self._publish(folded)  # what was folded since the last publish
+                    # What was folded since the last publish, told to the listeners at once
+                    # (a collector writes it, a socket shows it) though the fold goes on.
+                    self._notify(self._publish(folded))
                     folded.clear()
                     # What is folded so far lives as long as the hub: without this every
                     # full collection walks it all again, a tenth of a cold start.
