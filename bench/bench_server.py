@@ -93,6 +93,10 @@ class Server:
     started_at: float = 0.0
     """``time.monotonic()`` just before the daphne process was started."""
     cookie: str | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+    """Set on top of :meth:`env`'s own variables (a web worker's stores, say)."""
+    command: list[str] = field(default_factory=list)
+    """What :meth:`start` runs instead of daphne (``manage.py`` arguments: a collector)."""
 
     @property
     def log_path(self) -> Path:
@@ -108,6 +112,7 @@ class Server:
             DJANGO_SETTINGS_MODULE="dshweb.settings",
             PYTHONUNBUFFERED="1",
         )
+        env.update(self.extra_env)
         return env
 
     def _manage(self, *args: str, extra: dict[str, str] | None = None) -> None:
@@ -144,8 +149,11 @@ class Server:
 
     def start(self) -> None:
         assert self.proc is None or self.proc.poll() is not None, "already running"
-        command = [sys.executable, "-m", "daphne", "-b", HOST, "-p", str(self.port)]
-        command.append("dshweb.asgi:application")
+        if self.command:
+            command = [sys.executable, "manage.py", *self.command]
+        else:
+            command = [sys.executable, "-m", "daphne", "-b", HOST, "-p", str(self.port)]
+            command.append("dshweb.asgi:application")
         with self.log_path.open("ab") as log:
             log.write(f"=== start on port {self.port}\n".encode())
             log.flush()

@@ -67,6 +67,8 @@ class Client:
     ledger: Ledger
     session_id: str | None
     rng: random.Random
+    home: str = "local"
+    """The home of ``session_id``."""
     ws: Any = None
     first_size: int | None = None
     failure: str | None = None
@@ -80,7 +82,7 @@ class Client:
     def path(self) -> str:
         if self.session_id is None:
             return "/ws/sessions/"
-        return f"/ws/homes/local/sessions/{self.session_id}/"
+        return f"/ws/homes/{self.home}/sessions/{self.session_id}/"
 
     async def open(self, timeout: float) -> bool:
         """Connect and take the on-connect state (never an update)."""

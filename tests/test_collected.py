@@ -141,6 +141,8 @@ async def test_committed_writes_are_announced_to_groups_no_socket_here_follows(
     listener = await layer.new_channel()
     await layer.group_add(SESSIONS_GROUP, listener)
     await layer.group_add(session_group("h", some), listener)
+    # A collector that wrote before (versions go on across restarts).
+    await sync_to_async(CollectorLease.objects.filter(name="h").update)(version=6)
     task = asyncio.create_task(Publisher(writer, only_watched=False).run())
     try:
         await asyncio.sleep(0)  # the publisher subscribes
@@ -150,7 +152,10 @@ async def test_committed_writes_are_announced_to_groups_no_socket_here_follows(
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+    # The version is the lease's, the rows' (not the hub's own): a worker reads them at it.
+    version = await sync_to_async(lambda: CollectorLease.objects.get(name="h").version)()
+    assert version == 7 != hub.view().version
     changed = {"type": SESSION_CHANGED, "home": "h", "session_id": some, "gone": False}
-    assert changed in messages
+    assert changed | {"version": version} in messages
     ids = [["h", session_id] for session_id in sorted(hub.view().sessions)]
-    assert {"type": SESSIONS_CHANGED, "ids": ids} in messages
+    assert {"type": SESSIONS_CHANGED, "ids": ids, "versions": {"h": version}} in messages

@@ -129,6 +129,25 @@ def test_the_worker_follows_the_rows_at_the_cost_of_what_changed(tmp_path: Path,
     assert service._hub is None  # never a hub in a web worker
 
 
+def test_a_push_the_worker_has_read_already_costs_no_query(
+    tmp_path: Path, off: None, django_assert_num_queries: Any
+) -> None:
+    collected = _collect(tmp_path)
+    homes = worker.worker_homes()
+    version = CollectorLease.objects.get(name="h").version
+    with django_assert_num_queries(0):  # another socket's push read this version first
+        assert worker.worker_homes({"h": version}) is homes
+    for path, rest in collected.rest.items():
+        with path.open("ab") as handle:
+            handle.write(rest)
+    collected.write()
+    newer = CollectorLease.objects.get(name="h").version
+    assert newer > version
+    after = worker.worker_homes({"h": newer})  # not read yet: read now
+    assert after is not homes and _shown().version == newer
+    assert worker.worker_homes({"h": newer}) is after
+
+
 def test_pages_show_the_home_and_say_when_its_collector_is_offline(
     tmp_path: Path, off: None, user_client: Client
 ) -> None:

@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer, WebsocketConsumer
 from django.db import close_old_connections
 from django.db.utils import InterfaceError, OperationalError
@@ -49,6 +50,16 @@ class _PageConsumer(AsyncWebsocketConsumer):
         subscriptions.add(self.group)
         await self.accept()
         await self._send_rendered(self.current_html)
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Each message to its handler, without Channels' ``aclose_old_connections()``
+        first: that hops to the main thread to look at its database connection, which
+        no handler here uses (rendering reads the database in pool threads, and drops a
+        broken connection itself): on a web worker it was a fifth of a socket push."""
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
 
     async def disconnect(self, code: int) -> None:
         if hasattr(self, "group"):
@@ -118,10 +129,13 @@ class SessionsConsumer(_PageConsumer):
         return fragments.list_page_messages(self.shown)
 
     async def sessions_changed(self, event: dict[str, Any]) -> None:
-        await self._send_rendered(self.changed_html, [tuple(key) for key in event["ids"]])
+        keys = [tuple(key) for key in event["ids"]]
+        await self._send_rendered(self.changed_html, keys, event.get("versions"))
 
-    def changed_html(self, keys: list[tuple[str, str]]) -> list[str]:
-        page = shown_homes().listing.page(self.query)
+    def changed_html(
+        self, keys: list[tuple[str, str]], fresh: dict[str, int] | None = None
+    ) -> list[str]:
+        page = shown_homes(fresh=fresh).listing.page(self.query)
         before, self.shown = self.shown, page
         if before is None or page.layout != before.layout:
             return fragments.list_page_messages(page)
@@ -149,14 +163,17 @@ class SessionConsumer(_PageConsumer):
     def session_id(self) -> str:
         return str(self.scope["url_route"]["kwargs"]["session_id"])
 
-    def current_html(self) -> str:
-        view = shown_homes().session(self.home, self.session_id)
+    def current_html(self, fresh: dict[str, int] | None = None) -> str:
+        view = shown_homes(fresh=fresh).session(self.home, self.session_id)
         if view is None:
             return fragments.session_gone_html()
         return fragments.session_view_html(self.home, view)
 
     async def session_changed(self, event: dict[str, Any]) -> None:
-        await self._send_rendered(self.current_html)
+        version = event.get("version")
+        await self._send_rendered(
+            self.current_html, {self.home: version} if version is not None else None
+        )
 
     async def compact_changed(self, event: dict[str, Any]) -> None:
         compact.forget_records(self.home, self.session_id)  # it may come from another process

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import threading
 import time
@@ -60,7 +61,8 @@ from dshweb.live.publisher import Publisher
 
 log = logging.getLogger("dshweb.live")
 
-TICK = 0.05
+TICK = 0.02
+"""The collector's loop looks for changes to write this often."""
 _DELETE_BATCH = 500
 
 
@@ -105,7 +107,7 @@ class SessionWriter:
         if not (changed or removed or sweep or view.error != self._error):
             return 0
         try:
-            written, gone = self._write(view, changed, removed, sweep=sweep)
+            written, gone, version = self._write(view, changed, removed, sweep=sweep)
         except BaseException:
             with self._lock:  # written next time, unless newer changes say otherwise
                 self._changed |= changed - self._removed
@@ -115,7 +117,9 @@ class SessionWriter:
         self._error = view.error
         self.writes += 1
         if written or gone:
-            change = HomeChange(view, frozenset(written), frozenset(gone))
+            # The version a web worker reads the rows at (the lease's), not the hub's own.
+            stamped = dataclasses.replace(view, version=version)
+            change = HomeChange(stamped, frozenset(written), frozenset(gone))
             for listener in list(self._listeners):
                 try:
                     listener(change)
@@ -125,7 +129,7 @@ class SessionWriter:
 
     def _write(
         self, view: HomeView, changed: set[str], removed: set[str], *, sweep: bool
-    ) -> tuple[set[str], set[str]]:
+    ) -> tuple[set[str], set[str], int]:
         sessions = view.sessions
         sealed = {
             sid: seal_session(sessions[sid].snapshot, sessions[sid].gauge, key=self.key)
@@ -168,7 +172,7 @@ class SessionWriter:
             for start in range(0, len(stale), _DELETE_BATCH):
                 batch = stale[start : start + _DELETE_BATCH]
                 CollectedSession.objects.filter(home=name, session_id__in=batch).delete()
-        return set(sealed), gone
+        return set(sealed), gone, lease.version
 
 
 class CountingCheckpoints(DatabaseCheckpoints):
@@ -263,7 +267,8 @@ def _follow(lease: Lease, writer: SessionWriter, stop: threading.Event) -> None:
                 next_beat = now + lease.heartbeat_every
             if retrying or now >= next_write:
                 written = writer.flush()  # after an outage: all that changed meanwhile
-                next_write = now + timing.COLLECT_WRITE_EVERY
+                if written or retrying:  # else the next change, after a quiet spell, at once
+                    next_write = now + timing.COLLECT_WRITE_EVERY
                 backoff = timing.COLLECT_WRITE_EVERY
                 outage.ended(f"; wrote {written} session(s) changed meanwhile")
         except LeaseLost:
@@ -312,7 +317,9 @@ def _channels_in_thread(source: SessionWriter, place: CollectorPlace) -> Callabl
         loop_box.append((asyncio.get_running_loop(), task))
         started.set()
         await asyncio.gather(
-            Publisher(source, only_watched=False).run(), listen_for_commands(place)
+            # The writer already writes at most every COLLECT_WRITE_EVERY: announce each write.
+            Publisher(source, interval=0.0, only_watched=False).run(),
+            listen_for_commands(place),
         )
 
     def target() -> None:

@@ -1,9 +1,10 @@
 """The hub's changes, announced on the channel layer: which sessions changed, never HTML.
 
 One publisher per event loop follows the process's hub (:mod:`dshweb.live.service`).
-For each changed session it sends ``session.changed`` (its home and id) to that
-session's group, and ``sessions.changed`` with the changed sessions (``[home, id]``
-pairs) to the list's group; the consumers
+For each changed session it sends ``session.changed`` (its home and id, and the version
+of the home's view that shows the change) to that session's group, and
+``sessions.changed`` with the changed sessions (``[home, id]`` pairs, and each home's
+version) to the list's group; the consumers
 (:mod:`dshweb.dashboard.consumers`) render what their page shows from the hub's view,
 outside any lock. Announcements are coalesced to one per :data:`INTERVAL` per session
 (and one per :data:`LIST_INTERVAL` for the list): the first change of a quiet session
@@ -64,7 +65,9 @@ class Publisher:
         self._sent_at: dict[tuple[str, str], float] = {}
         self._list_ids: set[tuple[str, str]] = set()
         self._list_sent_at = 0.0
-        self._outage = Outage("publisher", first=interval, most=OUTAGE_RETRY_MAX, log=log)
+        self._versions: dict[str, int] = {}
+        """Each home's newest view version taken: a message says which version shows it."""
+        self._outage = Outage("publisher", first=max(interval, 0.5), most=OUTAGE_RETRY_MAX, log=log)
         self._resume_at = 0.0
         """While the layer cannot be reached: when to try again."""
 
@@ -87,6 +90,7 @@ class Publisher:
 
     def _take(self, change: HomeChange) -> None:
         home = change.view.name
+        self._versions[home] = max(change.view.version, self._versions.get(home, 0))
         for session_id in change.changed:
             self._pending[home, session_id] = False
         for session_id in change.removed:
@@ -119,13 +123,16 @@ class Publisher:
             home, session_id = key
             group = session_group(home, session_id)
             if self._watched(group):
-                message = {"type": SESSION_CHANGED, "home": home, "session_id": session_id}
-                messages.append((group, {**message, "gone": gone}))
+                changed: dict[str, Any] = {"type": SESSION_CHANGED, "home": home}
+                changed |= {"session_id": session_id, "gone": gone}
+                messages.append((group, changed | {"version": self._versions.get(home, 0)}))
         if self._list_ids and now >= self._list_sent_at + self.list_interval:
             ids, self._list_ids = [list(key) for key in sorted(self._list_ids)], set()
             self._list_sent_at = now
             if self._watched(SESSIONS_GROUP):
-                messages.append((SESSIONS_GROUP, {"type": SESSIONS_CHANGED, "ids": ids}))
+                versions = {home: self._versions.get(home, 0) for home, _ in ids}
+                listed = {"type": SESSIONS_CHANGED, "ids": ids, "versions": versions}
+                messages.append((SESSIONS_GROUP, listed))
         for index, (group, message) in enumerate(messages):
             try:
                 await layer.group_send(group, message)

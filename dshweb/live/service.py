@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -88,13 +89,14 @@ def home_view(wait: float | None = None) -> HomeView:
 _homes: Homes | None = None
 
 
-def shown_homes(wait: float | None = None) -> Homes:
+def shown_homes(wait: float | None = None, fresh: Mapping[str, int] | None = None) -> Homes:
     """Every home this process shows now: its own hub's (waiting as :func:`home_view`
     does), or in a web worker every collected home, as the database has it (never
-    waiting). The same value while nothing changed."""
+    waiting; ``fresh``: the versions an announcement names, see
+    :func:`~dshweb.live.worker.worker_homes`). The same value while nothing changed."""
     global _homes
     if not collecting():
-        return worker_homes()
+        return worker_homes(fresh)
     view = home_view(wait)
     kept = _homes
     if kept is not None and kept.shown[0].view is view:

@@ -18,6 +18,7 @@ read again on the next call.
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -95,10 +96,18 @@ _followers: dict[str, HomeFollower] = {}
 _shown: tuple[tuple[object, ...], Homes] | None = None
 
 
-def worker_homes() -> Homes:
+def worker_homes(fresh: Mapping[str, int] | None = None) -> Homes:
     """Every collected home, up to date: one query for the leases, and for each home
-    whose collector wrote since, the rows it wrote (a request costs what changed)."""
+    whose collector wrote since, the rows it wrote (a request costs what changed).
+
+    ``fresh`` maps homes to versions an announcement said show a change (a socket's
+    push): when what this process keeps shows them already (another socket's push read
+    them first), it is the answer, without a query.
+    """
     global _shown
+    kept = _shown
+    if kept is not None and fresh and _shows(kept[1], fresh):
+        return kept[1]
     leases = list(CollectorLease.objects.order_by("name"))
     if not leases:
         return Homes(error_when_empty=NOTHING_COLLECTED)
@@ -119,6 +128,14 @@ def worker_homes() -> Homes:
     homes = Homes(shown)
     _shown = (key, homes)
     return homes
+
+
+def _shows(homes: Homes, fresh: Mapping[str, int]) -> bool:
+    for name, version in fresh.items():
+        shown = homes.home(name)
+        if shown is None or shown.view.version < version:
+            return False
+    return True
 
 
 def worker_follower(name: str) -> HomeFollower | None:
