@@ -79,16 +79,20 @@ def session_tree(
         if shot.session_id in newest:
             return newest[shot.session_id]
         value = shot.last_time or 0
-        for child in children.get(shot.session_id, []):
+        for child in children.get(shot.session_id, ()):
             if child.session_id not in seen:
                 value = max(value, subtree_newest(child, seen | {child.session_id}))
         newest[shot.session_id] = value
         return value
 
+    def key(shot: SessionSnapshot) -> tuple[int, str]:
+        # Most sessions have no sub-agent: their subtree is themselves.
+        if shot.session_id not in children:
+            return (-(shot.last_time or 0), shot.session_id)
+        return (-subtree_newest(shot, frozenset({shot.session_id})), shot.session_id)
+
     def order(group: list[SessionSnapshot]) -> list[SessionSnapshot]:
-        return sorted(
-            group, key=lambda s: (-subtree_newest(s, frozenset({s.session_id})), s.session_id)
-        )
+        return sorted(group, key=key)
 
     entries: list[SessionEntry] = []
     placed: set[str] = set()
@@ -97,9 +101,11 @@ def session_tree(
         placed.add(shot.session_id)
         orphan = depth == 0 and shot.parent_session is not None
         entries.append(SessionEntry(shot, gauge_of(shot), depth, orphan, home))
-        for child in order(children.get(shot.session_id, [])):
-            if child.session_id not in placed:
-                place(child, depth + 1)
+        below = children.get(shot.session_id)
+        if below is not None:
+            for child in order(below):
+                if child.session_id not in placed:
+                    place(child, depth + 1)
 
     for root in order(roots):
         place(root, 0)
