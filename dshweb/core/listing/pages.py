@@ -63,16 +63,7 @@ def session_tree(
     sub-agent is busy comes first. Sub-agents whose parent is missing stay at the top
     level, marked ``orphan``; a broken parent chain that loops is cut where it repeats.
     """
-    by_id = {s.session_id: s for s in snapshots}
-    children: dict[str, list[SessionSnapshot]] = {}
-    roots: list[SessionSnapshot] = []
-    for shot in snapshots:
-        parent = shot.parent_session
-        if parent is not None and parent in by_id and parent != shot.session_id:
-            children.setdefault(parent, []).append(shot)
-        else:
-            roots.append(shot)
-
+    children, roots = _family(snapshots)
     newest: dict[str, int] = {}
 
     def subtree_newest(shot: SessionSnapshot, seen: frozenset[str]) -> int:
@@ -114,6 +105,22 @@ def session_tree(
         if shot.session_id not in placed:
             place(shot, 0)
     return entries
+
+
+def _family(
+    snapshots: Sequence[SessionSnapshot],
+) -> tuple[dict[str, list[SessionSnapshot]], list[SessionSnapshot]]:
+    """The sub-agents of each session whose parent is listed, and every other session."""
+    ids = {s.session_id for s in snapshots}
+    children: dict[str, list[SessionSnapshot]] = {}
+    roots: list[SessionSnapshot] = []
+    for shot in snapshots:
+        parent = shot.parent_session
+        if parent is not None and parent in ids and parent != shot.session_id:
+            children.setdefault(parent, []).append(shot)
+        else:
+            roots.append(shot)
+    return children, roots
 
 
 def merged_trees(trees: Sequence[Sequence[SessionEntry]]) -> list[SessionEntry]:
