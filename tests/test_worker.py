@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import os
+import re
 import shutil
 import socket
 import threading
@@ -21,23 +23,25 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.contrib.auth.models import Permission
+from django.contrib.auth.models import Permission, User
 from django.test import Client, override_settings
 
 from dshweb.core.log.home import session_logs
-from dshweb.dashboard import compact
-from dshweb.dashboard.models import CompactionRequest
+from dshweb.core.settings.patchfile import read_patch, row_config
+from dshweb.dashboard import compact, remote_settings
+from dshweb.dashboard.models import CompactionRequest, PatchRevision
 from dshweb.environment import ConfigurationError, collect
 from dshweb.live import commands, service, worker
 from dshweb.live.collected import sealing_key
 from dshweb.live.collector import SessionWriter
-from dshweb.live.commands import CollectorPlace, collector_group, collector_owner
+from dshweb.live.commands import CollectorPlace, CollectorSilent, collector_group, collector_owner
 from dshweb.live.groups import session_group
 from dshweb.live.hub import HomeView, Hub
 from dshweb.live.lease import Lease, lease_release, lease_take
 from dshweb.live.models import CollectorLease
 from tests.conftest import FIXTURE_HOMES
 from tests.logbuilder import frames_of
+from tests.visitor import form_fields
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -195,15 +199,89 @@ def _received(channel: str, timeout: float = 0.5) -> dict[str, Any] | None:
     return async_to_sync(receive)()
 
 
-def test_settings_saves_are_refused_with_a_reason(
+def _carried_by(collected: Collected) -> Any:
+    """``ask_collector`` as if the question reached the collector: its handler runs (in a
+    process that collects the home) and its answer comes back."""
+
+    def ask(name: str, message: dict[str, Any], *, timeout: float) -> dict[str, Any]:
+        assert name == "h" and timeout > 0
+        answers: list[dict[str, Any]] = []
+        place = CollectorPlace("h", collected.hub.home, "collector/x")
+        with (
+            override_settings(DSHWEB={**settings.DSHWEB, "COLLECT": True}),
+            mock.patch.object(service, "_collected", ("h", collected.hub)),
+            mock.patch.object(remote_settings, "answer", lambda m, r: answers.append(r)),
+        ):
+            # What crosses the channel layer is JSON-like: no object of the worker.
+            remote_settings.run_settings_request(json.loads(json.dumps(message)), place)
+        (reply,) = answers
+        return {"messages": [], "location": "", **reply}
+
+    return ask
+
+
+def test_a_collected_homes_settings_are_read_and_saved_by_its_collector(
     tmp_path: Path, off: None, user_client: Client
 ) -> None:
-    _collect(tmp_path)
-    settings_page = user_client.get("/settings/")
-    assert (
-        settings_page.status_code == 503
-        and b"not available on a web worker" in settings_page.content
-    )
+    collected = _collect(tmp_path)
+    patch = collected.hub.home / "profiles" / "sdk" / "cordis.patch.yml"
+    before = patch.read_text()
+    index = user_client.get("/settings/").content.decode()
+    assert 'href="/homes/h/settings/"' in index  # the worker lists the homes
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(User.objects.get(username="viewer"))
+    with mock.patch.object(remote_settings, "ask_collector", _carried_by(collected)):
+        page = client.get("/homes/h/settings/").content.decode()
+        assert 'id="settings-home" data-home="h"' in page and 'data-profile="sdk"' in page
+        assert 'href="/homes/h/settings/sdk/context-truth/"' in page
+        url = "/homes/h/settings/sdk/context-truth/"
+        form = client.get(url).content.decode()
+        fields = form_fields(form, "settings-form")
+        assert fields["csrfmiddlewaretoken"] and re.fullmatch(r"[0-9a-f]{64}", fields["sha256"])
+        assert 'id="settings-form"' in form and "/settings/sdk" not in form.replace(
+            "/homes/h/settings/sdk", ""
+        )
+        assert 'hx-post="/homes/h/settings/sdk/preview/"' in form  # the preview goes there too
+        data = fields | {"language": "zh", "quantumPercent": "10"}
+        saved = client.post(url, data)
+        assert saved.status_code == 302, re.sub(
+            r"\s+", " ", re.sub(r"<[^>]+>", " ", saved.content.decode())
+        )[-3000:]
+        assert saved["Location"] == url
+        shown = client.get(url).content.decode()
+        assert "Saved context-truth in profiles/sdk/cordis.patch.yml." in shown
+        history = client.get("/homes/h/settings/sdk/history/").content.decode()
+    config = row_config(read_patch(patch), "context-truth")
+    assert config is not None and (config["language"], config["quantumPercent"]) == ("zh", 10)
+    (revision,) = PatchRevision.objects.all()
+    assert (revision.home, revision.user) == ("h", User.objects.get(username="viewer"))
+    assert (revision.before, revision.after) == (before, patch.read_text())
+    assert f'action="/homes/h/settings/revisions/{revision.pk}/restore/"' in history
+    # Without the worker's CSRF token the collector is never asked.
+    with mock.patch.object(remote_settings, "ask_collector") as never:
+        assert client.post(url, {**data, "csrfmiddlewaretoken": "x"}).status_code == 403
+        never.assert_not_called()
+
+
+def test_a_collected_homes_settings_say_why_they_cannot_be_reached(
+    tmp_path: Path, off: None, user_client: Client, django_user_model: Any
+) -> None:
+    collected = _collect(tmp_path)
+    engine = user_client.get("/homes/h/settings/engine/")
+    assert engine.status_code == 409 and b"DSHWEB_ENGINE_URL" in engine.content
+    with mock.patch.object(
+        remote_settings, "ask_collector", side_effect=CollectorSilent("no answer in 60 s")
+    ):
+        silent = user_client.get("/homes/h/settings/")
+    assert silent.status_code == 504 and b"no answer in 60 s" in silent.content
+    lease_release(collected.lease)
+    offline = user_client.get("/homes/h/settings/")
+    assert offline.status_code == 503 and b"the collector of h is not running" in offline.content
+    assert user_client.get("/homes/nowhere/settings/").status_code == 404
+    viewer = django_user_model.objects.create_user("plain", password="x")
+    plain = Client()
+    plain.force_login(viewer)
+    assert plain.get("/homes/h/settings/").status_code == 403
 
 
 def test_a_press_with_no_collector_running_fails_at_once_with_the_reason(

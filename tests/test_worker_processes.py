@@ -39,7 +39,7 @@ from tests.test_collector import (
     _env,
 )
 from tests.test_stores import stores  # noqa: F401  (the fixture)
-from tests.visitor import Visitor
+from tests.visitor import Visitor, form_fields
 
 
 @pytest.fixture
@@ -157,8 +157,10 @@ def test_a_web_worker_shows_what_the_collector_folded_and_when_it_went_offline(
     assert status == 200
     assert set(re.findall(r'data-session-id="([^"]+)"', page)) == set(expected)
     assert "Reading the DSH home" not in page
-    status, page = visitor.get("/settings/")
-    assert status == 503 and "not available on a web worker" in page
+    status, page = visitor.get("/settings/")  # each collected home, and whether it runs
+    assert status == 200 and f'data-home="{NAME}"' in page and "collector offline" in page
+    status, page = visitor.get(f"/homes/{NAME}/settings/")
+    assert status == 503 and f"the collector of {NAME} is not running" in page
     assert not web_worker.home.exists()
     assert web_worker.process.poll() is None, web_worker.output(60)
 
@@ -290,3 +292,46 @@ def _status(message: str) -> str:
     """The Compact status line in a pushed message ("" when it has none)."""
     found = re.search(r'<div id="compact-status"[^>]*>[^<]*</div>', message)
     return found[0] if found else ""
+
+
+@pytest.mark.services
+def test_settings_of_a_collected_home_are_saved_by_its_collector_through_redis(
+    tmp_path: Path,
+    stores: dict[str, str],  # noqa: F811  (the fixture, imported above)
+) -> None:
+    """A staff user on the worker opens a collected home's context-truth form and saves it:
+    the page and the save travel over Redis to the collector process, which writes its own
+    home's patch file; the worker's process never opens it."""
+    home, data_dir = tmp_path / "home", tmp_path / "data"
+    _cut(FIXTURE_HOMES / "subagent-parent", home)
+    patch = home / "profiles" / "sdk" / "cordis.patch.yml"
+    before = patch.read_text()
+    worker = DshwebServer(
+        home=tmp_path / "no-such-home",
+        data_dir=data_dir,
+        extra_env=stores | {"DSHWEB_COLLECT": "off"},
+    )
+    process = None
+    try:
+        worker.prepare()
+        made = Collector(home, data_dir)
+        process = spawn(made.command(), cwd=REPO, env=_env(data_dir) | stores, log=made.log)
+        worker.start()
+        visitor = Visitor(worker)
+        _wait(
+            "the home on the worker", lambda: f'data-home="{NAME}"' in visitor.get("/")[1], worker
+        )
+        url = f"/homes/{NAME}/settings/sdk/context-truth/"
+        status, form = visitor.get(url)
+        assert status == 200, (form[-2000:], made.output(), worker.output(40))
+        fields = form_fields(form, "settings-form") | {"language": "zh", "quantumPercent": "10"}
+        status, page, landed = visitor.submit(url, fields)
+        assert (status, landed) == (200, worker.url + url), page[-2000:]
+        assert "Saved context-truth in profiles/sdk/cordis.patch.yml." in page
+        assert patch.read_text() != before
+        assert "language: zh" in patch.read_text()
+        assert worker.process is not None
+        assert _open_under(worker.process.pid, home.resolve()) == []
+    finally:
+        terminate(process)
+        worker.stop()

@@ -25,9 +25,11 @@ class DashboardConfig(AppConfig):
             run_commanded_compaction,
             waiting_compactions,
         )
+        from dshweb.dashboard.remote_settings import SETTINGS_COMMAND, run_settings_request
         from dshweb.live.commands import register_command
 
         register_command(RUN_COMMAND, run_commanded_compaction, waiting_compactions)
+        register_command(SETTINGS_COMMAND, run_settings_request)
 
         connection_created.connect(_private_database, dispatch_uid="dshweb-private-database")
 

@@ -114,21 +114,31 @@ def managed_dsh_web(home: Path | None = None) -> ManagedDshWeb:
         return _managed
 
 
-def dsh_web_choice(home: Path | None = None) -> tuple[str, str | None, str]:
+def dsh_web_choice(home: Path | None = None, *, stored: bool = True) -> tuple[str, str | None, str]:
     """(mode, launch URL or None, why not) — the settings (``DSHWEB_ENGINE_URL``,
     ``DSHWEB_ENGINE``) win over the stored row; a managed one runs on ``home`` (default:
-    the configured one)."""
+    the configured one). A collector reads no stored row (``stored=False``): the shared
+    database is no place for its machine's launch token."""
     config = get_config()
     if config.engine_url:
         return "url", config.engine_url, ""
     if config.engine == "managed":
         mode = "managed"
+    elif not stored:
+        return (
+            "off",
+            None,
+            (
+                "the collector of this home has no DSH engine: set DSHWEB_ENGINE_URL or "
+                "DSHWEB_ENGINE=managed in its environment"
+            ),
+        )
     else:
         row = DshWebSetting.objects.first()
         mode = row.mode if row is not None else DshWebSetting.Mode.OFF
         if mode == DshWebSetting.Mode.URL:
-            stored = row.launch_url if row is not None else ""
-            return "url", stored or None, "" if stored else "no launch URL is stored"
+            launch = row.launch_url if row is not None else ""
+            return "url", launch or None, "" if launch else "no launch URL is stored"
     if mode == "managed":
         managed = managed_dsh_web(home)
         state = managed.wait_running(MANAGED_START_TIMEOUT)
@@ -325,7 +335,7 @@ def run_commanded_compaction(message: Mapping[str, Any], place: CollectorPlace) 
     if not claimed:
         log.info("compaction request %s is not this collector's to run; dropped", pk)
         return
-    run_compaction(pk, home=place.home)
+    run_compaction(pk, home=place.home, stored=False)
 
 
 def waiting_compactions(place: CollectorPlace) -> list[dict[str, Any]]:
@@ -337,13 +347,13 @@ def waiting_compactions(place: CollectorPlace) -> list[dict[str, Any]]:
     return [{"type": RUN_COMMAND, "request": pk} for pk in waiting]
 
 
-def run_compaction(pk: int, *, home: Path | None = None) -> None:
-    """Ask ``dsh web`` (a managed one on ``home``, default the configured one) to
-    compact, then record the answer (in a worker thread)."""
+def run_compaction(pk: int, *, home: Path | None = None, stored: bool = True) -> None:
+    """Ask ``dsh web`` (a managed one on ``home``, default the configured one; the stored
+    one only when ``stored``) to compact, then record the answer (in a worker thread)."""
     close_old_connections()
     try:
         request = CompactionRequest.objects.get(pk=pk)
-        outcome = _ask_dsh_web(request.session_id, home)
+        outcome = _ask_dsh_web(request.session_id, home, stored)
         request.state = (
             CompactionRequest.State.DONE if outcome.ok else CompactionRequest.State.FAILED
         )
@@ -369,8 +379,8 @@ def run_compaction(pk: int, *, home: Path | None = None) -> None:
         close_old_connections()
 
 
-def _ask_dsh_web(session_id: str, home: Path | None) -> CompactOutcome:
-    _mode, url, why = dsh_web_choice(home)
+def _ask_dsh_web(session_id: str, home: Path | None, stored: bool) -> CompactOutcome:
+    _mode, url, why = dsh_web_choice(home, stored=stored)
     if url is None:
         return CompactOutcome(
             CompactStatus.ENGINE_ERROR, f"not configured: {why}", code="dshweb/not-configured"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
+from dshweb.dashboard.remote_settings import carried_home
 from dshweb.live.service import collecting, shown_home, shown_homes
 
 
@@ -25,4 +26,6 @@ def dsh_home(request: HttpRequest) -> dict[str, object]:
         "collected": False,
         "dsh_home": home.path,
         "dsh_home_is_demo": home.is_demo,
+        # A page a collector renders for a web worker: its content alone.
+        "settings_layout": "settings/_carried.html" if carried_home(request) else "base.html",
     }

@@ -17,6 +17,9 @@ class PatchRevision(models.Model):
         SAVE = "save", "saved"
         RESTORE = "restore", "restored"
 
+    home = models.CharField(
+        max_length=64, default=DEFAULT_HOME_NAME, help_text="The name of the DSH home."
+    )
     profile = models.CharField(max_length=200)
     path = models.CharField(max_length=500, help_text="The patch file, relative to the DSH home.")
     section = models.CharField(max_length=100, help_text="The row the save changed.")
@@ -33,7 +36,7 @@ class PatchRevision(models.Model):
 
     class Meta:
         ordering = ("-created_at", "-id")
-        indexes = (models.Index(fields=("profile", "-created_at")),)
+        indexes = (models.Index(fields=("home", "profile", "-created_at")),)
 
     def __str__(self) -> str:
         return f"{self.path} {self.get_action_display()} {self.created_at:%Y-%m-%d %H:%M:%S}"

@@ -33,6 +33,7 @@ from dshweb.core.settings.patchfile import (
     write_patch_atomically,
 )
 from dshweb.dashboard.models import PatchRevision
+from dshweb.live.service import own_home_name
 
 INSERTED_PLUGINS = {CONTEXT_TRUTH_ID: CONTEXT_TRUTH_PACKAGE}
 """Rows no bundle assembles: saving one into a profile that lacks it inserts it."""
@@ -92,6 +93,7 @@ def _write_and_record(
     with transaction.atomic():
         write_patch_atomically(path, text, expected_sha256=expected_sha256)
         return PatchRevision.objects.create(
+            home=own_home_name(),
             profile=profile,
             path=rel_path,
             section=section,

@@ -47,9 +47,8 @@ from dshweb.core.settings.patchfile import (
 from dshweb.dashboard import compact, patches
 from dshweb.dashboard.models import DshWebSetting, PatchRevision
 from dshweb.dashboard.settings_forms import config_form, fixed_values, initial_values
-from dshweb.dashboard.views import worker_refusal
 from dshweb.dsh_web.client import DshWebClient, LaunchUrlError
-from dshweb.live.service import collecting, home_view, shown_home
+from dshweb.live.service import collecting, home_view, own_home_name, shown_home, shown_homes
 
 View = Callable[..., HttpResponse]
 ENGINE_ROWS = ("compaction-basic", "tool-result-pruner")
@@ -62,8 +61,9 @@ def staff_only(view: View) -> View:
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not request.user.is_staff:
             raise PermissionDenied("Only staff users may change DSH settings.")
-        if not collecting():  # the profiles live in the home, on its collector's machine
-            return worker_refusal(request, "Changing DSH settings")
+        if not collecting():  # the profiles live in each home, on its collector's machine
+            homes = [home for home in shown_homes().shown if home.collected]
+            return render(request, "settings/homes.html", {"collected_homes": homes})
         return view(request, *args, **kwargs)
 
     return wrapper
@@ -269,7 +269,8 @@ def settings_preview(request: HttpRequest, profile: str) -> HttpResponse:
 @require_http_methods(["GET"])
 def settings_history(request: HttpRequest, profile: str) -> HttpResponse:
     _profile_or_404(profile)
-    revisions = PatchRevision.objects.filter(profile=profile).select_related("user")[:100]
+    revisions = PatchRevision.objects.filter(home=own_home_name(), profile=profile)
+    revisions = revisions.select_related("user")[:100]
     rows = [
         {"revision": r, "diff": unified_diff(r.before, r.after, Path(r.path).name)}
         for r in revisions
@@ -280,7 +281,7 @@ def settings_history(request: HttpRequest, profile: str) -> HttpResponse:
 @staff_only
 @require_POST
 def settings_restore(request: HttpRequest, revision_id: int) -> HttpResponse:
-    revision = get_object_or_404(PatchRevision, pk=revision_id)
+    revision = get_object_or_404(PatchRevision, pk=revision_id, home=own_home_name())
     which = "before" if request.POST.get("which") == "before" else "after"
     try:
         patches.restore(home=_home(), revision=revision, which=which, user=request.user)

@@ -8,6 +8,7 @@ from django.urls import path
 from dshweb.dashboard import (
     converters,  # noqa: F401  (registers <home:…>)
     exports,
+    remote_settings,
     settings_views,
     views,
 )
@@ -28,6 +29,9 @@ urlpatterns = [
     path(SESSION, views.session_detail, name="session-detail"),
     # An address without the home (older links): the session in the one home that has it.
     path("sessions/<path:session_id>/", views.session_in_any_home, name="session-any-home"),
+    # A collected home's settings: answered by its collector (dashboard/remote_settings.py).
+    path("homes/<home:home>/settings/", remote_settings.home_settings, name="home-settings"),
+    path("homes/<home:home>/settings/<path:rest>", remote_settings.home_settings),
     path("settings/", settings_views.settings_index, name="settings"),
     path("settings/engine/", settings_views.settings_dsh_web, name="settings-dsh-web"),
     path(

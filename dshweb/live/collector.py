@@ -58,6 +58,7 @@ from dshweb.live.lease import Lease, LeaseLost, lease_lost_reason, lease_release
 from dshweb.live.models import CollectedSession, CollectorLease
 from dshweb.live.outage import Outage, database_unreachable, outage_reason, store_name
 from dshweb.live.publisher import Publisher
+from dshweb.live.service import collect_here
 
 log = logging.getLogger("dshweb.live")
 
@@ -204,6 +205,7 @@ def run_collector(
     hub.subscribe(writer)
     hub.subscribe(_ResumeReport(hub, store, lease.name, on_ready))
     place = CollectorPlace(lease.name, home, collector_owner(lease.name, lease.token))
+    collect_here(lease.name, hub)  # commands run here act on this home
     stop_publisher = _channels_in_thread(writer, place)
     hub.start()
     lost = released = False

@@ -148,6 +148,40 @@ def send_command(name: str, message: Mapping[str, Any]) -> None:
     async_to_sync(layer.group_send)(collector_group(name), dict(message))
 
 
+class CollectorSilent(DshError):
+    """The collector was sent a question and did not answer in time."""
+
+
+def ask_collector(name: str, message: Mapping[str, Any], *, timeout: float) -> dict[str, Any]:
+    """Send ``message`` to home ``name``'s collector and wait (at most ``timeout`` s) for its
+    answer (:func:`answer`), or :class:`CollectorSilent`. The caller has checked the
+    collector is running (:func:`collector_address`)."""
+    layer = get_channel_layer()
+    if layer is None:
+        raise CollectorNotRunning("no channel layer is configured")
+
+    async def ask() -> dict[str, Any]:
+        channel = await layer.new_channel()
+        await layer.group_send(collector_group(name), {**message, "reply_to": channel})
+        try:
+            return dict(await asyncio.wait_for(layer.receive(channel), timeout))
+        except TimeoutError:
+            raise CollectorSilent(
+                f"the collector of {name} did not answer within {timeout:.0f} s"
+            ) from None
+
+    return async_to_sync(ask)()
+
+
+def answer(message: Mapping[str, Any], reply: Mapping[str, Any]) -> None:
+    """In a command handler: send ``reply`` to whoever :func:`ask_collector` ``message``."""
+    layer = get_channel_layer()
+    reply_to = message.get("reply_to")
+    if layer is None or not isinstance(reply_to, str):
+        return
+    async_to_sync(layer.send)(reply_to, {"type": "collector.answer", **reply})
+
+
 async def listen_for_commands(place: CollectorPlace) -> None:
     """Run the commands sent to ``place``'s collector until cancelled; a failing channel
     layer is logged and joined again after a back-off."""

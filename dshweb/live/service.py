@@ -31,11 +31,28 @@ from dshweb.live.worker import worker_homes
 
 _guard = threading.Lock()
 _hub: Hub | None = None
+_collected: tuple[str, Hub] | None = None
+"""In a collector: the home it collects and its hub, this process's own home."""
+
+
+def collect_here(name: str, hub: Hub) -> None:
+    """Make ``hub`` (a collector's, of home ``name``) this process's own home: what a
+    command run here (a settings page of the home) reads and changes."""
+    global _collected
+    _collected = (name, hub)
+
+
+def own_home_name() -> str:
+    """The name of the home this process reads itself."""
+    return _collected[0] if _collected is not None else get_config().home_name
 
 
 def shown_home() -> HomeChoice:
     """The DSH home pages show: the configured one, or the demo home (copied now, the first
-    time it is needed) when that does not exist and the demo is allowed."""
+    time it is needed) when that does not exist and the demo is allowed; in a collector,
+    the home it collects."""
+    if _collected is not None:
+        return HomeChoice(_collected[1].home, is_demo=False)
     config = get_config()
     return _home_choice(config.dsh_home, config.demo, config.data_dir)
 
@@ -62,6 +79,8 @@ def collecting() -> bool:
 def current_hub() -> Hub:
     """The running hub of the configured home (started, or replaced, as needed)."""
     global _hub
+    if _collected is not None:
+        return _collected[1]
     if not collecting():
         raise RuntimeError("a web worker (DSHWEB_COLLECT=off) runs no hub")
     config = get_config()
