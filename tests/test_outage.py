@@ -137,7 +137,7 @@ def unreachable(settings: Any, monkeypatch: pytest.MonkeyPatch) -> OperationalEr
     )
     error = _refused()
 
-    def fail() -> None:
+    def fail(*_: object) -> None:
         raise error
 
     monkeypatch.setattr("dshweb.live.service.worker_homes", fail)
@@ -182,7 +182,7 @@ def test_a_programming_error_is_still_a_500(
 ) -> None:
     settings.DSHWEB = {**settings.DSHWEB, "COLLECT": False}
 
-    def fail() -> None:
+    def fail(*_: object) -> None:
         raise _caused_by(ProgrammingError, psycopg.errors.UndefinedTable("no such table"))
 
     monkeypatch.setattr("dshweb.live.service.worker_homes", fail)
