@@ -17,6 +17,7 @@ read again on the next call.
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -58,9 +59,14 @@ class HomeFollower:
             if lease.version < self._version:  # the rows were made again from nothing
                 self._sessions, self._version = {}, -1
             if lease.version != self._version:
+                first = self._version < 0
                 self._read_since(self._version)
                 self._version = lease.version
                 self._view = None
+                if first:
+                    # A home's sessions live as long as the process: keep the collector
+                    # from walking them again and again (idle CPU grew with the homes).
+                    gc.freeze()
             if self._view is None or self._error_key != (lease.error, lease.path):
                 self._error_key = (lease.error, lease.path)
                 count = len(self._sessions)
