@@ -19,7 +19,8 @@ sessions at DSH's pace (:mod:`growth`: a frame every 50–200 ms each, fsynced) 
 ``--seconds``: the latency is from a frame's fsync to the update that shows it at a
 client. The processes' CPU is read over the growth window (``collector_cpu_pct``, per
 collector) and over ``--idle-seconds`` with every socket open and nothing written
-(``worker_cpu_pct``, per worker). The baseline, in the same run: the same team on homes
+(``worker_cpu_pct``, per worker), once every process has settled after the growth (its
+CPU under 5% of a core for 1 s). The baseline, in the same run: the same team on homes
 of ``--baseline-size`` sessions, idle, with the same sockets: ``worker_idle_ratio`` is the
 workers' idle CPU on the big homes over the small ones (it must not grow with the homes).
 
@@ -55,6 +56,7 @@ from bench_server import REPO, BenchError, Server, free_port
 from growth import Feed, read_frames, session_log, source_log, with_id
 from live_bench import _check_grown, _grow, _link_tree, _ms
 from live_sockets import Client, Ledger
+from scale_bench import SETTLE_TIMEOUT, settle
 from scale_home import PROFILES, BuildError, build_home
 
 from dshweb.core.log.home import session_logs
@@ -330,7 +332,13 @@ async def _measure(
             "updates": updates,
             "undelivered": undelivered,
         }
-        await asyncio.sleep(2.0)  # the last writes settle
+        # What the growth left to do (the last writes, a page's last renders) is done
+        # before the idle window: idle means nothing changing.
+        waited = [
+            await asyncio.to_thread(settle, process, time.monotonic() + SETTLE_TIMEOUT)
+            for process in team.collectors + team.workers
+        ]
+        print(f"   every process settled {max(waited):.1f} s after the growth", flush=True)
     cpu0 = [w.cpu_seconds() for w in team.workers]
     t0 = time.monotonic()
     await asyncio.sleep(args.idle_seconds)

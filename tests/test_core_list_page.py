@@ -2,20 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
 
 from dshweb.core.fold.gauge import Band, ContextGauge
-from dshweb.core.listing.pages import (
-    BANDS,
-    ListCounts,
-    SessionEntry,
-    SessionList,
-    merged_trees,
-    session_tree,
-)
+from dshweb.core.fold.session import SessionSnapshot
+from dshweb.core.listing.pages import ListCounts, SessionList
 from dshweb.core.listing.query import ListQuery, SessionState, SortKey
+from dshweb.core.listing.tree import BANDS, HomeTree, SessionEntry, session_tree
 from tests.snapshots import session_snapshot
 
 
@@ -44,13 +40,24 @@ TREE = ["alpha", "alpha-sub", "alpha-sub-sub", "beta", "delta", "gamma", "lost"]
 """The tree order: alpha's subtree is the newest (400), then 300, 250, 200, 150."""
 
 
-def entries() -> list[SessionEntry]:
+Home = dict[str, tuple[int, str | None, str, bool, int | None, int | None, Band]]
+
+
+def entries(home: Home = HOME, name: str = "local") -> list[SessionEntry]:
+    return session_tree(*_shots(home), name)
+
+
+def home_tree(home: Home, name: str) -> HomeTree:
+    return HomeTree.build(*_shots(home), name)
+
+
+def _shots(home: Home) -> tuple[list[SessionSnapshot], Callable[[SessionSnapshot], ContextGauge]]:
     shots = [
         session_snapshot(sid, last, parent=parent, title=title, live=live)
-        for sid, (last, parent, title, live, *_) in HOME.items()
+        for sid, (last, parent, title, live, *_) in home.items()
     ]
-    readings = {sid: gauge(*figures[4:]) for sid, figures in HOME.items()}
-    return session_tree(shots, lambda s: readings[s.session_id])
+    readings = {sid: gauge(*figures[4:]) for sid, figures in home.items()}
+    return shots, lambda s: readings[s.session_id]
 
 
 def ids(rows: tuple[SessionEntry, ...]) -> list[str]:
@@ -271,13 +278,7 @@ OTHER: dict[str, tuple[int, str | None, str, bool, int | None, int | None, Band]
 
 
 def two_homes() -> SessionList:
-    shots = [
-        session_snapshot(sid, last, parent=parent, title=title, live=live)
-        for sid, (last, parent, title, live, *_) in OTHER.items()
-    ]
-    readings = {sid: gauge(*figures[4:]) for sid, figures in OTHER.items()}
-    other = session_tree(shots, lambda s: readings[s.session_id], "laptop")
-    return SessionList(merged_trees([entries(), other]), ("local", "laptop"))
+    return SessionList(trees=[home_tree(HOME, "local"), home_tree(OTHER, "laptop")])
 
 
 def keys(rows: tuple[SessionEntry, ...]) -> list[tuple[str, str]]:
@@ -324,6 +325,28 @@ def test_a_query_picks_sessions_by_home(query: ListQuery, shown: list[tuple[str,
 
 
 def test_one_homes_tree_is_its_own_order() -> None:
-    tree = entries()
-    assert merged_trees([tree]) == tree
-    assert merged_trees([]) == []
+    listing = SessionList(trees=[home_tree(HOME, "local")])
+    assert listing.entries == tuple(entries())
+    assert listing.counts == SessionList(entries()).counts
+
+
+QUERIES = [
+    ListQuery(),
+    ListQuery(per_page=3),
+    ListQuery(page=2, per_page=4),
+    ListQuery(page=9, per_page=5),  # past the end: the last page
+    ListQuery("docs"),
+    ListQuery(home="laptop"),
+    ListQuery(state=SessionState.LIVE, per_page=2),
+    ListQuery(sort=SortKey.PERCENT),
+    ListQuery(sort=SortKey.HEADROOM, page=2, per_page=3),
+]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_pages_read_from_the_trees_equal_pages_of_the_whole_list(query: ListQuery) -> None:
+    """The unfiltered list in its own order reads only its page from the trees; every
+    query gives what the same list laid out whole gives."""
+    trees = two_homes()
+    whole = SessionList(trees.entries, ("local", "laptop"))
+    assert trees.page(query) == whole.page(query)

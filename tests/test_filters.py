@@ -13,7 +13,7 @@ import pytest
 
 from dshweb.core.fold.gauge import Band, ContextGauge
 from dshweb.core.fold.session import SessionSnapshot
-from dshweb.core.listing.pages import SessionEntry, SessionList
+from dshweb.core.listing.pages import SessionList
 from dshweb.core.listing.query import (
     MAX_PER_PAGE,
     MAX_QUERY,
@@ -24,6 +24,7 @@ from dshweb.core.listing.query import (
     list_query,
     search_text,
 )
+from dshweb.core.listing.tree import SessionEntry
 from tests.snapshots import session_snapshot
 
 BASE = session_snapshot(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 import shutil
+import threading
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -24,10 +25,12 @@ from django.test import Client
 
 from dshweb.asgi import application
 from dshweb.core.fold.gauge import context_gauge
-from dshweb.core.listing.pages import SessionEntry, SessionList
+from dshweb.core.listing.pages import SessionList
 from dshweb.core.listing.query import ListQuery
+from dshweb.core.listing.tree import SessionEntry
 from dshweb.core.log.home import session_logs
 from dshweb.dashboard import fragments
+from dshweb.dashboard.consumers import SessionConsumer, _merged_changes, _newer
 from dshweb.live.publisher import stop_publisher
 from dshweb.live.service import sync_home
 from tests.conftest import FIXTURE_HOMES
@@ -391,3 +394,49 @@ def test_a_page_too_big_for_one_message_comes_in_pieces() -> None:
         assert [tag for tag, _ in _top_level(message)] == ["ol"]
     assert [r for message in messages for r in _row_ids(message)] == _row_ids(whole)
     assert len(_row_ids(whole)) == 100
+
+
+class _GatedConsumer(SessionConsumer):
+    """A session socket whose render waits for the test, recording what it was asked."""
+
+    def __init__(self) -> None:
+        self.scope = {
+            "path": "/ws/test/",
+            "url_route": {"kwargs": {"home": "h", "session_id": "s"}},
+        }
+        self.gate = threading.Event()
+        self.asked: list[int | None] = []
+        self.sent: list[str] = []
+
+    def current_html(self, version: int | None = None) -> str:
+        self.gate.wait(WAIT)
+        self.asked.append(version)
+        return f"state at {version}"
+
+    async def send(self, text_data: str | None = None, *_: Any, **__: Any) -> None:
+        self.sent.append(str(text_data))
+
+
+@pytest.mark.asyncio
+async def test_announcements_during_a_render_become_one_render_of_the_newest() -> None:
+    consumer = _GatedConsumer()
+    for version in (3, 4, 6, 5):
+        await consumer.session_changed({"type": "session.changed", "version": version})
+        await asyncio.sleep(0.02)  # the first render has started and waits at the gate
+    consumer.gate.set()
+    for _ in range(100):
+        if consumer._drainer is None:
+            break
+        await asyncio.sleep(0.02)
+    # The first announcement's render, then one for the three that came while it ran.
+    assert consumer.asked == [3, 6]
+    assert consumer.sent == ["state at 3", "state at 6"]
+
+
+def test_list_announcements_merge_their_sessions_and_newest_versions() -> None:
+    waiting = ({("a", "1")}, {"a": 4, "b": 2})
+    merged = _merged_changes(waiting, ({("b", "9"), ("a", "1")}, {"a": 3, "b": 5}))
+    assert merged == ({("a", "1"), ("b", "9")}, {"a": 4, "b": 5})
+    assert _newer(2, 7) == 7
+    assert _newer(2, None) is None  # no version known: read what is there
+    assert _newer(None, 2) is None

@@ -29,8 +29,9 @@ from django.test import Client
 from dshweb.core.fold.gauge import Band, context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
-from dshweb.core.listing.pages import SessionList, session_tree
+from dshweb.core.listing.pages import SessionList
 from dshweb.core.listing.query import ListQuery
+from dshweb.core.listing.tree import session_tree
 from dshweb.dashboard import fragments
 from dshweb.dashboard.display.figures import cache_hit_ratio, dom_id
 from dshweb.dashboard.display.ring import breakdown_parts, ring_arcs

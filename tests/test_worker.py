@@ -36,7 +36,7 @@ from dshweb.live.collected import sealing_key
 from dshweb.live.collector import SessionWriter
 from dshweb.live.commands import CollectorPlace, CollectorSilent, collector_group, collector_owner
 from dshweb.live.groups import session_group
-from dshweb.live.hub import HomeView, Hub
+from dshweb.live.hub import HomeChange, HomeView, Hub
 from dshweb.live.lease import Lease, lease_release, lease_take
 from dshweb.live.models import CollectorLease
 from tests.conftest import FIXTURE_HOMES
@@ -131,6 +131,39 @@ def test_the_worker_follows_the_rows_at_the_cost_of_what_changed(tmp_path: Path,
     collected.write()
     assert _sessions(_shown()) == _sessions(collected.hub.view())
     assert service._hub is None  # never a hub in a web worker
+
+
+def test_a_session_announcement_reads_that_session_alone(tmp_path: Path, off: None) -> None:
+    """A session socket told of a change reads its session's row, not every row the
+    collector wrote; the home's next refresh counts it changed (its list row moves)."""
+    collected = _collect(tmp_path)
+    before = _shown()
+    assert before.tree == collected.hub.view().tree  # laid out: the next view's basis
+    follower = worker.worker_follower("h")
+    assert follower is not None
+    for path, rest in collected.rest.items():
+        with path.open("ab") as handle:
+            handle.write(rest)
+    collected.hub.sync()
+    view = collected.hub.view()
+    (sid,) = [s for s, v in view.sessions.items() if v.snapshot != before.sessions[s].snapshot]
+    # The same write holds every other row too (as when several sessions grow together).
+    collected.writer(HomeChange(view, frozenset(view.sessions), frozenset()))
+    assert collected.writer.flush() == len(view.sessions) == 3
+    version = CollectorLease.objects.get(name="h").version
+    reads = follower.reads
+    shown = service.shown_session("h", sid, version)
+    assert follower.reads == reads + 1
+    assert shown is not None and shown.snapshot == view.sessions[sid].snapshot
+    assert shown.snapshot != before.sessions[sid].snapshot
+    assert service.shown_session("h", sid, version) is shown  # held: nothing read
+    assert follower.reads == reads + 1
+    after = _shown()  # the refresh reads every row written, the one read above again
+    assert follower.reads == reads + 1 + 3
+    assert after.basis is not None and after.basis.view is before
+    assert after.basis.touched == set(view.sessions)
+    assert after.tree == collected.hub.view().tree  # the grown session moved up
+    assert service.shown_session("h", "no-such-session", version) is None
 
 
 def test_a_push_the_worker_has_read_already_costs_no_query(

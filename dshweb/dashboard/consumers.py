@@ -3,13 +3,17 @@
 On connect a consumer checks the login, joins its group and sends the current state of
 its page, read from the homes shown (:mod:`dshweb.live.service`; nothing is folded for
 it). After that it renders what the publisher (:mod:`dshweb.live.publisher`) says has
-changed, off the event loop, and sends it. Sockets only carry state to the browser:
+changed, off the event loop, and sends it. Announcements that arrive while a render runs
+are merged into one render of the newest state, done next (a socket never works through a
+backlog of states its page has already passed). Sockets only carry state to the browser:
 nothing is changed through them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
@@ -27,7 +31,9 @@ from dshweb.dashboard.unavailable import STORE_UNAVAILABLE_CLOSE, say_unavailabl
 from dshweb.live.groups import SESSIONS_GROUP, session_group, subscriptions
 from dshweb.live.outage import database_unreachable, layer_unreachable, store_name
 from dshweb.live.publisher import start_publisher
-from dshweb.live.service import shown_homes
+from dshweb.live.service import shown_homes, shown_session
+
+log = logging.getLogger("dshweb.dashboard")
 
 UNAUTHORIZED = 4401
 NOT_FOUND = 4404
@@ -35,6 +41,12 @@ NOT_FOUND = 4404
 
 class _PageConsumer(AsyncWebsocketConsumer):
     group: str
+    _drainer: asyncio.Task[None] | None = None
+
+    @cached_property
+    def _waiting(self) -> dict[str, Any]:
+        """Renders asked for and not started: the render's name → its merged argument."""
+        return {}
 
     async def connect(self) -> None:
         start_publisher()
@@ -61,7 +73,29 @@ class _PageConsumer(AsyncWebsocketConsumer):
             raise ValueError(f"No handler for message type {message['type']}")
         await handler(message)
 
+    def _render_soon(self, name: str, value: Any, merge: Callable[[Any, Any], Any]) -> None:
+        """Render ``name`` (a method of this consumer, called with ``value``) and send it,
+        after the render running now; while it waits, a second ask is merged into the
+        first (``merge(waiting, new)``)."""
+        waiting = self._waiting
+        waiting[name] = merge(waiting[name], value) if name in waiting else value
+        if self._drainer is None:
+            self._drainer = asyncio.create_task(self._drain())
+
+    async def _drain(self) -> None:
+        try:
+            while self._waiting:
+                name, value = next(iter(self._waiting.items()))
+                del self._waiting[name]
+                await self._send_rendered(getattr(self, name), value)
+        except Exception:
+            log.exception("socket %s: an update could not be sent", self.scope.get("path", ""))
+        finally:
+            self._drainer = None
+
     async def disconnect(self, code: int) -> None:
+        if self._drainer is not None:
+            self._drainer.cancel()
         if hasattr(self, "group"):
             subscriptions.remove(self.group)
             try:
@@ -129,17 +163,17 @@ class SessionsConsumer(_PageConsumer):
         return fragments.list_page_messages(self.shown)
 
     async def sessions_changed(self, event: dict[str, Any]) -> None:
-        keys = [tuple(key) for key in event["ids"]]
-        await self._send_rendered(self.changed_html, keys, event.get("versions"))
+        keys = {(str(home), str(session_id)) for home, session_id in event["ids"]}
+        self._render_soon("changed_html", (keys, event.get("versions") or {}), _merged_changes)
 
-    def changed_html(
-        self, keys: list[tuple[str, str]], fresh: dict[str, int] | None = None
-    ) -> list[str]:
-        page = shown_homes(fresh=fresh).listing.page(self.query)
+    def changed_html(self, change: tuple[set[tuple[str, str]], dict[str, int]]) -> list[str]:
+        """The page's rows among the ``change``'s sessions (their keys, and the versions of
+        the homes that show them), or the whole page when its layout moved."""
+        wanted, fresh = change
+        page = shown_homes(fresh=fresh or None).listing.page(self.query)
         before, self.shown = self.shown, page
         if before is None or page.layout != before.layout:
             return fragments.list_page_messages(page)
-        wanted = set(keys)
         rows = [entry for entry in page.rows if entry.key in wanted]
         moved = page.counts != before.counts or page.matched != before.matched
         return fragments.list_update_messages(rows, page, moved)
@@ -163,25 +197,41 @@ class SessionConsumer(_PageConsumer):
     def session_id(self) -> str:
         return str(self.scope["url_route"]["kwargs"]["session_id"])
 
-    def current_html(self, fresh: dict[str, int] | None = None) -> str:
-        view = shown_homes(fresh=fresh).session(self.home, self.session_id)
+    def current_html(self, version: int | None = None) -> str:
+        view = shown_session(self.home, self.session_id, version)
         if view is None:
             return fragments.session_gone_html()
         return fragments.session_view_html(self.home, view)
 
     async def session_changed(self, event: dict[str, Any]) -> None:
-        version = event.get("version")
-        await self._send_rendered(
-            self.current_html, {self.home: version} if version is not None else None
-        )
+        self._render_soon("current_html", event.get("version"), _newer)
 
     async def compact_changed(self, event: dict[str, Any]) -> None:
         compact.forget_records(self.home, self.session_id)  # it may come from another process
-        await self._send_rendered(self.compact_html)
+        self._render_soon("compact_html", None, _newer)
 
-    def compact_html(self) -> str:
+    def compact_html(self, _: None = None) -> str:
         view = shown_homes().session(self.home, self.session_id)
         return fragments.compact_status_html(self.home, view.snapshot) if view is not None else ""
+
+
+def _merged_changes(
+    waiting: tuple[set[tuple[str, str]], dict[str, int]],
+    new: tuple[set[tuple[str, str]], dict[str, int]],
+) -> tuple[set[tuple[str, str]], dict[str, int]]:
+    """Two list announcements as one: every session either names, each home's newest
+    version."""
+    versions = dict(waiting[1])
+    for home, version in new[1].items():
+        versions[home] = max(version, versions.get(home, version))
+    return waiting[0] | new[0], versions
+
+
+def _newer(waiting: int | None, new: int | None) -> int | None:
+    """Two session announcements as one: the newer version (None: read what is there)."""
+    if waiting is None or new is None:
+        return None
+    return max(waiting, new)
 
 
 class UnknownPathConsumer(WebsocketConsumer):

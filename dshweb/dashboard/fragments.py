@@ -20,8 +20,9 @@ from django.utils.safestring import mark_safe
 
 from dshweb.core.fold.gauge import ContextGauge
 from dshweb.core.fold.session import SessionSnapshot
-from dshweb.core.listing.pages import ListPage, SessionEntry
+from dshweb.core.listing.pages import ListPage
 from dshweb.core.listing.query import ListQuery
+from dshweb.core.listing.tree import SessionEntry
 from dshweb.dashboard.compact import latest_record
 from dshweb.dashboard.display.compact_status import CompactView, compact_view
 from dshweb.dashboard.display.figures import cache_hit_ratio

@@ -17,7 +17,7 @@ from datetime import datetime
 from functools import cached_property
 
 from dshweb.core.fold.progress import FoldProgress
-from dshweb.core.listing.pages import SessionList, merged_trees
+from dshweb.core.listing.pages import SessionList
 from dshweb.live.hub import HomeView, SessionView
 
 
@@ -92,8 +92,7 @@ class Homes:
         """The sessions list of every home (one home's own, kept with its view)."""
         if len(self.shown) == 1:
             return self.shown[0].view.listing
-        trees = [home.view.tree for home in self.shown]
-        return SessionList(merged_trees(trees), self.names)
+        return SessionList(trees=[home.view.home_tree for home in self.shown])
 
     @cached_property
     def progress(self) -> FoldProgress:

@@ -35,7 +35,8 @@ from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.progress import FoldProgress, ProgressCounter
 from dshweb.core.fold.session import SessionSnapshot, SessionTracker
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME
-from dshweb.core.listing.pages import SessionEntry, SessionList, session_tree
+from dshweb.core.listing.pages import SessionList
+from dshweb.core.listing.tree import REBUILD_SHARE, HomeTree, SessionEntry
 from dshweb.core.log.home import LogFile, session_logs
 from dshweb.core.profile.profile import PROFILE_FILES
 from dshweb.live.timing import (
@@ -68,7 +69,8 @@ class HomeView:
     """Every session of the home at one moment, or why the home cannot be read.
 
     Immutable: the hub publishes a new one after each pass; derived orders are computed
-    once per view, on first use.
+    once per view, on first use: the sessions list's tree from the last view whose tree
+    was laid out and the sessions touched since (``basis``, see :func:`view_basis`).
     """
 
     home: Path
@@ -78,6 +80,7 @@ class HomeView:
     version: int = 0
     name: str = DEFAULT_HOME_NAME
     """The home's name on the dashboard (:mod:`dshweb.core.listing.homes`)."""
+    basis: TreeBasis | None = field(default=None, compare=False, repr=False)
 
     @cached_property
     def snapshots(self) -> tuple[SessionSnapshot, ...]:
@@ -86,21 +89,55 @@ class HomeView:
         return tuple(sorted(shots, key=lambda s: (-(s.last_time or 0), s.session_id)))
 
     @cached_property
+    def home_tree(self) -> HomeTree:
+        """The sessions list's order, by group (:class:`~dshweb.core.listing.tree.HomeTree`)."""
+        basis, sessions = self.basis, self.sessions
+        if basis is not None:
+            tree = basis.view.home_tree.updated(sessions, basis.touched)
+            object.__setattr__(self, "basis", None)  # the older view is no longer needed
+            return tree
+        return HomeTree.build(
+            list(self.snapshots), lambda s: sessions[s.session_id].gauge, self.name
+        )
+
+    @property
     def tree(self) -> tuple[SessionEntry, ...]:
         """The sessions list's order: sub-agents under their parents."""
-        sessions = self.sessions
-        return tuple(
-            session_tree(self.snapshots, lambda s: sessions[s.session_id].gauge, self.name)
-        )
+        return self.home_tree.entries
 
     @cached_property
     def listing(self) -> SessionList:
         """The sessions list's pages and counts (:mod:`dshweb.core.listing.pages`)."""
-        return SessionList(self.tree, (self.name,))
+        return SessionList(trees=[self.home_tree])
 
     def session(self, session_id: str) -> SessionSnapshot | None:
         view = self.sessions.get(session_id)
         return view.snapshot if view is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class TreeBasis:
+    """What a view's tree is made from: an earlier view of the home whose tree is laid
+    out, and the sessions changed, added or removed since."""
+
+    view: HomeView
+    touched: frozenset[str]
+
+
+def view_basis(previous: HomeView, touched: Iterable[str]) -> TreeBasis | None:
+    """The basis of the view that follows ``previous`` with ``touched`` sessions changed:
+    ``previous`` when its tree is laid out, else its own basis with these sessions added
+    (one older view is kept, never a chain of them); None, to lay the tree out from
+    nothing, when too much has changed or no tree was ever laid out."""
+    if previous.error is None and "home_tree" in previous.__dict__:
+        return TreeBasis(previous, frozenset(touched))
+    basis = previous.basis
+    if basis is None:
+        return None
+    union = basis.touched.union(touched)
+    if len(union) * REBUILD_SHARE > len(previous.sessions):
+        return None
+    return TreeBasis(basis.view, union)
 
 
 @dataclass(frozen=True, slots=True)
@@ -354,7 +391,13 @@ class Hub:
         sessions = {view.snapshot.session_id: view for view in self._by_folder.values()}
         removed -= set(sessions)
         self._view = HomeView(
-            index.home, sessions, None, self._progress, old_view.version + 1, self.name
+            index.home,
+            sessions,
+            None,
+            self._progress,
+            old_view.version + 1,
+            self.name,
+            view_basis(old_view, changed | removed),
         )
         return HomeChange(self._view, frozenset(changed), frozenset(removed))
 

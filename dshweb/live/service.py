@@ -26,8 +26,8 @@ from dshweb.config import get_config
 from dshweb.environment import HomeChoice, home_choice
 from dshweb.live import timing
 from dshweb.live.homes import Homes, ShownHome
-from dshweb.live.hub import CheckpointStore, HomeView, Hub
-from dshweb.live.worker import worker_homes
+from dshweb.live.hub import CheckpointStore, HomeView, Hub, SessionView
+from dshweb.live.worker import worker_homes, worker_session
 
 _guard = threading.Lock()
 _hub: Hub | None = None
@@ -122,6 +122,15 @@ def shown_homes(wait: float | None = None, fresh: Mapping[str, int] | None = Non
         return kept
     _homes = Homes((ShownHome(view),))
     return _homes
+
+
+def shown_session(home: str, session_id: str, version: int | None = None) -> SessionView | None:
+    """One session of ``home`` as shown now (None: not there). ``version``: the version of
+    its home an announcement says shows its change; a web worker then reads only that
+    session's row, not every row its home wrote (see :func:`~dshweb.live.worker.worker_session`)."""
+    if not collecting():
+        return worker_session(home, session_id, version)
+    return shown_homes().session(home, session_id)
 
 
 def sync_home(changed: list[Path] | None = None) -> HomeView:

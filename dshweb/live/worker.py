@@ -30,7 +30,7 @@ from django.utils import timezone
 from dshweb.core.fold.progress import FoldProgress
 from dshweb.live.collected import open_rows
 from dshweb.live.homes import Homes, ShownHome
-from dshweb.live.hub import HomeView, SessionView
+from dshweb.live.hub import HomeView, SessionView, view_basis
 from dshweb.live.lease import lease_is_held
 from dshweb.live.models import CollectedSession, CollectorLease
 
@@ -58,9 +58,10 @@ class HomeFollower:
         with self._lock:
             if lease.version < self._version:  # the rows were made again from nothing
                 self._sessions, self._version = {}, -1
+            previous, touched = self._view, set[str]()
             if lease.version != self._version:
                 first = self._version < 0
-                self._read_since(self._version)
+                touched = self._read_since(self._version)
                 self._version = lease.version
                 self._view = None
                 if first:
@@ -77,6 +78,7 @@ class HomeFollower:
                     FoldProgress(count, count, 0, 0, 0.0, done=True),
                     lease.version,
                     self.name,
+                    view_basis(previous, touched) if previous is not None else None,
                 )
             view = self._view
         return ShownHome(
@@ -87,14 +89,38 @@ class HomeFollower:
             host=lease.host,
         )
 
-    def _read_since(self, version: int) -> None:
+    def session(self, session_id: str, version: int) -> SessionView | None:
+        """Session ``session_id`` as of home version ``version`` or later: the one held, or
+        its row read now (None: it is gone). A row read here is newer than every refresh
+        (its version is past the last one's), so the next refresh reads it again and
+        counts it changed."""
+        with self._lock:
+            held = self._sessions.get(session_id)
+            if held is not None and held.version >= version:
+                return held
+        row = CollectedSession.objects.filter(home=self.name, session_id=session_id)
+        opened, _ = open_rows(self.name, row)
+        self.reads += len(opened)
+        with self._lock:
+            now = opened.get(session_id)
+            held = self._sessions.get(session_id)
+            if now is None or (held is not None and held.version >= now.version):
+                return held if now is not None else None
+            self._sessions[session_id] = now
+            return now
+
+    def _read_since(self, version: int) -> set[str]:
+        """Read the rows written after ``version``; the sessions changed, added or gone."""
         rows = CollectedSession.objects.filter(home=self.name)
         changed, _ = open_rows(self.name, rows.filter(version__gt=version))
         self.reads += len(changed)
         self._sessions.update(changed)
+        touched = set(changed)
         if rows.count() != len(self._sessions):  # removed (or unreadable) rows
             kept = set(rows.values_list("session_id", flat=True))
+            touched |= self._sessions.keys() - kept
             self._sessions = {s: v for s, v in self._sessions.items() if s in kept}
+        return touched
 
 
 _guard = threading.Lock()
@@ -134,6 +160,16 @@ def worker_homes(fresh: Mapping[str, int] | None = None) -> Homes:
     homes = Homes(shown)
     _shown = (key, homes)
     return homes
+
+
+def worker_session(home: str, session_id: str, version: int | None = None) -> SessionView | None:
+    """One session of collected home ``home``: once the home has been read, a session
+    whose announcement names ``version`` costs one row, whatever else the home wrote."""
+    follower = _followers.get(home)
+    if follower is None or version is None:
+        fresh = {home: version} if version is not None else None
+        return worker_homes(fresh).session(home, session_id)
+    return follower.session(session_id, version)
 
 
 def _shows(homes: Homes, fresh: Mapping[str, int]) -> bool:

@@ -1,13 +1,13 @@
 """The sessions list: its order, and one page of it for a query.
 
-Pure, no Django. :func:`session_tree` gives the list's natural order of one home (newest
-activity first, each sub-agent under its parent), and :func:`merged_trees` that of
-several homes (each session's place in its own home's tree kept, the homes interleaved by
-activity); :class:`SessionList` filters, sorts and pages it for a
-:class:`~.query.ListQuery` (:meth:`SessionList.page`), and counts every session by band,
-by live/idle and by home. A :class:`SessionList` is built once per view of the homes and
-keeps what every query shares (the counts, search texts, flat orders), so a page of a
-5,000-session list costs a pass over the entries, no sort.
+Pure, no Django. The list's natural order is each home's tree (:mod:`.tree`: newest
+activity first, each sub-agent under its parent), several homes interleaved by activity
+(each session's place in its own home's tree kept). :class:`SessionList` filters, sorts
+and pages it for a :class:`~.query.ListQuery` (:meth:`SessionList.page`), and counts
+every session by band, by live/idle and by home. A :class:`SessionList` is built once per
+view of the homes and keeps what every query shares (the counts, search texts, flat
+orders): a filtered or re-sorted page costs a pass over the entries, no sort, and the
+unfiltered list in its own order reads only the page's rows.
 
 - Activity order keeps the tree under a filter: a session that matches stays at its
   place and depth even when its parent does not match (filtering never moves a row).
@@ -21,132 +21,15 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
+from itertools import chain, islice
 
-from dshweb.core.fold.gauge import Band, ContextGauge, context_gauge
-from dshweb.core.fold.session import SessionSnapshot
+from dshweb.core.fold.gauge import Band
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME
 from dshweb.core.listing.query import ListQuery, SortKey, matches, search_text
-
-BANDS = (Band.AMPLE, Band.MODERATE, Band.TIGHT, Band.CRITICAL, Band.UNKNOWN)
-"""The bands in the order the counts show them."""
-
-
-@dataclass(frozen=True, slots=True)
-class SessionEntry:
-    """One row of the sessions list: sub-agents follow their parent, one level deeper."""
-
-    snapshot: SessionSnapshot
-    gauge: ContextGauge
-    depth: int
-    orphan: bool
-    """A sub-agent listed at the top: its parent is not in this home (or the chain loops)."""
-    home: str = DEFAULT_HOME_NAME
-    """The name of the session's home (a session id is unique only within its home)."""
-
-    @property
-    def key(self) -> tuple[str, str]:
-        """(home, session id): the session among every home's."""
-        return (self.home, self.snapshot.session_id)
-
-
-def session_tree(
-    snapshots: Sequence[SessionSnapshot],
-    gauge_of: Callable[[SessionSnapshot], ContextGauge] = context_gauge,
-    home: str = DEFAULT_HOME_NAME,
-) -> list[SessionEntry]:
-    """Sessions in list order: newest activity first, each sub-agent right under its parent.
-
-    A parent is placed by the newest activity anywhere in its subtree, so a session whose
-    sub-agent is busy comes first. Sub-agents whose parent is missing stay at the top
-    level, marked ``orphan``; a broken parent chain that loops is cut where it repeats.
-    """
-    children, roots = _family(snapshots)
-    newest: dict[str, int] = {}
-
-    def subtree_newest(shot: SessionSnapshot, seen: frozenset[str]) -> int:
-        if shot.session_id in newest:
-            return newest[shot.session_id]
-        value = shot.last_time or 0
-        for child in children.get(shot.session_id, ()):
-            if child.session_id not in seen:
-                value = max(value, subtree_newest(child, seen | {child.session_id}))
-        newest[shot.session_id] = value
-        return value
-
-    def key(shot: SessionSnapshot) -> tuple[int, str]:
-        # Most sessions have no sub-agent: their subtree is themselves.
-        if shot.session_id not in children:
-            return (-(shot.last_time or 0), shot.session_id)
-        return (-subtree_newest(shot, frozenset({shot.session_id})), shot.session_id)
-
-    def order(group: list[SessionSnapshot]) -> list[SessionSnapshot]:
-        return sorted(group, key=key)
-
-    entries: list[SessionEntry] = []
-    placed: set[str] = set()
-
-    def place(shot: SessionSnapshot, depth: int) -> None:
-        placed.add(shot.session_id)
-        orphan = depth == 0 and shot.parent_session is not None
-        entries.append(SessionEntry(shot, gauge_of(shot), depth, orphan, home))
-        below = children.get(shot.session_id)
-        if below is not None:
-            for child in order(below):
-                if child.session_id not in placed:
-                    place(child, depth + 1)
-
-    for root in order(roots):
-        place(root, 0)
-    # Sessions only reachable through a parent loop: show them rather than lose them.
-    for shot in order([s for s in snapshots if s.session_id not in placed]):
-        if shot.session_id not in placed:
-            place(shot, 0)
-    return entries
-
-
-def _family(
-    snapshots: Sequence[SessionSnapshot],
-) -> tuple[dict[str, list[SessionSnapshot]], list[SessionSnapshot]]:
-    """The sub-agents of each session whose parent is listed, and every other session."""
-    ids = {s.session_id for s in snapshots}
-    children: dict[str, list[SessionSnapshot]] = {}
-    roots: list[SessionSnapshot] = []
-    for shot in snapshots:
-        parent = shot.parent_session
-        if parent is not None and parent in ids and parent != shot.session_id:
-            children.setdefault(parent, []).append(shot)
-        else:
-            roots.append(shot)
-    return children, roots
-
-
-def merged_trees(trees: Sequence[Sequence[SessionEntry]]) -> list[SessionEntry]:
-    """Several homes' trees (each in :func:`session_tree` order) as one list: each top-level
-    session with the sub-agents under it, newest activity anywhere in it first, then by
-    home and id; a pass over the entries, no sort."""
-    if len(trees) == 1:
-        return list(trees[0])
-    groups = heapq.merge(*(_groups(tree) for tree in trees))
-    return [entry for *_, group in groups for entry in group]
-
-
-def _groups(
-    tree: Sequence[SessionEntry],
-) -> Iterator[tuple[int, str, str, int, list[SessionEntry]]]:
-    """Each top-level entry of ``tree`` with the deeper ones after it, keyed as
-    :func:`session_tree` ordered them (its newest activity first, then its id)."""
-    group: list[SessionEntry] = []
-    for place, entry in enumerate([*tree, None]):
-        if group and (entry is None or entry.depth == 0):
-            newest = max(e.snapshot.last_time or 0 for e in group)
-            head = group[0]
-            yield (-newest, head.home, head.snapshot.session_id, place, group)
-            group = []
-        if entry is not None:
-            group.append(entry)
+from dshweb.core.listing.tree import BANDS, HomeTree, SessionEntry, Tally
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,21 +117,49 @@ class ListPage:
 
 
 class SessionList:
-    """The sessions of one or more homes in tree order (:func:`session_tree`,
-    :func:`merged_trees`), ready to be paged; ``homes`` names the homes listed.
+    """The sessions of one or more homes in tree order, ready to be paged: ``entries`` (in
+    :func:`~.tree.session_tree` order) and the ``homes`` listed, or each home's
+    :class:`~.tree.HomeTree` (``trees``), whose counts it sums and whose first pages it
+    reads without laying the whole list out.
 
     Immutable once built; what it derives is computed on first use and kept (a race
     computes it twice, to the same value).
     """
 
     def __init__(
-        self, entries: Sequence[SessionEntry], homes: Sequence[str] = (DEFAULT_HOME_NAME,)
+        self,
+        entries: Sequence[SessionEntry] = (),
+        homes: Sequence[str] = (DEFAULT_HOME_NAME,),
+        *,
+        trees: Sequence[HomeTree] = (),
     ) -> None:
-        self.entries = tuple(entries)
+        self._trees = tuple(trees)
+        if trees:
+            homes = [tree.home for tree in trees]
+        else:
+            self.__dict__["entries"] = tuple(entries)
         self.homes = tuple(sorted(homes))
 
     @cached_property
+    def entries(self) -> tuple[SessionEntry, ...]:
+        """Every session in list order."""
+        if len(self._trees) == 1:
+            return self._trees[0].entries
+        return tuple(self._in_order())
+
+    def _in_order(self) -> Iterator[SessionEntry]:
+        """The entries in list order, laid out as they are read."""
+        if "entries" in self.__dict__:
+            return iter(self.entries)
+        if len(self._trees) == 1:
+            return self._trees[0].entries_from(0)
+        merged = heapq.merge(*(tree.keyed_groups() for tree in self._trees))
+        return chain.from_iterable(group for *_, group in merged)
+
+    @cached_property
     def counts(self) -> ListCounts:
+        if self._trees:
+            return _summed(self._trees)
         bands = dict.fromkeys(BANDS, 0)
         homes = dict.fromkeys(self.homes, 0)
         live = 0
@@ -292,6 +203,12 @@ class SessionList:
         return range(len(self.entries))
 
     def page(self, query: ListQuery) -> ListPage:
+        if not query.filtering and query.sort is SortKey.ACTIVITY:
+            # Every session, in list order: only the page's rows are read.
+            matched = self.counts.total
+            pages, offset = _paged(matched, query)
+            rows = tuple(islice(self._in_order(), offset, offset + query.per_page))
+            return ListPage(query.on_page(pages[0]), rows, matched, pages[1], offset, self.counts)
         entries = self.entries
         order = self._order(query.sort)
         if query.filtering:
@@ -310,10 +227,30 @@ class SessionList:
                 )
             ]
         matched = len(order)
-        pages = max(1, math.ceil(matched / query.per_page))
-        page = min(query.page, pages)
-        offset = (page - 1) * query.per_page
-        rows = [entries[i] for i in order[offset : offset + query.per_page]]
+        (page, count), offset = _paged(matched, query)
+        picked = [entries[i] for i in order[offset : offset + query.per_page]]
         if query.sort is not SortKey.ACTIVITY:
-            rows = [replace(row, depth=0) if row.depth else row for row in rows]
-        return ListPage(query.on_page(page), tuple(rows), matched, pages, offset, self.counts)
+            picked = [replace(row, depth=0) if row.depth else row for row in picked]
+        return ListPage(query.on_page(page), tuple(picked), matched, count, offset, self.counts)
+
+
+def _paged(matched: int, query: ListQuery) -> tuple[tuple[int, int], int]:
+    """((the page shown, the page count), the rows before it) for ``matched`` rows: the
+    page asked for, clamped to the pages there are (an empty list has one)."""
+    pages = max(1, math.ceil(matched / query.per_page))
+    page = min(query.page, pages)
+    return (page, pages), (page - 1) * query.per_page
+
+
+def _summed(trees: Sequence[HomeTree]) -> ListCounts:
+    """The counts of several homes' trees, from each one's tally."""
+    total = Tally()
+    for tree in trees:
+        tally = tree.tally
+        total = Tally(
+            total.total + tally.total,
+            total.live + tally.live,
+            tuple(a + b for a, b in zip(total.bands, tally.bands, strict=True)),
+        )
+    homes = tuple(sorted((tree.home, tree.tally.total) for tree in trees))
+    return ListCounts(total.total, total.live, tuple(zip(BANDS, total.bands, strict=True)), homes)
