@@ -18,6 +18,7 @@ from html.parser import HTMLParser
 from io import StringIO
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from django.contrib.auth import authenticate, get_user_model
@@ -35,6 +36,7 @@ from dshweb.core.listing.tree import session_tree
 from dshweb.dashboard import fragments
 from dshweb.dashboard.display.figures import cache_hit_ratio, dom_id
 from dshweb.dashboard.display.ring import breakdown_parts, ring_arcs
+from dshweb.live.hub import SessionView
 from dshweb.live.service import sync_home
 from tests.conftest import FIXTURE_HOMES
 from tests.homecopies import home_of_copies
@@ -511,10 +513,8 @@ def test_session_page_is_its_live_parts(
     user_client: Client, home: Path, snapshots: dict[str, SessionSnapshot]
 ) -> None:
     html = user_client.get("/homes/local/sessions/plain-turns/").content.decode()
-    # The socket sends _session_live.html; the first render is the very same markup.
-    live = render_to_string(
-        "dashboard/_session_live.html", session_context(snapshots["plain-turns"])
-    )
+    # The socket sends the live parts; the first render is the very same markup.
+    live = _live_parts(snapshots["plain-turns"])
     assert live.strip() in html
     assert [attrs.get("id") for _, attrs in TopLevel(live).elements] == [
         "session-header",
@@ -536,6 +536,43 @@ def test_session_page_is_its_live_parts(
     assert "band-ample" in elements["context-ring"]["class"]
 
 
+def _live_parts(shot: SessionSnapshot) -> str:
+    return "".join(
+        render_to_string(name, session_context(shot)) for name, _ in fragments.LIVE_PARTS
+    )
+
+
+@pytest.mark.django_db
+def test_a_part_that_shows_what_did_not_change_is_not_rendered_again(
+    snapshots: dict[str, SessionSnapshot],
+) -> None:
+    """The ledger's part is rendered again only when its folds change; the result is
+    what rendering everything from nothing gives, every time."""
+    shot = snapshots["auto-compact"]
+    assert shot.ledger.folds
+    first = fragments.live_parts_html("local", SessionView(shot, context_gauge(shot), 1))
+    rendered: list[str] = []
+    real = fragments._render
+
+    def counting(name: str, context: dict[str, Any]) -> str:
+        rendered.append(name)
+        return real(name, context)
+
+    grown = replace(shot, last_seq=shot.last_seq + 1, measured_tokens=shot.measured_tokens + 7)
+    with patch.object(fragments, "_render", counting):
+        second = fragments.live_parts_html("local", SessionView(grown, context_gauge(grown), 2))
+        assert "dashboard/_ledger.html" not in rendered
+        assert second != first
+        folded = replace(grown, ledger=replace(grown.ledger, folds=grown.ledger.folds[:-1]))
+        rendered.clear()
+        third = fragments.live_parts_html("local", SessionView(folded, context_gauge(folded), 3))
+        assert "dashboard/_ledger.html" in rendered
+    for view, html in ((grown, second), (folded, third)):
+        fragments._rendered.clear()
+        fragments._steady.clear()
+        assert fragments.live_parts_html("local", SessionView(view, context_gauge(view), 4)) == html
+
+
 def test_session_socket_url_is_encoded() -> None:
     shot = make_snapshot("a/b c?d#é", 1)
     html = render_to_string("dashboard/_session.html", session_context(shot))
@@ -546,7 +583,7 @@ def test_session_socket_url_is_encoded() -> None:
 def test_session_before_its_first_request_renders() -> None:
     # A session DSH has just opened: no pressure, breakdown or usage figures yet.
     shot = replace(make_snapshot("fresh", 1), context_pressure={})
-    html = render_to_string("dashboard/_session_live.html", session_context(shot))
+    html = _live_parts(shot)
     assert Elements(html).by_id["context-ring"]["data-band"] == "unknown"
     assert '<data value="">—</data>' in html
 

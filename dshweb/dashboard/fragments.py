@@ -11,10 +11,11 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from django.template.loader import render_to_string
+from django.template import Context
+from django.template.loader import get_template, render_to_string
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 
@@ -32,8 +33,15 @@ from dshweb.live.hub import SessionView
 ROW_TEMPLATE = "dashboard/_session_row.html"
 LIST_PAGE_TEMPLATE = "dashboard/_session_page.html"
 LIST_COUNTS_TEMPLATE = "dashboard/_session_counts.html"
-SESSION_TEMPLATE = "dashboard/_session_live.html"
 COMPACT_TEMPLATE = "dashboard/_compact_status.html"
+
+
+def _render(name: str, context: dict[str, Any]) -> str:
+    """Template ``name`` with ``context``, not localized: every figure is formatted by our
+    own filters, and Django's localization of each value (a language lookup per value)
+    was a fifth of a session's render."""
+    template = get_template(name).template  # type: ignore[attr-defined]
+    return str(template.render(Context(context, use_l10n=False)))
 
 
 def session_context(home: str, snapshot: SessionSnapshot, gauge: ContextGauge) -> dict[str, Any]:
@@ -76,7 +84,7 @@ def row_html(entry: SessionEntry, many: bool) -> str:
         if kept is not None and kept[0] is shot:  # the snapshot itself: never a reused id
             _rows.move_to_end(key)
             return kept[1]
-    html = render_to_string(ROW_TEMPLATE, {"entry": entry, "many_homes": many})
+    html = _render(ROW_TEMPLATE, {"entry": entry, "many_homes": many})
     with _rendered_lock:
         _rows[key] = (shot, html)
         while len(_rows) > ROWS_KEPT:
@@ -167,26 +175,68 @@ def _size(html: str) -> int:
     return len(html.encode("utf-8", "surrogatepass"))
 
 
+LIVE_PARTS: tuple[tuple[str, Callable[[SessionSnapshot], object] | None], ...] = (
+    ("dashboard/_session_header.html", None),
+    ("dashboard/_context_ring.html", None),
+    ("dashboard/_context_pressure.html", None),
+    ("dashboard/_breakdown.html", None),
+    ("dashboard/_token_usage.html", None),
+    ("dashboard/_compaction_point.html", None),
+    ("dashboard/_timeline.html", None),
+    ("dashboard/_ledger.html", lambda shot: (shot.ledger.folds, shot.ledger.refused)),
+    ("dashboard/_largest_nodes.html", lambda shot: shot.largest_nodes),
+    ("dashboard/_session_errors.html", None),
+)
+"""The session page's live parts, in page order, each with what it shows when that is a
+small part of the snapshot (the ledger, the largest nodes: they move far less often than
+the session grows); such a part is rendered again only when that changed."""
+
 _rendered: OrderedDict[tuple[str, str, int], str] = OrderedDict()
+_steady: OrderedDict[tuple[str, str, str], tuple[object, str]] = OrderedDict()
 RENDERED_KEPT = 64
 """Sessions whose live parts are kept rendered: a page view or a socket of a session
 renders them once per version, whoever asks."""
 
 
 def live_parts_html(home: str, view: SessionView) -> str:
-    """The session page's live parts (``_session_live.html``) for a session of ``home``,
+    """The session page's live parts (:data:`LIVE_PARTS`) for a session of ``home``,
     rendered once per version."""
-    key = (home, view.snapshot.session_id, view.version)
+    shot = view.snapshot
+    key = (home, shot.session_id, view.version)
     with _rendered_lock:
         html = _rendered.get(key)
         if html is not None:
             _rendered.move_to_end(key)
             return html
-    html = render_to_string(SESSION_TEMPLATE, session_context(home, view.snapshot, view.gauge))
+    context = session_context(home, shot, view.gauge)
+    html = "".join(_part_html(home, shot, name, shows, context) for name, shows in LIVE_PARTS)
     with _rendered_lock:
         _rendered[key] = html
         while len(_rendered) > RENDERED_KEPT:
             _rendered.popitem(last=False)
+    return html
+
+
+def _part_html(
+    home: str,
+    shot: SessionSnapshot,
+    name: str,
+    shows: Callable[[SessionSnapshot], object] | None,
+    context: dict[str, Any],
+) -> str:
+    if shows is None:
+        return _render(name, context)
+    key, value = (home, shot.session_id, name), shows(shot)
+    with _rendered_lock:
+        kept = _steady.get(key)
+        if kept is not None and kept[0] == value:
+            _steady.move_to_end(key)
+            return kept[1]
+    html = _render(name, context)
+    with _rendered_lock:
+        _steady[key] = (value, html)
+        while len(_steady) > RENDERED_KEPT * 2:
+            _steady.popitem(last=False)
     return html
 
 
