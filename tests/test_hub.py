@@ -21,6 +21,7 @@ from django.test import Client
 
 from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.home import session_logs
+from dshweb.live import hub as hub_module
 from dshweb.live import service, timing
 from dshweb.live.checkpoints import DatabaseCheckpoints
 from dshweb.live.hub import Hub
@@ -283,6 +284,37 @@ def test_a_pass_that_changes_nothing_keeps_the_view(tmp_path: Path) -> None:
     with log.open("ab") as handle:
         handle.write(frames_of(log)[-1])
     assert hub.sync([log]) is not first
+
+
+@pytest.mark.parametrize("grown", [0, 1])
+def test_a_grown_view_equals_a_cold_fold_even_when_two_folders_hold_one_session(
+    tmp_path: Path, grown: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each pass copies the view and takes again only what changed; the result is the
+    view a cold start of the same files makes, including when a session's folder was
+    copied under another project (one id, two folders: the same one is shown)."""
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURE_HOMES / "subagent-parent", home)
+    log = max(session_logs(home), key=lambda log: log.path.stat().st_size)
+    twin = home / "sessions" / "--elsewhere--" / log.session_dir.name
+    shutil.copytree(log.session_dir, twin)
+    logs = [log.path, twin / log.path.name]
+    frames = frames_of(log.path)
+    quarter = len(frames) // 4
+    assert quarter > 0
+    for path, cut in zip(logs, (quarter, 2 * quarter), strict=True):  # two lengths
+        path.write_bytes(b"".join(frames[:cut]))
+    hub = Hub(home, "sdk")
+    hub.cold_start()
+    with logs[grown].open("ab") as handle:  # 3/4 and 2/4, or 1/4 and 3/4
+        handle.write(b"".join(frames[(grown + 1) * quarter : 3 * quarter]))
+    hub.sync([logs[grown]])
+    # The cold fold's views made the long way: every folder's view, by id, each pass.
+    monkeypatch.setattr(hub_module, "_by_id", lambda *_: None)
+    cold = Hub(home, "sdk")
+    cold.cold_start()
+    assert _shots(hub) == _shots(cold)
+    assert len(hub.view().sessions) == len(session_logs(home)) - 1
 
 
 def test_a_change_made_before_the_watch_is_set_up_is_not_missed(

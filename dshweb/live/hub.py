@@ -167,6 +167,21 @@ class CheckpointStore(Protocol):
     def forget(self, home: Path, folders: Iterable[Path]) -> None: ...
 
 
+def _by_id(
+    before: Mapping[str, SessionView], taken: Iterable[SessionView]
+) -> dict[str, SessionView] | None:
+    """The sessions by id: ``before`` with the views ``taken`` again (a copy, not a pass
+    over every folder); None when a taken view's id is another folder's session."""
+    sessions = dict(before)
+    for view in taken:
+        shot = view.snapshot
+        held = sessions.get(shot.session_id)
+        if held is not None and held.snapshot.path != shot.path:
+            return None
+        sessions[shot.session_id] = view
+    return sessions
+
+
 class Hub:
     def __init__(
         self,
@@ -368,6 +383,7 @@ class Hub:
         index = self.index
         changed: set[str] = set()
         removed: set[str] = set()
+        taken: list[SessionView] = []
         for folder in folders:
             tracker = index.trackers.get(folder)
             old = self._by_folder.get(folder)
@@ -381,15 +397,18 @@ class Hub:
             snapshot = index.snapshot(folder)
             previous = old.gauge.band if old is not None else None
             gauge = context_gauge(snapshot, previous, index.rule)
-            self._by_folder[folder] = SessionView(snapshot, gauge, tracker.version)
+            self._by_folder[folder] = taken_view = SessionView(snapshot, gauge, tracker.version)
+            taken.append(taken_view)
             changed.add(snapshot.session_id)
             if old is not None and old.snapshot.session_id != snapshot.session_id:
                 removed.add(old.snapshot.session_id)
         old_view = self._view
         if not (changed or removed or old_view.error) and old_view.progress == self._progress:
             return HomeChange(old_view, frozenset(), frozenset())  # keep what readers cached
-        sessions = {view.snapshot.session_id: view for view in self._by_folder.values()}
-        removed -= set(sessions)
+        sessions = _by_id(old_view.sessions, taken) if not removed else None
+        if sessions is None:  # a session went, or two folders hold one id: every folder's
+            sessions = {view.snapshot.session_id: view for view in self._by_folder.values()}
+        removed -= sessions.keys()
         self._view = HomeView(
             index.home,
             sessions,
