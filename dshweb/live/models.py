@@ -70,6 +70,9 @@ class CollectedSession(models.Model):
         constraints = (
             models.UniqueConstraint(fields=["home", "session_id"], name="one_row_per_session"),
         )
+        # A web worker reads a home's rows written since the version it holds: an index
+        # scan of what changed, not of the home.
+        indexes = (models.Index(fields=["home", "version"], name="rows_by_version"),)
 
     def __str__(self) -> str:
         return self.session_id
