@@ -12,7 +12,7 @@ from dshweb.core.fold.gauge import Band, ContextGauge
 from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.listing.pages import SessionList
 from dshweb.core.listing.query import ListQuery
-from dshweb.core.listing.tree import BANDS, HomeTree, Tally, session_tree
+from dshweb.core.listing.tree import BANDS, HomeTree, SessionEntry, Tally, session_tree
 from tests.snapshots import session_snapshot
 
 IDS = [f"s{i}" for i in range(40)]
@@ -46,7 +46,7 @@ def _views(home: dict[str, tuple[int, str | None, int, bool]]) -> dict[str, View
     }
 
 
-def _from_nothing(views: dict[str, View]) -> list[object]:
+def _from_nothing(views: dict[str, View]) -> list[SessionEntry]:
     return session_tree(
         [v.snapshot for v in views.values()], lambda s: views[s.session_id].gauge, "h"
     )
@@ -76,10 +76,10 @@ def test_an_updated_tree_equals_the_tree_laid_out_from_nothing(
         tree = tree.updated(views, touched)
         expected = _from_nothing(views)
         assert list(tree.entries) == expected
-        assert tree.tally == Tally().plus(expected)  # type: ignore[arg-type]
+        assert tree.tally == Tally().plus(expected)
         assert len(tree) == len(views)
         listing = SessionList(trees=[tree])
-        whole = SessionList(expected, ("h",))  # type: ignore[arg-type]
+        whole = SessionList(expected, ("h",))
         for query in (ListQuery(per_page=3), ListQuery(page=2, per_page=2), ListQuery()):
             assert listing.page(query) == whole.page(query)
 

@@ -13,7 +13,7 @@ import threading
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from unittest.mock import patch
 
 import pytest
@@ -400,10 +400,8 @@ class _GatedConsumer(SessionConsumer):
     """A session socket whose render waits for the test, recording what it was asked."""
 
     def __init__(self) -> None:
-        self.scope = {
-            "path": "/ws/test/",
-            "url_route": {"kwargs": {"home": "h", "session_id": "s"}},
-        }
+        route = {"args": (), "kwargs": {"home": "h", "session_id": "s"}}
+        self.scope = cast(Any, {"path": "/ws/test/", "url_route": route})
         self.gate = threading.Event()
         self.asked: list[int | None] = []
         self.sent: list[str] = []
@@ -413,7 +411,9 @@ class _GatedConsumer(SessionConsumer):
         self.asked.append(version)
         return f"state at {version}"
 
-    async def send(self, text_data: str | None = None, *_: Any, **__: Any) -> None:
+    async def send(  # type: ignore[override]  # AsyncWebsocketConsumer's, as Channels has it
+        self, text_data: str | None = None, bytes_data: bytes | None = None, close: bool = False
+    ) -> None:
         self.sent.append(str(text_data))
 
 

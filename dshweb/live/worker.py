@@ -65,8 +65,8 @@ class HomeFollower:
                 self._version = lease.version
                 self._view = None
                 if first:
-                    # A home's sessions live as long as the process: keep the collector
-                    # from walking them again and again (idle CPU grew with the homes).
+                    # A home's sessions live as long as the process: keep the garbage
+                    # collector from walking them again and again (idle CPU grew with them).
                     gc.freeze()
             if self._view is None or self._error_key != (lease.error, lease.path):
                 self._error_key = (lease.error, lease.path)
