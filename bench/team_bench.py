@@ -2,7 +2,7 @@
 
 Usage: python bench/team_bench.py [--collectors 2] [--home-size 2500] [--workers 4]
        [--idle-sockets 1000] [--sessions 20] [--clients 10] [--seconds 20]
-       [--idle-seconds 10] [--baseline-size 50] [--postgres-url URL] [--redis-server PATH]
+       [--idle-seconds 40] [--baseline-size 50] [--postgres-url URL] [--redis-server PATH]
 
 Each of ``--collectors`` homes holds ``--home-size`` idle sessions (:mod:`scale_home`'s
 cached home of real DSH logs, hard-linked: nothing of it is written) plus its share of
@@ -20,7 +20,8 @@ sessions at DSH's pace (:mod:`growth`: a frame every 50–200 ms each, fsynced) 
 client. The processes' CPU is read over the growth window (``collector_cpu_pct``, per
 collector) and over ``--idle-seconds`` with every socket open and nothing written
 (``worker_cpu_pct``, per worker), once every process has settled after the growth (its
-CPU under 5% of a core for 1 s). The baseline, in the same run: the same team on homes
+CPU under 5% of a core for 1 s); the window spans two of Daphne's 20 s ping rounds, the
+sockets' own cost, so both sizes count the same pings. The baseline, in the same run: the same team on homes
 of ``--baseline-size`` sessions, idle, with the same sockets: ``worker_idle_ratio`` is the
 workers' idle CPU on the big homes over the small ones (it must not grow with the homes).
 
@@ -410,7 +411,7 @@ def main() -> int:
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--clients", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=20.0)
-    parser.add_argument("--idle-seconds", type=float, default=10.0)
+    parser.add_argument("--idle-seconds", type=float, default=40.0)
     parser.add_argument("--baseline-size", type=int, default=50)
     parser.add_argument("--ws-timeout", type=float, default=120.0)
     parser.add_argument(
