@@ -152,7 +152,7 @@ class SessionList:
         if "entries" in self.__dict__:
             return iter(self.entries)
         if len(self._trees) == 1:
-            return self._trees[0].entries_from(0)
+            return self._trees[0].in_order()
         merged = heapq.merge(*(tree.keyed_groups() for tree in self._trees))
         return chain.from_iterable(group for *_, group in merged)
 

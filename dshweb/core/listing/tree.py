@@ -195,7 +195,7 @@ class HomeTree:
         groups = dict(_split(entries))
         index = {e.snapshot.session_id: top for top, group in groups.items() for e in group}
         waiting: dict[str, frozenset[str]] = {}
-        _wait(waiting, groups, groups, add=True)
+        _wait(waiting, groups, add=True)
         keys = [_key(group) for group in groups.values()]  # session_tree's order
         tree = cls(home, groups, keys, looped=_loops(entries, ids), index=index, waiting=waiting)
         tree.__dict__["entries"] = tuple(entries)
@@ -237,7 +237,7 @@ class HomeTree:
         new = dict(_split(entries))
         groups, keys, index = dict(self._groups), list(self._keys), dict(index)
         waiting = dict(self._waiting)
-        _wait(waiting, old, old, add=False)
+        _wait(waiting, old, add=False)
         for top, group in old.items():
             del groups[top]
             del keys[bisect.bisect_left(keys, _key(group))]
@@ -248,7 +248,7 @@ class HomeTree:
             bisect.insort(keys, _key(group))
             for entry in group:
                 index[entry.snapshot.session_id] = top
-        _wait(waiting, new, new, add=True)
+        _wait(waiting, new, add=True)
         tally = self._tally
         if tally is not None:
             tally = tally.plus(chain.from_iterable(old.values()), -1).plus(entries)
@@ -259,12 +259,12 @@ class HomeTree:
     @cached_property
     def entries(self) -> tuple[SessionEntry, ...]:
         """Every session in list order."""
-        return tuple(self.entries_from(0))
+        return tuple(self.in_order())
 
-    def entries_from(self, start: int) -> Iterator[SessionEntry]:
-        """The entries from group ``start`` on, in list order (a page needs only its own)."""
+    def in_order(self) -> Iterator[SessionEntry]:
+        """The entries in list order, laid out as they are read (a page reads only its own)."""
         groups = self._groups
-        return chain.from_iterable(groups[top] for _, top in self._keys[start:])
+        return chain.from_iterable(groups[top] for _, top in self._keys)
 
     def keyed_groups(self) -> Iterator[tuple[int, str, str, tuple[SessionEntry, ...]]]:
         """Each group keyed by its place among several homes' lists: newest activity in
@@ -283,14 +283,11 @@ class HomeTree:
 
 
 def _wait(
-    waiting: dict[str, frozenset[str]],
-    groups: Mapping[str, tuple[SessionEntry, ...]],
-    tops: Iterable[str],
-    *,
-    add: bool,
+    waiting: dict[str, frozenset[str]], groups: Mapping[str, tuple[SessionEntry, ...]], *, add: bool
 ) -> None:
-    """Record (or forget) in ``waiting`` the parent each orphan top of ``tops`` names."""
-    for top in tops:
+    """Record (or forget) in ``waiting`` the parent each orphan at the top of ``groups``
+    names."""
+    for top in groups:
         parent = groups[top][0].snapshot.parent_session
         if parent is None or parent == top:
             continue
