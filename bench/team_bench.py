@@ -21,9 +21,10 @@ client. The processes' CPU is read over the growth window (``collector_cpu_pct``
 collector) and over ``--idle-seconds`` with every socket open and nothing written
 (``worker_cpu_pct``, per worker), once every process has settled after the growth (its
 CPU under 5% of a core for 1 s); the window spans two of Daphne's 20 s ping rounds, the
-sockets' own cost, so both sizes count the same pings. The baseline, in the same run: the same team on homes
-of ``--baseline-size`` sessions, idle, with the same sockets: ``worker_idle_ratio`` is the
-workers' idle CPU on the big homes over the small ones (it must not grow with the homes).
+sockets' own cost, so both sizes count the same pings. The baseline, in the same run: the
+same team on homes of ``--baseline-size`` sessions, idle, with the same sockets:
+``worker_idle_ratio`` is the workers' idle CPU on the big homes over the small ones (it must
+not grow with the homes).
 
 It prints what it did (homes, frames written, updates, states, reconnects, the largest
 message) and ends with ``p50_ms= p95_ms= max_ms= collector_cpu_pct=
