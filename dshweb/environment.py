@@ -168,24 +168,14 @@ def redis_url(value: str) -> str:
     return value
 
 
-CONNECTION_MAX_AGE = 60
-"""Seconds a PostgreSQL connection is kept for reuse."""
-
-
 def database_settings(stores: Stores, data_dir: Path) -> dict[str, object]:
     """Django's ``DATABASES["default"]`` for ``stores``."""
     if stores.database_url:
         import dj_database_url
 
-        # Connections are kept for a minute (a collector writes ten times a second, and a
-        # new connection each time was a tenth of its work and PostgreSQL's) and
-        # health-checked when reused, so a restarted PostgreSQL costs one failed request,
-        # not a broken worker.
-        return dict(
-            dj_database_url.parse(
-                stores.database_url, conn_max_age=CONNECTION_MAX_AGE, conn_health_checks=True
-            )
-        )
+        # Connections are opened per request or task and health-checked when reused, so a
+        # restarted PostgreSQL costs one failed request, not a broken worker.
+        return dict(dj_database_url.parse(stores.database_url, conn_health_checks=True))
     return {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": data_dir / "db.sqlite3",

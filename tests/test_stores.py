@@ -50,7 +50,6 @@ def test_a_postgres_url_is_the_database(url: str, expected: dict[str, object]) -
     assert database["ENGINE"] == "django.db.backends.postgresql"
     assert {key: database[key] for key in expected} == expected
     assert database["CONN_HEALTH_CHECKS"] is True
-    assert database["CONN_MAX_AGE"] == 60  # kept, not opened per write
 
 
 def test_no_database_url_is_sqlite_in_the_data_folder() -> None:

@@ -139,7 +139,9 @@ class SessionWriter:
         }
         gone = (removed | changed) - set(sessions)
         name = self.lease.name
-        close_old_connections()
+        # The write loop's thread keeps its connection from write to write (a new one each
+        # time was a tenth of a collector's work, and PostgreSQL's); after a failure the
+        # loop drops it (see _follow).
         with transaction.atomic():
             lease = (
                 CollectorLease.objects.select_for_update()
@@ -280,6 +282,7 @@ def _follow(lease: Lease, writer: SessionWriter, stop: threading.Event) -> None:
                 next_beat = next_write = now + outage.failed(error)
                 continue
             log.exception("collector %s: the database failed; again in %.1f s", lease.name, backoff)
+            close_old_connections()  # a new connection for the next try
             next_write = now + backoff
             backoff = min(timing.BACKOFF_MAX, backoff * 2)
 
