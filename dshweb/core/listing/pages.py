@@ -159,17 +159,11 @@ class SessionList:
     @cached_property
     def counts(self) -> ListCounts:
         if self._trees:
-            return _summed(self._trees)
-        bands = dict.fromkeys(BANDS, 0)
-        homes = dict.fromkeys(self.homes, 0)
-        live = 0
+            return _counts({tree.home: tree.tally for tree in self._trees})
+        by_home: dict[str, list[SessionEntry]] = {home: [] for home in self.homes}
         for entry in self.entries:
-            bands[entry.gauge.band] += 1
-            homes[entry.home] = homes.get(entry.home, 0) + 1
-            live += entry.snapshot.live
-        return ListCounts(
-            len(self.entries), live, tuple(bands.items()), tuple(sorted(homes.items()))
-        )
+            by_home.setdefault(entry.home, []).append(entry)
+        return _counts({home: Tally().plus(entries) for home, entries in by_home.items()})
 
     @cached_property
     def _texts(self) -> tuple[str, ...]:
@@ -206,9 +200,9 @@ class SessionList:
         if not query.filtering and query.sort is SortKey.ACTIVITY:
             # Every session, in list order: only the page's rows are read.
             matched = self.counts.total
-            pages, offset = _paged(matched, query)
+            page, count, offset = _paged(matched, query)
             rows = tuple(islice(self._in_order(), offset, offset + query.per_page))
-            return ListPage(query.on_page(pages[0]), rows, matched, pages[1], offset, self.counts)
+            return ListPage(query.on_page(page), rows, matched, count, offset, self.counts)
         entries = self.entries
         order = self._order(query.sort)
         if query.filtering:
@@ -227,30 +221,27 @@ class SessionList:
                 )
             ]
         matched = len(order)
-        (page, count), offset = _paged(matched, query)
+        page, count, offset = _paged(matched, query)
         picked = [entries[i] for i in order[offset : offset + query.per_page]]
         if query.sort is not SortKey.ACTIVITY:
             picked = [replace(row, depth=0) if row.depth else row for row in picked]
         return ListPage(query.on_page(page), tuple(picked), matched, count, offset, self.counts)
 
 
-def _paged(matched: int, query: ListQuery) -> tuple[tuple[int, int], int]:
-    """((the page shown, the page count), the rows before it) for ``matched`` rows: the
-    page asked for, clamped to the pages there are (an empty list has one)."""
+def _paged(matched: int, query: ListQuery) -> tuple[int, int, int]:
+    """The page shown, the page count and the rows before the page, for ``matched`` rows:
+    the page asked for, clamped to the pages there are (an empty list has one)."""
     pages = max(1, math.ceil(matched / query.per_page))
     page = min(query.page, pages)
-    return (page, pages), (page - 1) * query.per_page
+    return page, pages, (page - 1) * query.per_page
 
 
-def _summed(trees: Sequence[HomeTree]) -> ListCounts:
-    """The counts of several homes' trees, from each one's tally."""
-    total = Tally()
-    for tree in trees:
-        tally = tree.tally
-        total = Tally(
-            total.total + tally.total,
-            total.live + tally.live,
-            tuple(a + b for a, b in zip(total.bands, tally.bands, strict=True)),
-        )
-    homes = tuple(sorted((tree.home, tree.tally.total) for tree in trees))
-    return ListCounts(total.total, total.live, tuple(zip(BANDS, total.bands, strict=True)), homes)
+def _counts(tallies: dict[str, Tally]) -> ListCounts:
+    """The list's counts from each home's tally."""
+    bands = tuple(map(sum, zip(*(t.bands for t in tallies.values()), strict=True)))
+    return ListCounts(
+        sum(t.total for t in tallies.values()),
+        sum(t.live for t in tallies.values()),
+        tuple(zip(BANDS, bands or (0,) * len(BANDS), strict=True)),
+        tuple(sorted((home, t.total) for home, t in tallies.items())),
+    )
