@@ -159,3 +159,78 @@ async def test_committed_writes_are_announced_to_groups_no_socket_here_follows(
     assert changed | {"version": version} in messages
     ids = [["h", session_id] for session_id in sorted(hub.view().sessions)]
     assert {"type": SESSIONS_CHANGED, "ids": ids, "versions": {"h": version}} in messages
+
+
+class _CountingLayer:
+    """The in-process channel layer, counting group sends in flight (each waits a little,
+    as a send to Redis does), failing those to ``failing``."""
+
+    def __init__(self, failing: str = "") -> None:
+        from channels.layers import InMemoryChannelLayer
+
+        self.layer = InMemoryChannelLayer()
+        self.failing = failing
+        self.in_flight = self.most = 0
+
+    async def group_send(self, group: str, message: dict[str, object]) -> None:
+        import asyncio
+
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        try:
+            await asyncio.sleep(0.01)
+            if group == self.failing:
+                raise ConnectionError(f"{group}: refused")
+            await self.layer.group_send(group, message)
+        finally:
+            self.in_flight -= 1
+
+
+@pytest.mark.asyncio
+async def test_announcements_go_out_together_and_a_failure_stops_none_of_the_rest() -> None:
+    from dshweb.live.publisher import SENDS_AT_ONCE, _send_all
+
+    counting = _CountingLayer(failing="g-3")
+    listener = await counting.layer.new_channel()
+    groups = [f"g-{i}" for i in range(40)]
+    for group in groups:
+        await counting.layer.group_add(group, listener)
+    messages = [(group, {"type": "x", "group": group}) for group in groups]
+    failures = await _send_all(counting, messages)
+    assert counting.most == SENDS_AT_ONCE  # at once, and no more than that
+    assert list(failures) == [3] and str(failures[3]) == "g-3: refused"
+    received = {(await counting.layer.receive(listener))["group"] for _ in range(39)}
+    assert received == set(groups) - {"g-3"}
+
+
+def test_the_write_loop_writes_a_change_when_it_comes_not_at_its_next_tick(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    import time
+
+    from dshweb.live import collector
+
+    monkeypatch.setattr(collector, "TICK", 6.0)
+    home = _two_homes(tmp_path)
+    lease = lease_take(name="h", path=str(home), heartbeat_every=60.0)
+    writer = SessionWriter(lease, sealing_key())
+    written = threading.Event()
+    writer.subscribe(lambda change: written.set())
+    stop = threading.Event()
+    loop = threading.Thread(target=collector._follow, args=(lease, writer, stop))
+    loop.start()
+    try:
+        time.sleep(0.3)  # the loop waits for its first change
+        hub = Hub(home, "sdk", name="h")
+        hub.subscribe(writer)
+        hub.cold_start()
+        changed = time.monotonic()
+        # Polling every TICK, it would be written about 5.7 s from now.
+        assert written.wait(3.0), "the change was not written within 3 s"
+        assert time.monotonic() - changed < 3.0 and writer.writes == 1
+        assert CollectedSession.objects.count() == len(hub.view().sessions) >= 3
+    finally:
+        stop.set()
+        loop.join(10)
+    assert not loop.is_alive()

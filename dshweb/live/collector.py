@@ -62,8 +62,8 @@ from dshweb.live.service import collect_here
 
 log = logging.getLogger("dshweb.live")
 
-TICK = 0.02
-"""The collector's loop looks for changes to write this often."""
+TICK = 0.1
+"""The collector's loop wakes at a change, or at least this often (heartbeats, stopping)."""
 _DELETE_BATCH = 500
 
 
@@ -75,6 +75,8 @@ class SessionWriter:
         self.key = key
         self.writes = 0
         self._lock = threading.Lock()
+        self._changes = threading.Event()
+        """Set by a change, cleared by the flush that takes it."""
         self._view: HomeView | None = None
         self._changed: set[str] = set()
         self._removed: set[str] = set()
@@ -96,12 +98,18 @@ class SessionWriter:
             self._changed -= change.removed
             if change.view.error is not None:
                 self._swept = False  # the hub starts over: sweep again once it is back
+            self._changes.set()
+
+    def wait(self, timeout: float) -> None:
+        """Until something changed since the last flush, or ``timeout`` seconds."""
+        self._changes.wait(timeout)
 
     def flush(self) -> int:
         """Write what changed since the last flush; the number of sessions written."""
         with self._lock:
             view, changed, removed = self._view, self._changed, self._removed
             self._changed, self._removed = set(), set()
+            self._changes.clear()
         if view is None:
             return 0
         sweep = not self._swept and view.error is None and view.progress.done
@@ -113,6 +121,7 @@ class SessionWriter:
             with self._lock:  # written next time, unless newer changes say otherwise
                 self._changed |= changed - self._removed
                 self._removed |= removed - self._changed
+                self._changes.set()
             raise
         self._swept = self._swept or sweep
         self._error = view.error
@@ -258,7 +267,16 @@ def _follow(lease: Lease, writer: SessionWriter, stop: threading.Event) -> None:
         most=timing.OUTAGE_RETRY_MAX,
         log=log,
     )
-    while not stop.wait(TICK):
+    while True:
+        # A change is written as soon as it comes, unless the last write was less than
+        # COLLECT_WRITE_EVERY ago (then when that ends: later changes join it).
+        early = next_write - time.monotonic()
+        if early > 0:
+            stop.wait(min(early, TICK))
+        else:
+            writer.wait(TICK)
+        if stop.is_set():
+            break
         now = time.monotonic()
         retrying = outage.ongoing
         if retrying and now < next_write:

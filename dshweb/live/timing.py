@@ -29,10 +29,12 @@ HEARTBEAT_EVERY = 2.0
 """A collector (``manage.py dshweb_collect``) renews its lease this often."""
 STALE_AFTER_BEATS = 3
 """A lease not renewed for this many of its holder's heartbeat intervals is free to take."""
-COLLECT_WRITE_EVERY = 0.1
+COLLECT_WRITE_EVERY = 0.05
 """A collector writes the sessions that changed to the database at most this often (the
 first change after a quiet spell at once): one transaction per write, and every web
-worker's sockets are told after it, so this bounds how late a worker's page can be."""
+worker's sockets are told after it, so this bounds how late a worker's page can be (half
+of it on average under load: the team benchmark's fsync → browser p50 moved by ~half of
+a change of it)."""
 PICK_UP_EVERY = 2.0
 """A collector looks for commands whose message was lost this often (the row in the
 database is the command; the message only wakes the collector at once)."""
