@@ -11,6 +11,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from xml.etree import ElementTree
 
 import pytest
 
@@ -178,3 +179,56 @@ def test_the_big_session_is_drawn_at_a_fixed_size() -> None:
     chart = timeline_chart(ledger)
     assert chart is not None and chart.drawn <= 2 * CHART_WIDTH
     _assert_markers_count_every_fold_once(chart, ledger.folds)
+
+
+def _svg(chart: TimelineChart) -> list[ElementTree.Element]:
+    from dshweb.dashboard.templatetags.dsh_format import fold_markers
+
+    return list(ElementTree.fromstring(f"<svg>{fold_markers(chart)}</svg>"))
+
+
+def test_each_marker_is_drawn_as_its_group_of_tags() -> None:
+    points = [TimelinePoint(seq, None, 1000 + seq, "step") for seq in range(400)]
+    folds = [
+        Fold("automatic", 10, None, end_seq=12, before=1200, after=300),
+        Fold("prune", 200, None, end_seq=201, before=1500, error="boom"),
+        Fold("manual", 201, None, end_seq=203, before=1400, after=700),
+        Fold("automatic", 202, None, end_seq=204, after=650),
+        Fold("overflow", 398, None),  # open: no end, no figures
+    ]
+    chart = timeline_chart(Series(points, folds))
+    one, group, last = chart.markers
+    assert (one.count, group.count, last.count) == (1, 3, 1)
+    drawn = _svg(chart)
+    assert [g.get("data-kind") for g in drawn] == ["automatic", "mixed", "overflow"]
+    assert [g.get("class") for g in drawn] == [
+        "timeline-fold fold-automatic is-done",
+        "timeline-fold fold-mixed is-failed",
+        "timeline-fold fold-overflow is-open",
+    ]
+    for g, marker in zip(drawn, chart.markers, strict=True):
+        assert [g.get(f"data-{a}") for a in ("seq", "first", "last", "count")] == [
+            str(marker.seq),
+            str(marker.first),
+            str(marker.last),
+            str(marker.count),
+        ]
+        guide = g.find("line[@class='fold-guide']")
+        assert guide is not None and guide.get("x1") == guide.get("x2") == f"{marker.x:.3f}"
+        assert (guide.get("y1"), guide.get("y2")) == (f"{chart.top:.3f}", f"{chart.bottom:.3f}")
+    titles = [g.findtext("title") for g in drawn]
+    assert titles == [
+        "#1 automatic fold at seq 10: 1,200 → 300 tokens",
+        "3 folds, #2–#4, at seq 200–202: 1 prune, 1 manual, 1 automatic (1 failed); "
+        "highest before 1,500, lowest after 650 tokens",
+        "#5 overflow fold at seq 398: — → — tokens",
+    ]
+    first, middle, end = drawn
+    # A group spans its folds; a drop and both dots only where both figures are known.
+    span = middle.find("rect[@class='fold-span']")
+    assert span is not None and span.get("width") == f"{group.width:.3f}" != "0.000"
+    assert first.find("rect") is None and end.find("rect") is None
+    assert first.find("line[@class='fold-drop']").get("y2") == f"{one.y_after:.3f}"  # type: ignore[union-attr]
+    assert [c.get("class") for c in first.iter("circle")] == ["fold-before", "fold-after"]
+    assert end.find("line[@class='fold-drop']") is None and end.find("circle") is None
+    assert [g.findtext("text") for g in drawn] == ["1", "×3", "5"]  # every one has room

@@ -11,13 +11,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from django import template
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 
 from dshweb.core.fold.gauge import context_percent
 from dshweb.core.fold.ledger import Ledger
 from dshweb.dashboard.display import figures
 from dshweb.dashboard.display.ledger_pages import LedgerPage, RefusedTail, ledger_page
 from dshweb.dashboard.display.ledger_pages import refused_tail as newest_refused
-from dshweb.dashboard.display.timeline import TimelineChart, timeline_chart
+from dshweb.dashboard.display.timeline import FoldMarker, TimelineChart, timeline_chart
 
 register = template.Library()
 
@@ -109,6 +111,55 @@ def diff_lines(diff: str) -> list[tuple[str, str]]:
 def chart(ledger: Ledger) -> TimelineChart | None:
     """``{{ ledger|chart }}``: its pressure timeline as SVG geometry (none without a point)."""
     return timeline_chart(ledger) if ledger.points else None
+
+
+@register.filter
+def fold_markers(chart: TimelineChart) -> SafeString:
+    """``{{ chart|fold_markers }}``: the chart's fold markers as SVG, made here rather than
+    by a template loop (up to 80 markers of a dozen tags each were most of a session
+    update's render)."""
+    return mark_safe("".join(_marker_svg(chart, m) for m in chart.markers))
+
+
+def _marker_svg(chart: TimelineChart, m: FoldMarker) -> str:
+    kind, status = escape(m.kind), escape(m.status)
+    x, top, bottom = arc(m.x), arc(chart.top), arc(chart.bottom)
+    parts = [
+        f'<g class="timeline-fold fold-{kind} is-{status}" data-kind="{kind}" '
+        f'data-seq="{m.seq}" data-first="{m.first}" data-last="{m.last}" data-count="{m.count}">'
+    ]
+    failed = " (failed)" if m.status == "failed" else ""
+    if m.count == 1:
+        parts.append(
+            f"<title>#{m.number} {kind} fold at seq {m.seq}{failed}: "
+            f"{exact(m.before)} → {exact(m.after)} tokens</title>"
+        )
+    else:
+        kinds = ", ".join(f"{n} {escape(k)}" for k, n in m.kinds)
+        also = f" ({m.failed} failed)" if m.failed else ""
+        parts.append(
+            f"<title>{m.count} folds, #{m.first}–#{m.last}, at seq {m.seq}–{m.end_seq}: "
+            f"{kinds}{also}; highest before {exact(m.before)}, lowest after "
+            f"{exact(m.after)} tokens</title>"
+            f'<rect class="fold-span" x="{arc(m.x_start)}" y="{top}" width="{arc(m.width)}" '
+            f'height="{arc(chart.plot_height)}"></rect>'
+        )
+    parts.append(f'<line class="fold-guide" x1="{x}" x2="{x}" y1="{top}" y2="{bottom}"></line>')
+    before, after = m.y_before, m.y_after
+    if before is not None and after is not None:
+        parts.append(
+            f'<line class="fold-drop" x1="{x}" x2="{x}" y1="{arc(before)}" y2="{arc(after)}">'
+            "</line>"
+        )
+    if before is not None:
+        parts.append(f'<circle class="fold-before" cx="{x}" cy="{arc(before)}" r="3.5"></circle>')
+    if after is not None:
+        parts.append(f'<circle class="fold-after" cx="{x}" cy="{arc(after)}" r="3.5"></circle>')
+    if m.labelled:
+        label = m.number if m.count == 1 else f"×{m.count}"
+        parts.append(f'<text class="fold-number" x="{x}" y="{top}" dy="-7">{label}</text>')
+    parts.append("</g>")
+    return "".join(parts)
 
 
 @register.filter
