@@ -807,3 +807,19 @@ def test_every_response_says_the_server_time_it_took(user_client: Client) -> Non
     assert timing is not None, response["Server-Timing"]
     assert 0 < float(timing.group(1)) < 60_000
     assert "Server-Timing" in Client().get("/accounts/login/")  # signed out too
+
+
+def test_a_ledger_row_is_rendered_again_when_its_fold_changes() -> None:
+    from dshweb.core.fold.folds import Fold
+    from dshweb.dashboard.display.ledger_pages import NumberedFold
+
+    open_fold = Fold("automatic", 40, None, turn=3, before=9000)
+    shown = fragments.ledger_row_html(NumberedFold(7, open_fold))
+    assert 'data-status="open"' in shown and "in progress" in shown
+    assert fragments.ledger_row_html(NumberedFold(7, open_fold)) is shown  # kept
+    done = replace(open_fold, end_seq=44, after=2500)
+    ended = fragments.ledger_row_html(NumberedFold(7, done))
+    assert 'data-status="done"' in ended and "in progress" not in ended
+    assert 'data-after="2500"' in ended and '<data value="6500">6,500</data>' in ended
+    renumbered = fragments.ledger_row_html(NumberedFold(8, done))
+    assert 'data-fold="8"' in renumbered and 'data-fold="7"' in ended

@@ -27,6 +27,7 @@ from dshweb.core.listing.tree import SessionEntry
 from dshweb.dashboard.compact import latest_record
 from dshweb.dashboard.display.compact_status import CompactView, compact_view
 from dshweb.dashboard.display.figures import cache_hit_ratio
+from dshweb.dashboard.display.ledger_pages import NumberedFold
 from dshweb.dashboard.display.ring import breakdown_parts, ring_arcs
 from dshweb.live.hub import SessionView
 
@@ -89,6 +90,28 @@ def row_html(entry: SessionEntry, many: bool) -> str:
         _rows[key] = (shot, html)
         while len(_rows) > ROWS_KEPT:
             _rows.popitem(last=False)
+    return html
+
+
+LEDGER_ROW_TEMPLATE = "dashboard/_ledger_row.html"
+_ledger_rows: OrderedDict[NumberedFold, str] = OrderedDict()
+LEDGER_ROWS_KEPT = 4096
+"""Ledger rows kept rendered: a fold's row is the same until the fold changes, and a
+session's ledger card is rendered again at every fold of it."""
+
+
+def ledger_row_html(row: NumberedFold) -> str:
+    """One fold's row of a ledger table, rendered once per fold state (and number)."""
+    with _rendered_lock:
+        html = _ledger_rows.get(row)
+        if html is not None:
+            _ledger_rows.move_to_end(row)
+            return html
+    html = _render(LEDGER_ROW_TEMPLATE, {"row": row, "fold": row.fold})
+    with _rendered_lock:
+        _ledger_rows[row] = html
+        while len(_ledger_rows) > LEDGER_ROWS_KEPT:
+            _ledger_rows.popitem(last=False)
     return html
 
 

@@ -17,7 +17,12 @@ from django.utils.safestring import SafeString, mark_safe
 from dshweb.core.fold.gauge import context_percent
 from dshweb.core.fold.ledger import Ledger
 from dshweb.dashboard.display import figures
-from dshweb.dashboard.display.ledger_pages import LedgerPage, RefusedTail, ledger_page
+from dshweb.dashboard.display.ledger_pages import (
+    LedgerPage,
+    NumberedFold,
+    RefusedTail,
+    ledger_page,
+)
 from dshweb.dashboard.display.ledger_pages import refused_tail as newest_refused
 from dshweb.dashboard.display.timeline import FoldMarker, TimelineChart, timeline_chart
 
@@ -160,6 +165,15 @@ def _marker_svg(chart: TimelineChart, m: FoldMarker) -> str:
         parts.append(f'<text class="fold-number" x="{x}" y="{top}" dy="-7">{label}</text>')
     parts.append("</g>")
     return "".join(parts)
+
+
+@register.filter
+def ledger_row(row: NumberedFold) -> SafeString:
+    """``{{ row|ledger_row }}``: one fold's row of a ledger table (rendered once per fold
+    state: a ledger card is rendered again at each new fold)."""
+    from dshweb.dashboard.fragments import ledger_row_html
+
+    return mark_safe(ledger_row_html(row))  # our row template's output
 
 
 @register.filter
