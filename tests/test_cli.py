@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -30,6 +31,7 @@ REQUIRED = {
     "contextPressure",
     "contextBreakdown",
     "compaction",
+    "forecast",
     "errors",
 }
 
@@ -69,6 +71,38 @@ def test_every_session_with_the_contract_fields(home: Path) -> None:
         assert (home / shot["path"]).is_file()
         assert shot["events"] == shot["lastSeq"] + 1
         assert shot["compaction"]["contextWindow"] == shot["contextPressure"]["contextWindow"]
+
+
+def test_the_forecast_is_the_sessions_pace_over_what_is_left() -> None:
+    from unittest.mock import patch
+
+    from dshweb.core.fold.forecast import IDLE_AFTER_MS
+    from dshweb.core.fold.index import HomeIndex
+    from tests.conftest import FIXTURE_HOMES
+
+    home = FIXTURE_HOMES / "pace-steady"
+    index = HomeIndex(home)
+    index.refresh()
+    (folder,) = index.trackers
+    here = index.snapshot(folder)
+    soon = here.step_times[-1] + 60_000
+    with patch("dshweb.cli.snapshot.time.time", return_value=soon / 1000):
+        (shot,) = _snapshot("--home", str(home))
+    said = shot["forecast"]
+    assert said == here.forecast(soon).as_json()
+    assert said["reason"] is None and said["steps"] > 0 and said["minutes"] > 0
+    assert 1 <= said["stepsLow"] <= math.ceil(said["steps"]) <= said["stepsHigh"]
+    # Half an hour after its last step: idle, and it says so.
+    later = (here.step_times[-1] + IDLE_AFTER_MS) / 1000
+    with patch("dshweb.cli.snapshot.time.time", return_value=later):
+        (now,) = _snapshot("--home", str(home))
+    assert now["forecast"] == {
+        "steps": None,
+        "stepsLow": None,
+        "stepsHigh": None,
+        "minutes": None,
+        "reason": "idle",
+    }
 
 
 def test_session_and_at_seq(home: Path) -> None:

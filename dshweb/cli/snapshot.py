@@ -114,7 +114,9 @@ class Out(Protocol):
 
 def write(shots: list[SessionSnapshot], out: Out, *, as_json: bool) -> None:
     if as_json:
-        out.write(json.dumps([s.as_json() for s in shots], ensure_ascii=False, indent=2) + "\n")
+        now_ms = int(time.time() * 1000)
+        listed = [s.as_json(now_ms) for s in shots]
+        out.write(json.dumps(listed, ensure_ascii=False, indent=2) + "\n")
         return
     for shot in shots:
         used = shot.used_tokens

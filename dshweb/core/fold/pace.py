@@ -39,6 +39,11 @@ class PaceCollector:
     deltas: list[int] = field(default_factory=list)
     last: tuple[object, object, int] | None = None
     """``(turn, step, reading)`` of the last step boundary seen."""
+    growth: list[int] = field(default_factory=list)
+    """Every step's growth, folds or not (a re-basing delta is left out, not a reason to
+    start over): the fold forecast's samples (:mod:`dshweb.core.fold.forecast`)."""
+    times: list[int] = field(default_factory=list)
+    """The event time (epoch ms) of each step boundary, the last :data:`MAX_SAMPLES`."""
 
     def observe(self, event: AnyEvent, meter: SessionMeter) -> None:
         """Look at ``event`` before ``meter`` folds it."""
@@ -61,6 +66,11 @@ class PaceCollector:
             else:
                 self.deltas.append(delta)
                 del self.deltas[:-MAX_SAMPLES]
+                self.growth.append(delta)
+                del self.growth[:-MAX_SAMPLES]
+        if isinstance(event.time, int) and not isinstance(event.time, bool):
+            self.times.append(event.time)
+            del self.times[:-MAX_SAMPLES]
         self.last = (turn, step, reading)
 
     @property

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dshweb.core.fold.compaction import CompactionPoint, compaction_point, measured_tokens
+from dshweb.core.fold.forecast import Forecast, fold_forecast
 from dshweb.core.fold.ledger import Ledger, LedgerCollector
 from dshweb.core.fold.meter import SessionMeter, SurfaceNode
 from dshweb.core.fold.pace import PaceCollector
@@ -139,6 +140,10 @@ class SessionSnapshot:
     errors: tuple[str, ...]
     pace_samples: tuple[int, ...] = ()
     """Per-step growth of ``measured_tokens`` since the last re-base (dshweb.core.fold.pace)."""
+    pace_growth: tuple[int, ...] = ()
+    """Per-step growth of ``measured_tokens`` over the last steps, across folds."""
+    step_times: tuple[int, ...] = ()
+    """When each of the last steps began (epoch ms)."""
     ledger: Ledger = field(default_factory=Ledger)
     """Every fold and the pressure timeline (dshweb.core.fold.ledger); the fold counts."""
 
@@ -148,8 +153,20 @@ class SessionSnapshot:
         pressure = self.context_pressure
         return pressure.get("projectedTokens", pressure.get("pressureTokens"))
 
-    def as_json(self) -> dict[str, Any]:
-        """The snapshot in the CLI's JSON shape (the host's field names)."""
+    def forecast(self, now_ms: int | None = None) -> Forecast:
+        """Steps and minutes until the next automatic fold (``now_ms``: epoch ms now, to
+        tell an idle session)."""
+        return fold_forecast(
+            measured=self.measured_tokens,
+            threshold=self.point.threshold_tokens if self.point is not None else None,
+            growth=self.pace_growth,
+            times=self.step_times,
+            now_ms=now_ms,
+        )
+
+    def as_json(self, now_ms: int | None = None) -> dict[str, Any]:
+        """The snapshot in the CLI's JSON shape (the host's field names, and dshweb's
+        ``forecast``, as of ``now_ms``)."""
         compaction: dict[str, Any] = (
             self.point.as_dict()
             if self.point is not None
@@ -179,6 +196,7 @@ class SessionSnapshot:
             "contextPressure": self.context_pressure,
             "contextBreakdown": self.context_breakdown,
             "compaction": compaction,
+            "forecast": self.forecast(now_ms).as_json(),
             "errors": list(self.errors),
         }
 
@@ -254,6 +272,8 @@ def take_snapshot(
         largest_nodes=tuple(_printable_node(n) for n in nodes),
         errors=tuple(printable(e) for e in errors),
         pace_samples=tracker.pace.samples,
+        pace_growth=tuple(tracker.pace.growth),
+        step_times=tuple(tracker.pace.times),
         ledger=tracker.ledger.result(
             meter, threshold=point.threshold_tokens if point is not None else None
         ),

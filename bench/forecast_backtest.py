@@ -1,0 +1,176 @@
+"""The fold forecast, backtested on real logs: does its range hold the step the fold came?
+
+Usage: python bench/forecast_backtest.py [HOME ...]   (default: every fixture home in
+``tests/fixtures/homes``, written by the real DSH runtime; the ``pace-*`` sessions fold
+six or seven times each, at different paces)
+
+Each session is replayed frame by frame into a copy of its home, through the same
+:class:`~dshweb.core.fold.index.HomeIndex` the dashboard folds with. At every step
+boundary (a step's request going out, as :mod:`dshweb.core.fold.pace` sees it) it takes
+the forecast the dashboard would show then
+(:func:`~dshweb.core.fold.forecast.fold_forecast`) and, once the replay is done,
+compares it with the boundary at which the next fold the compaction point started (an
+automatic compaction or a prune pass) actually came: ``actual`` steps later. A forecast
+counts when the fold came at least :data:`AHEAD` steps later (a forecast for the very
+next step is no forecast).
+
+It prints each session's forecasts and ends with ``hit_rate=`` (share of forecasts whose
+``[stepsLow, stepsHigh]`` held ``actual``), ``mae_steps=`` (mean |steps − actual|, steps
+rounded up as the page shows them), ``median_width_steps=`` (stepsHigh − stepsLow),
+``narrow_share=`` (share of ranges no wider than the distance they forecast) and
+``no_forecast=`` (boundaries ≥ AHEAD steps before a fold with no forecast, by reason).
+Exit status 1 when it measured fewer than :data:`MIN_FORECASTS` forecasts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shutil
+import statistics
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from growth import read_frames  # noqa: E402
+
+from dshweb.core.fold.forecast import Forecast, fold_forecast  # noqa: E402
+from dshweb.core.fold.index import HomeIndex  # noqa: E402
+from dshweb.core.log.home import session_logs  # noqa: E402
+
+FIXTURES = REPO / "tests" / "fixtures" / "homes"
+AHEAD = 3
+MIN_FORECASTS = 30
+THRESHOLD_KINDS = ("automatic", "prune")
+
+
+@dataclass(frozen=True, slots=True)
+class Scored:
+    session: str
+    step: int
+    actual: int
+    forecast: Forecast
+
+    @property
+    def hit(self) -> bool:
+        low, high = self.forecast.steps_low, self.forecast.steps_high
+        return low is not None and low <= self.actual <= (high if high is not None else math.inf)
+
+
+def replay(home: Path, relative: Path, scratch: Path) -> list[Scored]:
+    """Forecasts at every step boundary of one session (its log at ``relative`` in
+    ``home``), scored against its real folds."""
+    copy = scratch / f"{home.name}-{len(list(scratch.iterdir()))}"
+    shutil.copytree(home, copy)
+    path = copy / relative
+    frames = read_frames(path)
+    path.write_bytes(frames[0].data)
+    session_id = path.parent.name
+    index = HomeIndex(copy)
+    index.refresh()
+    folder = path.parent
+    said: list[tuple[int, Forecast]] = []  # (seq of the boundary, forecast then)
+    last = None
+    for frame in frames[1:]:
+        with path.open("ab") as out:
+            out.write(frame.data)
+        index.refresh()
+        tracker = index.trackers[folder]
+        boundary = tracker.pace.last
+        if boundary is None or boundary[:2] == last:
+            continue
+        last = boundary[:2]
+        shot = index.snapshot(folder)
+        point = shot.point
+        said.append(
+            (
+                tracker.meter.last_seq,
+                fold_forecast(
+                    measured=shot.measured_tokens,
+                    threshold=point.threshold_tokens if point is not None else None,
+                    growth=shot.pace_growth,
+                    times=shot.step_times,
+                ),
+            )
+        )
+    shot = index.snapshot(folder)
+    fold_seqs = sorted(f.seq for f in shot.ledger.folds if f.kind in THRESHOLD_KINDS)
+    seqs = [seq for seq, _ in said]
+    # The boundary each fold came at: the first one after it (DSH folds before a step).
+    fold_steps = sorted(
+        {next((i for i, s in enumerate(seqs) if s > f), len(seqs)) for f in fold_seqs}
+    )
+    scored: list[Scored] = []
+    for step, (_, forecast) in enumerate(said):
+        upcoming = next((j for j in fold_steps if j > step), None)
+        if upcoming is not None and upcoming - step >= AHEAD:
+            scored.append(Scored(session_id, step, upcoming - step, forecast))
+    return scored
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("homes", nargs="*", type=Path)
+    args = parser.parse_args()
+    homes = args.homes or sorted(p for p in FIXTURES.iterdir() if (p / "sessions").is_dir())
+    everything: list[Scored] = []
+    with tempfile.TemporaryDirectory(prefix="forecast-backtest-") as tmp:
+        for home in homes:
+            for log in sorted(session_logs(home), key=lambda log: log.path):
+                session_id = log.path.parent.name
+                scored = replay(home, log.path.relative_to(home), Path(tmp))
+                everything.extend(scored)
+                made = [s for s in scored if s.forecast.steps is not None]
+                if scored:
+                    hits = sum(s.hit for s in made)
+                    print(
+                        f"{home.name}/{session_id}: {len(scored)} boundaries ≥ {AHEAD} steps "
+                        f"before a fold, {len(made)} forecasts, {hits} held the fold"
+                    )
+                    for s in scored:
+                        f = s.forecast
+                        print(
+                            f"   step {s.step:3}: fold in {s.actual:2}, said "
+                            + (
+                                f"{math.ceil(f.steps)} [{f.steps_low}–{f.steps_high}]"
+                                f"{'' if s.hit else '  MISS'}"
+                                if f.steps is not None
+                                else f"nothing ({f.reason})"
+                            )
+                        )
+    made = [s for s in everything if s.forecast.steps is not None]
+    none = Counter(str(s.forecast.reason) for s in everything if s.forecast.steps is None)
+    if len(made) < MIN_FORECASTS:
+        print(f"forecast_backtest: only {len(made)} forecasts (< {MIN_FORECASTS})", file=sys.stderr)
+        return 1
+    widths = [
+        s.forecast.steps_high - s.forecast.steps_low
+        for s in made
+        if s.forecast.steps_high is not None and s.forecast.steps_low is not None
+    ]
+    narrow = sum(
+        1
+        for s in made
+        if s.forecast.steps_high is not None
+        and s.forecast.steps_low is not None
+        and s.forecast.steps_high - s.forecast.steps_low <= s.actual
+    )
+    mae = statistics.mean(abs(math.ceil(s.forecast.steps or 0) - s.actual) for s in made)
+    print(
+        f"hit_rate={sum(s.hit for s in made) / len(made):.3f} mae_steps={mae:.2f} "
+        f"median_width_steps={statistics.median(widths) if widths else float('nan'):.1f} "
+        f"narrow_share={narrow / len(made):.3f} forecasts={len(made)} "
+        f"sessions={len({s.session for s in made})} "
+        f"no_forecast={sum(none.values())}"
+        + "".join(f" {reason.replace(' ', '_')}={n}" for reason, n in sorted(none.items()))
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

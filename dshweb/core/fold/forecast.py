@@ -1,0 +1,141 @@
+"""How many steps, and minutes, until a session's next automatic fold, from its own pace.
+
+DSH compacts before a step once ``measure(session).totalTokens`` has reached the
+compaction point (DSH_FACTS §7). :func:`fold_forecast` divides what is left below the point
+(the point minus the measure now) by the session's growth per step over its last
+:data:`RECENT` step boundaries (:class:`~dshweb.core.fold.pace.PaceCollector` keeps them
+across folds: a session's pace goes on after a fold, so there is a forecast right after
+one). One spike (a single huge tool result) counts as a median step; two or more are a new
+pace. The range is where the growth of ``k`` steps, ``k × mean ± z × √k × spread``, covers
+what is left at :data:`SPREAD_Z` spreads above and below its mean, the spread taken from
+pairs of consecutive steps (a tool call's step and its answer's alternate: by the pair,
+such a session grows steadily). Minutes are the steps times the median time between the
+recent step boundaries.
+
+No forecast, with the reason, when the session has no compaction point, fewer than
+:data:`NEED` steps measured, does not grow (a median growth of zero or less), or has been
+idle for :data:`IDLE_AFTER_MS` (its pace says nothing about when it resumes).
+
+``bench/forecast_backtest.py`` replays the fixture sessions step by step and scores the
+ranges against the folds that came.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+RECENT = 12
+"""Step growths the forecast looks at: six turns of a tool call and its answer, recent
+enough to follow a change of pace within a fold or two."""
+NEED = 3
+SPREAD_Z = 1.28
+"""The range: the steps at which the growth runs this many spreads above its mean (the
+low end) and below it (the high end): the 10th and 90th percentiles of a normal sum."""
+IDLE_AFTER_MS = 30 * 60 * 1000
+SPIKE_IQRS = 3.0
+
+NO_POINT = "no compaction point"
+TOO_FEW = "too few steps"
+NOT_GROWING = "not growing"
+IDLE = "idle"
+
+
+@dataclass(frozen=True, slots=True)
+class Forecast:
+    """Steps (and minutes) until the next automatic fold; ``reason`` when there is none."""
+
+    steps: float | None = None
+    """The expected number of steps: at the start of the step this rounds up to, the
+    measure will have reached the compaction point."""
+    steps_low: int | None = None
+    steps_high: int | None = None
+    minutes: float | None = None
+    reason: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``forecast`` object of ``dsh_snapshot --json``."""
+        return {
+            "steps": None if self.steps is None else round(self.steps, 2),
+            "stepsLow": self.steps_low,
+            "stepsHigh": self.steps_high,
+            "minutes": None if self.minutes is None else round(self.minutes, 2),
+            "reason": self.reason,
+        }
+
+
+def fold_forecast(
+    *,
+    measured: int,
+    threshold: int | None,
+    growth: Sequence[int],
+    times: Sequence[int] = (),
+    now_ms: int | None = None,
+) -> Forecast:
+    """The forecast for a session measured at ``measured`` tokens, with compaction point
+    ``threshold``, per-step ``growth`` (oldest first) and step start ``times`` (epoch ms);
+    ``now_ms`` (epoch ms) tells an idle session."""
+    if threshold is None:
+        return Forecast(reason=NO_POINT)
+    recent = list(growth[-RECENT:])
+    if len(recent) < NEED:
+        return Forecast(reason=TOO_FEW)
+    if now_ms is not None and times and now_ms - times[-1] >= IDLE_AFTER_MS:
+        return Forecast(reason=IDLE)
+    median = statistics.median(recent)
+    if median <= 0:
+        return Forecast(reason=NOT_GROWING)
+    left = threshold - measured
+    if left <= 0:  # due at the next step's start
+        return Forecast(1.0, 1, 1, _minutes(1.0, times))
+    pattern = _without_spikes(recent, median)
+    mean = statistics.fmean(pattern)
+    # The spread of the growth of two steps in a row, per step: a session whose steps
+    # alternate (a tool call and its result, then the answer) grows steadily by the pair.
+    pairs = [a + b for a, b in itertools.pairwise(pattern)]
+    spread = math.sqrt(statistics.pvariance(pairs) / 2) if len(pairs) > 1 else 0.0
+    steps = max(1.0, left / mean)
+    # Rounded to a whole step, within float error (6.0000000001 steps is 6).
+    low = math.floor(_steps_at(left, mean, spread, SPREAD_Z) + 1e-9)
+    high = math.ceil(_steps_at(left, mean, spread, -SPREAD_Z) - 1e-9)
+    return Forecast(steps, max(1, low), max(1, low, high), _minutes(steps, times))
+
+
+def _steps_at(left: float, mean: float, spread: float, z: float) -> float:
+    """Steps ``k`` after which ``k × mean + z × √k × spread`` (the growth of ``k`` steps,
+    ``z`` spreads above its mean) covers ``left``."""
+    root = (-z * spread + math.sqrt(z * z * spread * spread + 4 * mean * left)) / (2 * mean)
+    return root * root
+
+
+def _without_spikes(values: Sequence[int], median: float) -> list[float]:
+    """``values`` with a spike (past the upper quartile by :data:`SPIKE_IQRS`
+    interquartile ranges: one huge tool result) counted as the median instead; two or
+    more such steps are a new pace, and kept."""
+    q1, q3 = _quantile(values, 0.25), _quantile(values, 0.75)
+    cap = q3 + SPIKE_IQRS * (q3 - q1)
+    spikes = [i for i, v in enumerate(values) if v > cap]
+    if len(spikes) != 1:
+        return [float(v) for v in values]
+    return [median if i == spikes[0] else float(v) for i, v in enumerate(values)]
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile, interpolated between the closest ranks."""
+    ordered = sorted(values)
+    at = q * (len(ordered) - 1)
+    below = math.floor(at)
+    above = min(below + 1, len(ordered) - 1)
+    return ordered[below] + (ordered[above] - ordered[below]) * (at - below)
+
+
+def _minutes(steps: float, times: Sequence[int]) -> float | None:
+    recent = list(times[-(RECENT + 1) :])
+    gaps = [later - earlier for earlier, later in itertools.pairwise(recent)]
+    if not gaps:
+        return None
+    return steps * max(0.0, statistics.median(gaps)) / 60_000

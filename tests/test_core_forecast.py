@@ -1,0 +1,142 @@
+"""The fold forecast (dshweb.core.fold.forecast): its figures from a pace worked out here
+by hand, each reason for saying nothing, and what a real log's replay gives it.
+
+How well it forecasts is measured by ``bench/forecast_backtest.py`` against the folds
+of the fixture sessions, not here.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+
+from dshweb.core.fold.forecast import (
+    IDLE,
+    IDLE_AFTER_MS,
+    NO_POINT,
+    NOT_GROWING,
+    RECENT,
+    TOO_FEW,
+    Forecast,
+    fold_forecast,
+)
+from dshweb.core.fold.index import HomeIndex
+from tests.conftest import FIXTURE_HOMES
+
+MINUTE = 60_000
+
+
+def test_a_steady_pace_is_the_distance_over_the_growth() -> None:
+    times = [i * MINUTE // 2 for i in range(6)]  # a step every 30 s
+    said = fold_forecast(measured=6_000, threshold=12_000, growth=[1_000] * 5, times=times)
+    # No spread: 6 steps of 1,000 exactly; the range is those steps.
+    assert said == Forecast(6.0, 6, 6, 3.0)
+    assert said.as_json() == {
+        "steps": 6.0,
+        "stepsLow": 6,
+        "stepsHigh": 6,
+        "minutes": 3.0,
+        "reason": None,
+    }
+
+
+def test_steps_that_alternate_grow_steadily_by_the_pair() -> None:
+    # A tool result of 1,900 then an answer of 100, again and again: 1,000 a step.
+    said = fold_forecast(measured=2_000, threshold=12_000, growth=[1_900, 100] * 5)
+    assert said.steps == 10.0 and (said.steps_low, said.steps_high) == (10, 10)
+
+
+def test_the_range_widens_with_the_spread_of_the_pace() -> None:
+    growth = [600, 1_400, 900, 1_100, 500, 1_500, 1_000, 1_000]  # mean 1,000
+    said = fold_forecast(measured=2_000, threshold=12_000, growth=growth)
+    pairs = [a + b for a, b in itertools.pairwise(growth)]
+    mean_pair = sum(pairs) / len(pairs)
+    spread = math.sqrt(sum((p - mean_pair) ** 2 for p in pairs) / len(pairs) / 2)
+    # k × 1,000 ± 1.28 × √k × spread = 10,000, solved for k by hand.
+    for z, bound, rounding in (
+        (1.28, said.steps_low, math.floor),
+        (-1.28, said.steps_high, math.ceil),
+    ):
+        root = (-z * spread + math.sqrt((z * spread) ** 2 + 4 * 1_000 * 10_000)) / 2_000
+        assert bound == rounding(root * root)
+    assert said.steps == 10.0
+    assert said.steps_low is not None and said.steps_high is not None
+    assert said.steps_low < 10 < said.steps_high
+
+
+def test_one_huge_step_does_not_move_it_and_two_are_a_new_pace() -> None:
+    calm = [200, 180, 220, 200, 190, 210, 200, 200]
+    once = fold_forecast(measured=0, threshold=2_000, growth=[*calm[:4], 9_000, *calm[4:]])
+    assert once.steps == pytest.approx(2_000 / ((sum(calm) + 200) / 9))
+    assert once.steps is not None and once.steps > 9  # the spike counted as a median step
+    twice = fold_forecast(measured=0, threshold=2_000, growth=[*calm, 9_000, 9_000])
+    assert twice.steps is not None and twice.steps < 2  # the new pace: the mean of all ten
+
+
+def test_only_the_recent_steps_count() -> None:
+    old = [5_000] * 40
+    said = fold_forecast(measured=0, threshold=6_000, growth=[*old, *([500] * RECENT)])
+    assert said.steps == 12.0
+
+
+def test_past_the_point_the_fold_is_due_at_the_next_step() -> None:
+    said = fold_forecast(measured=12_500, threshold=12_000, growth=[400, 500, 600])
+    assert (said.steps, said.steps_low, said.steps_high) == (1.0, 1, 1)
+
+
+@pytest.mark.parametrize(
+    ("threshold", "growth", "times", "now", "reason"),
+    [
+        (None, [500] * 5, [], None, NO_POINT),
+        (12_000, [500, 500], [], None, TOO_FEW),
+        (12_000, [0, 0, 0, 800], [], None, NOT_GROWING),
+        (12_000, [500] * 5, [0, MINUTE], MINUTE + IDLE_AFTER_MS, IDLE),
+    ],
+)
+def test_no_forecast_says_why(
+    threshold: int | None, growth: list[int], times: list[int], now: int | None, reason: str
+) -> None:
+    said = fold_forecast(
+        measured=1_000, threshold=threshold, growth=growth, times=times, now_ms=now
+    )
+    assert said == Forecast(reason=reason)
+    assert said.as_json()["steps"] is None and said.as_json()["reason"] == reason
+
+
+def test_a_session_that_resumes_before_the_idle_mark_has_a_forecast() -> None:
+    said = fold_forecast(
+        measured=1_000,
+        threshold=12_000,
+        growth=[500] * 5,
+        times=[0, MINUTE],
+        now_ms=MINUTE + IDLE_AFTER_MS - 1,
+    )
+    assert said.reason is None and said.steps == 22.0 and said.minutes == 22.0
+
+
+def test_a_real_sessions_growth_goes_on_across_its_folds() -> None:
+    index = HomeIndex(FIXTURE_HOMES / "pace-steady")
+    index.refresh()
+    (folder,) = index.trackers
+    shot = index.snapshot(folder)
+    assert shot.ledger.compactions >= 3
+    # The plugin's samples start over at each fold; the forecast's keep every step's
+    # growth (one per step boundary but the first), less the drops (each fold's).
+    boundaries = len(shot.step_times)
+    dropped = boundaries - 1 - len(shot.pace_growth)
+    assert len(shot.pace_samples) < len(shot.pace_growth) <= boundaries - 1
+    assert dropped >= shot.ledger.compactions
+    assert all(g >= 0 for g in shot.pace_growth)
+    point = shot.point
+    assert point is not None and point.threshold_tokens == 12_000
+    said = fold_forecast(
+        measured=shot.measured_tokens,
+        threshold=point.threshold_tokens,
+        growth=shot.pace_growth,
+        times=shot.step_times,
+    )
+    assert said.reason is None and said.steps is not None and said.minutes is not None
+    assert said.steps_low is not None and said.steps_high is not None
+    assert said.steps_low <= math.ceil(said.steps) <= said.steps_high
