@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from dshweb.core.fold.forecast import Forecast
 from dshweb.core.fold.gauge import Band, context_band, context_percent
 from dshweb.dashboard.display.figures import (
     cache_hit_ratio,
     dom_id,
+    forecast_text,
     format_page_tokens,
     format_ratio,
 )
@@ -158,3 +160,18 @@ def test_breakdown_parts() -> None:
 )
 def test_band_falls_only_past_the_hysteresis(used: int, previous: Band, band: Band) -> None:
     assert context_band(used, 1000, previous) is band
+
+
+@pytest.mark.parametrize(
+    ("forecast", "text"),
+    [
+        (Forecast(5.2, 4, 9, 2.6), "Fold in about 6 steps (4–9), about 3 min"),
+        (Forecast(1.0, 1, 1, 0.2), "Fold due at the next step"),
+        (Forecast(2.0, 2, 2, 0.5), "Fold in about 2 steps, under a minute"),
+        (Forecast(40.0, 30, 55, 300.0), "Fold in about 40 steps (30–55), about 5.0 h"),
+        (Forecast(6.0, 5, 7, None), "Fold in about 6 steps (5–7)"),
+        (Forecast(reason="too few steps"), "No fold forecast: too few steps"),
+    ],
+)
+def test_the_forecast_in_words(forecast: Forecast, text: str) -> None:
+    assert forecast_text(forecast) == text

@@ -99,11 +99,13 @@ class TopLevel(HTMLParser):
 
 def session_context(shot: SessionSnapshot) -> dict[str, Any]:
     """What the session view and the session socket render a session's parts with."""
+    forecast = fragments.session_forecast(shot)
     return {
         "home_name": "local",
         "session": shot,
         "gauge": context_gauge(shot),
-        "ring": ring_arcs(context_gauge(shot), shot.context_breakdown),
+        "forecast": forecast,
+        "ring": ring_arcs(context_gauge(shot), shot.context_breakdown, forecast),
         "breakdown": breakdown_parts(shot.context_breakdown),
         "cache_hit": cache_hit_ratio(shot.token_usage),
     }
@@ -823,3 +825,56 @@ def test_a_ledger_row_is_rendered_again_when_its_fold_changes() -> None:
     assert 'data-after="2500"' in ended and '<data value="6500">6,500</data>' in ended
     renumbered = fragments.ledger_row_html(NumberedFold(8, done))
     assert 'data-fold="8"' in renumbered and 'data-fold="7"' in ended
+
+
+@pytest.mark.django_db
+def test_the_ring_says_when_the_next_fold_should_come_and_where_the_next_steps_land() -> None:
+    from unittest.mock import patch
+
+    from dshweb.core.fold.forecast import IDLE_AFTER_MS
+    from dshweb.core.fold.gauge import context_gauge
+
+    index = HomeIndex(FIXTURE_HOMES / "pace-steady")
+    index.refresh()
+    (folder,) = index.trackers
+    shot = index.snapshot(folder)
+    view = SessionView(shot, context_gauge(shot), 1)
+    last_step = shot.step_times[-1]
+    with patch("dshweb.dashboard.fragments.time.time", return_value=(last_step + 60_000) / 1000):
+        html = fragments.live_parts_html("local", view)
+    said = shot.forecast(last_step + 60_000)
+    assert said.steps is not None and said.steps_low is not None and said.steps_high is not None
+    elements = Elements(html).by_id
+    forecast = elements["forecast"]
+    assert forecast["data-steps"] == str(round(said.steps, 2))
+    assert (forecast["data-steps-low"], forecast["data-steps-high"]) == (
+        str(said.steps_low),
+        str(said.steps_high),
+    )
+    assert forecast["data-reason"] == ""
+    shown = math.ceil(said.steps)
+    assert f"Fold in about {shown} step" in html
+    # The faint arc: from the ring's fill, the next steps at the forecast's pace.
+    gauge = context_gauge(shot)
+    assert gauge.used is not None and gauge.window and said.per_step
+    ahead = re.search(
+        r'class="ring-ahead"[^>]*stroke-dasharray="([\d.]+) 100" '
+        r'stroke-dashoffset="-([\d.]+)"',
+        html,
+    )
+    assert ahead is not None
+    start = gauge.used / gauge.window * 100
+    assert float(ahead[2]) == pytest.approx(start, abs=0.001)
+    steps = min(3.0, said.steps)
+    end = min(
+        (gauge.used + steps * said.per_step) / gauge.window * 100, 12_000 / gauge.window * 100
+    )
+    assert float(ahead[1]) == pytest.approx(end - start, abs=0.001)
+    # Half an hour on, idle: no forecast, no arc (the same version renders again).
+    with patch(
+        "dshweb.dashboard.fragments.time.time",
+        return_value=(last_step + IDLE_AFTER_MS) / 1000,
+    ):
+        idle = fragments.live_parts_html("local", view)
+    assert Elements(idle).by_id["forecast"]["data-reason"] == "idle"
+    assert "No fold forecast: idle" in idle and "ring-ahead" not in idle

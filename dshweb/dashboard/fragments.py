@@ -19,6 +19,7 @@ from django.template.loader import get_template, render_to_string
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 
+from dshweb.core.fold.forecast import Forecast
 from dshweb.core.fold.gauge import ContextGauge
 from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.listing.pages import ListPage
@@ -45,16 +46,26 @@ def _render(name: str, context: dict[str, Any]) -> str:
     return str(template.render(Context(context, use_l10n=False)))
 
 
-def session_context(home: str, snapshot: SessionSnapshot, gauge: ContextGauge) -> dict[str, Any]:
+def session_context(
+    home: str, snapshot: SessionSnapshot, gauge: ContextGauge, forecast: Forecast | None = None
+) -> dict[str, Any]:
+    if forecast is None:
+        forecast = session_forecast(snapshot)
     return {
         "home_name": home,
         "session": snapshot,
         "gauge": gauge,
-        "ring": ring_arcs(gauge, snapshot.context_breakdown),
+        "forecast": forecast,
+        "ring": ring_arcs(gauge, snapshot.context_breakdown, forecast),
         "breakdown": breakdown_parts(snapshot.context_breakdown),
         "cache_hit": cache_hit_ratio(snapshot.token_usage),
         "compact": compact_status(home, snapshot),
     }
+
+
+def session_forecast(snapshot: SessionSnapshot) -> Forecast:
+    """The session's fold forecast as of now (an idle one has none)."""
+    return snapshot.forecast(now_ms=int(time.time() * 1000))
 
 
 def compact_status(home: str, snapshot: SessionSnapshot) -> CompactView:
@@ -214,7 +225,7 @@ LIVE_PARTS: tuple[tuple[str, Callable[[SessionSnapshot], object] | None], ...] =
 small part of the snapshot (the ledger, the largest nodes: they move far less often than
 the session grows); such a part is rendered again only when that changed."""
 
-_rendered: OrderedDict[tuple[str, str, int], str] = OrderedDict()
+_rendered: OrderedDict[tuple[str, str, int, Forecast], str] = OrderedDict()
 _steady: OrderedDict[tuple[str, str, str], tuple[object, str]] = OrderedDict()
 RENDERED_KEPT = 64
 """Sessions whose live parts are kept rendered: a page view or a socket of a session
@@ -225,13 +236,14 @@ def live_parts_html(home: str, view: SessionView) -> str:
     """The session page's live parts (:data:`LIVE_PARTS`) for a session of ``home``,
     rendered once per version."""
     shot = view.snapshot
-    key = (home, shot.session_id, view.version)
+    forecast = session_forecast(shot)  # moves with the clock too: idle after a while
+    key = (home, shot.session_id, view.version, forecast)
     with _rendered_lock:
         html = _rendered.get(key)
         if html is not None:
             _rendered.move_to_end(key)
             return html
-    context = session_context(home, shot, view.gauge)
+    context = session_context(home, shot, view.gauge, forecast)
     html = "".join(_part_html(home, shot, name, shows, context) for name, shows in LIVE_PARTS)
     with _rendered_lock:
         _rendered[key] = html

@@ -6,8 +6,10 @@ never Python's round-half-to-even.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
+from dshweb.core.fold.forecast import Forecast
 from dshweb.core.fold.gauge import round_half_up
 
 
@@ -58,3 +60,28 @@ def dom_id(prefix: str, key: str) -> str:
         ch if (ch.isascii() and ch.isalnum()) or ch == "-" else f"_{ord(ch):x}_" for ch in key
     )
     return f"{prefix}-{escaped}"
+
+
+def forecast_text(forecast: Forecast) -> str:
+    """``Fold in about 6 steps (4–9), about 3 min`` / ``Fold due at the next step`` /
+    ``No fold forecast: too few steps``."""
+    steps, low, high = forecast.steps, forecast.steps_low, forecast.steps_high
+    if steps is None or low is None:
+        return f"No fold forecast: {forecast.reason or 'unknown'}"
+    if high == 1:
+        return "Fold due at the next step"
+    shown = math.ceil(steps - 1e-9)
+    text = f"Fold in about {shown} step{'s' if shown != 1 else ''}"
+    if high is not None and (low, high) != (shown, shown):
+        text += f" ({low}–{high})"
+    minutes = forecast.minutes
+    if minutes is not None:
+        text += ", under a minute" if minutes < 1 else f", about {_duration(minutes)}"
+    return text
+
+
+def _duration(minutes: float) -> str:
+    if minutes < 90:
+        return f"{round(minutes)} min"
+    hours = minutes / 60
+    return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} days"

@@ -10,7 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from dshweb.core.fold.forecast import Forecast
 from dshweb.core.fold.gauge import ContextGauge
+
+NEXT_STEPS = 3
+"""Steps ahead the ring's faint arc shows (where the next ones should land)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,17 +54,30 @@ class RingArcs:
     """The used arc split over system/tools/messages in proportion, like DSH's panel."""
     threshold_at: float | None
     """Where the compaction point sits on the ring, in percent of the window."""
+    ahead: RingSegment | None = None
+    """Where the next :data:`NEXT_STEPS` steps should land at the forecast's pace (up to
+    the compaction point, or the window's end): ``None`` without a forecast."""
 
 
-def ring_arcs(gauge: ContextGauge, breakdown: Mapping[str, int]) -> RingArcs:
+def ring_arcs(
+    gauge: ContextGauge, breakdown: Mapping[str, int], forecast: Forecast | None = None
+) -> RingArcs:
     """The arcs of a gauge's ring (none until both the used figure and the window are
-    known)."""
+    known), with the forecast's next steps when there is one."""
     used, window, threshold = gauge.used, gauge.window, gauge.threshold
     if used is None or not window:
         return RingArcs((), None)
     filled = min(100.0, max(0, used) / window * 100)
     threshold_at = min(100.0, threshold / window * 100) if threshold is not None else None
-    return RingArcs(_split(filled, breakdown), threshold_at)
+    ahead = None
+    if forecast is not None and forecast.per_step and forecast.steps is not None:
+        steps = min(float(NEXT_STEPS), forecast.steps)
+        end = min(100.0, (max(0, used) + steps * forecast.per_step) / window * 100)
+        if threshold_at is not None and filled < threshold_at:
+            end = min(end, threshold_at)
+        if end > filled:
+            ahead = RingSegment("ahead", filled, end - filled)
+    return RingArcs(_split(filled, breakdown), threshold_at, ahead)
 
 
 def _split(filled: float, breakdown: Mapping[str, int]) -> tuple[RingSegment, ...]:

@@ -14,6 +14,7 @@ from django import template
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from dshweb.core.fold.forecast import Forecast
 from dshweb.core.fold.gauge import context_percent
 from dshweb.core.fold.ledger import Ledger
 from dshweb.dashboard.display import figures
@@ -165,6 +166,12 @@ def _marker_svg(chart: TimelineChart, m: FoldMarker) -> str:
         parts.append(f'<text class="fold-number" x="{x}" y="{top}" dy="-7">{label}</text>')
     parts.append("</g>")
     return "".join(parts)
+
+
+@register.filter
+def forecast_text(forecast: Forecast) -> str:
+    """``{{ forecast|forecast_text }}``: the fold forecast in words."""
+    return figures.forecast_text(forecast)
 
 
 @register.filter
