@@ -32,7 +32,7 @@ def test_a_steady_pace_is_the_distance_over_the_growth() -> None:
     times = [i * MINUTE // 2 for i in range(6)]  # a step every 30 s
     said = fold_forecast(measured=6_000, threshold=12_000, growth=[1_000] * 5, times=times)
     # No spread: 6 steps of 1,000 exactly; the range is those steps.
-    assert said == Forecast(6.0, 6, 6, 3.0)
+    assert said == Forecast(6.0, 6, 6, 3.0, per_step=1_000.0)
     assert said.as_json() == {
         "steps": 6.0,
         "stepsLow": 6,

@@ -350,3 +350,44 @@ def test_pages_read_from_the_trees_equal_pages_of_the_whole_list(query: ListQuer
     trees = two_homes()
     whole = SessionList(trees.entries, ("local", "laptop"))
     assert trees.page(query) == whole.page(query)
+
+
+def test_the_fold_sort_puts_the_running_session_closest_to_its_fold_first() -> None:
+    from dataclasses import replace
+
+    from dshweb.core.fold.forecast import Forecast
+
+    # id: (forecast steps or None, live); the rest from HOME.
+    steps = {
+        "alpha": (9.0, True),
+        "alpha-sub": (2.5, True),
+        "alpha-sub-sub": (1.0, False),  # closest, but not running: with the rest
+        "beta": (4.0, True),
+        "gamma": (None, True),
+        "delta": (30.0, True),
+        "lost": (4.0, True),  # ties beta: newest first (beta 300, lost 150)
+    }
+    shots, gauge_of = _shots(HOME)
+    shots = [
+        replace(
+            shot,
+            live=steps[shot.session_id][1],
+            pace_forecast=Forecast(steps[shot.session_id][0], 1, 40)
+            if steps[shot.session_id][0] is not None
+            else Forecast(reason="too few steps"),
+        )
+        for shot in shots
+    ]
+    page = SessionList(session_tree(shots, gauge_of, "local")).page(ListQuery(sort=SortKey.FOLD))
+    # Then the others, newest activity first: alpha-sub-sub (50) after gamma (200).
+    assert ids(page.rows) == [
+        "alpha-sub",
+        "beta",
+        "lost",
+        "alpha",
+        "delta",
+        "gamma",
+        "alpha-sub-sub",
+    ]
+    assert {row.depth for row in page.rows} == {0}
+    assert ListQuery(sort=SortKey.FOLD).query_string() == "sort=fold"

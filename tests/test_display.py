@@ -10,6 +10,7 @@ from dshweb.core.fold.gauge import Band, context_band, context_percent
 from dshweb.dashboard.display.figures import (
     cache_hit_ratio,
     dom_id,
+    fold_in,
     forecast_text,
     format_page_tokens,
     format_ratio,
@@ -175,3 +176,16 @@ def test_band_falls_only_past_the_hysteresis(used: int, previous: Band, band: Ba
 )
 def test_the_forecast_in_words(forecast: Forecast, text: str) -> None:
     assert forecast_text(forecast) == text
+
+
+@pytest.mark.parametrize(
+    ("forecast", "text"),
+    [
+        (Forecast(5.2, 4, 9, 2.6), "fold in ~6 steps"),
+        (Forecast(1.0, 1, 1, 0.2), "fold at the next step"),
+        (Forecast(1.0, 1, 2, 0.2), "fold in ~1 step"),
+        (Forecast(reason="idle"), "no fold forecast"),
+    ],
+)
+def test_the_lists_fold_in(forecast: Forecast, text: str) -> None:
+    assert fold_in(forecast) == text

@@ -878,3 +878,38 @@ def test_the_ring_says_when_the_next_fold_should_come_and_where_the_next_steps_l
         idle = fragments.live_parts_html("local", view)
     assert Elements(idle).by_id["forecast"]["data-reason"] == "idle"
     assert "No fold forecast: idle" in idle and "ring-ahead" not in idle
+
+
+@pytest.mark.django_db
+def test_a_list_row_says_how_soon_its_session_folds() -> None:
+    from unittest.mock import patch
+
+    from dshweb.core.fold.forecast import IDLE_AFTER_MS
+    from dshweb.core.fold.gauge import context_gauge
+    from dshweb.core.listing.tree import SessionEntry
+
+    index = HomeIndex(FIXTURE_HOMES / "pace-steady")
+    index.refresh()
+    (folder,) = index.trackers
+    shot = index.snapshot(folder)
+    entry = SessionEntry(shot, context_gauge(shot), 0, False, "local")
+    last_step = shot.step_times[-1]
+    said = shot.forecast(last_step + 60_000)
+    assert said.steps is not None
+    with patch(
+        "dshweb.dashboard.templatetags.dsh_format.time.time", return_value=last_step / 1000 + 60
+    ):
+        row = render_to_string(fragments.ROW_TEMPLATE, {"entry": entry, "many_homes": False})
+    line = re.search(
+        r'<div class="gauge-line fold-in" data-steps="([^"]*)" data-reason="([^"]*)">([^<]*)<', row
+    )
+    assert line is not None
+    assert line.groups() == (
+        str(round(said.steps, 2)),
+        "",
+        f"fold in ~{math.ceil(said.steps)} steps",
+    )
+    idle_at = (last_step + IDLE_AFTER_MS) / 1000
+    with patch("dshweb.dashboard.templatetags.dsh_format.time.time", return_value=idle_at):
+        row = render_to_string(fragments.ROW_TEMPLATE, {"entry": entry, "many_homes": False})
+    assert 'data-reason="idle">no fold forecast<' in row

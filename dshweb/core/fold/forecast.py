@@ -73,6 +73,10 @@ class Forecast:
         }
 
 
+NO_FORECAST_YET = Forecast(reason=TOO_FEW)
+"""A session that has not stepped yet."""
+
+
 def fold_forecast(
     *,
     measured: int,
@@ -89,7 +93,7 @@ def fold_forecast(
     recent = list(growth[-RECENT:])
     if len(recent) < NEED:
         return Forecast(reason=TOO_FEW)
-    if now_ms is not None and times and now_ms - times[-1] >= IDLE_AFTER_MS:
+    if now_ms is not None and idle(times, now_ms):
         return Forecast(reason=IDLE)
     median = statistics.median(recent)
     if median <= 0:
@@ -108,6 +112,19 @@ def fold_forecast(
     low = math.floor(_steps_at(left, mean, spread, SPREAD_Z) + 1e-9)
     high = math.ceil(_steps_at(left, mean, spread, -SPREAD_Z) - 1e-9)
     return Forecast(steps, max(1, low), max(1, low, high), _minutes(steps, times), per_step=mean)
+
+
+def idle(times: Sequence[int], now_ms: int) -> bool:
+    """Whether a session whose steps began at ``times`` has been idle too long at
+    ``now_ms`` for its pace to say anything."""
+    return bool(times) and now_ms - times[-1] >= IDLE_AFTER_MS
+
+
+def as_of(forecast: Forecast, times: Sequence[int], now_ms: int | None) -> Forecast:
+    """``forecast`` (made without a clock) as of ``now_ms``: none once the session idles."""
+    if now_ms is not None and forecast.steps is not None and idle(times, now_ms):
+        return Forecast(reason=IDLE)
+    return forecast
 
 
 def _steps_at(left: float, mean: float, spread: float, z: float) -> float:

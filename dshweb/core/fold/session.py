@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dshweb.core.fold.compaction import CompactionPoint, compaction_point, measured_tokens
-from dshweb.core.fold.forecast import Forecast, fold_forecast
+from dshweb.core.fold.forecast import NO_FORECAST_YET, Forecast, as_of, fold_forecast
 from dshweb.core.fold.ledger import Ledger, LedgerCollector
 from dshweb.core.fold.meter import SessionMeter, SurfaceNode
 from dshweb.core.fold.pace import PaceCollector
@@ -144,6 +144,9 @@ class SessionSnapshot:
     """Per-step growth of ``measured_tokens`` over the last steps, across folds."""
     step_times: tuple[int, ...] = ()
     """When each of the last steps began (epoch ms)."""
+    pace_forecast: Forecast = NO_FORECAST_YET
+    """The fold forecast from that pace (:func:`~dshweb.core.fold.forecast.fold_forecast`,
+    made once per snapshot, without a clock: :meth:`forecast` says when it is idle)."""
     ledger: Ledger = field(default_factory=Ledger)
     """Every fold and the pressure timeline (dshweb.core.fold.ledger); the fold counts."""
 
@@ -156,13 +159,7 @@ class SessionSnapshot:
     def forecast(self, now_ms: int | None = None) -> Forecast:
         """Steps and minutes until the next automatic fold (``now_ms``: epoch ms now, to
         tell an idle session)."""
-        return fold_forecast(
-            measured=self.measured_tokens,
-            threshold=self.point.threshold_tokens if self.point is not None else None,
-            growth=self.pace_growth,
-            times=self.step_times,
-            now_ms=now_ms,
-        )
+        return as_of(self.pace_forecast, self.step_times, now_ms)
 
     def as_json(self, now_ms: int | None = None) -> dict[str, Any]:
         """The snapshot in the CLI's JSON shape (the host's field names, and dshweb's
@@ -236,6 +233,8 @@ def take_snapshot(
     extra_errors: tuple[str, ...] = (),
 ) -> SessionSnapshot:
     meter, activity, header = tracker.meter, tracker.activity, tracker.header
+    measured = measured_tokens(meter)
+    growth, times = tuple(tracker.pace.growth), tuple(tracker.pace.times)
     point = (
         compaction_point(
             context_window=meter.context_window,
@@ -268,12 +267,18 @@ def take_snapshot(
         context_pressure=meter.context_pressure_view(),
         context_breakdown=meter.context_breakdown_view(),
         point=point,
-        measured_tokens=measured_tokens(meter),
+        measured_tokens=measured,
         largest_nodes=tuple(_printable_node(n) for n in nodes),
         errors=tuple(printable(e) for e in errors),
         pace_samples=tracker.pace.samples,
-        pace_growth=tuple(tracker.pace.growth),
-        step_times=tuple(tracker.pace.times),
+        pace_growth=growth,
+        step_times=times,
+        pace_forecast=fold_forecast(
+            measured=measured,
+            threshold=point.threshold_tokens if point is not None else None,
+            growth=growth,
+            times=times,
+        ),
         ledger=tracker.ledger.result(
             meter, threshold=point.threshold_tokens if point is not None else None
         ),

@@ -11,9 +11,10 @@ unfiltered list in its own order reads only the page's rows.
 
 - Activity order keeps the tree under a filter: a session that matches stays at its
   place and depth even when its parent does not match (filtering never moves a row).
-- Percent and headroom orders are flat (every row at depth 0): fullest first, or least
-  room before the compaction point first; sessions without the figure come last, and
-  ties go newest activity first, then by home and id.
+- Percent, headroom and fold orders are flat (every row at depth 0): fullest first, least
+  room before the compaction point first, or fewest steps to the next automatic fold
+  first (a session not running comes with those without a forecast); sessions without
+  the figure come last, and ties go newest activity first, then by home and id.
 - The page number is clamped to the pages there are; an empty list has one page.
 """
 
@@ -189,11 +190,30 @@ class SessionList:
 
         return tuple(sorted(range(len(self.entries)), key=key))
 
+    @cached_property
+    def _by_fold(self) -> tuple[int, ...]:
+        def key(i: int) -> tuple[bool, float, int, str, str]:
+            shot = self.entries[i].snapshot
+            steps = shot.pace_forecast.steps
+            last = -(shot.last_time or 0)
+            later = steps is None or not shot.live
+            return (
+                later,
+                0.0 if later else steps or 0.0,
+                last,
+                self.entries[i].home,
+                shot.session_id,
+            )
+
+        return tuple(sorted(range(len(self.entries)), key=key))
+
     def _order(self, sort: SortKey) -> Sequence[int]:
         if sort is SortKey.PERCENT:
             return self._by_percent
         if sort is SortKey.HEADROOM:
             return self._by_headroom
+        if sort is SortKey.FOLD:
+            return self._by_fold
         return range(len(self.entries))
 
     def page(self, query: ListQuery) -> ListPage:

@@ -70,7 +70,7 @@ def forecast_text(forecast: Forecast) -> str:
         return f"No fold forecast: {forecast.reason or 'unknown'}"
     if high == 1:
         return "Fold due at the next step"
-    shown = math.ceil(steps - 1e-9)
+    shown = _whole_steps(steps)
     text = f"Fold in about {shown} step{'s' if shown != 1 else ''}"
     if high is not None and (low, high) != (shown, shown):
         text += f" ({low}–{high})"
@@ -85,3 +85,20 @@ def _duration(minutes: float) -> str:
         return f"{round(minutes)} min"
     hours = minutes / 60
     return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} days"
+
+
+def fold_in(forecast: Forecast) -> str:
+    """The list's short form: ``fold in ~6 steps``, ``fold at the next step``, or
+    ``no fold forecast``."""
+    steps, high = forecast.steps, forecast.steps_high
+    if steps is None:
+        return "no fold forecast"
+    if high == 1:
+        return "fold at the next step"
+    shown = _whole_steps(steps)
+    return f"fold in ~{shown} step{'s' if shown != 1 else ''}"
+
+
+def _whole_steps(steps: float) -> int:
+    """The step the fold is expected at: ``steps`` rounded up (6.0000000001 is 6)."""
+    return math.ceil(steps - 1e-9)

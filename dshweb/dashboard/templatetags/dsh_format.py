@@ -8,6 +8,7 @@ the templates that show a session's ledger.
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 
 from django import template
@@ -17,6 +18,7 @@ from django.utils.safestring import SafeString, mark_safe
 from dshweb.core.fold.forecast import Forecast
 from dshweb.core.fold.gauge import context_percent
 from dshweb.core.fold.ledger import Ledger
+from dshweb.core.fold.session import SessionSnapshot
 from dshweb.dashboard.display import figures
 from dshweb.dashboard.display.ledger_pages import (
     LedgerPage,
@@ -172,6 +174,20 @@ def _marker_svg(chart: TimelineChart, m: FoldMarker) -> str:
 def forecast_text(forecast: Forecast) -> str:
     """``{{ forecast|forecast_text }}``: the fold forecast in words."""
     return figures.forecast_text(forecast)
+
+
+@register.filter
+def forecast_now(snapshot: SessionSnapshot) -> Forecast:
+    """``{{ snapshot|forecast_now }}``: its fold forecast as of now (a list row is
+    rendered again every minute: an idle session's forecast goes within one)."""
+    return snapshot.forecast(now_ms=int(time.time() * 1000))
+
+
+@register.filter
+def fold_in(forecast: Forecast) -> str:
+    """``{{ forecast|fold_in }}``: ``fold in ~6 steps`` / ``fold at the next step`` /
+    ``no fold forecast`` (the list's short form)."""
+    return figures.fold_in(forecast)
 
 
 @register.filter
