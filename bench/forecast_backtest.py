@@ -2,17 +2,17 @@
 
 Usage: python bench/forecast_backtest.py [HOME ...]   (default: every fixture home in
 ``tests/fixtures/homes``, written by the real DSH runtime; the ``pace-*`` sessions fold
-six or seven times each, at different paces)
+six or seven times each, at different paces, and ``patched-point`` eight times at a point
+its profile does not tell, which the forecast goes by as the engine's decisions infer it)
 
 Each session is replayed frame by frame into a copy of its home, through the same
 :class:`~dshweb.core.fold.index.HomeIndex` the dashboard folds with. At every step
 boundary (a step's request going out, as :mod:`dshweb.core.fold.pace` sees it) it takes
-the forecast the dashboard would show then
-(:func:`~dshweb.core.fold.forecast.fold_forecast`) and, once the replay is done,
-compares it with the boundary at which the next fold the compaction point started (an
-automatic compaction or a prune pass) actually came: ``actual`` steps later. A forecast
-counts when the fold came at least :data:`AHEAD` steps later (a forecast for the very
-next step is no forecast).
+the forecast the dashboard would show then (``SessionSnapshot.forecast``) and, once the
+replay is done, compares it with the boundary at which the next fold the compaction
+point started (an automatic compaction or a prune pass) actually came: ``actual`` steps
+later. A forecast counts when the fold came at least :data:`AHEAD` steps later (a
+forecast for the very next step is no forecast).
 
 It prints each session's forecasts and ends with ``hit_rate=`` (share of forecasts whose
 ``[stepsLow, stepsHigh]`` held ``actual``), ``mae_steps=`` (mean |steps − actual|, steps
@@ -39,7 +39,7 @@ sys.path.insert(0, str(REPO))
 
 from growth import read_frames  # noqa: E402
 
-from dshweb.core.fold.forecast import Forecast, fold_forecast  # noqa: E402
+from dshweb.core.fold.forecast import Forecast  # noqa: E402
 from dshweb.core.fold.index import HomeIndex  # noqa: E402
 from dshweb.core.log.home import session_logs  # noqa: E402
 
@@ -86,18 +86,7 @@ def replay(home: Path, relative: Path, scratch: Path) -> list[Scored]:
             continue
         last = boundary[:2]
         shot = index.snapshot(folder)
-        point = shot.point
-        said.append(
-            (
-                tracker.meter.last_seq,
-                fold_forecast(
-                    measured=shot.measured_tokens,
-                    threshold=point.threshold_tokens if point is not None else None,
-                    growth=shot.pace_growth,
-                    times=shot.step_times,
-                ),
-            )
-        )
+        said.append((tracker.meter.last_seq, shot.forecast()))
     shot = index.snapshot(folder)
     fold_seqs = sorted(f.seq for f in shot.ledger.folds if f.kind in THRESHOLD_KINDS)
     seqs = [seq for seq, _ in said]

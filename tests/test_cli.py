@@ -67,7 +67,9 @@ def test_every_session_with_the_contract_fields(home: Path) -> None:
             "thresholdTokens",
             "retainTokens",
             "measuredTokens",
+            "inferred",
         }
+        assert set(shot["compaction"]["inferred"]) == {"low", "high", "decisions"}
         assert (home / shot["path"]).is_file()
         assert shot["events"] == shot["lastSeq"] + 1
         assert shot["compaction"]["contextWindow"] == shot["contextPressure"]["contextWindow"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +24,7 @@ from dshweb.core.fold.forecast import (
     fold_forecast,
 )
 from dshweb.core.fold.index import HomeIndex
+from dshweb.core.fold.session import SessionSnapshot
 from tests.conftest import FIXTURE_HOMES
 
 MINUTE = 60_000
@@ -140,3 +142,68 @@ def test_a_real_sessions_growth_goes_on_across_its_folds() -> None:
     assert said.reason is None and said.steps is not None and said.minutes is not None
     assert said.steps_low is not None and said.steps_high is not None
     assert said.steps_low <= math.ceil(said.steps) <= said.steps_high
+
+
+CUTS = (60, 150, 300, 450, None)
+
+
+def _at(home_name: str, seq: int | None) -> SessionSnapshot:
+    index = HomeIndex(FIXTURE_HOMES / home_name, stop_after_seq=seq)
+    index.refresh()
+    (folder,) = index.trackers
+    return index.snapshot(folder)
+
+
+def test_a_point_set_by_a_patch_the_log_does_not_record_is_inferred_and_narrows() -> None:
+    # patched-point ran under `dsh --patch` with the small window's settings (point
+    # 12,000); the home's profile says nothing of them: no configured point for its window.
+    widths = []
+    for seq in CUTS:
+        shot = _at("patched-point", seq)
+        assert shot.point is not None and shot.point.threshold_tokens is None
+        inferred = shot.inferred
+        assert shot.threshold_source == "inferred" and inferred.decisions > 0
+        assert inferred.low is not None and inferred.low <= 12_000
+        if inferred.high is None:  # no fold yet: only how low it is not
+            assert shot.ledger.compactions == 0 and shot.threshold is None
+            continue
+        assert inferred.high >= 12_000
+        assert shot.threshold == (inferred.low + inferred.high) // 2
+        widths.append(inferred.high - inferred.low)
+    assert len(widths) == 4 and widths == sorted(widths, reverse=True) and widths[0] > widths[-1]
+    assert widths[-1] <= 50  # eight folds later: within 50 tokens
+    last = _at("patched-point", None)
+    assert last.as_json()["compaction"]["inferred"] == {
+        "low": last.inferred.low,
+        "high": last.inferred.high,
+        "decisions": last.inferred.decisions,
+    }
+    assert last.pace_forecast.steps is not None  # the forecast goes by the inferred point
+
+
+@pytest.mark.parametrize("home_name", ["auto-compact", "pace-steady", "pace-mixed", "demo-live"])
+def test_a_configured_point_the_engine_went_by_is_the_one_shown(home_name: str) -> None:
+    shot = _at(home_name, None)
+    assert shot.point is not None and shot.point.threshold_tokens == 12_000
+    assert shot.inferred.decisions > 0 and shot.inferred.holds(12_000)
+    assert shot.inferred.high is not None  # these fold: bounded both ways
+    assert shot.threshold_source == "config" and shot.threshold == 12_000
+
+
+def test_a_configured_point_the_engine_did_not_go_by_gives_way_to_the_inferred(
+    tmp_path: Path,
+) -> None:
+    import shutil
+
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURE_HOMES / "pace-steady", home)
+    layer = home / "profiles" / "sdk" / "cordis.patch.yml"
+    layer.write_text(layer.read_text().replace("thresholdRatio: 0.5", "thresholdRatio: 0.7"))
+    index = HomeIndex(home)
+    index.refresh()
+    (folder,) = index.trackers
+    shot = index.snapshot(folder)
+    assert shot.point is not None and shot.point.threshold_tokens == 16_800
+    low, high = shot.inferred.low, shot.inferred.high
+    assert low is not None and high is not None and low <= 12_000 <= high < 16_800
+    assert shot.threshold_source == "inferred" and shot.threshold == (low + high) // 2

@@ -913,3 +913,34 @@ def test_a_list_row_says_how_soon_its_session_folds() -> None:
     with patch("dshweb.dashboard.templatetags.dsh_format.time.time", return_value=idle_at):
         row = render_to_string(fragments.ROW_TEMPLATE, {"entry": entry, "many_homes": False})
     assert 'data-reason="idle">no fold forecast<' in row
+
+
+@pytest.mark.django_db
+def test_the_ring_of_a_session_whose_point_the_profile_cannot_tell_shows_the_inferred_one() -> None:
+    from dshweb.core.fold.gauge import context_gauge
+
+    index = HomeIndex(FIXTURE_HOMES / "patched-point")
+    index.refresh()
+    (folder,) = index.trackers
+    shot = index.snapshot(folder)
+    low, high = shot.inferred.low, shot.inferred.high
+    assert low is not None and high is not None
+    html = fragments.live_parts_html("local", SessionView(shot, context_gauge(shot), 1))
+    ring = Elements(html).by_id["context-ring"]
+    assert ring["data-threshold-source"] == "inferred"
+    assert (ring["data-threshold-low"], ring["data-threshold-high"]) == (str(low), str(high))
+    assert ring["data-threshold"] == str((low + high) // 2)
+    assert ring["data-band"] != "unknown"  # it has a point to be measured against now
+    said = Elements(html).by_id["inferred-point"]
+    assert said is not None
+    assert f"between {low:,} and {high:,} tokens" in html
+    assert "the profile gives none for this window" in html
+    # A session whose profile the engine went by says nothing of it.
+    plain = HomeIndex(FIXTURE_HOMES / "pace-steady")
+    plain.refresh()
+    (other,) = plain.trackers
+    shot = plain.snapshot(other)
+    html = fragments.live_parts_html("local", SessionView(shot, context_gauge(shot), 1))
+    ring = Elements(html).by_id["context-ring"]
+    assert ring["data-threshold-source"] == "config" and "data-threshold-low" not in ring
+    assert "inferred-point" not in html

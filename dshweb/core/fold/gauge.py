@@ -117,7 +117,7 @@ def context_gauge(
     """The gauge of a snapshot; ``previous`` is the band shown before (hysteresis)."""
     used = snapshot.used_tokens
     window = snapshot.context_pressure.get("contextWindow")
-    threshold = snapshot.point.threshold_tokens if snapshot.point is not None else None
+    threshold = snapshot.threshold
     return ContextGauge(
         used=used,
         window=window,

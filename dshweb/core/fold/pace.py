@@ -13,6 +13,10 @@ tokens; the median absorbs that.
 The estimate itself: the median of the last ``keep`` samples, once at least ``need`` exist;
 the headroom divided by it, bucketed onto :data:`RUNGS` rounded down, and settled against
 the rung shown before: downward at once, upward only past ``margin`` above the new rung.
+
+The same readings bound the compaction point the engine actually used
+(:class:`Decisions`): every request it let out was below the point, every automatic fold
+it started (a compaction of a turn, or a step's first prune) at or above it.
 """
 
 from __future__ import annotations
@@ -23,13 +27,89 @@ from dataclasses import dataclass, field
 
 from dshweb.core.fold.compaction import measured_tokens
 from dshweb.core.fold.meter import USAGE_EVENTS, SessionMeter
-from dshweb.core.log.wire import AnyEvent
+from dshweb.core.log.wire import (
+    AnyEvent,
+    AssistantMessage,
+    CompactionPrune,
+    CompactionStart,
+    StepStart,
+)
 
 RUNGS = (1, 2, 3, 5, 8, 13, 20)
 """The step counts the line can promise; the last one reads "20+"."""
 
 MAX_SAMPLES = 256
 """The most samples kept (the ``paceSamples`` setting cannot ask for more)."""
+
+
+@dataclass(frozen=True, slots=True)
+class InferredPoint:
+    """The range the engine's own decisions allow the compaction point (``None``: no
+    decision bounds that side)."""
+
+    low: int | None = None
+    high: int | None = None
+    decisions: int = 0
+
+    def holds(self, threshold: int) -> bool:
+        return (self.low is None or threshold >= self.low) and (
+            self.high is None or threshold <= self.high
+        )
+
+    def as_json(self) -> dict[str, int | None]:
+        return {"low": self.low, "high": self.high, "decisions": self.decisions}
+
+
+@dataclass(slots=True)
+class Decisions:
+    """The automatic compaction decisions of a log, as bounds on the point; they start
+    over when the window or the reserved tokens change (the point moves with them)."""
+
+    passed: int | None = None
+    """The highest measure a request went out at."""
+    folded: int | None = None
+    """The lowest measure an automatic fold started at."""
+    count: int = 0
+    basis: tuple[int | None, int | None] | None = None
+    pruned_in_step: bool = False
+
+    def observe(self, event: AnyEvent, meter: SessionMeter) -> None:
+        """Look at ``event`` before ``meter`` folds it."""
+        kind = type(event)
+        if kind is StepStart:
+            self.pruned_in_step = False
+        elif kind is CompactionPrune:
+            if not self.pruned_in_step:
+                self.pruned_in_step = True
+                self._decided(meter, folded=True)
+        elif kind is CompactionStart:
+            data = event.data  # type: ignore[union-attr]
+            if data is not None and data.turn is not None and not self.pruned_in_step:
+                self._decided(meter, folded=True)
+        elif kind is AssistantMessage:
+            self._decided(meter, folded=False)
+
+    def _decided(self, meter: SessionMeter, *, folded: bool) -> None:
+        basis = (meter.context_window, meter.reserved_tokens)
+        if basis != self.basis:
+            self.passed = self.folded = None
+            self.count, self.basis = 0, basis
+        reading = measured_tokens(meter)
+        if folded:
+            self.folded = reading if self.folded is None else min(self.folded, reading)
+        else:
+            self.passed = reading if self.passed is None else max(self.passed, reading)
+        self.count += 1
+        if self.passed is not None and self.folded is not None and self.passed >= self.folded:
+            # No one point does both: it moved (a profile changed under the session).
+            # The decision just made is the first under the new one.
+            self.passed, self.folded = (None, reading) if folded else (reading, None)
+            self.count = 1
+
+    @property
+    def inferred(self) -> InferredPoint:
+        low = self.passed + 1 if self.passed is not None else None
+        return InferredPoint(low, self.folded, self.count)
 
 
 @dataclass(slots=True)
@@ -44,9 +124,11 @@ class PaceCollector:
     start over): the fold forecast's samples (:mod:`dshweb.core.fold.forecast`)."""
     times: list[int] = field(default_factory=list)
     """The event time (epoch ms) of each step boundary, the last :data:`MAX_SAMPLES`."""
+    decisions: Decisions = field(default_factory=Decisions)
 
     def observe(self, event: AnyEvent, meter: SessionMeter) -> None:
         """Look at ``event`` before ``meter`` folds it."""
+        self.decisions.observe(event, meter)
         if type(event) not in USAGE_EVENTS:
             return
         data = event.data  # type: ignore[union-attr]

@@ -18,7 +18,7 @@ from dshweb.core.fold.compaction import CompactionPoint, compaction_point, measu
 from dshweb.core.fold.forecast import NO_FORECAST_YET, Forecast, as_of, fold_forecast
 from dshweb.core.fold.ledger import Ledger, LedgerCollector
 from dshweb.core.fold.meter import SessionMeter, SurfaceNode
-from dshweb.core.fold.pace import PaceCollector
+from dshweb.core.fold.pace import InferredPoint, PaceCollector
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.jsjson import printable
 from dshweb.core.log.reader import LogTail
@@ -144,6 +144,8 @@ class SessionSnapshot:
     """Per-step growth of ``measured_tokens`` over the last steps, across folds."""
     step_times: tuple[int, ...] = ()
     """When each of the last steps began (epoch ms)."""
+    inferred: InferredPoint = field(default_factory=InferredPoint)
+    """The compaction point's range by the engine's own decisions in the log."""
     pace_forecast: Forecast = NO_FORECAST_YET
     """The fold forecast from that pace (:func:`~dshweb.core.fold.forecast.fold_forecast`,
     made once per snapshot, without a clock: :meth:`forecast` says when it is idle)."""
@@ -155,6 +157,18 @@ class SessionSnapshot:
         """What DSH's own ring shows: ``projectedTokens ?? pressureTokens``."""
         pressure = self.context_pressure
         return pressure.get("projectedTokens", pressure.get("pressureTokens"))
+
+    @property
+    def threshold_source(self) -> str | None:
+        """``config`` while the profile's compaction point agrees with what the engine did
+        (or nothing bounds it), ``inferred`` when the engine's decisions say otherwise or
+        the profile gives none; ``None`` when neither knows."""
+        return threshold_source(self.point, self.inferred)
+
+    @property
+    def threshold(self) -> int | None:
+        """The compaction point the band and the forecast go by (see ``threshold_source``)."""
+        return effective_threshold(self.point, self.inferred)
 
     def forecast(self, now_ms: int | None = None) -> Forecast:
         """Steps and minutes until the next automatic fold (``now_ms``: epoch ms now, to
@@ -172,6 +186,7 @@ class SessionSnapshot:
             )
         )
         compaction["measuredTokens"] = self.measured_tokens
+        compaction["inferred"] = self.inferred.as_json()
         return {
             "sessionId": self.session_id,
             "title": self.title,
@@ -235,6 +250,7 @@ def take_snapshot(
     meter, activity, header = tracker.meter, tracker.activity, tracker.header
     measured = measured_tokens(meter)
     growth, times = tuple(tracker.pace.growth), tuple(tracker.pace.times)
+    inferred = tracker.pace.decisions.inferred
     point = (
         compaction_point(
             context_window=meter.context_window,
@@ -273,9 +289,10 @@ def take_snapshot(
         pace_samples=tracker.pace.samples,
         pace_growth=growth,
         step_times=times,
+        inferred=inferred,
         pace_forecast=fold_forecast(
             measured=measured,
-            threshold=point.threshold_tokens if point is not None else None,
+            threshold=effective_threshold(point, inferred),
             growth=growth,
             times=times,
         ),
@@ -283,3 +300,27 @@ def take_snapshot(
             meter, threshold=point.threshold_tokens if point is not None else None
         ),
     )
+
+
+def threshold_source(point: CompactionPoint | None, inferred: InferredPoint) -> str | None:
+    """Which compaction point a session goes by: the profile's (``config``) unless the
+    engine's decisions rule it out or it has none (``inferred``, when they bound it)."""
+    configured = point.threshold_tokens if point is not None else None
+    if configured is not None and inferred.holds(configured):
+        return "config"
+    if inferred.low is not None or inferred.high is not None:
+        return "inferred"
+    return "config" if configured is not None else None
+
+
+def effective_threshold(point: CompactionPoint | None, inferred: InferredPoint) -> int | None:
+    """The point of :func:`threshold_source`: the profile's, or the middle of the range
+    the decisions allow once a fold bounds it from above (before the first fold, the
+    requests let out only say how low it is not: no point to measure against yet)."""
+    source = threshold_source(point, inferred)
+    if source == "config":
+        return point.threshold_tokens if point is not None else None
+    low, high = inferred.low, inferred.high
+    if source is None or high is None:
+        return None
+    return (low + high) // 2 if low is not None else high
