@@ -29,6 +29,8 @@ from dshweb.core.profile.layers import engine_config
 from tests.conftest import FIXTURE_HOMES
 
 HOMES = sorted(p for p in FIXTURE_HOMES.glob("*") if (p / "sessions").is_dir())
+KNOWN_POINTS = {"patched-point": 12_000}
+"""Sessions run under a ``dsh --patch`` the home does not hold: the point it set."""
 
 
 def _decisions(log: Path) -> tuple[list[int], list[int], int | None]:
@@ -62,7 +64,7 @@ def _decisions(log: Path) -> tuple[list[int], list[int], int | None]:
     point = compaction_point(
         context_window=meter.context_window, reserved=meter.reserved_tokens, engine=engine
     )
-    return folded, passed, point.threshold_tokens
+    return folded, passed, KNOWN_POINTS.get(log.parent.name, point.threshold_tokens)
 
 
 LOGS = [log.path for home in HOMES for log in session_logs(home)]

@@ -45,7 +45,8 @@ from tests.snapshots import session_snapshot
 SESSIONS = frozenset(("plain-turns", "manual-compact", "auto-compact", "cjk-emoji"))
 """The home the pages show: these fixture homes' sessions on ``plain-turns``' profiles (DSH's
 defaults). The first two run on a 1,000,000-token window (ample); the other two on a
-24,000-token one, where the default reserve leaves no compaction point (band unknown)."""
+24,000-token one, where the default reserve leaves no compaction point: they folded, so
+their band goes by the point the engine's decisions infer (moderate)."""
 
 
 class Elements(HTMLParser):
@@ -190,8 +191,12 @@ def test_list_shows_every_session_with_its_percent(
         assert rows[session_id]["data-percent"] == str(ring_percent(used, window)), session_id
     assert rows["plain-turns"]["data-percent"] == "1"  # 5976 of 1,000,000
     assert rows["plain-turns"]["data-band"] == "ample"  # 5976 / 678,464
-    # No threshold when window − reserved − headroom is not positive.
-    assert rows["auto-compact"]["data-band"] == "unknown"
+    # The profile gives no point (window − reserved − headroom is not positive), but the
+    # session folded: the band goes by the point the engine's decisions infer.
+    folded = snapshots["auto-compact"]
+    assert folded.point is not None and folded.point.threshold_tokens is None
+    assert folded.threshold_source == "inferred" and folded.threshold is not None
+    assert rows["auto-compact"]["data-band"] == context_gauge(folded).band.value != "unknown"
 
 
 @pytest.mark.django_db
@@ -281,7 +286,8 @@ def _shown(html: str) -> list[str]:
         ("?state=live", set()),
         ("?state=idle", SESSIONS),
         ("?state=bogus", SESSIONS),
-        ("?band=unknown", {"auto-compact", "cjk-emoji"}),
+        ("?band=moderate", {"auto-compact", "cjk-emoji"}),
+        ("?band=unknown", set()),
         ("?band=ample&q=plain", {"plain-turns"}),
         ("?band=tight", set()),
         ("?band=nonsense&sort=nonsense&page=x&per_page=-3", SESSIONS),
@@ -338,10 +344,11 @@ def test_list_counts_the_whole_home_by_band(
     expected = {band.value: 0 for band in Band}
     for shot in snapshots.values():
         expected[context_gauge(shot).band.value] += 1
-    assert expected["ample"] == 2 and expected["unknown"] == 2
+    assert expected["ample"] == 2 and expected["moderate"] == 2
     html = user_client.get("/?q=plain").content.decode()
     chips = dict(re.findall(r'data-band-count="(\w+)" data-count="(\d+)"', html))
-    assert chips == {band: str(n) for band, n in expected.items()}
+    # "unknown" has a chip only while some session is in it.
+    assert chips == {band: str(n) for band, n in expected.items() if n or band != "unknown"}
     # A band's chip filters by it (keeping the rest of the query), or, when chosen, stops.
     assert 'href="/?q=plain&amp;band=ample"' in html
     chosen = user_client.get("/?q=plain&band=ample").content.decode()
@@ -355,8 +362,8 @@ def test_list_counts_the_whole_home_by_band(
     [
         ("", ["cjk-emoji", "manual-compact", "auto-compact", "plain-turns"]),  # newest first
         ("percent", ["auto-compact", "cjk-emoji", "manual-compact", "plain-turns"]),
-        # Least headroom first; no compaction point (no headroom) last, newest first.
-        ("headroom", ["plain-turns", "manual-compact", "cjk-emoji", "auto-compact"]),
+        # Least headroom first (the small windows' by their inferred points).
+        ("headroom", ["auto-compact", "cjk-emoji", "plain-turns", "manual-compact"]),
     ],
 )
 def test_list_sorts_on_the_server(
@@ -371,7 +378,7 @@ def test_list_sorts_on_the_server(
     if sort == "percent":
         assert [r.percent for r in readings] == [41, 37, 1, 1]
     if sort == "headroom":
-        assert [r.headroom for r in readings] == [672_488, 672_567, None, None]
+        assert [r.headroom for r in readings] == [2_647, 3_307, 672_488, 672_567]
     html = user_client.get(f"/?sort={sort}").content.decode()
     assert _shown(html) == order
 
