@@ -1,12 +1,14 @@
-"""Hand-made :class:`SessionSnapshot` values for the list's tests: one event, nothing
-measured, only what a test names set."""
+"""Hand-made :class:`SessionSnapshot` values for the list's tests (one event, nothing
+measured, only what a test names set), and the snapshot of a one-session fixture home."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
 
+from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
+from tests.conftest import FIXTURE_HOMES
 
 
 def session_snapshot(
@@ -38,3 +40,11 @@ def session_snapshot(
         errors=(),
     )
     return replace(snapshot, **fields)
+
+
+def fixture_snapshot(home_name: str, at_seq: int | None = None) -> SessionSnapshot:
+    """The one session of fixture home ``home_name``, folded through ``at_seq``."""
+    index = HomeIndex(FIXTURE_HOMES / home_name, stop_after_seq=at_seq)
+    index.refresh()
+    (folder,) = index.trackers
+    return index.snapshot(folder)

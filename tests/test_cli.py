@@ -79,14 +79,11 @@ def test_the_forecast_is_the_sessions_pace_over_what_is_left() -> None:
     from unittest.mock import patch
 
     from dshweb.core.fold.forecast import IDLE_AFTER_MS
-    from dshweb.core.fold.index import HomeIndex
     from tests.conftest import FIXTURE_HOMES
+    from tests.snapshots import fixture_snapshot
 
     home = FIXTURE_HOMES / "pace-steady"
-    index = HomeIndex(home)
-    index.refresh()
-    (folder,) = index.trackers
-    here = index.snapshot(folder)
+    here = fixture_snapshot("pace-steady")
     soon = here.step_times[-1] + 60_000
     with patch("dshweb.cli.snapshot.time.time", return_value=soon / 1000):
         (shot,) = _snapshot("--home", str(home))

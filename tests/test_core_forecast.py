@@ -24,8 +24,8 @@ from dshweb.core.fold.forecast import (
     fold_forecast,
 )
 from dshweb.core.fold.index import HomeIndex
-from dshweb.core.fold.session import SessionSnapshot
 from tests.conftest import FIXTURE_HOMES
+from tests.snapshots import fixture_snapshot
 
 MINUTE = 60_000
 
@@ -119,10 +119,7 @@ def test_a_session_that_resumes_before_the_idle_mark_has_a_forecast() -> None:
 
 
 def test_a_real_sessions_growth_goes_on_across_its_folds() -> None:
-    index = HomeIndex(FIXTURE_HOMES / "pace-steady")
-    index.refresh()
-    (folder,) = index.trackers
-    shot = index.snapshot(folder)
+    shot = fixture_snapshot("pace-steady")
     assert shot.ledger.compactions >= 3
     # The plugin's samples start over at each fold; the forecast's keep every step's
     # growth (one per step boundary but the first), less the drops (each fold's).
@@ -147,19 +144,12 @@ def test_a_real_sessions_growth_goes_on_across_its_folds() -> None:
 CUTS = (60, 150, 300, 450, None)
 
 
-def _at(home_name: str, seq: int | None) -> SessionSnapshot:
-    index = HomeIndex(FIXTURE_HOMES / home_name, stop_after_seq=seq)
-    index.refresh()
-    (folder,) = index.trackers
-    return index.snapshot(folder)
-
-
 def test_a_point_set_by_a_patch_the_log_does_not_record_is_inferred_and_narrows() -> None:
     # patched-point ran under `dsh --patch` with the small window's settings (point
     # 12,000); the home's profile says nothing of them: no configured point for its window.
     widths = []
     for seq in CUTS:
-        shot = _at("patched-point", seq)
+        shot = fixture_snapshot("patched-point", seq)
         assert shot.point is not None and shot.point.threshold_tokens is None
         inferred = shot.inferred
         assert shot.threshold_source == "inferred" and inferred.decisions > 0
@@ -172,7 +162,7 @@ def test_a_point_set_by_a_patch_the_log_does_not_record_is_inferred_and_narrows(
         widths.append(inferred.high - inferred.low)
     assert len(widths) == 4 and widths == sorted(widths, reverse=True) and widths[0] > widths[-1]
     assert widths[-1] <= 50  # eight folds later: within 50 tokens
-    last = _at("patched-point", None)
+    last = fixture_snapshot("patched-point", None)
     assert last.as_json()["compaction"]["inferred"] == {
         "low": last.inferred.low,
         "high": last.inferred.high,
@@ -183,7 +173,7 @@ def test_a_point_set_by_a_patch_the_log_does_not_record_is_inferred_and_narrows(
 
 @pytest.mark.parametrize("home_name", ["auto-compact", "pace-steady", "pace-mixed", "demo-live"])
 def test_a_configured_point_the_engine_went_by_is_the_one_shown(home_name: str) -> None:
-    shot = _at(home_name, None)
+    shot = fixture_snapshot(home_name, None)
     assert shot.point is not None and shot.point.threshold_tokens == 12_000
     assert shot.inferred.decisions > 0 and shot.inferred.holds(12_000)
     assert shot.inferred.high is not None  # these fold: bounded both ways

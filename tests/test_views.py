@@ -40,7 +40,7 @@ from dshweb.live.hub import SessionView
 from dshweb.live.service import sync_home
 from tests.conftest import FIXTURE_HOMES
 from tests.homecopies import home_of_copies
-from tests.snapshots import session_snapshot
+from tests.snapshots import fixture_snapshot, session_snapshot
 
 SESSIONS = frozenset(("plain-turns", "manual-compact", "auto-compact", "cjk-emoji"))
 """The home the pages show: these fixture homes' sessions on ``plain-turns``' profiles (DSH's
@@ -841,10 +841,7 @@ def test_the_ring_says_when_the_next_fold_should_come_and_where_the_next_steps_l
     from dshweb.core.fold.forecast import IDLE_AFTER_MS
     from dshweb.core.fold.gauge import context_gauge
 
-    index = HomeIndex(FIXTURE_HOMES / "pace-steady")
-    index.refresh()
-    (folder,) = index.trackers
-    shot = index.snapshot(folder)
+    shot = fixture_snapshot("pace-steady")
     view = SessionView(shot, context_gauge(shot), 1)
     last_step = shot.step_times[-1]
     with patch("dshweb.dashboard.fragments.time.time", return_value=(last_step + 60_000) / 1000):
@@ -895,10 +892,7 @@ def test_a_list_row_says_how_soon_its_session_folds() -> None:
     from dshweb.core.fold.gauge import context_gauge
     from dshweb.core.listing.tree import SessionEntry
 
-    index = HomeIndex(FIXTURE_HOMES / "pace-steady")
-    index.refresh()
-    (folder,) = index.trackers
-    shot = index.snapshot(folder)
+    shot = fixture_snapshot("pace-steady")
     entry = SessionEntry(shot, context_gauge(shot), 0, False, "local")
     last_step = shot.step_times[-1]
     said = shot.forecast(last_step + 60_000)
@@ -926,10 +920,7 @@ def test_a_list_row_says_how_soon_its_session_folds() -> None:
 def test_the_ring_of_a_session_whose_point_the_profile_cannot_tell_shows_the_inferred_one() -> None:
     from dshweb.core.fold.gauge import context_gauge
 
-    index = HomeIndex(FIXTURE_HOMES / "patched-point")
-    index.refresh()
-    (folder,) = index.trackers
-    shot = index.snapshot(folder)
+    shot = fixture_snapshot("patched-point")
     low, high = shot.inferred.low, shot.inferred.high
     assert low is not None and high is not None
     html = fragments.live_parts_html("local", SessionView(shot, context_gauge(shot), 1))
@@ -943,10 +934,7 @@ def test_the_ring_of_a_session_whose_point_the_profile_cannot_tell_shows_the_inf
     assert f"between {low:,} and {high:,} tokens" in html
     assert "the profile gives none for this window" in html
     # A session whose profile the engine went by says nothing of it.
-    plain = HomeIndex(FIXTURE_HOMES / "pace-steady")
-    plain.refresh()
-    (other,) = plain.trackers
-    shot = plain.snapshot(other)
+    shot = fixture_snapshot("pace-steady")
     html = fragments.live_parts_html("local", SessionView(shot, context_gauge(shot), 1))
     ring = Elements(html).by_id["context-ring"]
     assert ring["data-threshold-source"] == "config" and "data-threshold-low" not in ring
