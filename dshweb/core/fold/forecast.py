@@ -41,6 +41,7 @@ SPREAD_Z = 1.28
 low end) and below it (the high end): the 10th and 90th percentiles of a normal sum."""
 IDLE_AFTER_MS = 30 * 60 * 1000
 SPIKE_MEDIANS = 20.0
+"""A step this many times the median of the recent ones is a spike (when it is alone)."""
 
 NO_POINT = "no compaction point"
 TOO_FEW = "too few steps"
@@ -142,15 +143,6 @@ def _without_spikes(values: Sequence[int], median: float) -> list[float]:
     if len(spikes) != 1:
         return [float(v) for v in values]
     return [median if i == spikes[0] else float(v) for i, v in enumerate(values)]
-
-
-def _quantile(values: Sequence[float], q: float) -> float:
-    """The ``q`` quantile, interpolated between the closest ranks."""
-    ordered = sorted(values)
-    at = q * (len(ordered) - 1)
-    below = math.floor(at)
-    above = min(below + 1, len(ordered) - 1)
-    return ordered[below] + (ordered[above] - ordered[below]) * (at - below)
 
 
 def _minutes(steps: float, times: Sequence[int]) -> float | None:
