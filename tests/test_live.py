@@ -262,17 +262,25 @@ async def test_a_saved_profile_patch_moves_the_compaction_point(
 ) -> None:
     communicator, first = await _signed_in("/ws/homes/local/sessions/auto-compact/", cookie)
     assert _attr(first, "context-ring", "data-threshold") == "12000"
+    assert _attr(first, "context-ring", "data-threshold-source") == "config"
     patch = home / "profiles" / "sdk" / "cordis.patch.yml"
     patch.write_text(
         patch.read_text().replace("thresholdRatio: 0.5", "thresholdRatio: 0.25"), "utf-8"
     )
     update = await _receive_until(
-        communicator,
-        lambda html: (
-            "context-ring" in html and _attr(html, "context-ring", "data-threshold") == "6000"
-        ),
+        communicator, lambda html: '<data value="6000">6,000</data>' in html
     )
-    assert _attr(update, "compaction-point", "id") == "compaction-point"
+    # The profile's point moved to 6,000, but the engine let this session's requests out
+    # above it (under the point it ran with, 12,000): the ring goes by what the engine
+    # did (no fold yet in this third of the log: only how low the point is not) and says
+    # what the profile says.
+    assert _attr(update, "context-ring", "data-threshold-source") == "inferred"
+    low = int(_attr(update, "context-ring", "data-threshold-low"))
+    assert 6_000 < low <= 12_000
+    assert _attr(update, "context-ring", "data-threshold-high") == ""
+    assert _attr(update, "context-ring", "data-threshold") == ""
+    assert f"at least {low:,} tokens (no fold yet)" in update
+    assert "the profile says 6,000, which the engine did not go by" in update
     await communicator.disconnect()
 
 
