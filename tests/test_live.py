@@ -234,6 +234,45 @@ async def test_session_socket_follows_appended_frames(
 
 
 @pytest.mark.asyncio
+async def test_a_session_update_holds_only_the_parts_that_changed(
+    home: Path, cookie: bytes, stop: None
+) -> None:
+    from dshweb.dashboard.fragments import LIVE_PARTS
+
+    communicator, first = await _signed_in("/ws/homes/local/sessions/auto-compact/", cookie)
+    ids = [
+        "session-header",
+        "context-ring",
+        "context-pressure",
+        "breakdown",
+        "token-usage",
+        "compaction-point",
+        "timeline",
+        "ledger",
+        "largest-nodes",
+        "session-errors",
+    ]
+    assert len(ids) == len(LIVE_PARTS)
+    assert all(f'id="{part}"' in first for part in ids)  # the first message: every part
+    folds = _attr(first, "ledger", "data-folds")
+    log, rest = _rest_of_log(home)
+    updates: list[str] = []
+    for frame in rest:
+        with log.open("ab") as handle:
+            handle.write(frame)
+        await asyncio.sleep(0.01)
+    while not updates or _attr(updates[-1], "context-ring", "data-used") != "9771":
+        updates.append(await _receive_until(communicator, lambda html: "context-ring" in html))
+    # Parts nothing changed in are not sent again (the errors card never changes here);
+    # a part that changed is (the ledger, at the folds the rest of the log holds).
+    assert not any('id="session-errors"' in update for update in updates)
+    with_ledger = [u for u in updates if 'id="ledger"' in u]
+    assert with_ledger and len(with_ledger) < len(updates)
+    assert _attr(with_ledger[-1], "ledger", "data-folds") != folds
+    await communicator.disconnect()
+
+
+@pytest.mark.asyncio
 async def test_unknown_session_socket_says_gone(home: Path, cookie: bytes, stop: None) -> None:
     communicator, first = await _signed_in("/ws/homes/local/sessions/nope/", cookie)
     assert _attr(first, "live-status", "data-state") == "gone"

@@ -197,11 +197,21 @@ class SessionConsumer(_PageConsumer):
     def session_id(self) -> str:
         return str(self.scope["url_route"]["kwargs"]["session_id"])
 
+    shown_parts: tuple[str, ...] = ()
+    """The parts the page holds: what this socket sent last, part by part."""
+
     def current_html(self, version: int | None = None) -> str:
+        """The parts that differ from what the page holds (all of them, the first time):
+        a session's update is mostly its ring and figures, not its ledger and nodes."""
         view = shown_session(self.home, self.session_id, version)
         if view is None:
+            self.shown_parts = ()
             return fragments.session_gone_html()
-        return fragments.session_view_html(self.home, view)
+        parts = fragments.session_view_parts(self.home, view)
+        before, self.shown_parts = self.shown_parts, parts
+        if len(before) != len(parts):
+            return "".join(parts)
+        return "".join(part for part, held in zip(parts, before, strict=True) if part != held)
 
     async def session_changed(self, event: dict[str, Any]) -> None:
         self._render_soon("current_html", event.get("version"), _newer)

@@ -225,31 +225,36 @@ LIVE_PARTS: tuple[tuple[str, Callable[[SessionSnapshot], object] | None], ...] =
 small part of the snapshot (the ledger, the largest nodes: they move far less often than
 the session grows); such a part is rendered again only when that changed."""
 
-_rendered: OrderedDict[tuple[str, str, int, Forecast], str] = OrderedDict()
+_rendered: OrderedDict[tuple[str, str, int, Forecast], tuple[str, ...]] = OrderedDict()
 _steady: OrderedDict[tuple[str, str, str], tuple[object, str]] = OrderedDict()
 RENDERED_KEPT = 64
 """Sessions whose live parts are kept rendered: a page view or a socket of a session
 renders them once per version, whoever asks."""
 
 
-def live_parts_html(home: str, view: SessionView) -> str:
-    """The session page's live parts (:data:`LIVE_PARTS`) for a session of ``home``,
-    rendered once per version."""
+def live_parts(home: str, view: SessionView) -> tuple[str, ...]:
+    """The session page's live parts (:data:`LIVE_PARTS`) for a session of ``home``, each
+    on its own, rendered once per version."""
     shot = view.snapshot
     forecast = session_forecast(shot)  # moves with the clock too: idle after a while
     key = (home, shot.session_id, view.version, forecast)
     with _rendered_lock:
-        html = _rendered.get(key)
-        if html is not None:
+        parts = _rendered.get(key)
+        if parts is not None:
             _rendered.move_to_end(key)
-            return html
+            return parts
     context = session_context(home, shot, view.gauge, forecast)
-    html = "".join(_part_html(home, shot, name, shows, context) for name, shows in LIVE_PARTS)
+    parts = tuple(_part_html(home, shot, name, shows, context) for name, shows in LIVE_PARTS)
     with _rendered_lock:
-        _rendered[key] = html
+        _rendered[key] = parts
         while len(_rendered) > RENDERED_KEPT:
             _rendered.popitem(last=False)
-    return html
+    return parts
+
+
+def live_parts_html(home: str, view: SessionView) -> str:
+    """The live parts as one piece of HTML (a page load)."""
+    return "".join(live_parts(home, view))
 
 
 def _part_html(
@@ -275,10 +280,12 @@ def _part_html(
     return html
 
 
-def session_view_html(home: str, view: SessionView) -> str:
-    """What a session's socket sends: its live parts, and the Compact status (which sits
-    in a card of the page that is not pushed, beside the per-user button)."""
-    return live_parts_html(home, view) + compact_status_html(home, view.snapshot)
+def session_view_parts(home: str, view: SessionView) -> tuple[str, ...]:
+    """What a session's socket sends, part by part: its live parts, and the Compact
+    status (which sits in a card of the page that is not pushed, beside the per-user
+    button). Each part replaces its element by id, so a socket sends only those that
+    changed since its last message."""
+    return (*live_parts(home, view), compact_status_html(home, view.snapshot))
 
 
 def session_gone_html() -> str:
