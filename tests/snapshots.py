@@ -48,3 +48,18 @@ def fixture_snapshot(home_name: str, at_seq: int | None = None) -> SessionSnapsh
     index.refresh()
     (folder,) = index.trackers
     return index.snapshot(folder)
+
+
+LIVE_PART_IDS = (
+    "session-header",
+    "context-ring",
+    "context-pressure",
+    "breakdown",
+    "token-usage",
+    "compaction-point",
+    "timeline",
+    "ledger",
+    "largest-nodes",
+    "session-errors",
+)
+"""The ids of a session page's live parts, in page order (what its socket replaces)."""

@@ -238,20 +238,10 @@ async def test_a_session_update_holds_only_the_parts_that_changed(
     home: Path, cookie: bytes, stop: None
 ) -> None:
     from dshweb.dashboard.fragments import LIVE_PARTS
+    from tests.snapshots import LIVE_PART_IDS
 
     communicator, first = await _signed_in("/ws/homes/local/sessions/auto-compact/", cookie)
-    ids = [
-        "session-header",
-        "context-ring",
-        "context-pressure",
-        "breakdown",
-        "token-usage",
-        "compaction-point",
-        "timeline",
-        "ledger",
-        "largest-nodes",
-        "session-errors",
-    ]
+    ids = list(LIVE_PART_IDS)
     assert len(ids) == len(LIVE_PARTS)
     assert all(f'id="{part}"' in first for part in ids)  # the first message: every part
     folds = _attr(first, "ledger", "data-folds")

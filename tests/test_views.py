@@ -40,7 +40,7 @@ from dshweb.live.hub import SessionView
 from dshweb.live.service import sync_home
 from tests.conftest import FIXTURE_HOMES
 from tests.homecopies import home_of_copies
-from tests.snapshots import fixture_snapshot, session_snapshot
+from tests.snapshots import LIVE_PART_IDS, fixture_snapshot, session_snapshot
 
 SESSIONS = frozenset(("plain-turns", "manual-compact", "auto-compact", "cjk-emoji"))
 """The home the pages show: these fixture homes' sessions on ``plain-turns``' profiles (DSH's
@@ -525,18 +525,7 @@ def test_session_page_is_its_live_parts(
     # The socket sends the live parts; the first render is the very same markup.
     live = _live_parts(snapshots["plain-turns"])
     assert live.strip() in html
-    assert [attrs.get("id") for _, attrs in TopLevel(live).elements] == [
-        "session-header",
-        "context-ring",
-        "context-pressure",
-        "breakdown",
-        "token-usage",
-        "compaction-point",
-        "timeline",
-        "ledger",
-        "largest-nodes",
-        "session-errors",
-    ]
+    assert [attrs.get("id") for _, attrs in TopLevel(live).elements] == list(LIVE_PART_IDS)
     elements = Elements(html).by_id
     article = elements[dom_id("session", "plain-turns")]
     assert article["ws-connect"] == "/ws/homes/local/sessions/plain-turns/"

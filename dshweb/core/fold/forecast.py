@@ -88,14 +88,18 @@ def fold_forecast(
 ) -> Forecast:
     """The forecast for a session measured at ``measured`` tokens, with compaction point
     ``threshold``, per-step ``growth`` (oldest first) and step start ``times`` (epoch ms);
-    ``now_ms`` (epoch ms) tells an idle session."""
+    ``now_ms`` (epoch ms) tells an idle session (:func:`as_of`)."""
+    return as_of(_forecast(measured, threshold, growth, times), times, now_ms)
+
+
+def _forecast(
+    measured: int, threshold: int | None, growth: Sequence[int], times: Sequence[int]
+) -> Forecast:
     if threshold is None:
         return Forecast(reason=NO_POINT)
     recent = list(growth[-RECENT:])
     if len(recent) < NEED:
         return Forecast(reason=TOO_FEW)
-    if now_ms is not None and idle(times, now_ms):
-        return Forecast(reason=IDLE)
     median = statistics.median(recent)
     if median <= 0:
         return Forecast(reason=NOT_GROWING)
@@ -107,7 +111,7 @@ def fold_forecast(
     # The spread of the growth of two steps in a row, per step: a session whose steps
     # alternate (a tool call and its result, then the answer) grows steadily by the pair.
     pairs = [a + b for a, b in itertools.pairwise(pattern)]
-    spread = math.sqrt(statistics.pvariance(pairs) / 2) if len(pairs) > 1 else 0.0
+    spread = math.sqrt(_variance(pairs) / 2) if len(pairs) > 1 else 0.0
     steps = max(1.0, left / mean)
     # Rounded to a whole step, within float error (6.0000000001 steps is 6).
     low = math.floor(_steps_at(left, mean, spread, SPREAD_Z) + 1e-9)
@@ -126,6 +130,13 @@ def as_of(forecast: Forecast, times: Sequence[int], now_ms: int | None) -> Forec
     if now_ms is not None and forecast.steps is not None and idle(times, now_ms):
         return Forecast(reason=IDLE)
     return forecast
+
+
+def _variance(values: Sequence[float]) -> float:
+    """The population variance in floats (``statistics.pvariance`` works in exact
+    fractions: a tenth of a snapshot's cost)."""
+    mean = math.fsum(values) / len(values)
+    return math.fsum((v - mean) ** 2 for v in values) / len(values)
 
 
 def _steps_at(left: float, mean: float, spread: float, z: float) -> float:
