@@ -57,6 +57,7 @@ LIVE_PART_IDS = (
     "breakdown",
     "token-usage",
     "compaction-point",
+    "told",
     "timeline",
     "ledger",
     "largest-nodes",

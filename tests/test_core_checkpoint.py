@@ -78,11 +78,12 @@ def _snapshot(tracker: SessionTracker, home: Path) -> SessionSnapshot:
 
 def _assert_same(found: SessionTracker, cold: SessionTracker, home: Path) -> None:
     assert _snapshot(found, home) == _snapshot(cold, home)
-    assert (found.meter, found.activity, found.pace, found.ledger) == (
+    assert (found.meter, found.activity, found.pace, found.ledger, found.told) == (
         cold.meter,
         cold.activity,
         cold.pace,
         cold.ledger,
+        cold.told,
     )
     assert (found.header, found.error, found.stop_after_seq) == (
         cold.header,
@@ -177,6 +178,7 @@ def test_the_checkpoint_keeps_every_field_of_the_tracker() -> None:
         "activity",
         "pace",
         "ledger",
+        "told",
         "header",
         "error",
         "version",  # fresh after a load, never restored

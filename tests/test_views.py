@@ -30,6 +30,7 @@ from django.test import Client
 from dshweb.core.fold.gauge import Band, context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
+from dshweb.core.fold.told import told_gap
 from dshweb.core.listing.pages import SessionList
 from dshweb.core.listing.query import ListQuery
 from dshweb.core.listing.tree import session_tree
@@ -109,6 +110,7 @@ def session_context(shot: SessionSnapshot) -> dict[str, Any]:
         "ring": ring_arcs(context_gauge(shot), shot.context_breakdown, forecast),
         "breakdown": breakdown_parts(shot.context_breakdown),
         "cache_hit": cache_hit_ratio(shot.token_usage),
+        "told_gap": told_gap(shot.told, context_gauge(shot).band, shot.threshold),
     }
 
 
@@ -928,3 +930,37 @@ def test_the_ring_of_a_session_whose_point_the_profile_cannot_tell_shows_the_inf
     ring = Elements(html).by_id["context-ring"]
     assert ring["data-threshold-source"] == "config" and "data-threshold-low" not in ring
     assert "inferred-point" not in html
+
+
+@pytest.mark.django_db
+def test_the_session_page_shows_what_the_model_was_told_beside_the_truth_now() -> None:
+    from dshweb.core.fold.gauge import context_gauge
+
+    shot = fixture_snapshot("told-unmirrored")
+    line = shot.told.line
+    assert line is not None
+    gauge = context_gauge(shot)
+    html = fragments.live_parts_html("local", SessionView(shot, gauge, 1))
+    card = Elements(html).by_id["told"]
+    assert card["data-told-band"] == "ample" and card["data-now-band"] == gauge.band
+    assert gauge.band in (Band.TIGHT, Band.CRITICAL)  # 10K of a 12,000 point
+    assert card["data-disagrees"] == "true" and card["data-bands-apart"] == "2"
+    assert line.text.replace("'", "&#x27;") in html
+    assert (
+        f"it was told <strong>ample</strong>, the context is <strong>{gauge.band}</strong>" in html
+    )
+    assert "told-point" in Elements(html).by_id  # the plugin names no point; the engine does
+    # A line that agrees with the truth raises no flag.
+    agreeing = fixture_snapshot("told-truth", 58)  # told moderate at 10K, before any fold
+    agreeing_gauge = context_gauge(agreeing)
+    assert agreeing_gauge.band == Band.MODERATE
+    html = fragments.live_parts_html("local", SessionView(agreeing, agreeing_gauge, 2))
+    card = Elements(html).by_id["told"]
+    assert (card["data-told-band"], card["data-disagrees"]) == ("moderate", "false")
+    assert "told-flag" not in Elements(html).by_id and "told-point" not in Elements(html).by_id
+    # Without the plugin the model was told nothing, and the page says so.
+    plain = fixture_snapshot("auto-compact")
+    html = fragments.live_parts_html("local", SessionView(plain, context_gauge(plain), 3))
+    card = Elements(html).by_id["told"]
+    assert (card["data-told-band"], card["data-disagrees"]) == ("nothing", "true")
+    assert "The model was told nothing about its context" in html

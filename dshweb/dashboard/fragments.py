@@ -22,6 +22,7 @@ from django.utils.safestring import mark_safe
 from dshweb.core.fold.forecast import Forecast
 from dshweb.core.fold.gauge import ContextGauge
 from dshweb.core.fold.session import SessionSnapshot
+from dshweb.core.fold.told import told_gap
 from dshweb.core.listing.pages import ListPage
 from dshweb.core.listing.query import ListQuery
 from dshweb.core.listing.tree import SessionEntry
@@ -60,6 +61,7 @@ def session_context(
         "breakdown": breakdown_parts(snapshot.context_breakdown),
         "cache_hit": cache_hit_ratio(snapshot.token_usage),
         "compact": compact_status(home, snapshot),
+        "told_gap": told_gap(snapshot.told, gauge.band, snapshot.threshold),
     }
 
 
@@ -216,6 +218,7 @@ LIVE_PARTS: tuple[tuple[str, Callable[[SessionSnapshot], object] | None], ...] =
     ("dashboard/_breakdown.html", None),
     ("dashboard/_token_usage.html", None),
     ("dashboard/_compaction_point.html", None),
+    ("dashboard/_told.html", None),
     ("dashboard/_timeline.html", None),
     ("dashboard/_ledger.html", lambda shot: (shot.ledger.folds, shot.ledger.refused)),
     ("dashboard/_largest_nodes.html", lambda shot: shot.largest_nodes),

@@ -2,7 +2,7 @@
 
 :func:`dump_checkpoint` writes a :class:`~dshweb.core.fold.session.SessionTracker`'s whole fold
 state (the tail's offset, file identity, next seq and sticky error; the meter, activity,
-pace and ledger; the header, error and ``stop_after_seq``) as one blob::
+pace, ledger and what the model was told; the header, error and ``stop_after_seq``) as one blob::
 
     tag "\\n" | HMAC-SHA256(key, tag "\\n" body) | body = zstd(pickle(state))
 
@@ -44,10 +44,11 @@ from dshweb.core.fold.ledger import LedgerCollector
 from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.fold.pace import PaceCollector
 from dshweb.core.fold.session import Activity, SessionTracker
+from dshweb.core.fold.told import ToldCollector
 from dshweb.core.log.frames import decompressor
 from dshweb.core.log.home import LogFile
 
-CHECKPOINT_VERSION = 3
+CHECKPOINT_VERSION = 4
 """Raise it whenever the state's shape or meaning changes."""
 
 FINGERPRINT_SPAN = 4 << 10
@@ -64,6 +65,7 @@ _STATE_MODULES = frozenset(
         "dshweb.core.fold.meter",
         "dshweb.core.fold.pace",
         "dshweb.core.fold.session",
+        "dshweb.core.fold.told",
     }
 )
 """Where the classes a checkpoint may hold live (the unpickler builds no other)."""
@@ -102,6 +104,7 @@ class _State:
     activity: Activity
     pace: PaceCollector
     ledger: LedgerCollector
+    told: ToldCollector
     header: dict[str, Any]
     error: str | None
 
@@ -208,6 +211,7 @@ def dump_checkpoint(tracker: SessionTracker, *, key: bytes) -> bytes:
         activity=tracker.activity,
         pace=tracker.pace,
         ledger=tracker.ledger,
+        told=tracker.told,
         header=tracker.header,
         error=tracker.error,
     )
@@ -329,7 +333,7 @@ def restore_checkpoint(log: LogFile, blob: bytes, *, key: bytes) -> SessionTrack
         tail.error = LogError("", offset=offset, seq=seq)
         tail.error.args = (text,)  # the text as it was formatted when the error arose
     tracker.meter, tracker.activity = state.meter, state.activity
-    tracker.pace, tracker.ledger = state.pace, state.ledger
+    tracker.pace, tracker.ledger, tracker.told = state.pace, state.ledger, state.told
     tracker.header, tracker.error = state.header, state.error
     tracker.touch()
     return tracker

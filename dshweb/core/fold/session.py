@@ -19,6 +19,7 @@ from dshweb.core.fold.forecast import NO_FORECAST_YET, Forecast, as_of, fold_for
 from dshweb.core.fold.ledger import Ledger, LedgerCollector
 from dshweb.core.fold.meter import SessionMeter, SurfaceNode
 from dshweb.core.fold.pace import InferredPoint, PaceCollector
+from dshweb.core.fold.told import Told, ToldCollector
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.jsjson import printable
 from dshweb.core.log.reader import LogTail
@@ -63,6 +64,7 @@ class SessionTracker:
     activity: Activity = field(init=False)
     pace: PaceCollector = field(init=False)
     ledger: LedgerCollector = field(init=False)
+    told: ToldCollector = field(init=False)
     header: dict[str, Any] = field(init=False)
     error: str | None = field(init=False, default=None)
     version: int = field(init=False, default=0)
@@ -78,6 +80,7 @@ class SessionTracker:
         self.activity = Activity()
         self.pace = PaceCollector()
         self.ledger = LedgerCollector()
+        self.told = ToldCollector()
         self.header = {}
 
     def refresh(self) -> bool:
@@ -102,6 +105,7 @@ class SessionTracker:
         if stop is not None and (event.seq if event.seq is not None else -1) > stop:
             return
         self.pace.observe(event, self.meter)  # before the fold: the reading as the step began
+        self.told.observe(event, self.meter)  # before the fold: the reading the line was given
         self.meter.fold(event)
         self.ledger.observe(event, self.meter)  # after the fold: the reading it left
         self.activity.fold(event)
@@ -151,6 +155,8 @@ class SessionSnapshot:
     made once per snapshot, without a clock: :meth:`forecast` says when it is idle)."""
     ledger: Ledger = field(default_factory=Ledger)
     """Every fold and the pressure timeline (dshweb.core.fold.ledger); the fold counts."""
+    told: Told = field(default_factory=Told)
+    """What dsh-context-truth last told the model about its context (dshweb.core.fold.told)."""
 
     @property
     def used_tokens(self) -> int | None:
@@ -209,6 +215,7 @@ class SessionSnapshot:
             "contextBreakdown": self.context_breakdown,
             "compaction": compaction,
             "forecast": self.forecast(now_ms).as_json(),
+            "told": self.told.as_json(),
             "errors": list(self.errors),
         }
 
@@ -299,6 +306,7 @@ def take_snapshot(
         ledger=tracker.ledger.result(
             meter, threshold=point.threshold_tokens if point is not None else None
         ),
+        told=tracker.told.result(),
     )
 
 

@@ -40,6 +40,9 @@ class Block(Struct):
 class Message(Struct):
     role: str | None = None
     content: Union[list[Raw], str, None] = None  # noqa: UP007 - msgspec reads the Union
+    source: Any = None
+    """Where a user message came from (``{"kind": "runtime-context", "sections": …}``,
+    read by :mod:`dshweb.core.fold.told`); any shape decodes."""
 
 
 class Replace(Struct, rename="camel"):

@@ -1,0 +1,266 @@
+"""What the model was told about its context: dsh-context-truth's last occupancy line.
+
+The plugin contributes a section named ``context-truth`` to the runtime context; when the
+rendered snapshot changes, the host appends it as a ``user/message`` whose ``source`` is
+``{"kind": "runtime-context", "form": "snapshot", "sections": [{"name", "text"}, …]}``
+(each snapshot supersedes the ones before it). :class:`ToldCollector` keeps the last such
+section, with the measure at that moment and the folds since. :func:`read_line` takes
+the figures and the band out of the line's words (English or Chinese, as the plugin
+renders them); a band the words do not name (a wording this code does not know) comes
+from the figures, by the plugin's default edges. :func:`told_gap` compares that band
+with the one the dashboard shows now.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+from dshweb.core.fold.compaction import measured_tokens
+from dshweb.core.fold.meter import SessionMeter
+from dshweb.core.log.wire import AnyEvent, CompactionStart, UserMessage
+
+SECTION = "context-truth"
+"""The runtime-context section dsh-context-truth contributes (its ``CONTEXT_NAME``)."""
+
+BANDS = ("ample", "moderate", "tight", "critical")
+"""From calmest to most urgent: the plugin's bands, and the dashboard's."""
+
+EDGES = (0.5, 0.85, 1.0)
+"""The plugin's default band edges (``moderateAt``, ``tightAt``, the point), for a line
+whose words name no band."""
+
+_SIZE = r"(?:under |不足 )?[\d.]+[KM]?"
+_FIGURES = (
+    re.compile(
+        rf"Context occupancy \(host-measured\): (?P<used>{_SIZE}) / (?P<window>[\d.]+[KM]?) "
+        rf"tokens used \((?P<percent>(?:under )?\d+)%\)"
+    ),
+    re.compile(
+        rf"上下文实况（宿主实测）：已用 (?P<used>{_SIZE}) / (?P<window>[\d.]+[KM]?)"
+        rf"（(?P<percent>(?:不足 )?\d+)%）"
+    ),
+)
+_POINT = re.compile(r"(?:Automatic compaction fires at |自动压缩阈值 )(?P<point>[\d.]+[KM]?)")
+_HEADROOM = re.compile(
+    r"(?:(?P<under>Under |距阈值不足 )|About |距阈值还有约 )(?P<headroom>[\d.]+[KM]?) tokens"
+)
+_NO_READING = ("Context occupancy: no reading yet", "上下文实况：本会话尚未取到用量读数")
+_BAND_WORDS = (
+    ("ample", ("Context is NOT scarce", "上下文不紧张")),
+    ("moderate", ("There is still real headroom", "仍有充足余量")),
+    ("tight", ("Headroom is genuinely small", "余量确实不多了")),
+    ("critical", ("At or past the automatic compaction point", "已到或越过自动压缩点")),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ToldLine:
+    """One occupancy line as the model was given it, and what dshweb measured then."""
+
+    seq: int | None
+    time: int | None
+    text: str
+    band: str
+    """``ample`` … ``critical``, or ``unknown`` (the line says there is no reading yet)."""
+    band_from: str
+    """``words`` (the line names its band) or ``figures`` (worked out from its numbers)."""
+    used: int | None
+    """Tokens used as the line gives them (a figure under one display step: None)."""
+    window: int | None
+    point: int | None
+    headroom: int | None
+    """Tokens of headroom as the line gives them (None: not given, or under a step)."""
+    percent: int | None
+    measured: int
+    """dshweb's measure of the context when the line was given (the plugin's reading)."""
+    folds_since: int = 0
+    """Folds started after the line was given (the model has not been told of them)."""
+
+    @property
+    def read_before_a_fold(self) -> bool:
+        """The line's figure is above what was measured as it was given: its reading was
+        taken before a fold that came between (the plugin floors its figure, so a true
+        reading is never more than half a thousand above the measure)."""
+        return self.used is not None and self.used > self.measured + 500
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "time": self.time,
+            "text": self.text,
+            "band": self.band,
+            "bandFrom": self.band_from,
+            "usedTokens": self.used,
+            "windowTokens": self.window,
+            "thresholdTokens": self.point,
+            "headroomTokens": self.headroom,
+            "percent": self.percent,
+            "measuredTokens": self.measured,
+            "foldsSince": self.folds_since,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Told:
+    """What the session's runtime context told the model about its occupancy."""
+
+    line: ToldLine | None = None
+    """The last line given (None: none, or the last snapshot carried none)."""
+    snapshots: int = 0
+    """Runtime-context snapshots in the log, with the line or without."""
+    lines: int = 0
+    """Snapshots that carried the line."""
+
+    def as_json(self) -> dict[str, Any] | None:
+        return None if self.line is None else self.line.as_json()
+
+
+def tokens(text: str) -> int | None:
+    """The plugin's compact figure back in tokens: ``12K`` → 12,000, ``1.00M`` →
+    1,000,000, ``850`` → 850 (None for ``under …`` or anything else)."""
+    scale = {"K": 1_000, "M": 1_000_000}.get(text[-1:], 1)
+    number = text[:-1] if scale != 1 else text
+    try:
+        return round(float(number) * scale)
+    except ValueError:
+        return None
+
+
+def read_line(text: str) -> dict[str, Any]:
+    """The figures and band of an occupancy line (see :class:`ToldLine`'s fields)."""
+    if text.startswith(_NO_READING):
+        return dict.fromkeys(("used", "window", "point", "headroom", "percent")) | {
+            "band": "unknown",
+            "band_from": "words",
+        }
+    found = next((m for p in _FIGURES if (m := p.search(text)) is not None), None)
+    used = window = percent = None
+    if found is not None:
+        used, window = tokens(found["used"]), tokens(found["window"])
+        percent = int(found["percent"]) if found["percent"].isdigit() else None
+    point_match, headroom_match = _POINT.search(text), _HEADROOM.search(text)
+    point = tokens(point_match["point"]) if point_match else None
+    headroom = (
+        tokens(headroom_match["headroom"])
+        if headroom_match and not headroom_match["under"]
+        else None
+    )
+    band = next((b for b, words in _BAND_WORDS if any(w in text for w in words)), None)
+    figures = {"used": used, "window": window, "point": point, "headroom": headroom}
+    if band is not None:
+        return figures | {"percent": percent, "band": band, "band_from": "words"}
+    return figures | {
+        "percent": percent,
+        "band": _band_of(used, point or window),
+        "band_from": "figures",
+    }
+
+
+def _band_of(used: int | None, point: int | None) -> str:
+    if point is None or point <= 0:
+        return "unknown"
+    ratio = (used or 0) / point
+    return BANDS[sum(ratio >= edge for edge in EDGES)]
+
+
+@dataclass(slots=True)
+class ToldCollector:
+    """The last occupancy line of a log, folded event by event (before the meter folds
+    each: the line's reading is the measure as its request was assembled)."""
+
+    _line: ToldLine | None = None
+    _snapshots: int = 0
+    _lines: int = 0
+
+    def observe(self, event: AnyEvent, meter: SessionMeter) -> None:
+        cls = type(event)
+        if cls is CompactionStart:
+            line = self._line
+            if line is not None:
+                self._line = _with_fold(line)
+            return
+        if cls is not UserMessage:
+            return
+        data = event.data  # type: ignore[union-attr]
+        source = data.source if data is not None else None
+        if not isinstance(source, dict) or source.get("kind") != "runtime-context":
+            return
+        self._snapshots += 1
+        sections = source.get("sections")
+        text = next(
+            (
+                s.get("text")
+                for s in sections or ()
+                if isinstance(s, dict) and s.get("name") == SECTION
+            ),
+            None,
+        )
+        if not isinstance(text, str):
+            if source.get("form") == "snapshot":
+                self._line = None  # superseded by a snapshot without it
+            return
+        self._lines += 1
+        self._line = ToldLine(
+            seq=event.seq,
+            time=event.time,
+            text=text,
+            measured=measured_tokens(meter),
+            **read_line(text),
+        )
+
+    def result(self) -> Told:
+        return Told(self._line, self._snapshots, self._lines)
+
+
+def _with_fold(line: ToldLine) -> ToldLine:
+    return replace(line, folds_since=line.folds_since + 1)
+
+
+@dataclass(frozen=True, slots=True)
+class ToldGap:
+    """How far what the model was told is from the band shown now."""
+
+    told: str
+    """The band told (``nothing`` when no line was given)."""
+    now: str
+    bands: int
+    """Bands between them (0: they agree)."""
+    point: str | None = None
+    """``missing`` when the line names no compaction point while the engine has one,
+    ``differs`` when the one it names is not the engine's (as the plugin rounds), else
+    None."""
+
+    @property
+    def disagrees(self) -> bool:
+        return self.bands >= 1
+
+
+def format_tokens(value: int) -> str:
+    """The plugin's compact figure (its ``formatTokens``): 11,980 → ``12K``."""
+    if value >= 1_000_000:
+        return f"{value / 1e6:.2f}M"
+    if value >= 1_000:
+        return f"{(value + 500) // 1000}K"  # Math.round(value / 1e3), in integers
+    return str(value)
+
+
+def told_gap(told: Told, now: str, threshold: int | None = None) -> ToldGap | None:
+    """What the model was told against the band ``now`` and the compaction point the
+    dashboard goes by (None when the band now is not known). A line that says there is
+    no reading yet tells the model its context is not scarce: it counts as ``ample``; no
+    line at all is as far from any band as one band."""
+    if now not in BANDS:
+        return None
+    line = told.line
+    if line is None:
+        return ToldGap("nothing", now, 1)
+    said = "ample" if line.band == "unknown" else line.band
+    point = None
+    if threshold is not None and line.band != "unknown":
+        if line.point is None:
+            point = "missing"
+        elif format_tokens(line.point) != format_tokens(threshold):
+            point = "differs"
+    return ToldGap(line.band, now, abs(BANDS.index(said) - BANDS.index(now)), point)
