@@ -19,6 +19,7 @@ from dshweb.core.fold.forecast import (
     NO_POINT,
     NOT_GROWING,
     RECENT,
+    SPREAD_Z,
     TOO_FEW,
     Forecast,
     fold_forecast,
@@ -50,31 +51,46 @@ def test_steps_that_alternate_grow_steadily_by_the_pair() -> None:
     assert said.steps == 10.0 and (said.steps_low, said.steps_high) == (10, 10)
 
 
+def test_the_next_step_is_of_the_kind_of_the_last_but_one() -> None:
+    # 9,500 left: nine steps cover it when the next is a tool result of 1,900 (five of
+    # them and four answers of 100), ten when the next is an answer.
+    result_next = fold_forecast(measured=2_500, threshold=12_000, growth=[1_900, 100] * 5)
+    answer_next = fold_forecast(measured=2_500, threshold=12_000, growth=[100, 1_900] * 5)
+    assert (result_next.steps, result_next.steps_low, result_next.steps_high) == (9.0, 9, 9)
+    assert (answer_next.steps, answer_next.steps_low, answer_next.steps_high) == (10.0, 10, 10)
+
+
+def first_covering(left: float, odd: float, even: float, spread: float, z: float) -> int:
+    """By hand: the fewest steps whose growth (the 1st, 3rd, … of ``odd``, the others
+    of ``even``), ``z`` spreads of ``√k × spread`` above its mean, covers ``left``."""
+    return next(
+        k
+        for k in itertools.count(1)
+        if (k + 1) // 2 * odd + k // 2 * even + z * math.sqrt(k) * spread >= left
+    )
+
+
 def test_the_range_widens_with_the_spread_of_the_pace() -> None:
-    growth = [600, 1_400, 900, 1_100, 500, 1_500, 1_000, 1_000]  # mean 1,000
+    growth = [300, 1_700, 1_500, 900, 400, 600, 1_500, 1_100]  # mean 1,000
     said = fold_forecast(measured=2_000, threshold=12_000, growth=growth)
     pairs = [a + b for a, b in itertools.pairwise(growth)]
     mean_pair = sum(pairs) / len(pairs)
     spread = math.sqrt(sum((p - mean_pair) ** 2 for p in pairs) / len(pairs) / 2)
-    # k × 1,000 ± 1.28 × √k × spread = 10,000, solved for k by hand.
-    for z, bound, rounding in (
-        (1.28, said.steps_low, math.floor),
-        (-1.28, said.steps_high, math.ceil),
-    ):
-        root = (-z * spread + math.sqrt((z * spread) ** 2 + 4 * 1_000 * 10_000)) / 2_000
-        assert bound == rounding(root * root)
-    assert said.steps == 10.0
-    assert said.steps_low is not None and said.steps_high is not None
-    assert said.steps_low < 10 < said.steps_high
+    # The next step takes the place of 300, 1,500, 400, 1,500 (925 on average), the one
+    # after it that of 1,700, 900, 600, 1,100 (1,075).
+    assert said.steps == first_covering(10_000, 925, 1_075, spread, 0.0) == 10
+    assert said.steps_low == first_covering(10_000, 925, 1_075, spread, SPREAD_Z) == 8
+    assert said.steps_high == first_covering(10_000, 925, 1_075, spread, -SPREAD_Z) == 13
 
 
 def test_one_huge_step_does_not_move_it_and_two_are_a_new_pace() -> None:
     calm = [200, 180, 220, 200, 190, 210, 200, 200]
     once = fold_forecast(measured=0, threshold=2_000, growth=[*calm[:4], 9_000, *calm[4:]])
-    assert once.steps == pytest.approx(2_000 / ((sum(calm) + 200) / 9))
-    assert once.steps is not None and once.steps > 9  # the spike counted as a median step
+    # The spike counted as the median, 200: the next step in the place of 200, 190, 200,
+    # 180 (192.5), the other of 200, 210, 200, 220, 200 (206); ten steps make 1,992.5.
+    assert once.steps == 11.0
     twice = fold_forecast(measured=0, threshold=2_000, growth=[*calm, 9_000, 9_000])
-    assert twice.steps is not None and twice.steps < 2  # the new pace: the mean of all ten
+    assert twice.steps is not None and twice.steps <= 2  # the new pace: the mean of all ten
 
 
 def test_only_the_recent_steps_count() -> None:
