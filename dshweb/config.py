@@ -45,6 +45,7 @@ DEFAULTS: Mapping[str, object] = {
     "BEHIND_TLS_PROXY": False,
     "TRUSTED_ORIGINS": (),
     "HSTS_SECONDS": DEFAULT_HSTS_SECONDS,
+    "PUBLIC_URL": "",
 }
 """Every key of ``DSHWEB`` and its default (see :class:`DshwebConfig` for each meaning)."""
 
@@ -92,6 +93,9 @@ class DshwebConfig:
     """``TRUSTED_ORIGINS``: origins besides the server's own that may post forms."""
     hsts_seconds: int
     """``HSTS_SECONDS``: HSTS max-age behind the proxy (0: none)."""
+    public_url: str
+    """``PUBLIC_URL``: the address people open the dashboard at (``https://dsh.example``),
+    for the links in alert webhooks and emails; empty: they carry the page's path only."""
 
     @property
     def secret_key_path(self) -> Path | None:
@@ -123,6 +127,7 @@ def get_config() -> DshwebConfig:
         behind_tls_proxy=_typed(value, "BEHIND_TLS_PROXY", bool),
         trusted_origins=_origins(value),
         hsts_seconds=_typed(value, "HSTS_SECONDS", int),
+        public_url=_typed(value, "PUBLIC_URL", str).rstrip("/"),
     )
 
 

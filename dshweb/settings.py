@@ -41,6 +41,7 @@ DSHWEB: dict[str, object] = {
     "HOME_NAME": environment.home_name(),
     "ENGINE_URL": os.environ.get("DSHWEB_ENGINE_URL", ""),
     "ENGINE": os.environ.get("DSHWEB_ENGINE", ""),
+    "PUBLIC_URL": os.environ.get("DSHWEB_PUBLIC_URL", ""),
     "LOGIN_THROTTLE_FAILURES": 5,
     "LOGIN_THROTTLE_SECONDS": 300,
     "BEHIND_TLS_PROXY": _https.behind_tls_proxy,
@@ -111,6 +112,15 @@ TEMPLATES = [
 DATABASES = {"default": environment.database_settings(_stores, DATA_DIR)}
 CHANNEL_LAYERS = {"default": environment.channel_layer_settings(_stores)}
 CACHES = {"default": environment.cache_settings(_stores)}
+
+# Alert emails (README "Alerts"): Django's mail system, to the SMTP server named here.
+EMAIL_HOST = os.environ.get("DSHWEB_EMAIL_HOST", "127.0.0.1")
+EMAIL_PORT = int(os.environ.get("DSHWEB_EMAIL_PORT", "25"))
+EMAIL_HOST_USER = os.environ.get("DSHWEB_EMAIL_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("DSHWEB_EMAIL_PASSWORD", "")
+EMAIL_USE_TLS = os.environ.get("DSHWEB_EMAIL_TLS", "") == "1"
+EMAIL_TIMEOUT = 5
+DEFAULT_FROM_EMAIL = os.environ.get("DSHWEB_EMAIL_FROM", "dshweb@localhost")
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

@@ -6,7 +6,8 @@ it). After that it renders what the publisher (:mod:`dshweb.live.publisher`) say
 changed, off the event loop, and sends it. Announcements that arrive while a render runs
 are merged into one render of the newest state, done next (a socket never works through a
 backlog of states its page has already passed). Sockets only carry state to the browser:
-nothing is changed through them.
+nothing is changed through them. Every socket also joins its user's alerts group and
+passes each of their alerts on as a notice.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from dshweb.core.listing.pages import ListPage
 from dshweb.core.listing.query import ListQuery, list_query
 from dshweb.dashboard import compact, fragments
 from dshweb.dashboard.unavailable import STORE_UNAVAILABLE_CLOSE, say_unavailable
+from dshweb.live.deliveries import alerts_group
 from dshweb.live.groups import SESSIONS_GROUP, session_group, subscriptions
 from dshweb.live.outage import database_unreachable, layer_unreachable, store_name
 from dshweb.live.publisher import start_publisher
@@ -41,6 +43,8 @@ NOT_FOUND = 4404
 
 class _PageConsumer(AsyncWebsocketConsumer):
     group: str
+    alerts: str
+    """The user's alerts group: every page with a socket shows their alerts."""
     _drainer: asyncio.Task[None] | None = None
 
     @cached_property
@@ -60,6 +64,8 @@ class _PageConsumer(AsyncWebsocketConsumer):
         self.group = self.group_name()
         await self.channel_layer.group_add(self.group, self.channel_name)
         subscriptions.add(self.group)
+        self.alerts = alerts_group(user.pk)
+        await self.channel_layer.group_add(self.alerts, self.channel_name)
         await self.accept()
         await self._send_rendered(self.current_html)
 
@@ -100,6 +106,7 @@ class _PageConsumer(AsyncWebsocketConsumer):
             subscriptions.remove(self.group)
             try:
                 await self.channel_layer.group_discard(self.group, self.channel_name)
+                await self.channel_layer.group_discard(self.alerts, self.channel_name)
             except Exception as error:
                 if not layer_unreachable(error):
                     raise
@@ -120,6 +127,11 @@ class _PageConsumer(AsyncWebsocketConsumer):
         for html in [rendered] if isinstance(rendered, str) else rendered:
             if html:
                 await self.send(text_data=html)
+
+    async def alert_fired(self, event: dict[str, Any]) -> None:
+        """One of this user's alert rules fired (:mod:`dshweb.live.deliveries`): a notice on
+        the page, which the page's script also shows as a system notification."""
+        await self._send_rendered(fragments.alert_toast_html, event)
 
     def group_name(self) -> str:
         raise NotImplementedError

@@ -296,3 +296,9 @@ def session_gone_html() -> str:
         '<div id="live-status" data-state="gone" class="live-status">'
         "This session's log is gone from the DSH home.</div>"
     )
+
+
+def alert_toast_html(event: dict[str, Any]) -> str:
+    """An alert's notice (the ``alert.fired`` message of :mod:`dshweb.live.deliveries`),
+    put first in the page's ``#alert-toasts``."""
+    return _render("dashboard/_alert_toast.html", {"headline": event["headline"]} | event["alert"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.urls import path
 
 from dshweb.dashboard import (
+    alerts_views,
     converters,  # noqa: F401  (registers <home:…>)
     exports,
     remote_settings,
@@ -32,6 +33,11 @@ urlpatterns = [
     # A collected home's settings: answered by its collector (dashboard/remote_settings.py).
     path("homes/<home:home>/settings/", remote_settings.home_settings, name="home-settings"),
     path("homes/<home:home>/settings/<path:rest>", remote_settings.home_settings),
+    path("alerts/", alerts_views.alerts_index, name="alerts"),
+    path("alerts/new/", alerts_views.alert_new, name="alert-new"),
+    path("alerts/<int:rule_id>/", alerts_views.alert_rule, name="alert-rule"),
+    path("alerts/<int:rule_id>/secret/", alerts_views.alert_secret, name="alert-secret"),
+    path("alerts/<int:rule_id>/delete/", alerts_views.alert_delete, name="alert-delete"),
     path("settings/", settings_views.settings_index, name="settings"),
     path("settings/engine/", settings_views.settings_dsh_web, name="settings-dsh-web"),
     path(

@@ -13,7 +13,8 @@ gained since), and:
 - announces what each write changed on the channel layer (:mod:`dshweb.live.publisher`),
   after it is committed, so a web worker told of a change reads it from the database;
 - runs the commands web workers send to this home's collector over the channel layer
-  (:mod:`dshweb.live.commands`: the Compact button), on the publisher's event loop;
+  (:mod:`dshweb.live.commands`: the Compact button), and the home's alert rules
+  (:mod:`dshweb.live.alerts`), on the publisher's event loop;
 - renews the lease every ``heartbeat_every`` seconds and releases it when told to stop.
 
 When the database cannot be reached (:func:`~dshweb.live.outage.database_unreachable`),
@@ -50,6 +51,7 @@ from dshweb.core.fold.sealed import seal_session
 from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.home import LogFile
 from dshweb.live import timing
+from dshweb.live.alerts import AlertWatcher
 from dshweb.live.checkpoints import DatabaseCheckpoints
 from dshweb.live.collected import sealing_key
 from dshweb.live.commands import CollectorPlace, collector_owner, listen_for_commands
@@ -329,8 +331,8 @@ class _ResumeReport:
 
 
 def _channels_in_thread(source: SessionWriter, place: CollectorPlace) -> Callable[[], None]:
-    """Run a publisher of ``source``'s writes and the listener of ``place``'s commands on
-    an event loop of its own thread; the function that stops them."""
+    """Run a publisher of ``source``'s writes, the listener of ``place``'s commands and the
+    home's alert watcher on an event loop of its own thread; the function that stops them."""
     started = threading.Event()
     loop_box: list[tuple[asyncio.AbstractEventLoop, asyncio.Task[None]]] = []
 
@@ -343,6 +345,7 @@ def _channels_in_thread(source: SessionWriter, place: CollectorPlace) -> Callabl
             # The writer already writes at most every COLLECT_WRITE_EVERY: announce each write.
             Publisher(source, interval=0.0, only_watched=False).run(),
             listen_for_commands(place),
+            AlertWatcher(source, place.name).run(),
         )
 
     def target() -> None:

@@ -1,12 +1,12 @@
 """Start the process's background services on the server's own event loop.
 
-Daphne has no startup hook, so the first ASGI call of any kind starts the hub's publisher
-(and, on the bundled demo home, its replay) and runs the one-off ``on_start`` jobs the
-web layer hands in (closing the Compact requests a stopped dshweb left in flight), before
-passing the call on. The publisher starts the process's hub, whose first pass folds in
-its own thread while pages are served with what is folded so far. A web worker
-(``DSHWEB_COLLECT=off``) starts none of these: it has no hub, and the Compact requests
-in flight are its collectors' business.
+Daphne has no startup hook, so the first ASGI call of any kind starts the hub's
+publisher and its alert watcher (and, on the bundled demo home, its replay) and runs the
+one-off ``on_start`` jobs the web layer hands in (closing the Compact requests a stopped
+dshweb left in flight), before passing the call on. The publisher starts the process's
+hub, whose first pass folds in its own thread while pages are served with what is folded
+so far. A web worker (``DSHWEB_COLLECT=off``) starts none of these: it has no hub, and
+the Compact requests in flight are its collectors' business.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from asgiref.sync import sync_to_async
 from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 from channels.routing import ProtocolTypeRouter
 
+from dshweb.live.alerts import start_alert_watcher
 from dshweb.live.demo import start_demo_replay
 from dshweb.live.publisher import start_publisher
 from dshweb.live.service import collecting, shown_home
@@ -35,6 +36,7 @@ class StartLiveServices:
     ) -> None:
         if scope["type"] in ("http", "websocket") and collecting():
             start_publisher()
+            start_alert_watcher()
             if (home := shown_home()).is_demo:
                 start_demo_replay(home.path)
             if not self.swept:

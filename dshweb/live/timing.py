@@ -41,3 +41,12 @@ database is the command; the message only wakes the collector at once)."""
 OUTAGE_RETRY_MAX = 5.0
 """While the database cannot be reached, a collector tries it again at most this often
 (from :data:`COLLECT_WRITE_EVERY`, doubling): back within seconds of the database."""
+ALERT_RETRY_FIRST = 5.0
+"""A delivery that failed (a webhook receiver down, the mail server refusing) is tried again
+after this long, then twice as long each time, up to :data:`ALERT_ATTEMPTS` attempts."""
+ALERT_ATTEMPTS = 5
+"""Attempts before a delivery is recorded as failed, with its last error."""
+ALERT_TIMEOUT = 5.0
+"""Seconds a webhook receiver or the mail server may take to answer one attempt."""
+ALERT_RULES_EVERY = 1.0
+"""The watcher looks for rules added, changed or removed at most this often."""

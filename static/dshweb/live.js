@@ -18,6 +18,8 @@
  *   /ws/homes/<home>/sessions/<id>/  the session page's parts
  *                       (dashboard/_session_live.html), or
  *                       `<div id="live-status" data-state="gone">` once its log is gone.
+ *   either socket, when one of the user's alert rules fires: `<div id="alert-toasts"
+ *                       hx-swap-oob="afterbegin">` with the alert's notice.
  * A socket that fails is opened again after a growing, jittered delay; the delay starts
  * over only once a socket has delivered a message (a socket that opens and then fails at
  * once is still failing).
@@ -152,9 +154,52 @@
     }
   }
 
+  // --- Alerts: each notice a socket puts in #alert-toasts (consumers.py, alert.fired) is
+  // also a system notification once the user allowed them; its tag is the alert's, so two
+  // tabs of the same user show it once.
+
+  const MAX_NOTICES = 5; // the newest; the alerts page lists them all
+
+  function notify(toast) {
+    if (!("Notification" in window) || Notification.permission !== "granted") return;
+    const shown = new Notification(toast.dataset.headline, {
+      body: toast.dataset.summary,
+      tag: `dshweb-alert-${toast.dataset.alertId}`,
+    });
+    shown.addEventListener("click", () => {
+      window.focus();
+      window.location.assign(toast.dataset.url);
+    });
+  }
+
+  function setUpAlerts() {
+    const box = document.getElementById("alert-toasts");
+    if (!box) return;
+    const ask = document.getElementById("notify-permission");
+    if (ask && "Notification" in window && Notification.permission === "default") {
+      ask.hidden = false;
+      ask.addEventListener("click", async () => {
+        await Notification.requestPermission();
+        ask.hidden = Notification.permission !== "default";
+      });
+    }
+    box.addEventListener("click", (event) => {
+      event.target.closest("[data-dismiss-alert]")?.closest(".alert-toast")?.remove();
+    });
+    new MutationObserver((records) => {
+      for (const record of records) {
+        for (const node of record.addedNodes) {
+          if (node.nodeType === Node.ELEMENT_NODE && node.matches(".alert-toast")) notify(node);
+        }
+      }
+      while (box.children.length > MAX_NOTICES) box.lastElementChild.remove();
+    }).observe(box, { childList: true });
+  }
+
   // --- Wiring.
 
   setUpTheme();
+  setUpAlerts();
   const status = liveStatus();
   if (status && window.htmx) status.hidden = false;
 

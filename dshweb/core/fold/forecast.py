@@ -3,23 +3,23 @@
 DSH compacts before a step once ``measure(session).totalTokens`` has reached the
 compaction point (DSH_FACTS §7). :func:`fold_forecast` counts the steps whose growth
 covers what is left below the point (the point minus the measure now), at the session's
-growth per step over its last :data:`RECENT` step boundaries (:class:`~dshweb.core.fold.pace.PaceCollector` keeps them
-across folds: a session's pace goes on after a fold, so there is a forecast right after
-one). One spike (a single step over :data:`SPIKE_MEDIANS` times the median: a huge tool
-result among ordinary steps) counts as a median step; two or more are a new pace. (A
-tighter rule, by quartiles, took the steps of a session changing pace, and of a session
-of very uneven steps, for spikes: the backtest's hit rate fell from 0.75 to 0.69.) The
-range is where the growth of ``k`` steps, ``k × mean ± z × √k × spread``, covers what is
-left at :data:`SPREAD_Z` spreads above and below its mean, the spread taken from pairs of
-consecutive steps (a tool call's step and its answer's alternate: by the pair, such a
-session grows steadily). Such a session's next step is of the kind of the last but one:
-its steps are counted in turn, the next one's kind first (the backtest's mean error fell
-from 1.69 steps to 1.44). Minutes are the steps times the median time between the
-recent step boundaries.
+growth per step over its last :data:`RECENT` step boundaries
+(:class:`~dshweb.core.fold.pace.PaceCollector` keeps them across folds: a session's pace
+goes on after a fold, so there is a forecast right after one). One spike (a single step
+over :data:`SPIKE_MEDIANS` times the median: a huge tool result among ordinary steps)
+counts as a median step; two or more are a new pace. (A tighter rule, by quartiles, took
+the steps of a session changing pace, and of a session of very uneven steps, for spikes:
+the backtest's hit rate fell from 0.75 to 0.69.) The range is where the growth of ``k``
+steps, ``k × mean ± z × √k × spread``, covers what is left at :data:`SPREAD_Z` spreads
+above and below its mean, the spread taken from pairs of consecutive steps (a tool
+call's step and its answer's alternate: by the pair, such a session grows steadily).
+Such a session's next step is of the kind of the last but one: its steps are counted in
+turn, the next one's kind first (the backtest's mean error fell from 1.69 steps to
+1.44). Minutes are the steps times the median time between the recent step boundaries.
 
 No forecast, with the reason, when the session has no compaction point, fewer than
-:data:`NEED` steps measured, does not grow (a median or mean growth of zero or less), or has been
-idle for :data:`IDLE_AFTER_MS` (its pace says nothing about when it resumes).
+:data:`NEED` steps measured, does not grow (a median or mean growth of zero or less), or
+has been idle for :data:`IDLE_AFTER_MS` (its pace says nothing about when it resumes).
 
 ``bench/forecast_backtest.py`` replays the fixture sessions step by step and scores the
 ranges against the folds that came.

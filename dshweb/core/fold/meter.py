@@ -9,6 +9,7 @@ the ``*_view`` methods return the fields the host's views publish.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -377,3 +378,11 @@ def _op_text(op: object) -> str:
 
 
 _BUCKETS = ("uncachedInputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
+
+
+def cache_and_prompt(token_usage: Mapping[str, int]) -> tuple[int, int]:
+    """Of ``tokenUsage``'s sums: the cache-read tokens, and every prompt token (uncached,
+    cache-read and cache-write): a cache-hit ratio is the first over the second."""
+    read = token_usage.get("cacheReadTokens", 0)
+    uncached = token_usage.get("uncachedInputTokens", 0)
+    return read, uncached + read + token_usage.get("cacheWriteTokens", 0)

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from dshweb.core.fold.compaction import measured_tokens
-from dshweb.core.fold.meter import USAGE_EVENTS, SessionMeter
+from dshweb.core.fold.meter import USAGE_EVENTS, SessionMeter, cache_and_prompt
 from dshweb.core.log.wire import (
     AnyEvent,
     AssistantMessage,
@@ -124,6 +124,10 @@ class PaceCollector:
     start over): the fold forecast's samples (:mod:`dshweb.core.fold.forecast`)."""
     times: list[int] = field(default_factory=list)
     """The event time (epoch ms) of each step boundary, the last :data:`MAX_SAMPLES`."""
+    cache: list[tuple[int, int]] = field(default_factory=list)
+    """At each step boundary, the cache-read and prompt tokens of every request before it
+    (``tokenUsage``'s running sums), the last :data:`MAX_SAMPLES`: the cache-hit ratio of
+    any recent run of steps is a difference of two."""
     decisions: Decisions = field(default_factory=Decisions)
 
     def observe(self, event: AnyEvent, meter: SessionMeter) -> None:
@@ -153,6 +157,8 @@ class PaceCollector:
         if isinstance(event.time, int) and not isinstance(event.time, bool):
             self.times.append(event.time)
             del self.times[:-MAX_SAMPLES]
+        self.cache.append(cache_and_prompt(meter.token_usage_view()))
+        del self.cache[:-MAX_SAMPLES]
         self.last = (turn, step, reading)
 
     @property

@@ -26,6 +26,9 @@ from dshweb.core.log.reader import LogTail
 from dshweb.core.log.wire import AnyEvent, SessionTitle, TurnStart
 from dshweb.core.profile.effective import EngineConfig
 
+CACHE_STEPS = 64
+"""Step boundaries whose cache readings a snapshot carries (the cache-hit alert's reach)."""
+
 
 @dataclass(slots=True)
 class Activity:
@@ -148,6 +151,9 @@ class SessionSnapshot:
     """Per-step growth of ``measured_tokens`` over the last steps, across folds."""
     step_times: tuple[int, ...] = ()
     """When each of the last steps began (epoch ms)."""
+    step_cache: tuple[tuple[int, int], ...] = ()
+    """At each of the last :data:`CACHE_STEPS` step boundaries, the cache-read and prompt
+    tokens of all the requests before it (dshweb.core.fold.pace)."""
     inferred: InferredPoint = field(default_factory=InferredPoint)
     """The compaction point's range by the engine's own decisions in the log."""
     pace_forecast: Forecast = NO_FORECAST_YET
@@ -296,6 +302,7 @@ def take_snapshot(
         pace_samples=tracker.pace.samples,
         pace_growth=growth,
         step_times=times,
+        step_cache=tuple(tracker.pace.cache[-CACHE_STEPS:]),
         inferred=inferred,
         pace_forecast=fold_forecast(
             measured=measured,

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 from dshweb.core.fold.forecast import Forecast
 from dshweb.core.fold.gauge import round_half_up
+from dshweb.core.fold.meter import cache_and_prompt
 
 
 def format_page_tokens(count: int) -> str:
@@ -39,10 +40,7 @@ def format_page_tokens(count: int) -> str:
 
 def cache_hit_ratio(token_usage: Mapping[str, int]) -> float | None:
     """``cacheRead / (uncachedInput + cacheRead + cacheWrite)``; ``None`` before any input."""
-    read = token_usage.get("cacheReadTokens", 0)
-    total = (
-        token_usage.get("uncachedInputTokens", 0) + read + token_usage.get("cacheWriteTokens", 0)
-    )
+    read, total = cache_and_prompt(token_usage)
     return read / total if total > 0 else None
 
 

@@ -1,0 +1,1 @@
+"""Alert rules on sessions: what each condition reads off a snapshot, and when a rule fires."""

@@ -1,0 +1,204 @@
+"""What an alert rule's condition reads off one session: whether it holds, and in what words.
+
+A rule watches one :class:`Condition` over a :class:`Scope` (every session, the sessions
+of one project folder, or one session). Two kinds of condition:
+
+- *levels* hold for as long as the session is in that state: the band at or past
+  ``tight`` or ``critical`` (the band the dashboard shows, held with its hysteresis, so a
+  measure hovering at an edge does not flap it), a fold expected within ``steps`` steps
+  (the forecast's expected steps, rounded up as the page shows them), a cache-hit ratio
+  below ``ratio`` over the last ``window`` steps, a reader error;
+- *events* happen at one place in the log: a fold that ended (any kind, a prune pass
+  included), a fold or summary that failed (``compaction/end`` with an error), an
+  overflow recovery (the provider refused the request as too large and DSH folded to
+  retry). Their key is the ``seq`` of the newest such fold, so a new one is a new key.
+
+:func:`condition_reading` gives a :class:`Reading`: ``key`` ``None`` when the condition
+does not hold, else what holds (``"on"`` for a level, the event's seq), and a one-line
+summary a person reads in a notification. :mod:`dshweb.core.alerts.firing` decides from
+successive readings when a rule fires.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from enum import StrEnum
+
+from dshweb.core.fold.folds import Fold
+from dshweb.core.fold.gauge import Band, ContextGauge
+from dshweb.core.fold.meter import cache_and_prompt
+from dshweb.core.fold.session import CACHE_STEPS, SessionSnapshot
+
+
+class Condition(StrEnum):
+    BAND = "band"
+    FOLD_SOON = "fold-soon"
+    FOLDED = "folded"
+    FOLD_FAILED = "fold-failed"
+    OVERFLOW = "overflow"
+    CACHE_LOW = "cache-low"
+    READER_ERROR = "reader-error"
+
+    @property
+    def is_event(self) -> bool:
+        return self in EVENTS
+
+    @property
+    def label(self) -> str:
+        return LABELS[self]
+
+
+EVENTS = frozenset({Condition.FOLDED, Condition.FOLD_FAILED, Condition.OVERFLOW})
+LABELS = {
+    Condition.BAND: "band reaches",
+    Condition.FOLD_SOON: "fold expected within N steps",
+    Condition.FOLDED: "a fold happened",
+    Condition.FOLD_FAILED: "a fold or its summary failed",
+    Condition.OVERFLOW: "overflow recovery",
+    Condition.CACHE_LOW: "cache-hit ratio below X over the last K steps",
+    Condition.READER_ERROR: "the log cannot be read",
+}
+ALERT_BANDS = (Band.TIGHT, Band.CRITICAL)
+"""The bands a rule can watch for (``critical`` only, or ``tight`` and past it)."""
+MAX_WINDOW = CACHE_STEPS
+"""The most steps a cache-hit rule looks back over (the boundaries a snapshot keeps)."""
+
+
+class ScopeKind(StrEnum):
+    ALL = "all"
+    FOLDER = "folder"
+    SESSION = "session"
+
+
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """Which sessions a rule watches: all, those whose working folder is ``folder`` or
+    inside it, or the one session ``session_id`` of home ``home``."""
+
+    kind: ScopeKind = ScopeKind.ALL
+    folder: str = ""
+    home: str = ""
+    session_id: str = ""
+
+    def covers(self, home: str, snapshot: SessionSnapshot) -> bool:
+        if self.kind is ScopeKind.ALL:
+            return True
+        if self.kind is ScopeKind.SESSION:
+            return (home, snapshot.session_id) == (self.home, self.session_id)
+        cwd = snapshot.cwd
+        folder = self.folder.rstrip("/") or "/"
+        return cwd is not None and (
+            cwd == folder or cwd.startswith(folder if folder.endswith("/") else folder + "/")
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSpec:
+    """A rule's condition and its parameters (only the condition's own are read)."""
+
+    condition: Condition
+    band: Band = Band.TIGHT
+    steps: int = 3
+    ratio: float = 0.5
+    window: int = 10
+    scope: Scope = Scope()
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    key: str | None
+    """``None``: the condition does not hold; ``"on"`` (a level) or the event's seq."""
+    summary: str = ""
+    time: int | None = None
+    """When the event happened, or a level's session last changed (epoch ms)."""
+
+
+NOT_HOLDING = Reading(None)
+ON = "on"
+
+
+def condition_reading(
+    spec: RuleSpec, snapshot: SessionSnapshot, gauge: ContextGauge, now_ms: int | None = None
+) -> Reading:
+    """Whether ``spec``'s condition holds for the session now, and in what words."""
+    condition = spec.condition
+    if not condition.is_event:
+        level = _level(spec, snapshot, gauge, now_ms)
+        return level if level.key is None else replace(level, time=snapshot.last_time)
+    fold = _newest(snapshot.ledger.folds, condition)
+    if fold is None:
+        return NOT_HOLDING
+    return Reading(str(fold.seq), _fold_summary(fold), fold.time)
+
+
+def _level(
+    spec: RuleSpec, snapshot: SessionSnapshot, gauge: ContextGauge, now_ms: int | None
+) -> Reading:
+    condition = spec.condition
+    if condition is Condition.BAND:
+        return _band(spec.band, gauge)
+    if condition is Condition.FOLD_SOON:
+        forecast = snapshot.forecast(now_ms)
+        if forecast.steps is None or math.ceil(forecast.steps) > spec.steps:
+            return NOT_HOLDING
+        steps = math.ceil(forecast.steps)
+        within = f"{forecast.steps_low}–{forecast.steps_high}"
+        return Reading(ON, f"fold expected in ~{steps} step{'s' * (steps != 1)} ({within})")
+    if condition is Condition.CACHE_LOW:
+        ratio = cache_hit_ratio(snapshot, spec.window)
+        if ratio is None or ratio >= spec.ratio:
+            return NOT_HOLDING
+        return Reading(
+            ON, f"cache hits {ratio:.0%} of prompt tokens over the last {spec.window} steps"
+        )
+    if not snapshot.errors:
+        return NOT_HOLDING
+    return Reading(ON, f"the log cannot be read: {snapshot.errors[0]}")
+
+
+def _band(band: Band, gauge: ContextGauge) -> Reading:
+    reached = gauge.band is Band.CRITICAL or (gauge.band is Band.TIGHT and band is Band.TIGHT)
+    if not reached:
+        return NOT_HOLDING
+    figures = f"{gauge.used:,} of {gauge.window:,} tokens" if gauge.window else ""
+    if gauge.headroom is not None:
+        place = "below" if gauge.headroom > 0 else "past"
+        figures += f", {abs(gauge.headroom):,} {place} the compaction point"
+    return Reading(ON, f"context {gauge.band.value}: {gauge.percent}% ({figures})")
+
+
+def _newest(folds: tuple[Fold, ...], condition: Condition) -> Fold | None:
+    for fold in reversed(folds):
+        if condition is Condition.FOLDED and fold.status == "done":
+            return fold
+        if condition is Condition.FOLD_FAILED and fold.status == "failed":
+            return fold
+        if condition is Condition.OVERFLOW and fold.kind == "overflow":
+            return fold
+    return None
+
+
+def _fold_summary(fold: Fold) -> str:
+    kind = "prune pass" if fold.kind == "prune" else f"{fold.kind} compaction"
+    if fold.status == "failed":
+        return f"{kind} failed: {fold.error}"
+    if fold.before is not None and fold.after is not None:
+        return f"{kind}: {fold.before:,} → {fold.after:,} tokens"
+    return kind
+
+
+def cache_hit_ratio(snapshot: SessionSnapshot, steps: int) -> float | None:
+    """Cache-read tokens over prompt tokens of the requests of the last ``steps`` steps
+    (``None`` before the session has that many, or when they sent no prompt tokens)."""
+    readings = snapshot.step_cache
+    if steps < 1 or len(readings) < steps:
+        return None
+    cached_now, prompt_now = cache_and_prompt(snapshot.token_usage)
+    # From the boundary `steps` back: those steps' requests, the newest one included once
+    # its usage is in the log.
+    cached_then, prompt_then = readings[-steps]
+    prompt = prompt_now - prompt_then
+    if prompt <= 0:
+        return None
+    return (cached_now - cached_then) / prompt

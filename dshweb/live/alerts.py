@@ -1,0 +1,266 @@
+"""The alert watcher: every rule against every session that changed, and the deliveries.
+
+One watcher runs beside each hub that folds (the embedded process's, a collector's), on
+the publisher's event loop, and follows the same :class:`~dshweb.live.publisher.ChangeSource`:
+what it reads is the session's snapshot and gauge the hub just published, so a rule costs
+a few comparisons per changed session, never a read of the home. For each changed session
+in a rule's scope it takes the condition's reading (:mod:`dshweb.core.alerts.conditions`)
+and decides (:mod:`dshweb.core.alerts.firing`) whether the rule fires; a firing is written
+with one delivery per way the rule tells (:mod:`dshweb.live.deliveries`), which it then
+tries, and tries again with back-off while they fail.
+
+What each rule last fired for, per session, is taken back from the firings in the database
+when the rule is first seen, so a restart does not fire again for a band still held or a
+fold already told. Rules are read again at most every
+:data:`~dshweb.live.timing.ALERT_RULES_EVERY` seconds when any was added, changed or
+removed. While the database cannot be reached, the watcher says so once and keeps the
+sessions that changed for when it is back (their newest state is what it reads then).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import ParamSpec, TypeVar
+
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.db import close_old_connections
+from django.db.models import Count, Max
+from django.db.utils import InterfaceError, OperationalError
+from django.utils import timezone
+
+from dshweb.core.alerts.conditions import RuleSpec, condition_reading
+from dshweb.core.alerts.firing import Armed, decide
+from dshweb.live import deliveries, timing
+from dshweb.live.hub import HomeChange, HomeView
+from dshweb.live.models import AlertFiring, AlertRule
+from dshweb.live.outage import Outage
+from dshweb.live.publisher import ChangeSource
+from dshweb.live.service import collecting, current_hub
+
+log = logging.getLogger("dshweb.live")
+
+P = ParamSpec("P")
+T = TypeVar("T")
+ArmedKey = tuple[int, str]
+"""(rule id, session id): the watcher follows one home."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    row: AlertRule
+    spec: RuleSpec
+    since_ms: int
+
+
+class AlertWatcher:
+    def __init__(self, source: ChangeSource, home: str) -> None:
+        self.source = source
+        self.home = home
+        self._changes: asyncio.Queue[HomeChange] = asyncio.Queue()
+        self._view: HomeView | None = None
+        self._changed: set[str] = set()
+        self._rules: list[_Rule] = []
+        self._rules_stamp: tuple[object, ...] | None = None
+        self._rules_read_at = -float("inf")
+        self._armed: dict[ArmedKey, Armed] = {}
+        self._outage = Outage("alert watcher", first=1.0, most=timing.OUTAGE_RETRY_MAX, log=log)
+        self.fired = 0
+        self._deliveries_at = 0.0
+        """When to look for due deliveries again (monotonic): at once after a firing, else
+        when the next retry is due; never while none is pending (this watcher alone makes
+        its home's)."""
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        unsubscribe = self.source.subscribe(
+            lambda change: loop.call_soon_threadsafe(self._changes.put_nowait, change)
+        )
+        wait: float | None = 0.0
+        try:
+            while True:
+                with contextlib.suppress(TimeoutError):
+                    self._take(await asyncio.wait_for(self._changes.get(), timeout=wait))
+                while not self._changes.empty():
+                    self._take(self._changes.get_nowait())
+                wait = await self._round()
+        finally:
+            unsubscribe()
+
+    def _take(self, change: HomeChange) -> None:
+        if change.view.name != self.home:
+            return
+        self._view = change.view
+        self._changed |= change.changed
+
+    async def _round(self) -> float:
+        """Evaluate what changed and make the deliveries due; the seconds until the next
+        round is due (a delivery to try again, the rules to read again)."""
+        try:
+            changed, self._changed = self._changed, set()
+            try:
+                await _in_thread(self._evaluate, changed)
+            except BaseException:
+                self._changed |= changed
+                raise
+            wait = await self._deliver()
+        except (OperationalError, InterfaceError) as error:
+            return self._outage.failed(error)
+        except Exception:
+            log.exception("alert watcher of %s: a round failed; trying again", self.home)
+            return timing.OUTAGE_RETRY_MAX
+        self._outage.ended()
+        return min(wait, timing.ALERT_RULES_EVERY) if wait is not None else timing.ALERT_RULES_EVERY
+
+    def _evaluate(self, changed: set[str]) -> None:
+        if self._read_rules():
+            changed = set(self._view.sessions) if self._view is not None else set()
+        view = self._view
+        if view is None or not changed or not self._rules:
+            return
+        now = time.time()
+        now_ms = int(now * 1000)
+        for session_id in sorted(changed):
+            session = view.sessions.get(session_id)
+            if session is None:
+                continue
+            snapshot = session.snapshot
+            for rule in self._rules:
+                if not rule.spec.scope.covers(self.home, snapshot):
+                    continue
+                key = (rule.row.pk, session_id)
+                reading = condition_reading(rule.spec, snapshot, session.gauge, now_ms)
+                decision = decide(
+                    self._armed.get(key),
+                    reading,
+                    event=rule.spec.condition.is_event,
+                    now=now,
+                    cooldown=rule.row.cooldown_seconds,
+                    since_ms=rule.since_ms,
+                )
+                # Recorded before it is kept: a write that fails is decided again next round.
+                if decision.fire and reading.key is not None:
+                    deliveries.record_firing(
+                        rule.row,
+                        home=self.home,
+                        session_id=session_id,
+                        title=snapshot.title or "",
+                        key=reading.key,
+                        summary=reading.summary,
+                    )
+                    self.fired += 1
+                    self._deliveries_at = 0.0
+                if decision.cleared:
+                    AlertFiring.objects.filter(
+                        rule_id=rule.row.pk, home=self.home, session_id=session_id, cleared_at=None
+                    ).update(cleared_at=timezone.now())
+                self._armed[key] = decision.armed
+
+    def _read_rules(self) -> bool:
+        """Read the rules again if any changed (at most every ALERT_RULES_EVERY); whether
+        they did (every session is then looked at again, for the new rules)."""
+        if time.monotonic() - self._rules_read_at < timing.ALERT_RULES_EVERY:
+            return False
+        self._rules_read_at = time.monotonic()
+        enabled = AlertRule.objects.filter(enabled=True)
+        stamp = tuple(enabled.aggregate(Count("id"), Max("updated_at")).values())
+        if stamp == self._rules_stamp:
+            return False
+        self._rules_stamp = stamp
+        rows = list(enabled)
+        known = {rule.row.pk for rule in self._rules}
+        self._rules = [
+            _Rule(row, row.spec(), int(row.updated_at.timestamp() * 1000)) for row in rows
+        ]
+        new = [row.pk for row in rows if row.pk not in known]
+        self._armed = {k: v for k, v in self._armed.items() if k[0] in {r.pk for r in rows}}
+        self._armed.update(_armed_from_firings(new, self.home))
+        return True
+
+    async def _deliver(self) -> float | None:
+        """Try the deliveries due; the seconds until the next one is (``None``: none)."""
+        if time.monotonic() < self._deliveries_at:
+            return self._deliveries_at - time.monotonic()
+        due, wait = await _in_thread(deliveries.due_deliveries, self.home)
+        for delivery_id in due:
+            message = await _in_thread(deliveries.attempt, delivery_id)
+            if message is None:
+                continue
+            layer = get_channel_layer()
+            error: BaseException | None = None
+            try:
+                if layer is None:
+                    raise RuntimeError("no channel layer is configured")
+                await layer.group_send(message.group, message.message)
+            except Exception as failure:
+                error = failure
+            await _in_thread(deliveries.browser_sent, delivery_id, error)
+        if due:
+            wait = 0.0  # look again at once: what failed now is due later, or more wait
+        self._deliveries_at = time.monotonic() + (wait if wait is not None else float("inf"))
+        return wait
+
+
+def _armed_from_firings(rule_ids: list[int], home: str) -> Mapping[ArmedKey, Armed]:
+    """What each rule last fired for in each session of ``home``, from its firings."""
+    armed: dict[ArmedKey, Armed] = {}
+    firings = (
+        AlertFiring.objects.filter(rule_id__in=rule_ids, home=home)
+        .select_related("rule")
+        .order_by("fired_at", "id")
+    )
+    for firing in firings:
+        held = firing.rule.spec().condition.is_event or firing.cleared_at is None
+        armed[firing.rule_id, firing.session_id] = Armed(
+            firing.key if held else None, firing.fired_at.timestamp()
+        )
+    return armed
+
+
+async def _in_thread(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """``function`` in a pool thread, whose broken database connection it drops."""
+
+    def run() -> T:
+        try:
+            return function(*args, **kwargs)
+        except (OperationalError, InterfaceError):
+            close_old_connections()
+            raise
+
+    return await sync_to_async(run, thread_sensitive=False)()
+
+
+_task: asyncio.Task[None] | None = None
+_watcher: AlertWatcher | None = None
+
+
+def start_alert_watcher() -> AlertWatcher | None:
+    """Start (or keep) the watcher of the process's hub on the running event loop (beside
+    its publisher); a web worker has none (its collectors watch)."""
+    global _task, _watcher
+    if not collecting():
+        return None
+    loop = asyncio.get_running_loop()
+    hub = current_hub()
+    alive = _task is not None and not _task.done() and _task.get_loop() is loop
+    if not alive or _watcher is None or _watcher.source is not hub:
+        if alive and _task is not None:
+            _task.cancel()
+        _watcher = AlertWatcher(hub, hub.name)
+        _task = loop.create_task(_watcher.run(), name="dshweb-alerts")
+    return _watcher
+
+
+async def stop_alert_watcher() -> None:
+    """Stop the watcher started on this event loop, if any (tests, shutdown)."""
+    global _task, _watcher
+    task, _task, _watcher = _task, None, None
+    if task is not None and task.get_loop() is asyncio.get_running_loop():
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

@@ -1,0 +1,123 @@
+"""Alerts in real Chromium: a rule made in the browser fires when frames appended to a
+real log fold the session, and the page, in the background, shows it as a notice and as
+a system notification (notification permission granted to the context)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+from pytest_playwright.pytest_playwright import CreateContextCallback
+
+from dshweb.core.fold.index import HomeIndex
+from tests.browser.conftest import WAIT_MS
+from tests.browser.homes import append_frames, copy_session, fixture_log
+from tests.browser.server import DshwebServer, serving
+from tests.conftest import FIXTURE_HOMES
+from tests.logbuilder import frames_of
+
+pytestmark = pytest.mark.browser
+
+SESSION = "auto-compact"
+SPY = """
+window.__notified = [];
+const Real = window.Notification;
+class Spy extends Real {
+  constructor(title, options) {
+    super(title, options);
+    window.__notified.push({ title, body: options.body, tag: options.tag });
+  }
+}
+Object.defineProperty(Spy, "permission", { get: () => Real.permission });
+Spy.requestPermission = (...args) => Real.requestPermission(...args);
+window.Notification = Spy;
+"""
+"""Records each system notification the page makes, and still makes it."""
+
+
+@dataclass(frozen=True, slots=True)
+class AlertHome:
+    path: Path
+    log: Path
+    rest: list[bytes]
+    folds_to_come: int
+
+
+@pytest.fixture(scope="module")
+def alert_home(tmp_path_factory: pytest.TempPathFactory) -> AlertHome:
+    path = tmp_path_factory.mktemp("alerts") / "home"
+    (path / "sessions").mkdir(parents=True)
+    shutil.copytree(FIXTURE_HOMES / SESSION / "profiles", path / "profiles")
+    source = fixture_log(SESSION)
+    frames = frames_of(source.path)
+    cut = len(frames) // 3
+    log = copy_session(path, source, frames=cut)
+    index = HomeIndex(path)
+    index.refresh()
+    (tracker,) = index.trackers.values()
+    before = len(tracker.ledger.folds)
+    whole = HomeIndex(FIXTURE_HOMES / SESSION)
+    whole.refresh()
+    (complete,) = whole.trackers.values()
+    return AlertHome(path, log, frames[cut:], len(complete.ledger.folds) - before)
+
+
+@pytest.fixture(scope="module")
+def server(
+    alert_home: AlertHome, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DshwebServer]:
+    yield from serving(DshwebServer(alert_home.path, tmp_path_factory.mktemp("alerts-data")))
+
+
+def test_a_rule_made_here_notifies_a_background_tab_when_the_session_folds(
+    new_context: CreateContextCallback, alert_home: AlertHome, artifacts: Path
+) -> None:
+    assert alert_home.folds_to_come >= 1
+    context = new_context(permissions=["notifications"])
+    context.add_init_script(SPY)
+    page = context.new_page()
+
+    page.goto("/alerts/new/")
+    page.fill("#id_name", "folds")
+    page.select_option("#id_condition", "folded")
+    page.fill("#id_cooldown_seconds", "0")
+    expect(page.locator("#id_notify_browser")).to_be_checked()
+    page.click("#alert-save")
+    expect(page.locator(".message")).to_have_text("Alert rule “folds” made.")
+
+    page.goto(f"/homes/local/sessions/{SESSION}/")
+    expect(page.locator("#live-status")).to_have_attribute("data-state", "open")
+    # The permission is granted: no button asks for it.
+    expect(page.locator("#notify-permission")).to_be_hidden()
+    other = context.new_page()
+    other.goto("/alerts/")
+    other.bring_to_front()  # the session's page is now a background tab
+    time.sleep(2.5)  # the watcher's first look at the new rule: the folds so far are old
+
+    for frame in alert_home.rest:  # as DSH writes them: each fold a moment apart
+        append_frames(alert_home.log, [frame])
+        time.sleep(0.005)
+
+    notices = page.locator("#alert-toasts .alert-toast")
+    expect(notices).to_have_count(alert_home.folds_to_come, timeout=WAIT_MS)
+    expect(notices.first.locator("strong")).to_contain_text("folds: ")
+    notified = page.evaluate("window.__notified")
+    assert len(notified) == alert_home.folds_to_come
+    assert all(n["title"].startswith("folds: ") for n in notified)
+    assert all(n["body"].startswith("automatic compaction: ") for n in notified)
+    assert len({n["tag"] for n in notified}) == len(notified)  # one per firing
+    page.screenshot(path=artifacts / "alert-notice.png")
+
+    other.reload()
+    firings = other.locator("#alert-firings > li")
+    expect(firings).to_have_count(alert_home.folds_to_come)
+    expect(firings.first.locator('[data-channel="browser"]')).to_have_attribute(
+        "data-state", "sent"
+    )
+    notices.first.locator("[data-dismiss-alert]").click()
+    expect(notices).to_have_count(alert_home.folds_to_come - 1)

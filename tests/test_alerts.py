@@ -1,0 +1,267 @@
+"""Alerts end to end through the real ASGI application: rules fire from real frames
+appended to a real log, and are told by a signed webhook to a real local receiver, an
+email to a real SMTP server (aiosmtpd) and a notice on the user's socket; a receiver that
+is down gets its retries and then a recorded failure, and the dashboard keeps working.
+
+A real fixture log is copied into a temporary home cut short; the rule is made; the rest
+of the log is appended frame by frame, as DSH writes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+from unittest.mock import patch
+
+import pytest
+import pytest_asyncio
+from asgiref.sync import sync_to_async
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from dshweb.asgi import application
+from dshweb.core.fold.index import HomeIndex
+from dshweb.core.log.home import session_logs
+from dshweb.live import timing
+from dshweb.live.alerts import AlertWatcher, stop_alert_watcher
+from dshweb.live.models import AlertDelivery, AlertFiring, AlertRule
+from dshweb.live.publisher import stop_publisher
+from dshweb.live.service import current_hub
+from tests.alert_receivers import free_port, smtp_server, webhook_receiver
+from tests.conftest import FIXTURE_HOMES
+from tests.logbuilder import frames_of
+from tests.snapshots import fixture_snapshot
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+ORIGIN = (b"origin", b"http://127.0.0.1:8000")
+HOST = (b"host", b"127.0.0.1:8000")
+WAIT = 15.0
+
+
+def cut_home(tmp_path: Path, settings: Any, name: str, share: float) -> tuple[Path, list[bytes]]:
+    """A copy of fixture home ``name`` whose log keeps its first ``share`` of frames; the
+    log's path and the frames left to append."""
+    target = tmp_path / "home"
+    shutil.copytree(FIXTURE_HOMES / name, target)
+    log = session_logs(target)[0].path
+    frames = frames_of(log)
+    cut = int(len(frames) * share)
+    log.write_bytes(b"".join(frames[:cut]))
+    settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": target, "PROFILE": "sdk"}
+    return log, frames[cut:]
+
+
+def last_seq(home: Path) -> int:
+    index = HomeIndex(home)
+    index.refresh()
+    (tracker,) = index.trackers.values()
+    return tracker.meter.last_seq
+
+
+@pytest_asyncio.fixture
+async def user_cookie() -> tuple[Any, bytes]:
+    def login() -> tuple[Any, str]:
+        user = get_user_model().objects.create_user("alerted", password="pw-for-tests-only")
+        client = Client()
+        client.force_login(user)
+        return user, str(client.cookies["sessionid"].value)
+
+    user, session = await database_sync_to_async(login)()
+    return user, b"sessionid=" + session.encode()
+
+
+@pytest_asyncio.fixture
+async def stop() -> AsyncIterator[None]:
+    yield
+    await stop_alert_watcher()
+    await stop_publisher()
+
+
+@pytest.fixture
+def mail(settings: Any) -> Iterator[Any]:
+    with smtp_server() as (mailbox, port):
+        settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+        settings.EMAIL_HOST, settings.EMAIL_PORT = "127.0.0.1", port
+        yield mailbox
+
+
+async def socket_of(cookie: bytes) -> WebsocketCommunicator:
+    """The sessions list's socket, signed in, past its first page."""
+    communicator = WebsocketCommunicator(
+        application, "/ws/sessions/", headers=[HOST, ORIGIN, (b"cookie", cookie)]
+    )
+    connected, _ = await communicator.connect(timeout=WAIT)
+    assert connected
+    await communicator.receive_from(timeout=WAIT)
+    return communicator
+
+
+async def append(log: Path, frames: list[bytes]) -> None:
+    for frame in frames:
+        with log.open("ab") as handle:
+            handle.write(frame)
+        await asyncio.sleep(0.005)
+
+
+async def until(check: Any, timeout: float = WAIT) -> Any:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while asyncio.get_running_loop().time() < deadline:
+        if value := await sync_to_async(check)():
+            return value
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"not within {timeout} s")
+
+
+async def alert_notices(communicator: WebsocketCommunicator, count: int) -> list[str]:
+    notices: list[str] = []
+    while len(notices) < count:
+        message = str(await communicator.receive_from(timeout=WAIT))
+        if 'id="alert-toasts"' in message:
+            notices.append(message)
+    return notices
+
+
+def make_rule(user: Any, **fields: Any) -> AlertRule:
+    fields = {"name": "folds", "condition": "folded", "cooldown_seconds": 0} | fields
+    return AlertRule.objects.create(owner=user, webhook_secret="s3cret-" + "x" * 40, **fields)
+
+
+@pytest.mark.asyncio
+async def test_a_fold_appended_to_a_real_log_is_told_three_ways(
+    tmp_path: Path, settings: Any, user_cookie: tuple[Any, bytes], mail: Any, stop: None
+) -> None:
+    log, rest = cut_home(tmp_path, settings, "auto-compact", 0.3)
+    cut = last_seq(tmp_path / "home")
+    folds_to_come = [f for f in fixture_snapshot("auto-compact").ledger.folds if f.seq > cut]
+    assert folds_to_come  # the cut leaves folds to append
+    user, cookie = user_cookie
+    with webhook_receiver(lambda: rule.webhook_secret) as receiver:
+        rule = await database_sync_to_async(make_rule)(
+            user, webhook_url=receiver.url, email_to="me@example.test"
+        )
+        communicator = await socket_of(cookie)
+        await asyncio.sleep(1.5)  # the watcher's first look: the folds in the log so far
+        assert await database_sync_to_async(AlertFiring.objects.count)() == 0
+        await append(log, rest)
+        notices = await alert_notices(communicator, len(folds_to_come))
+        await until(lambda: len(receiver.received) == len(folds_to_come))
+        await until(lambda: len(mail.messages) == len(folds_to_come))
+
+    # One firing per fold appended, keyed by its seq, none for the folds before the rule.
+    firings = await database_sync_to_async(
+        lambda: list(AlertFiring.objects.order_by("fired_at", "id").values_list("key", "summary"))
+    )()
+    assert firings == [
+        (str(f.seq), f"automatic compaction: {f.before:,} → {f.after:,} tokens")
+        for f in folds_to_come
+    ]
+    first = folds_to_come[0]
+    hook = receiver.received[0]
+    assert hook.signature_ok
+    assert hook.body["rule"] == {"id": rule.pk, "name": "folds", "condition": "folded"}
+    assert (hook.body["home"], hook.body["session"]) == ("local", "auto-compact")
+    assert hook.body["key"] == str(first.seq)
+    assert hook.body["url"] == "/homes/local/sessions/auto-compact/"
+    message = mail.messages[0]
+    assert message["To"] == "me@example.test"
+    assert message["Subject"].startswith("[dshweb] folds: ")
+    assert f"automatic compaction: {first.before:,} → {first.after:,} tokens" in str(
+        message.get_payload()
+    )
+    assert 'data-headline="folds: ' in notices[0] and f"{first.before:,}" in notices[0]
+    states = await database_sync_to_async(
+        lambda: sorted(AlertDelivery.objects.values_list("channel", "state", "attempts"))
+    )()
+    assert states == sorted(
+        (channel, "sent", 1) for channel in ("browser", "webhook", "email") for _ in folds_to_come
+    )
+
+    # A watcher started again (a restart) fires nothing already told.
+    await stop_alert_watcher()
+    again = AlertWatcher(current_hub(), "local")
+    task = asyncio.create_task(again.run())
+    await asyncio.sleep(1.5)
+    task.cancel()
+    assert again.fired == 0
+    assert await database_sync_to_async(AlertFiring.objects.count)() == len(folds_to_come)
+    await communicator.disconnect()
+
+
+@pytest.mark.asyncio
+async def test_a_receiver_that_is_down_gets_retries_then_a_recorded_failure(
+    tmp_path: Path, settings: Any, user_cookie: tuple[Any, bytes], stop: None
+) -> None:
+    log, rest = cut_home(tmp_path, settings, "auto-compact", 0.3)
+    user, cookie = user_cookie
+    down = f"http://127.0.0.1:{free_port()}/hook"
+    await database_sync_to_async(make_rule)(user, webhook_url=down, cooldown_seconds=3600)
+    with (
+        patch.object(timing, "ALERT_RETRY_FIRST", 0.05),
+        patch.object(timing, "ALERT_ATTEMPTS", 3),
+    ):
+        communicator = await socket_of(cookie)
+        await asyncio.sleep(1.5)
+        await append(log, rest)
+        await alert_notices(communicator, 1)
+        webhook = await until(
+            lambda: AlertDelivery.objects.filter(channel="webhook", state="failed").first()
+        )
+    assert webhook.attempts == 3
+    assert webhook.last_error.startswith("could not reach the receiver: ")
+    assert "refused" in webhook.last_error.lower()
+    assert webhook.next_attempt_at is None
+    # The cooldown held the later folds back: one firing; its browser notice went out.
+    assert await database_sync_to_async(AlertFiring.objects.count)() == 1
+    browser = await database_sync_to_async(AlertDelivery.objects.get)(channel="browser")
+    assert (browser.state, browser.attempts) == ("sent", 1)
+    # The dashboard keeps working: a page shows the session as folded to the end.
+    page = await sync_to_async(_page_as, thread_sensitive=False)(cookie)
+    assert 'data-session-id="auto-compact"' in page
+    await communicator.disconnect()
+
+
+def _page_as(cookie: bytes) -> str:
+    client = Client()
+    client.cookies["sessionid"] = cookie.decode().split("=", 1)[1]
+    answer = client.get("/")
+    assert answer.status_code == 200
+    return answer.content.decode()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("cooldown", "once"), [(0, False), (3600, True)])
+async def test_a_band_rule_fires_once_each_time_the_band_is_reached(
+    tmp_path: Path,
+    settings: Any,
+    user_cookie: tuple[Any, bytes],
+    stop: None,
+    cooldown: int,
+    once: bool,
+) -> None:
+    # pace-steady grows into tight and folds back to moderate again and again.
+    log, rest = cut_home(tmp_path, settings, "pace-steady", 0.1)
+    user, cookie = user_cookie
+    await database_sync_to_async(make_rule)(
+        user, name="tight", condition="band", band="tight", cooldown_seconds=cooldown
+    )
+    communicator = await socket_of(cookie)
+    await asyncio.sleep(1.5)
+    await append(log, rest)
+    await asyncio.sleep(2.0)  # the last changes looked at
+    firings = await database_sync_to_async(
+        lambda: list(AlertFiring.objects.order_by("id").values_list("summary", "cleared_at"))
+    )()
+    assert firings and all(summary.startswith("context tight: ") for summary, _ in firings)
+    if once:
+        assert len(firings) == 1
+    else:
+        # Each firing but the last was over (the fold took the band back) before the next.
+        assert len(firings) >= 3
+        assert all(cleared is not None for _, cleared in firings[:-1])
+    await communicator.disconnect()

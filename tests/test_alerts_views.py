@@ -1,0 +1,207 @@
+"""The alerts pages (rules edited in the browser, firings with their deliveries), the
+admin's view of them, and the webhook's two body formats."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from dshweb.live import deliveries
+from dshweb.live.models import AlertDelivery, AlertFiring, AlertRule
+
+pytestmark = [pytest.mark.django_db]
+
+VALID = {
+    "name": "near the fold",
+    "enabled": "on",
+    "condition": "fold-soon",
+    "band": "tight",
+    "steps": "3",
+    "ratio": "0.5",
+    "window": "10",
+    "scope": "all",
+    "cooldown_seconds": "600",
+    "notify_browser": "on",
+    "webhook_format": "json",
+}
+
+
+def signed_in(name: str = "ann", **extra: Any) -> tuple[Client, Any]:
+    user = get_user_model().objects.create_user(name, password="pw-for-tests-only", **extra)
+    client = Client()
+    client.force_login(user)
+    return client, user
+
+
+def test_the_pages_need_a_login() -> None:
+    answer = Client().get("/alerts/")
+    assert answer.status_code == 302 and answer["Location"].startswith("/accounts/login/")
+
+
+def test_a_rule_made_in_the_browser_is_the_users_and_its_secret_is_shown_once() -> None:
+    client, user = signed_in()
+    answer = client.post(
+        "/alerts/new/",
+        VALID
+        | {"webhook_url": "http://127.0.0.1:9/hook", "scope": "folder", "folder": "/home/ann/app"},
+    )
+    rule = AlertRule.objects.get()
+    assert answer.status_code == 302 and answer["Location"] == f"/alerts/{rule.pk}/"
+    assert (rule.owner, rule.condition, rule.steps, rule.folder) == (
+        user,
+        "fold-soon",
+        3,
+        "/home/ann/app",
+    )
+    assert len(rule.webhook_secret) == 64
+    first = client.get(answer["Location"]).content.decode()
+    assert f"<code>{rule.webhook_secret}</code>" in first
+    assert rule.webhook_secret not in client.get(answer["Location"]).content.decode()
+    listed = client.get("/alerts/").content.decode()
+    assert f'id="alert-rule-{rule.pk}"' in listed
+    assert "fold expected within 3 steps" in listed and "in <code>/home/ann/app</code>" in listed
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "message"),
+    [
+        ({"condition": "cache-low", "ratio": "2"}, "ratio", "A ratio above 0 and at most 1"),
+        ({"condition": "cache-low", "window": "65"}, "window", "From 1 to 64 steps."),
+        ({"steps": "0"}, "steps", "From 1 to 100 steps."),
+        ({"scope": "folder"}, "folder", "Name the project folder this rule watches."),
+        ({"scope": "folder", "folder": "app"}, "folder", "An absolute path"),
+        ({"scope": "session"}, "scope_session", "Name the session this rule watches"),
+        ({"webhook_url": "ftp://x/"}, "webhook_url", "Enter a valid URL."),
+        ({"notify_browser": ""}, None, "Choose at least one way to be told"),
+        ({"condition": "nope"}, "condition", "Select a valid choice."),
+    ],
+)
+def test_invalid_rules_are_refused_next_to_their_field(
+    change: dict[str, str], field: str | None, message: str
+) -> None:
+    client, _ = signed_in()
+    data = {k: v for k, v in (VALID | change).items() if v != ""}
+    answer = client.post("/alerts/new/", data)
+    assert answer.status_code == 200
+    page = answer.content.decode()
+    marker = f'data-key="{field}"' if field else 'id="alert-form-errors"'
+    section = page[page.index(marker) :]
+    assert message in section[: section.index("</div>", section.index("error")) + 6]
+    assert not AlertRule.objects.exists()
+
+
+def test_a_parameter_another_condition_reads_does_not_block_a_save() -> None:
+    client, _ = signed_in()
+    answer = client.post("/alerts/new/", VALID | {"condition": "folded", "ratio": "9"})
+    assert answer.status_code == 302
+    assert AlertRule.objects.get().ratio == 0.5  # the saved default, not the stray value
+
+
+def test_another_users_rule_is_not_found_and_not_deleted() -> None:
+    _, owner = signed_in("owner")
+    rule = AlertRule.objects.create(owner=owner, name="mine", condition="folded")
+    client, _ = signed_in("other")
+    assert client.get(f"/alerts/{rule.pk}/").status_code == 404
+    assert client.post(f"/alerts/{rule.pk}/delete/").status_code == 404
+    assert AlertRule.objects.filter(pk=rule.pk).exists()
+    assert "mine" not in client.get("/alerts/").content.decode()
+
+
+def test_changes_need_the_csrf_token() -> None:
+    _, user = signed_in()
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    assert client.post("/alerts/new/", VALID).status_code == 403
+    assert not AlertRule.objects.exists()
+
+
+def test_a_new_secret_replaces_the_old_one_and_is_shown_once() -> None:
+    client, user = signed_in()
+    rule = AlertRule.objects.create(owner=user, name="r", condition="folded", webhook_secret="old")
+    answer = client.post(f"/alerts/{rule.pk}/secret/")
+    rule.refresh_from_db()
+    assert rule.webhook_secret != "old" and len(rule.webhook_secret) == 64
+    assert rule.webhook_secret in client.get(answer["Location"]).content.decode()
+
+
+def firing_with_deliveries(user: Any) -> AlertFiring:
+    rule = AlertRule.objects.create(
+        owner=user,
+        name="folds",
+        condition="folded",
+        webhook_url="http://127.0.0.1:9/",
+        webhook_secret="k" * 64,
+    )
+    firing = AlertFiring.objects.create(
+        rule=rule,
+        home="local",
+        session_id="s1",
+        title="Refactor",
+        key="412",
+        summary="automatic compaction: 12,400 → 3,100 tokens",
+        fired_at=datetime(2026, 12, 2, 10, 0, tzinfo=UTC),
+    )
+    AlertDelivery.objects.create(firing=firing, channel="browser", state="sent", attempts=1)
+    AlertDelivery.objects.create(
+        firing=firing,
+        channel="webhook",
+        state="failed",
+        attempts=5,
+        last_error="could not reach the receiver: Connection refused",
+    )
+    return firing
+
+
+def test_firings_show_each_delivery_with_its_attempts_and_last_error() -> None:
+    client, user = signed_in()
+    firing = firing_with_deliveries(user)
+    page = client.get("/alerts/").content.decode()
+    item = page[page.index(f'id="alert-firing-{firing.pk}"') :]
+    assert 'data-channel="webhook" data-state="failed" data-attempts="5"' in item
+    assert "could not reach the receiver: Connection refused" in item
+    assert 'data-channel="browser" data-state="sent" data-attempts="1"' in item
+    assert "automatic compaction: 12,400 → 3,100 tokens" in item
+
+
+def test_the_admin_shows_firings_and_deliveries_but_never_the_secret() -> None:
+    client, user = signed_in("admin", is_staff=True, is_superuser=True)
+    firing = firing_with_deliveries(user)
+    change = client.get(f"/admin/live/alertfiring/{firing.pk}/change/").content.decode()
+    assert "could not reach the receiver: Connection refused" in change
+    rule_page = client.get(f"/admin/live/alertrule/{firing.rule_id}/change/").content.decode()
+    assert "k" * 64 not in rule_page
+
+
+def test_the_webhook_body_in_json_and_in_slack_form() -> None:
+    _, user = signed_in()
+    firing = firing_with_deliveries(user)
+    body = json.loads(deliveries.webhook_body(firing.rule, firing))
+    assert body == {
+        "id": firing.pk,
+        "rule": {"id": firing.rule_id, "name": "folds", "condition": "folded"},
+        "home": "local",
+        "session": "s1",
+        "title": "Refactor",
+        "summary": "automatic compaction: 12,400 → 3,100 tokens",
+        "key": "412",
+        "firedAt": "2026-12-02T10:00:00+00:00",
+        "url": "/homes/local/sessions/s1/",
+    }
+    firing.rule.webhook_format = AlertRule.WebhookFormat.SLACK
+    slack = json.loads(deliveries.webhook_body(firing.rule, firing))
+    assert slack == {
+        "text": "*folds: Refactor*\nautomatic compaction: 12,400 → 3,100 tokens\n"
+        "</homes/local/sessions/s1/|Open the session>"
+    }
+
+
+def test_the_signature_is_hmac_sha256_over_the_time_and_body() -> None:
+    expected = hmac.new(b"k", b"1700000000.{}", hashlib.sha256).hexdigest()
+    assert deliveries.signature("k", 1_700_000_000, b"{}") == f"t=1700000000,v1={expected}"

@@ -1,0 +1,198 @@
+"""Alert rules in the core (dshweb.core.alerts): what each condition reads off real
+snapshots, and when a rule fires (once per condition, cooldown, not for the past)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import replace
+
+import pytest
+
+from dshweb.core.alerts.conditions import (
+    ON,
+    Condition,
+    Reading,
+    RuleSpec,
+    Scope,
+    ScopeKind,
+    cache_hit_ratio,
+    condition_reading,
+)
+from dshweb.core.alerts.firing import Armed, Decision, decide
+from dshweb.core.fold.folds import Fold
+from dshweb.core.fold.gauge import Band, ContextGauge, context_gauge
+from dshweb.core.fold.ledger import Ledger
+from tests.snapshots import fixture_snapshot, session_snapshot
+
+
+def gauge(band: Band, used: int = 20_000, threshold: int | None = 21_000) -> ContextGauge:
+    headroom = threshold - used if threshold is not None else None
+    return ContextGauge(used, 24_000, round(used / 240), threshold, headroom, band)
+
+
+@pytest.mark.parametrize(
+    ("watched", "band", "holds"),
+    [
+        (Band.TIGHT, Band.MODERATE, False),
+        (Band.TIGHT, Band.TIGHT, True),
+        (Band.TIGHT, Band.CRITICAL, True),
+        (Band.CRITICAL, Band.TIGHT, False),
+        (Band.CRITICAL, Band.CRITICAL, True),
+        (Band.TIGHT, Band.UNKNOWN, False),
+    ],
+)
+def test_a_band_rule_holds_at_its_band_and_past_it(watched: Band, band: Band, holds: bool) -> None:
+    snapshot = session_snapshot("s", last_time=5)
+    reading = condition_reading(RuleSpec(Condition.BAND, band=watched), snapshot, gauge(band))
+    assert (reading.key == ON) is holds
+    if holds:
+        assert reading.time == 5  # a level carries when its session last changed
+        assert reading.summary == (
+            f"context {band.value}: 83% (20,000 of 24,000 tokens, 1,000 below the compaction point)"
+        )
+
+
+def test_a_fold_rule_keys_on_the_newest_fold_of_a_real_log() -> None:
+    snapshot = fixture_snapshot("pace-steady")
+    folds = snapshot.ledger.folds
+    reading = condition_reading(RuleSpec(Condition.FOLDED), snapshot, context_gauge(snapshot))
+    newest = folds[-1]
+    assert reading.key == str(newest.seq) and reading.time == newest.time
+    assert newest.before is not None and newest.after is not None
+    assert reading.summary == f"automatic compaction: {newest.before:,} → {newest.after:,} tokens"
+    # Earlier in the same log, the newest fold is an earlier one: a new key per fold.
+    earlier = fixture_snapshot("pace-steady", at_seq=folds[2].end_seq)
+    before = condition_reading(RuleSpec(Condition.FOLDED), earlier, context_gauge(earlier))
+    assert before.key == str(folds[2].seq)
+
+
+def test_failed_folds_and_overflow_recoveries_are_their_own_conditions() -> None:
+    failed = Fold("manual", 40, 1_000, end_seq=44, error="summary is not smaller (…)")
+    overflow = Fold("overflow", 60, 2_000, end_seq=66, before=30_000, after=9_000)
+    snapshot = session_snapshot("s", ledger=Ledger(folds=(failed, overflow)))
+    read = {c: condition_reading(RuleSpec(c), snapshot, gauge(Band.AMPLE)) for c in Condition}
+    assert read[Condition.FOLD_FAILED] == Reading(
+        "40", "manual compaction failed: summary is not smaller (…)", 1_000
+    )
+    assert read[Condition.OVERFLOW] == Reading(
+        "60", "overflow compaction: 30,000 → 9,000 tokens", 2_000
+    )
+    assert read[Condition.FOLDED].key == "60"  # the newest that ended well
+    assert read[Condition.READER_ERROR].key is None
+
+
+def test_a_fold_expected_soon_follows_the_forecast_rounded_up() -> None:
+    snapshot = fixture_snapshot("pace-steady")
+    forecast = snapshot.forecast()
+    assert forecast.steps is not None
+    due = math.ceil(forecast.steps)
+    spec = RuleSpec(Condition.FOLD_SOON, steps=due)
+    assert condition_reading(spec, snapshot, context_gauge(snapshot)).summary.startswith(
+        f"fold expected in ~{due} step"
+    )
+    later = replace(spec, steps=due - 1)
+    assert condition_reading(later, snapshot, context_gauge(snapshot)).key is None
+
+
+def test_the_cache_hit_ratio_over_the_last_steps_is_worked_from_the_running_sums() -> None:
+    snapshot = fixture_snapshot("plain-turns")
+    usage = snapshot.token_usage
+    read_now = usage["cacheReadTokens"]
+    prompt_now = read_now + usage["uncachedInputTokens"] + usage["cacheWriteTokens"]
+    read_then, prompt_then = snapshot.step_cache[-3]
+    ratio = cache_hit_ratio(snapshot, 3)
+    assert ratio == (read_now - read_then) / (prompt_now - prompt_then)
+    assert 0 < ratio < 1
+    # The whole session's ratio is the same sums from the start (no reading before it).
+    assert cache_hit_ratio(snapshot, len(snapshot.step_cache) + 1) is None
+    spec = RuleSpec(Condition.CACHE_LOW, ratio=ratio + 0.01, window=3)
+    assert condition_reading(spec, snapshot, context_gauge(snapshot)).summary == (
+        f"cache hits {ratio:.0%} of prompt tokens over the last 3 steps"
+    )
+    assert (
+        condition_reading(replace(spec, ratio=ratio), snapshot, context_gauge(snapshot)).key is None
+    )
+
+
+def test_a_reader_error_holds_while_the_log_has_one() -> None:
+    broken = session_snapshot("s", errors=("torn frame at byte 812: 3 bytes of 40",))
+    reading = condition_reading(RuleSpec(Condition.READER_ERROR), broken, gauge(Band.AMPLE))
+    assert reading.summary == "the log cannot be read: torn frame at byte 812: 3 bytes of 40"
+
+
+@pytest.mark.parametrize(
+    ("scope", "home", "cwd", "session_id", "covered"),
+    [
+        (Scope(), "local", "/w", "s", True),
+        (Scope(ScopeKind.FOLDER, "/home/me/app"), "local", "/home/me/app", "s", True),
+        (Scope(ScopeKind.FOLDER, "/home/me/app/"), "local", "/home/me/app/src", "s", True),
+        (Scope(ScopeKind.FOLDER, "/home/me/app"), "local", "/home/me/apple", "s", False),
+        (Scope(ScopeKind.FOLDER, "/home/me/app"), "local", None, "s", False),
+        (Scope(ScopeKind.SESSION, home="local", session_id="s"), "local", "/w", "s", True),
+        (Scope(ScopeKind.SESSION, home="laptop", session_id="s"), "local", "/w", "s", False),
+        (Scope(ScopeKind.SESSION, home="local", session_id="t"), "local", "/w", "s", False),
+    ],
+)
+def test_scopes(scope: Scope, home: str, cwd: str | None, session_id: str, covered: bool) -> None:
+    assert scope.covers(home, session_snapshot(session_id, cwd=cwd)) is covered
+
+
+HOLDS = Reading(ON, "tight", time=2_000_000)
+CLEAR = Reading(None)
+
+
+def run(
+    readings: Sequence[tuple[float, Reading]], *, event: bool, cooldown: float = 0
+) -> list[str]:
+    """What each reading in turn did: "fire", "clear" or "-"."""
+    armed: Armed | None = None
+    done = []
+    for now, reading in readings:
+        decision = decide(
+            armed, reading, event=event, now=now, cooldown=cooldown, since_ms=1_000_000
+        )
+        armed = decision.armed
+        done.append("fire" if decision.fire else "clear" if decision.cleared else "-")
+    return done
+
+
+def test_a_level_fires_once_while_it_holds_and_again_after_it_cleared() -> None:
+    readings = [(10, HOLDS), (11, HOLDS), (12, HOLDS), (13, CLEAR), (14, CLEAR), (15, HOLDS)]
+    assert run(readings, event=False) == ["fire", "-", "-", "clear", "-", "fire"]
+
+
+def test_within_the_cooldown_a_level_waits_and_fires_once_it_is_over() -> None:
+    readings = [(10, HOLDS), (11, CLEAR), (12, HOLDS), (30, HOLDS), (40, HOLDS)]
+    assert run(readings, event=False, cooldown=15) == ["fire", "clear", "-", "fire", "-"]
+
+
+def test_an_event_fires_once_per_new_key_and_passes_over_those_in_the_cooldown() -> None:
+    def fold(seq: int) -> Reading:
+        return Reading(str(seq), "fold", time=2_000_000 + seq)
+
+    readings = [
+        (10, CLEAR),
+        (11, fold(5)),
+        (12, fold(5)),
+        (13, fold(9)),
+        (40, fold(9)),
+        (41, fold(12)),
+    ]
+    assert run(readings, event=True, cooldown=10) == ["-", "fire", "-", "-", "-", "fire"]
+
+
+def test_nothing_fires_for_what_happened_before_the_rule() -> None:
+    old_fold = Reading("5", "fold", time=999_999)
+    first = decide(None, old_fold, event=True, now=1, cooldown=0, since_ms=1_000_000)
+    assert first == Decision(Armed("5", None))
+    # After first sight a new fold fires whatever time the log gives it.
+    older_still = Reading("9", "fold", time=999_000)
+    again = decide(first.armed, older_still, event=True, now=2, cooldown=0, since_ms=1_000_000)
+    assert again == Decision(Armed("9", 2), fire=True)
+    # A level of a session idle since before the rule: nothing, and armed for its next change.
+    old_level = Reading(ON, "tight", time=999_999)
+    idle = decide(None, old_level, event=False, now=1, cooldown=0, since_ms=1_000_000)
+    assert idle == Decision(Armed())
+    moved = decide(idle.armed, old_level, event=False, now=3, cooldown=0, since_ms=1_000_000)
+    assert moved == Decision(Armed(ON, 3), fire=True)
