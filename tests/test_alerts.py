@@ -265,3 +265,41 @@ async def test_a_band_rule_fires_once_each_time_the_band_is_reached(
         assert len(firings) >= 3
         assert all(cleared is not None for _, cleared in firings[:-1])
     await communicator.disconnect()
+
+
+@pytest.mark.asyncio
+async def test_an_overflow_recovery_and_a_failed_compaction_in_a_real_log_fire_their_rules(
+    tmp_path: Path, settings: Any, user_cookie: tuple[Any, bytes], stop: None
+) -> None:
+    # fold-failures: the provider refused a request as too large (DSH folded and sent it
+    # again), then a summary came back larger than what it replaced (compaction/end error).
+    log, rest = cut_home(tmp_path, settings, "fold-failures", 0.05)
+    folds = fixture_snapshot("fold-failures").ledger.folds
+    overflow, failed = folds[0], folds[1]
+    assert last_seq(tmp_path / "home") < overflow.seq
+    user, cookie = user_cookie
+
+    def rules() -> None:
+        make_rule(user, name="overflow", condition="overflow")
+        make_rule(user, name="failed", condition="fold-failed")
+
+    await database_sync_to_async(rules)()
+    communicator = await socket_of(cookie)
+    await asyncio.sleep(1.5)
+    await append(log, rest)
+    await alert_notices(communicator, 2)
+    fired = await database_sync_to_async(
+        lambda: list(AlertFiring.objects.order_by("id").values_list("rule__name", "key", "summary"))
+    )()
+    assert fired == [
+        (
+            "overflow",
+            str(overflow.seq),
+            f"overflow compaction: {overflow.before:,} → {overflow.after:,} tokens",
+        ),
+        ("failed", str(failed.seq), f"automatic compaction failed: {failed.error}"),
+    ]
+    assert failed.error is not None and failed.error.startswith(
+        "summary is not smaller than the shadowed content"
+    )
+    await communicator.disconnect()

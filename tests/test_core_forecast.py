@@ -187,13 +187,30 @@ def test_a_point_set_by_a_patch_the_log_does_not_record_is_inferred_and_narrows(
     assert last.pace_forecast.steps is not None  # the forecast goes by the inferred point
 
 
-@pytest.mark.parametrize("home_name", ["auto-compact", "pace-steady", "pace-mixed", "demo-live"])
+@pytest.mark.parametrize(
+    "home_name", ["auto-compact", "pace-steady", "pace-mixed", "demo-live", "fold-failures"]
+)
 def test_a_configured_point_the_engine_went_by_is_the_one_shown(home_name: str) -> None:
     shot = fixture_snapshot(home_name, None)
     assert shot.point is not None and shot.point.threshold_tokens == 12_000
     assert shot.inferred.decisions > 0 and shot.inferred.holds(12_000)
     assert shot.inferred.high is not None  # these fold: bounded both ways
     assert shot.threshold_source == "config" and shot.threshold == 12_000
+
+
+def test_an_overflow_recovery_and_a_failed_compaction_decide_nothing_by_the_point() -> None:
+    # fold-failures: the provider refused a request of 9,091 tokens as too large (DSH
+    # folded at a measure of 9,000, under the point), and a compaction failed at 12,590
+    # (the next request went out at 12,590, past it). Neither bounds the point.
+    shot = fixture_snapshot("fold-failures", None)
+    kinds = [(fold.kind, fold.status) for fold in shot.ledger.folds]
+    assert kinds[:3] == [("overflow", "done"), ("automatic", "failed"), ("automatic", "done")]
+    overflow, failed = shot.ledger.folds[:2]
+    assert overflow.before is not None and overflow.before < 12_000
+    assert failed.before is not None and failed.before > 12_000
+    assert shot.inferred.low is not None and shot.inferred.high is not None
+    assert shot.inferred.low <= 12_000 <= shot.inferred.high
+    assert shot.inferred.high - shot.inferred.low < 1_500  # folds at ~12.6K, passes at ~11.1K
 
 
 def test_a_configured_point_the_engine_did_not_go_by_gives_way_to_the_inferred(

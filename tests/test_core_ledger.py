@@ -179,7 +179,9 @@ def _expected_from_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         kind, data = item["type"], item.get("data") or {}
         meter.fold(typed(item))
         if kind == "compaction/start":
+            # A failed compaction has no summary: nothing shadowed, no summariser usage.
             current = {"seq": item["seq"], "before": meter.projected_tokens}
+            current |= {"shadowed": None, "usage": None}
             found.append(current)
         elif kind == "compaction/summary" and current is not None:
             current["shadowed"] = data["shadowedTokenCount"]
@@ -228,6 +230,9 @@ def test_folds_agree_with_the_events(log: Path) -> None:
             usage = fold.summary_usage
             got = None if usage is None else (usage.input, usage.output, usage.cache_read)
             assert got == want["usage"]
+        if fold.status == "failed":  # it replaced nothing
+            assert (fold.dropped, fold.saved, fold.error is not None) == (0, None, True)
+            continue
         # No usage sample falls inside a fold, so by the shadow-price rule the pressure
         # drop is exactly what the checkpoint saved.
         assert fold.dropped == fold.saved

@@ -14,12 +14,15 @@ from pathlib import Path
 import pytest
 
 from dshweb.core.fold.compaction import compaction_point, measured_tokens
+from dshweb.core.fold.ledger import refused_as_too_large
 from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.log.home import session_logs
 from dshweb.core.log.reader import LogTail
 from dshweb.core.log.wire import (
     AnyEvent,
+    AssistantAttempt,
     AssistantMessage,
+    CompactionEnd,
     CompactionPrune,
     CompactionStart,
     StepStart,
@@ -38,12 +41,19 @@ def _decisions(log: Path) -> tuple[list[int], list[int], int | None]:
     engine = EngineConfig.from_config(engine_config(log.parents[3], "sdk"))
     folded, passed = [], []
     meter = SessionMeter()
-    pruned_in_step = False
+    pruned_in_step = refused_in_step = after_failure = False
 
     def on_event(event: AnyEvent) -> None:
-        nonlocal pruned_in_step
+        nonlocal pruned_in_step, refused_in_step, after_failure
+        if isinstance(event, CompactionStart):
+            after_failure = False
+        elif isinstance(event, CompactionEnd) and event.data is not None:
+            # A compaction that failed lets the next requests out at any measure.
+            after_failure = event.data.error is not None
         if isinstance(event, StepStart):
-            pruned_in_step = False
+            pruned_in_step = refused_in_step = False
+        elif isinstance(event, AssistantAttempt) and refused_as_too_large(event.data):
+            refused_in_step = True  # the compaction that follows is the overflow's
         elif isinstance(event, CompactionPrune) and not pruned_in_step:
             pruned_in_step = True
             folded.append(measured_tokens(meter))
@@ -52,9 +62,10 @@ def _decisions(log: Path) -> tuple[list[int], list[int], int | None]:
             and event.data is not None
             and event.data.turn is not None
             and not pruned_in_step
+            and not refused_in_step
         ):
             folded.append(measured_tokens(meter))
-        elif isinstance(event, AssistantMessage):
+        elif isinstance(event, AssistantMessage) and not after_failure:
             passed.append(measured_tokens(meter))
         meter.fold(event)
 

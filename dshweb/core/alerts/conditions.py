@@ -11,7 +11,8 @@ of one project folder, or one session). Two kinds of condition:
 - *events* happen at one place in the log: a fold that ended (any kind, a prune pass
   included), a fold or summary that failed (``compaction/end`` with an error), an
   overflow recovery (the provider refused the request as too large and DSH folded to
-  retry). Their key is the ``seq`` of the newest such fold, so a new one is a new key.
+  retry), each once it has ended. Their key is the ``seq`` of the newest such fold, so a
+  new one is a new key.
 
 :func:`condition_reading` gives a :class:`Reading`: ``key`` ``None`` when the condition
 does not hold, else what holds (``"on"`` for a level, the event's seq), and a one-line
@@ -174,7 +175,7 @@ def _newest(folds: tuple[Fold, ...], condition: Condition) -> Fold | None:
             return fold
         if condition is Condition.FOLD_FAILED and fold.status == "failed":
             return fold
-        if condition is Condition.OVERFLOW and fold.kind == "overflow":
+        if condition is Condition.OVERFLOW and fold.kind == "overflow" and fold.status != "open":
             return fold
     return None
 

@@ -164,6 +164,16 @@ def refused_as_too_large(data: SurfaceData | None) -> bool:
     return False
 
 
+def overflow_pending(cls: type, data: Any, pending: bool) -> bool:
+    """Whether a compaction that starts after this event is an overflow recovery: a
+    request of the step was refused as too large (:func:`refused_as_too_large`) and no
+    answer, new step or turn came since. ``pending``: what it was before the event (the
+    ``compaction/start`` that takes it is the caller's)."""
+    if cls in USAGE_EVENTS:
+        return False if cls is AssistantMessage else pending or refused_as_too_large(data)
+    return False if cls in _OVERFLOW_FORGOTTEN else pending
+
+
 @dataclass(slots=True)
 class LedgerCollector:
     """Fold-side state of the ledger; see the module docstring for what it keeps."""
@@ -200,16 +210,11 @@ class LedgerCollector:
         if self.pass_open and (cls in _PASS_ENDS or (cls in _SURFACE and not replacing)):
             self.pass_open = False
         data: Any = getattr(event, "data", None)
+        self.overflow = overflow_pending(cls, data, self.overflow)
         if cls in USAGE_EVENTS:
-            if cls is AssistantMessage:
-                self.overflow = False
-            elif refused_as_too_large(data):
-                self.overflow = True
             tokens = meter.projected_tokens
             if tokens is not None and seq == meter.sampled_seq:
                 self._step_point(seq, time, tokens)
-        elif cls in _OVERFLOW_FORGOTTEN:
-            self.overflow = False
         elif cls is CompactionStart:
             self._start(data or CompactionData(), seq, time, meter)
         elif cls is CompactionSummary:

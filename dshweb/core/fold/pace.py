@@ -16,7 +16,10 @@ the rung shown before: downward at once, upward only past ``margin`` above the n
 
 The same readings bound the compaction point the engine actually used
 (:class:`Decisions`): every request it let out was below the point, every automatic fold
-it started (a compaction of a turn, or a step's first prune) at or above it.
+it started (a compaction of a turn, or a step's first prune) at or above it. An overflow
+recovery (a compaction right after the provider refused the step's request as too large)
+is no such decision: it comes at any measure; nor is a request sent after a compaction
+that failed (the engine lets it out at or past the point), until the next one starts.
 """
 
 from __future__ import annotations
@@ -24,12 +27,15 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from dshweb.core.fold.compaction import measured_tokens
+from dshweb.core.fold.ledger import overflow_pending
 from dshweb.core.fold.meter import USAGE_EVENTS, SessionMeter, cache_and_prompt
 from dshweb.core.log.wire import (
     AnyEvent,
     AssistantMessage,
+    CompactionEnd,
     CompactionPrune,
     CompactionStart,
     StepStart,
@@ -72,10 +78,18 @@ class Decisions:
     count: int = 0
     basis: tuple[int | None, int | None] | None = None
     pruned_in_step: bool = False
+    overflow: bool = False
+    """A compaction now would be an overflow recovery (the provider refused the step's
+    request as too large): the engine did not decide it by the point."""
+    failed: bool = False
+    """The last compaction failed: the requests after it went out whatever the measure,
+    until the engine starts another."""
 
     def observe(self, event: AnyEvent, meter: SessionMeter) -> None:
         """Look at ``event`` before ``meter`` folds it."""
         kind = type(event)
+        data: Any = getattr(event, "data", None)
+        overflow, self.overflow = self.overflow, overflow_pending(kind, data, self.overflow)
         if kind is StepStart:
             self.pruned_in_step = False
         elif kind is CompactionPrune:
@@ -83,10 +97,13 @@ class Decisions:
                 self.pruned_in_step = True
                 self._decided(meter, folded=True)
         elif kind is CompactionStart:
-            data = event.data  # type: ignore[union-attr]
-            if data is not None and data.turn is not None and not self.pruned_in_step:
+            automatic = data is not None and data.turn is not None and not self.pruned_in_step
+            if automatic and not overflow:
                 self._decided(meter, folded=True)
-        elif kind is AssistantMessage:
+            self.overflow = self.failed = False
+        elif kind is CompactionEnd:
+            self.failed = data is not None and data.error is not None
+        elif kind is AssistantMessage and not self.failed:
             self._decided(meter, folded=False)
 
     def _decided(self, meter: SessionMeter, *, folded: bool) -> None:
