@@ -205,3 +205,14 @@ def test_the_webhook_body_in_json_and_in_slack_form() -> None:
 def test_the_signature_is_hmac_sha256_over_the_time_and_body() -> None:
     expected = hmac.new(b"k", b"1700000000.{}", hashlib.sha256).hexdigest()
     assert deliveries.signature("k", 1_700_000_000, b"{}") == f"t=1700000000,v1={expected}"
+
+
+def test_a_delivery_whose_rule_was_deleted_meanwhile_is_let_go() -> None:
+    _, user = signed_in()
+    firing = firing_with_deliveries(user)
+    ids = list(firing.deliveries.values_list("pk", flat=True))
+    AlertDelivery.objects.filter(pk__in=ids).update(state="pending")
+    firing.rule.delete()
+    assert [deliveries.attempt(pk) for pk in ids] == [None, None]
+    deliveries.browser_sent(ids[0], None)  # nothing left to record
+    assert not AlertDelivery.objects.exists()

@@ -31,7 +31,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.db import close_old_connections
 from django.db.models import Count, Max
-from django.db.utils import InterfaceError, OperationalError
+from django.db.utils import IntegrityError, InterfaceError, OperationalError
 from django.utils import timezone
 
 from dshweb.core.alerts.conditions import RuleSpec, condition_reading
@@ -145,14 +145,18 @@ class AlertWatcher:
                 )
                 # Recorded before it is kept: a write that fails is decided again next round.
                 if decision.fire and reading.key is not None:
-                    deliveries.record_firing(
-                        rule.row,
-                        home=self.home,
-                        session_id=session_id,
-                        title=snapshot.title or "",
-                        key=reading.key,
-                        summary=reading.summary,
-                    )
+                    try:
+                        deliveries.record_firing(
+                            rule.row,
+                            home=self.home,
+                            session_id=session_id,
+                            title=snapshot.title or "",
+                            key=reading.key,
+                            summary=reading.summary,
+                        )
+                    except IntegrityError:  # the rule was deleted since it was read
+                        self._rules_read_at = -float("inf")
+                        continue
                     self.fired += 1
                     self._deliveries_at = 0.0
                 if decision.cleared:

@@ -147,9 +147,9 @@ def browser_message(firing: AlertFiring) -> BrowserMessage:
 def attempt(delivery_id: int) -> BrowserMessage | None:
     """Try webhook or email delivery ``delivery_id`` once and record how it went; for a
     browser delivery, the message to send (then :func:`browser_sent`)."""
-    delivery = AlertDelivery.objects.select_related("firing__rule").get(pk=delivery_id)
-    if delivery.state != AlertDelivery.State.PENDING:
-        return None
+    delivery = AlertDelivery.objects.select_related("firing__rule").filter(pk=delivery_id).first()
+    if delivery is None or delivery.state != AlertDelivery.State.PENDING:
+        return None  # deleted with its rule meanwhile, or done
     firing = delivery.firing
     if delivery.channel == AlertDelivery.Channel.BROWSER:
         return browser_message(firing)
@@ -166,7 +166,9 @@ def attempt(delivery_id: int) -> BrowserMessage | None:
 
 
 def browser_sent(delivery_id: int, error: BaseException | None) -> None:
-    delivery = AlertDelivery.objects.get(pk=delivery_id)
+    delivery = AlertDelivery.objects.filter(pk=delivery_id).first()
+    if delivery is None:
+        return
     if error is None:
         record_sent(delivery)
     else:
