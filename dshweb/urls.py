@@ -1,4 +1,5 @@
-"""URL map: the dashboard at ``/``, sign in and out at ``/accounts/``, admin at ``/admin/``."""
+"""URL map: the dashboard at ``/``, sign in and out at ``/accounts/``, the JSON API at
+``/api/v1/``, admin at ``/admin/``."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from dshweb.accounts.forms import ThrottledAdminAuthenticationForm
+from dshweb.dashboard.api import api_urls
 
 # The admin's own sign-in page is throttled like ours.
 admin.site.login_form = ThrottledAdminAuthenticationForm
@@ -16,5 +18,6 @@ handler500 = "dshweb.dashboard.unavailable.server_error"
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("dshweb.accounts.urls")),
+    path("api/v1/", include(*api_urls())),
     path("", include("dshweb.dashboard.urls")),
 ]

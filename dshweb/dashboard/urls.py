@@ -11,6 +11,7 @@ from dshweb.dashboard import (
     exports,
     remote_settings,
     settings_views,
+    token_views,
     views,
 )
 
@@ -33,6 +34,8 @@ urlpatterns = [
     # A collected home's settings: answered by its collector (dashboard/remote_settings.py).
     path("homes/<home:home>/settings/", remote_settings.home_settings, name="home-settings"),
     path("homes/<home:home>/settings/<path:rest>", remote_settings.home_settings),
+    path("tokens/", token_views.api_tokens, name="api-tokens"),
+    path("tokens/<int:token_id>/revoke/", token_views.api_token_revoke, name="api-token-revoke"),
     path("alerts/", alerts_views.alerts_index, name="alerts"),
     path("alerts/new/", alerts_views.alert_new, name="alert-new"),
     path("alerts/<int:rule_id>/", alerts_views.alert_rule, name="alert-rule"),

@@ -87,11 +87,7 @@ class Scope:
             return True
         if self.kind is ScopeKind.SESSION:
             return (home, snapshot.session_id) == (self.home, self.session_id)
-        cwd = snapshot.cwd
-        folder = self.folder.rstrip("/") or "/"
-        return cwd is not None and (
-            cwd == folder or cwd.startswith(folder if folder.endswith("/") else folder + "/")
-        )
+        return snapshot.works_in(self.folder)
 
 
 @dataclass(frozen=True, slots=True)

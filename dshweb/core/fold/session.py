@@ -182,6 +182,13 @@ class SessionSnapshot:
         """The compaction point the band and the forecast go by (see ``threshold_source``)."""
         return effective_threshold(self.point, self.inferred)
 
+    def works_in(self, folder: str) -> bool:
+        """Whether DSH ran this session in ``folder`` or a folder inside it."""
+        cwd, root = self.cwd, folder.rstrip("/") or "/"
+        if cwd is None:
+            return False
+        return cwd == root or cwd.startswith(root if root.endswith("/") else root + "/")
+
     def forecast(self, now_ms: int | None = None) -> Forecast:
         """Steps and minutes until the next automatic fold (``now_ms``: epoch ms now, to
         tell an idle session)."""

@@ -238,6 +238,7 @@ class SessionList:
                     live=entries[i].snapshot.live,
                     band=entries[i].gauge.band,
                     text=texts[i],
+                    snapshot=entries[i].snapshot,
                 )
             ]
         matched = len(order)

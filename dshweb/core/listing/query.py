@@ -62,6 +62,8 @@ class ListQuery:
     per_page: int = PER_PAGE
     home: str = ""
     """Only the sessions of the home of this name (empty: every home)."""
+    folder: str = ""
+    """Only the sessions DSH ran in this folder or inside it (empty: any folder)."""
 
     @property
     def terms(self) -> tuple[str, ...]:
@@ -73,6 +75,7 @@ class ListQuery:
         return (
             bool(self.terms)
             or bool(self.home)
+            or bool(self.folder)
             or self.state is not SessionState.ALL
             or self.band is not None
         )
@@ -82,6 +85,7 @@ class ListQuery:
         values = {
             "q": self.q,
             "home": self.home,
+            "folder": self.folder,
             "state": "" if self.state is SessionState.ALL else self.state.value,
             "band": "" if self.band is None else self.band.value,
             "sort": "" if self.sort is SortKey.ACTIVITY else self.sort.value,
@@ -108,6 +112,7 @@ def list_query(params: Mapping[str, str]) -> ListQuery:
         page=_number(params.get("page"), 1, MAX_PAGE),
         per_page=_number(params.get("per_page"), PER_PAGE, MAX_PER_PAGE),
         home=(params.get("home") or "")[:MAX_HOME].strip(),
+        folder=(params.get("folder") or "")[:MAX_QUERY].strip(),
     )
 
 
@@ -135,12 +140,22 @@ def search_text(snapshot: SessionSnapshot, home: str = "") -> str:
 
 
 def matches(
-    query: ListQuery, terms: tuple[str, ...], *, home: str, live: bool, band: Band, text: str
+    query: ListQuery,
+    terms: tuple[str, ...],
+    *,
+    home: str,
+    live: bool,
+    band: Band,
+    text: str,
+    snapshot: SessionSnapshot,
 ) -> bool:
     """Whether ``query`` shows a session of ``home`` that is ``live`` or not, in ``band``,
-    whose :func:`search_text` is ``text``; ``terms`` is ``query.terms`` (a list pages
-    thousands of sessions with one query: it splits the text once)."""
+    whose :func:`search_text` is ``text`` (and, for a folder, whose ``snapshot`` ran
+    there); ``terms`` is ``query.terms`` (a list pages thousands of sessions with one
+    query: it splits the text once)."""
     if query.home and home != query.home:
+        return False
+    if query.folder and not snapshot.works_in(query.folder):
         return False
     state = query.state
     if state is not SessionState.ALL and live != (state is SessionState.LIVE):

@@ -1,0 +1,188 @@
+"""The JSON API (/api/v1/): its answers against the fixture sessions' own figures, its
+two ways in (the browser's session, a personal token made and revoked in the browser),
+and its OpenAPI document; then schemathesis against that document on a real server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from dshweb.core.log.home import session_logs
+from dshweb.dashboard.models import ApiToken
+from tests.browser.homes import copy_session
+from tests.conftest import FIXTURE_HOMES
+from tests.snapshots import fixture_snapshot
+
+pytestmark = [pytest.mark.django_db]
+
+SESSIONS = ("auto-compact", "pace-steady", "fold-failures", "big-tools")
+
+
+@pytest.fixture
+def home(tmp_path: Path, settings: Any, fresh_hub: None) -> Path:
+    target = tmp_path / "home"
+    (target / "sessions").mkdir(parents=True)
+    shutil.copytree(FIXTURE_HOMES / "auto-compact" / "profiles", target / "profiles")
+    for name in SESSIONS:
+        for log in session_logs(FIXTURE_HOMES / name):
+            copy_session(target, log)
+    settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": target, "PROFILE": "sdk"}
+    return target
+
+
+def signed_in() -> tuple[Client, Any]:
+    user = get_user_model().objects.create_user("reader", password="pw-for-tests-only")
+    client = Client()
+    client.force_login(user)
+    return client, user
+
+
+def get(client: Client, path: str, **headers: str) -> tuple[int, Any]:
+    answer = client.get(path, headers=headers)
+    return answer.status_code, json.loads(answer.content)
+
+
+def test_without_a_login_every_call_is_a_401_in_json(home: Path) -> None:
+    for path in (
+        "/api/v1/sessions",
+        "/api/v1/homes/local/sessions/auto-compact",
+        "/api/v1/profiles",
+    ):
+        assert get(Client(), path) == (401, {"detail": "Unauthorized"})
+
+
+def test_the_sessions_list_pages_and_filters_as_the_list_does(home: Path) -> None:
+    client, _ = signed_in()
+    status, body = get(client, "/api/v1/sessions?per_page=2")
+    assert status == 200
+    assert (body["matched"], body["pages"], body["perPage"], len(body["sessions"])) == (4, 2, 2, 2)
+    status, body = get(client, "/api/v1/sessions?sort=percent")
+    rows = {row["sessionId"]: row for row in body["sessions"]}
+    assert set(rows) == set(SESSIONS)
+    percents = [row["percent"] for row in body["sessions"]]
+    assert percents == sorted(percents, reverse=True)
+    steady = fixture_snapshot("pace-steady")
+    row = rows["pace-steady"]
+    assert (row["home"], row["cwd"], row["live"]) == ("local", steady.cwd, False)
+    assert row["usedTokens"] == steady.used_tokens and row["thresholdTokens"] == 12_000
+    assert steady.used_tokens is not None
+    assert row["headroomTokens"] == 12_000 - steady.used_tokens
+    folder = steady.cwd
+    assert folder is not None
+    _, only = get(client, f"/api/v1/sessions?folder={folder}")
+    assert [r["sessionId"] for r in only["sessions"]] == ["pace-steady"]
+    _, tight = get(client, "/api/v1/sessions?band=tight")
+    assert {r["sessionId"] for r in tight["sessions"]} == {
+        r["sessionId"] for r in rows.values() if r["band"] == "tight"
+    }
+    _, live = get(client, "/api/v1/sessions?live=true")
+    assert live["matched"] == 0
+
+
+def test_one_session_is_the_snapshot_json_with_the_gauge(home: Path) -> None:
+    client, _ = signed_in()
+    status, body = get(client, "/api/v1/homes/local/sessions/fold-failures")
+    assert status == 200
+    shot = fixture_snapshot("fold-failures")
+    expected = shot.as_json()
+    for key in (
+        "lastSeq",
+        "events",
+        "tokenUsage",
+        "contextPressure",
+        "contextBreakdown",
+        "compactions",
+    ):
+        assert body[key] == expected[key], key
+    assert body["compaction"]["inferred"] == shot.inferred.as_json()
+    assert body["band"] in {"moderate", "tight", "critical"} and body["home"] == "local"
+    assert set(body["forecast"]) == {"steps", "stepsLow", "stepsHigh", "minutes", "reason"}
+
+
+def test_the_timeline_and_the_ledger(home: Path) -> None:
+    client, _ = signed_in()
+    shot = fixture_snapshot("fold-failures")
+    _, timeline = get(client, "/api/v1/homes/local/sessions/fold-failures/timeline")
+    points = shot.ledger.points
+    assert len(timeline["points"]) == len(points)
+    first = timeline["points"][0]
+    assert (first["seq"], first["tokens"]) == (points[0].seq, points[0].tokens)
+    assert first["percent"] == round(points[0].tokens / 24_000 * 100)
+    assert timeline["windowTokens"] == 24_000 and timeline["thresholdTokens"] == 12_000
+    _, ledger = get(client, "/api/v1/homes/local/sessions/fold-failures/ledger")
+    folds = ledger["folds"]
+    assert [(f["kind"], f["status"], f["seq"]) for f in folds] == [
+        (f.kind, f.status, f.seq) for f in shot.ledger.folds
+    ]
+    assert folds[1]["error"].startswith("summary is not smaller")
+
+
+def test_unknown_homes_and_sessions_are_404s_that_say_which(home: Path) -> None:
+    client, _ = signed_in()
+    assert get(client, "/api/v1/homes/local/sessions/nope") == (
+        404,
+        {"detail": "no session 'nope' in home 'local'"},
+    )
+    assert get(client, "/api/v1/homes/elsewhere/sessions/auto-compact")[0] == 404
+
+
+def test_profiles_give_the_effective_engine_and_bands(home: Path) -> None:
+    client, _ = signed_in()
+    _, body = get(client, "/api/v1/profiles")
+    sdk = next(p for p in body["profiles"] if p["profile"] == "sdk")
+    assert sdk["engine"]["thresholdRatio"] == 0.5 and sdk["engine"]["headroomTokens"] == 1000
+    assert sdk["bands"] == {"moderateAt": 0.5, "tightAt": 0.85, "hysteresis": 0.05}
+    assert body["elsewhere"] == []
+
+
+def test_a_token_made_in_the_browser_opens_the_api_until_revoked(home: Path) -> None:
+    client, user = signed_in()
+    made = client.post("/tokens/", {"name": "notebook"})
+    assert made.status_code == 302
+    page = client.get("/tokens/").content.decode()
+    token = page.split('id="new-token-value">')[1].split("<")[0]
+    assert token.startswith("dshweb_") and token not in client.get("/tokens/").content.decode()
+    row = ApiToken.objects.get(user=user)
+    assert row.digest != token and token not in row.digest and row.last_used_at is None
+    bearer = {"Authorization": f"Bearer {token}"}
+    status, body = get(Client(), "/api/v1/sessions", **bearer)
+    assert status == 200 and body["matched"] == 4
+    row.refresh_from_db()
+    assert row.last_used_at is not None
+    assert get(Client(), "/api/v1/sessions", Authorization=f"Bearer {token}x")[0] == 401
+    client.post(f"/tokens/{row.pk}/revoke/")
+    assert get(Client(), "/api/v1/sessions", **bearer)[0] == 401
+    assert ApiToken.objects.get().revoked_at is not None
+
+
+def test_another_users_token_cannot_be_revoked(home: Path) -> None:
+    _, owner = signed_in()
+    row = ApiToken.objects.create(user=owner, name="x", prefix="dshweb_abc", digest="0" * 64)
+    other = get_user_model().objects.create_user("other", password="pw-for-tests-only")
+    client = Client()
+    client.force_login(other)
+    assert client.post(f"/tokens/{row.pk}/revoke/").status_code == 404
+    assert ApiToken.objects.get().revoked_at is None
+
+
+def test_the_openapi_document_and_its_page(home: Path) -> None:
+    status, document = get(Client(), "/api/v1/openapi.json")
+    assert status == 200 and document["info"]["title"] == "dshweb"
+    paths = set(document["paths"])
+    assert {
+        "/api/v1/sessions",
+        "/api/v1/homes/{home}/sessions/{session_id}",
+        "/api/v1/homes/{home}/sessions/{session_id}/timeline",
+        "/api/v1/homes/{home}/sessions/{session_id}/ledger",
+        "/api/v1/profiles",
+    } <= paths
+    assert Client().get("/api/v1/docs").status_code == 302  # a page: behind the sign-in
+    client, _ = signed_in()
+    docs = client.get("/api/v1/docs").content.decode()
+    assert "swagger-ui-bundle.js" in docs and "cdn." not in docs  # served here, not fetched
