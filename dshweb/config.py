@@ -46,6 +46,7 @@ DEFAULTS: Mapping[str, object] = {
     "TRUSTED_ORIGINS": (),
     "HSTS_SECONDS": DEFAULT_HSTS_SECONDS,
     "PUBLIC_URL": "",
+    "METRICS_TOKEN": "",
 }
 """Every key of ``DSHWEB`` and its default (see :class:`DshwebConfig` for each meaning)."""
 
@@ -96,6 +97,9 @@ class DshwebConfig:
     public_url: str
     """``PUBLIC_URL``: the address people open the dashboard at (``https://dsh.example``),
     for the links in alert webhooks and emails; empty: they carry the page's path only."""
+    metrics_token: str
+    """``METRICS_TOKEN``: the bearer token a Prometheus scrape of ``/metrics`` sends (a
+    personal API token works too); empty: only personal tokens."""
 
     @property
     def secret_key_path(self) -> Path | None:
@@ -128,6 +132,7 @@ def get_config() -> DshwebConfig:
         trusted_origins=_origins(value),
         hsts_seconds=_typed(value, "HSTS_SECONDS", int),
         public_url=_typed(value, "PUBLIC_URL", str).rstrip("/"),
+        metrics_token=_typed(value, "METRICS_TOKEN", str),
     )
 
 

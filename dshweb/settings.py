@@ -42,6 +42,7 @@ DSHWEB: dict[str, object] = {
     "ENGINE_URL": os.environ.get("DSHWEB_ENGINE_URL", ""),
     "ENGINE": os.environ.get("DSHWEB_ENGINE", ""),
     "PUBLIC_URL": os.environ.get("DSHWEB_PUBLIC_URL", ""),
+    "METRICS_TOKEN": os.environ.get("DSHWEB_METRICS_TOKEN", ""),
     "LOGIN_THROTTLE_FAILURES": 5,
     "LOGIN_THROTTLE_SECONDS": 300,
     "BEHIND_TLS_PROXY": _https.behind_tls_proxy,

@@ -8,6 +8,7 @@ from django.urls import include, path
 
 from dshweb.accounts.forms import ThrottledAdminAuthenticationForm
 from dshweb.dashboard.api import api_urls
+from dshweb.dashboard.metrics import metrics
 
 # The admin's own sign-in page is throttled like ours.
 admin.site.login_form = ThrottledAdminAuthenticationForm
@@ -19,5 +20,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("dshweb.accounts.urls")),
     path("api/v1/", include(*api_urls())),
+    path("metrics", metrics),
     path("", include("dshweb.dashboard.urls")),
 ]

@@ -1,0 +1,186 @@
+"""``/metrics``: its bearer token, its series against the fixture sessions' own figures
+(per-session series only for live and recently active sessions), the real ``promtool
+check metrics`` on its output, and a real Prometheus scraping a running dshweb."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import shutil
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+from prometheus_client.parser import text_string_to_metric_families
+
+from dshweb.core.log.home import session_logs
+from dshweb.dashboard.api_tokens import token_create
+from dshweb.dashboard.metrics import RECENT_MS
+from tests.browser.homes import copy_session
+from tests.browser.server import DshwebServer, free_port, serving, spawn, terminate
+from tests.conftest import FIXTURE_HOMES
+from tests.snapshots import fixture_snapshot
+
+pytestmark = [pytest.mark.django_db]
+
+SESSIONS = ("auto-compact", "pace-steady", "fold-failures")
+LIVE = "pace-steady"
+TOKEN = "scrape-token-for-tests-only"
+
+
+def make_home(target: Path) -> Path:
+    (target / "sessions").mkdir(parents=True)
+    shutil.copytree(FIXTURE_HOMES / "auto-compact" / "profiles", target / "profiles")
+    for name in SESSIONS:
+        for log in session_logs(FIXTURE_HOMES / name):
+            copy_session(target, log)
+    return target
+
+
+def live_lock(home: Path) -> Any:
+    """Hold ``LIVE``'s session lock as a running DSH would (the lock file is its own)."""
+    (log,) = (log for log in session_logs(home) if log.session_dir.name == LIVE)
+    handle = (log.session_dir / "session.lock").open("a")
+    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    return handle
+
+
+@pytest.fixture
+def home(tmp_path: Path, settings: Any, fresh_hub: None) -> Iterator[Path]:
+    target = make_home(tmp_path / "home")
+    with live_lock(target):
+        settings.DSHWEB = {
+            **settings.DSHWEB,
+            "DSH_HOME": target,
+            "PROFILE": "sdk",
+            "METRICS_TOKEN": TOKEN,
+        }
+        yield target
+
+
+def scrape(token: str | None = TOKEN) -> tuple[int, str]:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    answer = Client().get("/metrics", headers=headers)
+    return answer.status_code, answer.content.decode()
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def test_a_scrape_needs_the_bearer_token(home: Path) -> None:
+    status, _ = scrape(None)
+    assert status == 401
+    answer = Client().get("/metrics")
+    assert answer["WWW-Authenticate"] == 'Bearer realm="dshweb metrics"'
+    assert scrape("wrong")[0] == 401
+    user = get_user_model().objects.create_user("ops", password="pw-for-tests-only")
+    signed_in = Client()
+    signed_in.force_login(user)
+    assert signed_in.get("/metrics").status_code == 401  # a browser's session is no scrape
+    _, personal = token_create(user=user, name="prometheus")
+    assert scrape(personal)[0] == 200
+    assert scrape()[0] == 200
+
+
+def test_the_series_are_the_sessions_figures(home: Path) -> None:
+    status, text = scrape()
+    assert status == 200
+    got = samples(text)
+    live = fixture_snapshot(LIVE)
+    labels = (("home", "local"), ("project", live.cwd or ""), ("session", LIVE))
+    assert got["dshweb_session_used_tokens", labels] == live.used_tokens
+    assert got["dshweb_session_window_tokens", labels] == 24_000
+    assert got["dshweb_session_threshold_tokens", labels] == 12_000
+    assert live.used_tokens is not None
+    assert got["dshweb_session_headroom_tokens", labels] == 12_000 - live.used_tokens
+    # Only the live session and those active in the last hour have per-session series
+    # (auto-compact ended days ago; a fixture recorded within the hour still counts).
+    per_session = {dict(key[1])["session"] for key in got if key[0].startswith("dshweb_session_")}
+    recent = time.time() * 1000 - RECENT_MS
+    shown = {LIVE} | {n for n in SESSIONS if (fixture_snapshot(n).last_time or 0) >= recent}
+    assert per_session == shown and "auto-compact" not in per_session
+    shots = [fixture_snapshot(name) for name in SESSIONS]
+    for kind in ("automatic", "manual", "overflow", "prune"):
+        expected = sum(
+            1 for s in shots for f in s.ledger.folds if f.kind == kind and f.status == "done"
+        )
+        assert got["dshweb_folds_total", (("home", "local"), ("kind", kind))] == expected
+    freed = sum(max(0, f.dropped or 0) for s in shots for f in s.ledger.folds if f.status == "done")
+    assert got["dshweb_freed_tokens_total", (("home", "local"),)] == freed > 0
+    assert got["dshweb_sessions", (("home", "local"),)] == len(SESSIONS)
+    assert got["dshweb_reader_errors", (("home", "local"),)] == 0
+    assert got["dshweb_alerts_sent_total", (("channel", "webhook"),)] == 0
+    assert any(name.startswith("process_") for name, _ in got)
+
+
+@pytest.mark.prometheus
+def test_promtool_accepts_the_output(home: Path) -> None:
+    _, text = scrape()
+    checked = subprocess.run(
+        ["promtool", "check", "metrics"], input=text, capture_output=True, text=True, check=False
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+@pytest.mark.prometheus
+def test_a_real_prometheus_scrapes_a_running_dshweb(tmp_path: Path) -> None:
+    home = make_home(tmp_path / "home")
+    server = DshwebServer(home, tmp_path / "data", extra_env={"DSHWEB_METRICS_TOKEN": TOKEN})
+    port = free_port()
+    config = tmp_path / "prometheus.yml"
+    config.write_text(
+        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+        "scrape_configs:\n"
+        "  - job_name: dshweb\n"
+        f"    authorization: {{credentials: {TOKEN}}}\n"
+        f"    static_configs: [{{targets: ['127.0.0.1:{server.port}']}}]\n"
+    )
+    with live_lock(home), contextlib.contextmanager(serving)(server):
+        prometheus = spawn(
+            [
+                "prometheus",
+                f"--config.file={config}",
+                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            cwd=tmp_path,
+            env={"PATH": "/usr/bin:/bin"},
+            log=tmp_path / "prometheus.log",
+        )
+        try:
+            value = None
+            deadline = time.monotonic() + 60
+            query = urllib.parse.quote(f'dshweb_session_used_tokens{{session="{LIVE}"}}')
+            while time.monotonic() < deadline and value is None:
+                time.sleep(1)
+                try:
+                    with urllib.request.urlopen(
+                        f"http://127.0.0.1:{port}/api/v1/query?query={query}", timeout=5
+                    ) as answer:
+                        result = json.load(answer)["data"]["result"]
+                except OSError:
+                    continue
+                if result:
+                    value = float(result[0]["value"][1])
+            log = (tmp_path / "prometheus.log").read_text(errors="replace")
+            assert value == fixture_snapshot(LIVE).used_tokens, log[-2000:]
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{port}/api/v1/query?query=up", timeout=5
+            ) as answer:
+                up = json.load(answer)["data"]["result"]
+            assert [float(r["value"][1]) for r in up] == [1.0]
+        finally:
+            terminate(prometheus)
