@@ -38,10 +38,10 @@ from dshweb.core.alerts.conditions import RuleSpec, condition_reading
 from dshweb.core.alerts.firing import Armed, decide
 from dshweb.live import deliveries, timing
 from dshweb.live.hub import HomeChange, HomeView
+from dshweb.live.hubtask import HubTask
 from dshweb.live.models import AlertFiring, AlertRule
 from dshweb.live.outage import Outage
 from dshweb.live.publisher import ChangeSource
-from dshweb.live.service import collecting, current_hub
 
 log = logging.getLogger("dshweb.live")
 
@@ -239,32 +239,15 @@ async def _in_thread(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs
     return await sync_to_async(run, thread_sensitive=False)()
 
 
-_task: asyncio.Task[None] | None = None
-_watcher: AlertWatcher | None = None
+_watching: HubTask[AlertWatcher] = HubTask("dshweb-alerts", lambda hub: AlertWatcher(hub, hub.name))
 
 
 def start_alert_watcher() -> AlertWatcher | None:
     """Start (or keep) the watcher of the process's hub on the running event loop (beside
     its publisher); a web worker has none (its collectors watch)."""
-    global _task, _watcher
-    if not collecting():
-        return None
-    loop = asyncio.get_running_loop()
-    hub = current_hub()
-    alive = _task is not None and not _task.done() and _task.get_loop() is loop
-    if not alive or _watcher is None or _watcher.source is not hub:
-        if alive and _task is not None:
-            _task.cancel()
-        _watcher = AlertWatcher(hub, hub.name)
-        _task = loop.create_task(_watcher.run(), name="dshweb-alerts")
-    return _watcher
+    return _watching.start()
 
 
 async def stop_alert_watcher() -> None:
     """Stop the watcher started on this event loop, if any (tests, shutdown)."""
-    global _task, _watcher
-    task, _task, _watcher = _task, None, None
-    if task is not None and task.get_loop() is asyncio.get_running_loop():
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    await _watching.stop()

@@ -32,8 +32,8 @@ from channels.layers import get_channel_layer
 
 from dshweb.live.groups import SESSIONS_GROUP, session_group, subscriptions
 from dshweb.live.hub import HomeChange, Listener
+from dshweb.live.hubtask import HubTask
 from dshweb.live.outage import Outage, layer_unreachable
-from dshweb.live.service import collecting, current_hub
 from dshweb.live.timing import INTERVAL, LIST_INTERVAL, OUTAGE_RETRY_MAX
 
 log = logging.getLogger("dshweb.live")
@@ -176,33 +176,15 @@ async def _send_all(layer: Any, messages: list[tuple[str, dict[str, Any]]]) -> d
     return failures
 
 
-_task: asyncio.Task[Any] | None = None
-_publisher: Publisher | None = None
+_publishing: HubTask[Publisher] = HubTask("dshweb-publisher", Publisher)
 
 
 def start_publisher() -> Publisher | None:
     """Start (or keep) the publisher of the process's hub on the running event loop; a web
     worker has none (its collectors publish, through the channel layer)."""
-    global _task, _publisher
-    if not collecting():
-        return None
-    loop = asyncio.get_running_loop()
-    hub = current_hub()
-    alive = _task is not None and not _task.done() and _task.get_loop() is loop
-    if not alive or _publisher is None or _publisher.hub is not hub:
-        if _task is not None and not _task.done() and _task.get_loop() is loop:
-            _task.cancel()
-        _publisher = Publisher(hub)
-        _task = loop.create_task(_publisher.run(), name="dshweb-publisher")
-    assert _publisher is not None
-    return _publisher
+    return _publishing.start()
 
 
 async def stop_publisher() -> None:
     """Stop the publisher started on this event loop, if any (tests, shutdown)."""
-    global _task, _publisher
-    task, _task, _publisher = _task, None, None
-    if task is not None and task.get_loop() is asyncio.get_running_loop():
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    await _publishing.stop()

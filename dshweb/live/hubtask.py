@@ -1,0 +1,56 @@
+"""One background job per process that follows the process's hub, on the server's loop.
+
+The publisher and the alert watcher each run as one task on the event loop the server
+serves on. :meth:`HubTask.start` (called on every connection) keeps the running one, or
+starts one for the current hub: a new loop (a test's) or a new hub (the settings changed)
+gets a new job. A web worker (``DSHWEB_COLLECT=off``) runs none: its collectors do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Coroutine
+from typing import Any, Generic, Protocol, TypeVar
+
+from dshweb.live.hub import Hub
+from dshweb.live.service import collecting, current_hub
+
+
+class Job(Protocol):
+    def run(self) -> Coroutine[Any, Any, None]: ...
+
+
+J = TypeVar("J", bound=Job)
+
+
+class HubTask(Generic[J]):
+    def __init__(self, name: str, make: Callable[[Hub], J]) -> None:
+        self.name = name
+        self.make = make
+        self._task: asyncio.Task[None] | None = None
+        self._job: J | None = None
+        self._hub: Hub | None = None
+
+    def start(self) -> J | None:
+        """The job of the process's hub on the running loop, started if need be."""
+        if not collecting():
+            return None
+        loop = asyncio.get_running_loop()
+        hub = current_hub()
+        task = self._task
+        alive = task is not None and not task.done() and task.get_loop() is loop
+        if not alive or self._job is None or self._hub is not hub:
+            if alive and task is not None:
+                task.cancel()
+            self._job, self._hub = self.make(hub), hub
+            self._task = loop.create_task(self._job.run(), name=self.name)
+        return self._job
+
+    async def stop(self) -> None:
+        """Stop the job started on this event loop, if any (tests, shutdown)."""
+        task, self._task, self._job, self._hub = self._task, None, None, None
+        if task is not None and task.get_loop() is asyncio.get_running_loop():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
