@@ -10,10 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from dshweb.core.fold.steps import STEP_COLUMNS, StepRow, fold_steps
 from dshweb.core.log.home import session_logs
+from dshweb.core.profile.effective import EngineConfig
+from dshweb.core.profile.layers import engine_config
 from dshweb.dashboard.models import ApiToken
 from tests.browser.homes import copy_session
 from tests.conftest import FIXTURE_HOMES
@@ -41,6 +45,15 @@ def signed_in() -> tuple[Client, Any]:
     client = Client()
     client.force_login(user)
     return client, user
+
+
+def streamed(answer: Any) -> bytes:
+    """A streamed answer's body (its chunks come from an asynchronous iterator)."""
+
+    async def read() -> bytes:
+        return b"".join([chunk async for chunk in answer.streaming_content])
+
+    return async_to_sync(read)()
 
 
 def get(client: Client, path: str, **headers: str) -> tuple[int, Any]:
@@ -186,3 +199,37 @@ def test_the_openapi_document_and_its_page(home: Path) -> None:
     client, _ = signed_in()
     docs = client.get("/api/v1/docs").content.decode()
     assert "swagger-ui-bundle.js" in docs and "cdn." not in docs  # served here, not fetched
+
+
+def test_every_step_streams_from_the_log_as_json_and_csv(home: Path) -> None:
+    client, _ = signed_in()
+    log = next(log for log in session_logs(home) if log.session_dir.name == "fold-failures")
+    expected: list[StepRow] = []
+    engine = EngineConfig.from_config(engine_config(home, "sdk"))
+    assert fold_steps(log, engine=engine, on_row=expected.append) is None
+    answer = client.get("/api/v1/homes/local/sessions/fold-failures/steps")
+    assert answer.status_code == 200 and answer.streaming
+    body = json.loads(streamed(answer))
+    assert (body["home"], body["session"], body["error"]) == ("local", "fold-failures", None)
+    assert [tuple(step.values()) for step in body["steps"]] == expected
+    page = client.get("/homes/local/sessions/fold-failures/steps.csv")
+    assert page["Content-Disposition"] == 'attachment; filename="fold-failures-steps.csv"'
+    lines = streamed(page).decode().splitlines()
+    assert lines[0] == ",".join(STEP_COLUMNS) and len(lines) == len(expected) + 1
+    first = lines[1].split(",")
+    assert first[:2] == ["1", str(expected[0][1])] and first[9] == expected[0][9]
+    detail = client.get("/homes/local/sessions/fold-failures/").content.decode()
+    assert 'data-steps="csv"' in detail
+
+
+def test_a_log_that_breaks_part_way_says_so_at_the_end_of_its_steps(home: Path) -> None:
+    client, _ = signed_in()
+    log = next(log for log in session_logs(home) if log.session_dir.name == "pace-steady")
+    data = log.path.read_bytes()
+    log.path.write_bytes(data[: len(data) // 2] + b"\x00" * 64 + data[len(data) // 2 :])
+    answer = client.get("/api/v1/homes/local/sessions/pace-steady/steps")
+    body = json.loads(streamed(answer))
+    assert body["error"] is not None and "byte" in body["error"]
+    whole: list[StepRow] = []
+    fold_steps(log, engine=None, on_row=whole.append)
+    assert 0 < len(body["steps"]) == len(whole)  # the steps before the break are all there

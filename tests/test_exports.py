@@ -196,9 +196,9 @@ def test_spreadsheet_formulas_in_log_texts_stay_text() -> None:
 
 
 def test_file_names_say_the_session_safely() -> None:
-    assert exports._filename('a/b c"d', "ledger.csv") == "a_b_c_d-ledger.csv"
-    assert exports._filename("../..", "timeline.json") == ".._..-timeline.json"
-    assert exports._filename("x" * 500, "ledger.json") == "x" * 80 + "-ledger.json"
+    assert exports.file_name('a/b c"d', "ledger.csv") == "a_b_c_d-ledger.csv"
+    assert exports.file_name("../..", "timeline.json") == ".._..-timeline.json"
+    assert exports.file_name("x" * 500, "ledger.json") == "x" * 80 + "-ledger.json"
 
 
 # -- the ledger's pages -----------------------------------------------------------------------

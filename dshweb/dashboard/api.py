@@ -16,6 +16,7 @@ import time
 from typing import Any, Literal
 
 from django.http import HttpRequest
+from django.http.response import HttpResponseBase
 from django.urls import URLPattern
 from ninja import NinjaAPI, Query, Schema
 from ninja.errors import HttpError
@@ -35,6 +36,7 @@ from dshweb.dashboard.display.ledger_rows import (
     refused_row,
     timeline_rows,
 )
+from dshweb.dashboard.step_exports import step_download
 from dshweb.live.hub import SessionView
 from dshweb.live.service import collecting, shown_homes
 
@@ -266,6 +268,41 @@ def session_timeline(request: HttpRequest, home: str, session_id: str) -> dict[s
         "thresholdTokens": gauge.threshold,
         "points": points,
     }
+
+
+class StepRowSchema(Schema):
+    step: int
+    seq: int
+    time: str | None
+    time_ms: int | None
+    pressure: int | None
+    projected: int | None
+    window: int | None
+    threshold: int | None
+    percent: int | None
+    band: BandName
+    uncached_input: int
+    output: int
+    cache_read: int
+    cache_write: int
+
+
+class Steps(Schema):
+    home: str
+    session: str
+    steps: list[StepRowSchema]
+    error: str | None
+
+
+@api.get(SESSION + "/steps", response={200: Steps} | ERRORS)
+def session_steps(request: HttpRequest, home: str, session_id: str) -> HttpResponseBase:
+    """Every step, read afresh from the log and streamed (the session page's "every
+    step" download): pressure, projected, window, point, percent, band, usage so far.
+    Only where the log is (503 on a web worker)."""
+    if not collecting():
+        raise HttpError(503, "a session's steps are read from its log, on its collector's host")
+    _session(home, session_id)  # 404 / 503 in the API's own words first
+    return step_download(request, home, session_id, "json")
 
 
 @api.get(SESSION + "/ledger", response={200: Ledger} | ERRORS)

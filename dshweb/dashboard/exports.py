@@ -17,7 +17,7 @@ import csv
 import io
 import json
 import re
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from itertools import islice
 from typing import Literal
 
@@ -82,19 +82,21 @@ def session_ledger(request: HtmxHttpRequest, home: str, session_id: str) -> Http
 # -- downloads --------------------------------------------------------------------------
 
 
-def _filename(session_id: str, name: str) -> str:
+def file_name(session_id: str, name: str) -> str:
     return f"{_UNSAFE_NAME.sub('_', session_id)[:80]}-{name}"
 
 
-def _download(
-    chunks: AsyncIterator[str], content_type: str, filename: str
-) -> StreamingHttpResponse:
+def download(chunks: AsyncIterator[str], content_type: str, filename: str) -> StreamingHttpResponse:
     response = StreamingHttpResponse(chunks, content_type=content_type)
     response["Content-Disposition"] = content_disposition_header(True, filename)
     return response
 
 
-def _batches(rows: Iterator[tuple[Value, ...]]) -> Iterator[list[tuple[Value, ...]]]:
+Row = tuple[Value, ...]
+Batches = AsyncIterator[list[Row]]
+
+
+async def in_batches(rows: Iterator[Row]) -> Batches:
     while batch := list(islice(rows, BATCH)):
         yield batch
 
@@ -106,12 +108,12 @@ def _cell(value: Value) -> Value:
     return value
 
 
-async def _csv(columns: Sequence[str], rows: Iterator[tuple[Value, ...]]) -> AsyncIterator[str]:
+async def csv_chunks(columns: Sequence[str], batches: Batches) -> AsyncIterator[str]:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow(columns)
     yield buffer.getvalue()
-    for batch in _batches(rows):
+    async for batch in batches:
         buffer.seek(0)
         buffer.truncate()
         writer.writerows([_cell(v) for v in row] for row in batch)
@@ -122,13 +124,11 @@ def _json_text(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-async def _json_array(
-    columns: Sequence[str], rows: Iterator[tuple[Value, ...]]
-) -> AsyncIterator[str]:
+async def json_array(columns: Sequence[str], batches: Batches) -> AsyncIterator[str]:
     """``[{column: value, …}, …]``, one object per row."""
     yield "["
     separator = ""
-    for batch in _batches(rows):
+    async for batch in batches:
         yield separator + ",".join(
             _json_text(dict(zip(columns, row, strict=True))) for row in batch
         )
@@ -136,15 +136,20 @@ async def _json_array(
     yield "]"
 
 
-async def _json_object(
-    head: dict[str, object], arrays: Sequence[tuple[str, AsyncIterator[str]]]
+async def json_object(
+    head: dict[str, object],
+    arrays: Sequence[tuple[str, AsyncIterator[str]]],
+    tail: Callable[[], dict[str, object]] = dict,
 ) -> AsyncIterator[str]:
-    """``head``'s members, then each named array, streamed in order."""
+    """``head``'s members, then each named array, streamed in order, then ``tail()``'s
+    members (what is known only once the arrays are sent)."""
     yield _json_text(head)[:-1]  # the object's "}" comes after the arrays
     for name, array in arrays:
         yield f",{_json_text(name)}:"
         async for chunk in array:
             yield chunk
+    for name, value in tail().items():
+        yield f",{_json_text(name)}:{_json_text(value)}"
     yield "}"
 
 
@@ -165,26 +170,26 @@ def _download_of(
         "threshold": ledger.threshold,
     }
     # Generators: nothing is read before the response is sent.
-    points = timeline_rows(ledger.points)
-    folds = fold_rows(ledger.folds)
+    points = in_batches(timeline_rows(ledger.points))
+    folds = in_batches(fold_rows(ledger.folds))
     if name == "timeline.csv":
-        chunks, content_type = _csv(TIMELINE_COLUMNS, points), CSV_TYPE
+        chunks, content_type = csv_chunks(TIMELINE_COLUMNS, points), CSV_TYPE
     elif name == "ledger.csv":
-        chunks, content_type = _csv(FOLD_COLUMNS, folds), CSV_TYPE
+        chunks, content_type = csv_chunks(FOLD_COLUMNS, folds), CSV_TYPE
     elif name == "timeline.json":
-        chunks = _json_object(head, [("points", _json_array(TIMELINE_COLUMNS, points))])
+        chunks = json_object(head, [("points", json_array(TIMELINE_COLUMNS, points))])
         content_type = JSON_TYPE
     else:
-        refused = map(refused_row, ledger.refused)
-        chunks = _json_object(
+        refused = in_batches(map(refused_row, ledger.refused))
+        chunks = json_object(
             head,
             [
-                ("folds", _json_array(FOLD_COLUMNS, folds)),
-                ("refused", _json_array(REFUSED_COLUMNS, refused)),
+                ("folds", json_array(FOLD_COLUMNS, folds)),
+                ("refused", json_array(REFUSED_COLUMNS, refused)),
             ],
         )
         content_type = JSON_TYPE
-    return _download(chunks, content_type, _filename(session_id, name))
+    return download(chunks, content_type, file_name(session_id, name))
 
 
 @require_GET

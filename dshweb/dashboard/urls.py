@@ -11,6 +11,7 @@ from dshweb.dashboard import (
     exports,
     remote_settings,
     settings_views,
+    step_exports,
     token_views,
     views,
 )
@@ -26,6 +27,8 @@ urlpatterns = [
     path(f"{SESSION}ledger.html", exports.session_ledger, name="session-ledger"),
     path(f"{SESSION}ledger.csv", exports.ledger_csv, name="session-ledger-csv"),
     path(f"{SESSION}ledger.json", exports.ledger_json, name="session-ledger-json"),
+    path(f"{SESSION}steps.csv", step_exports.steps_csv, name="session-steps-csv"),
+    path(f"{SESSION}steps.json", step_exports.steps_json, name="session-steps-json"),
     path(f"{SESSION}timeline.csv", exports.timeline_csv, name="session-timeline-csv"),
     path(f"{SESSION}timeline.json", exports.timeline_json, name="session-timeline-json"),
     path(SESSION, views.session_detail, name="session-detail"),

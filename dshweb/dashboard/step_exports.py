@@ -1,0 +1,146 @@
+"""``steps.csv`` / ``steps.json``: every step of a session, read afresh from its log.
+
+:func:`~dshweb.core.fold.steps.fold_steps` folds the log in a thread of its own; its rows
+reach the response a batch at a time through a queue of :data:`QUEUED` batches, so the
+fold waits while the client is slow and memory holds a few batches whatever the log's
+length. A client that goes away stops the fold. A log that stops being readable part way
+ends the rows there; the JSON says why in its last member, ``error``.
+
+The log must be on this machine: a web worker (``DSHWEB_COLLECT=off``) answers 503.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import threading
+from pathlib import Path
+from typing import Literal
+
+from django.http import HttpRequest, HttpResponse
+from django.http.response import HttpResponseBase
+from django.views.decorators.http import require_GET
+
+from dshweb.config import get_config
+from dshweb.core.errors import LogError
+from dshweb.core.fold.session import SessionSnapshot
+from dshweb.core.fold.steps import STEP_COLUMNS, StepRow, fold_steps
+from dshweb.core.log.home import LogFile
+from dshweb.core.profile.effective import effective_settings
+from dshweb.dashboard.exports import (
+    BATCH,
+    CSV_TYPE,
+    JSON_TYPE,
+    Batches,
+    Row,
+    csv_chunks,
+    download,
+    file_name,
+    json_array,
+    json_object,
+)
+from dshweb.dashboard.views import shown_session, worker_refusal
+from dshweb.live.service import collecting
+
+QUEUED = 4
+
+
+class _Stopped(Exception):
+    """The client went away: the fold stops."""
+
+
+class StepStream:
+    """The rows of one log's step fold, as batches; ``error`` once they are all sent."""
+
+    def __init__(self, log: LogFile, home: Path) -> None:
+        self.log = log
+        self.home = home
+        self.error: str | None = None
+
+    async def batches(self) -> Batches:
+        handoff: queue.Queue[list[Row] | LogError | BaseException | None] = queue.Queue(QUEUED)
+        stopped = threading.Event()
+
+        def put(item: list[Row] | LogError | BaseException | None) -> None:
+            while not stopped.is_set():
+                with contextlib.suppress(queue.Full):
+                    handoff.put(item, timeout=0.2)
+                    return
+            raise _Stopped
+
+        def produce() -> None:
+            batch: list[StepRow] = []
+
+            def on_row(row: StepRow) -> None:
+                batch.append(row)
+                if len(batch) >= BATCH:
+                    put(batch.copy())
+                    batch.clear()
+
+            try:
+                settings = effective_settings(self.home, get_config().profile)
+                error = fold_steps(
+                    self.log, engine=settings.engine, rule=settings.rule, on_row=on_row
+                )
+                if batch:
+                    put(batch)
+                put(error)
+            except _Stopped:
+                pass
+            except BaseException as failure:  # to the response, which logs it
+                with contextlib.suppress(_Stopped):
+                    put(failure)
+
+        threading.Thread(target=produce, name="dshweb-step-export", daemon=True).start()
+        try:
+            while True:
+                item = await asyncio.to_thread(handoff.get)
+                if item is None:
+                    return
+                if isinstance(item, LogError):
+                    self.error = str(item)
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            stopped.set()
+
+
+def _log_of(home: Path, snapshot: SessionSnapshot) -> LogFile:
+    path = home / snapshot.path
+    return LogFile(path, snapshot.format_version, path.name.endswith(".zstd"))
+
+
+def step_download(
+    request: HttpRequest, home: str, session_id: str, kind: Literal["csv", "json"]
+) -> HttpResponseBase:
+    if not collecting():
+        return worker_refusal(request, "A session's every step is read from its log")
+    found = shown_session(request, home, session_id)
+    if isinstance(found, HttpResponse):
+        return found
+    shown, view, _ = found
+    snapshot = view.snapshot
+    stream = StepStream(_log_of(shown.view.home, snapshot), shown.view.home)
+    if kind == "csv":
+        chunks, content_type = csv_chunks(STEP_COLUMNS, stream.batches()), CSV_TYPE
+    else:
+        head: dict[str, object] = {"home": home, "session": snapshot.session_id}
+        steps = [("steps", json_array(STEP_COLUMNS, stream.batches()))]
+        chunks = json_object(head, steps, lambda: {"error": stream.error})
+        content_type = JSON_TYPE
+    return download(chunks, content_type, file_name(session_id, f"steps.{kind}"))
+
+
+@require_GET
+def steps_csv(request: HttpRequest, home: str, session_id: str) -> HttpResponseBase:
+    """Every step: seq, time, pressure, projected, window, threshold, percent, band and
+    the usage buckets so far (:data:`~dshweb.core.fold.steps.STEP_COLUMNS`)."""
+    return step_download(request, home, session_id, "csv")
+
+
+@require_GET
+def steps_json(request: HttpRequest, home: str, session_id: str) -> HttpResponseBase:
+    return step_download(request, home, session_id, "json")
