@@ -25,7 +25,9 @@ import os
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -42,6 +44,7 @@ from dshweb.dashboard.exports import csv_chunks  # noqa: E402
 from dshweb.dashboard.step_exports import StepStream  # noqa: E402
 
 MIN_STEPS = 20
+T = TypeVar("T")
 
 
 def longest(home: Path) -> LogFile | None:
@@ -60,11 +63,11 @@ def pick(arg: str | None) -> LogFile:
     return max((f for f in fixtures if f), key=lambda log: log.path.stat().st_size)
 
 
-def measure(run: object) -> tuple[int, float, object]:
+def measure(run: Callable[[], T]) -> tuple[int, float, T]:
     gc.collect()
     tracemalloc.start()
     started = time.perf_counter()
-    result = run()  # type: ignore[operator]
+    result = run()
     seconds = time.perf_counter() - started
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
@@ -95,9 +98,9 @@ def main() -> int:
         return asyncio.run(send())
 
     base_peak, base_seconds, rows = measure(baseline)
-    stream_peak, stream_seconds, (sent, lines) = measure(streamed)  # type: ignore[misc]
-    steps = len(rows)  # type: ignore[arg-type]
-    events = rows[-1][1] + 1 if rows else 0  # type: ignore[index]
+    stream_peak, stream_seconds, (sent, lines) = measure(streamed)
+    steps = len(rows)
+    events = int(rows[-1][1] or 0) + 1 if rows else 0
     print(f"log {log.path} ({log.path.stat().st_size / 1e6:.1f} MB, ~{events} events)")
     print(f"baseline: {steps} rows in a list, peak {base_peak / 1e6:.2f} MB, {base_seconds:.2f} s")
     print(
