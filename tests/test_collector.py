@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -217,3 +218,47 @@ def test_kill_9_then_a_restart_resumes_from_the_checkpoints(
     )
     assert released[0] is not None
     assert "stopped; home fixture released" in collector.output()
+
+
+RULE = """
+from django.contrib.auth import get_user_model
+from dshweb.live.models import AlertRule
+user = get_user_model().objects.create_user("ops", password="pw-for-tests-only")
+AlertRule.objects.create(owner=user, name="folds", condition="folded", cooldown_seconds=0,
+                         webhook_secret="s" * 64)
+"""
+
+
+def test_a_collector_runs_its_homes_alert_rules(collector: Collector) -> None:
+    # auto-compact cut to its first third: the folds of the rest come while it runs.
+    second, third = _cut(FIXTURE_HOMES / "auto-compact", collector.home)
+    made = run_python("manage.py", "shell", "-c", RULE, env=_env(collector.data_dir))
+    assert made.returncode == 0, made.stderr
+    collector.start()
+    collector.wait_for("the rows", lambda: len(collector.rows()) == 1)
+    time.sleep(2.0)  # the watcher's first look at the rule: the folds so far are old
+    before = {f.seq for f in _folds(collector.home)}
+    for path in second:
+        for frame in [*second[path], *third[path]]:  # as DSH writes: a moment apart
+            with path.open("ab") as handle:
+                handle.write(frame)
+            time.sleep(0.01)
+    after = [f.seq for f in _folds(collector.home) if f.seq not in before]
+    assert after, "the appended frames hold folds"
+
+    def fired() -> list[tuple[object, ...]]:
+        sql = "SELECT f.key, d.channel, d.state FROM live_alertfiring f"
+        return query_rows(
+            collector.data_dir, sql + " JOIN live_alertdelivery d ON d.firing_id = f.id"
+        )
+
+    collector.wait_for("one firing per fold", lambda: len(fired()) == len(after))
+    time.sleep(1.0)
+    assert sorted(fired()) == sorted((str(seq), "browser", "sent") for seq in after)
+
+
+def _folds(home: Path) -> tuple[Any, ...]:
+    hub = Hub(home, "sdk")
+    hub.cold_start()
+    (view,) = hub.view().sessions.values()
+    return view.snapshot.ledger.folds
