@@ -31,6 +31,8 @@ class HubTask(Generic[J]):
         self._task: asyncio.Task[None] | None = None
         self._job: J | None = None
         self._hub: Hub | None = None
+        self._old: asyncio.Task[None] | None = None
+        """The cancelling of the job a new one replaced (kept, so it is not collected)."""
 
     def start(self) -> J | None:
         """The job of the process's hub on the running loop, started if need be."""
@@ -42,7 +44,7 @@ class HubTask(Generic[J]):
         alive = task is not None and not task.done() and task.get_loop() is loop
         if not alive or self._job is None or self._hub is not hub:
             if alive and task is not None:
-                task.cancel()
+                self._old = loop.create_task(_cancelled(task))
             self._job, self._hub = self.make(hub), hub
             self._task = loop.create_task(self._job.run(), name=self.name)
         return self._job
@@ -51,6 +53,15 @@ class HubTask(Generic[J]):
         """Stop the job started on this event loop, if any (tests, shutdown)."""
         task, self._task, self._job, self._hub = self._task, None, None, None
         if task is not None and task.get_loop() is asyncio.get_running_loop():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await _cancelled(task)
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    """Cancel ``task`` and wait until it has ended. Python 3.11's ``asyncio.wait_for``
+    swallows a cancel that lands as the wait it guards ends (the job's loop then goes on,
+    and a plain ``await`` of it never returns): the cancel is asked again until it holds."""
+    while not task.done():
+        task.cancel()
+        await asyncio.wait({task}, timeout=0.5)
+    with contextlib.suppress(asyncio.CancelledError):
+        task.result()
