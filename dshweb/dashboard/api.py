@@ -37,6 +37,7 @@ from dshweb.dashboard.display.ledger_rows import (
     timeline_rows,
 )
 from dshweb.dashboard.step_exports import step_download
+from dshweb.dashboard.views import missing_session
 from dshweb.live.hub import SessionView
 from dshweb.live.service import collecting, shown_homes
 
@@ -203,10 +204,10 @@ def _session(home: str, session_id: str) -> SessionView:
     shown = homes.home(home)
     view = homes.session(home, session_id)
     if shown is None or view is None:
-        progress = shown.view.progress if shown is not None else homes.progress
-        if not progress.done:
-            raise HttpError(503, "the home has not been read that far yet; ask again soon")
-        raise HttpError(404, f"no session {session_id!r} in home {home!r}")
+        status, _ = missing_session(homes, shown)
+        if status == 404:
+            raise HttpError(404, f"no session {session_id!r} in home {home!r}")
+        raise HttpError(status, "the home has not been read that far yet; ask again soon")
     return view
 
 

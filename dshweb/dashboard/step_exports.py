@@ -18,15 +18,14 @@ import threading
 from pathlib import Path
 from typing import Literal
 
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.http.response import HttpResponseBase
 from django.views.decorators.http import require_GET
 
 from dshweb.config import get_config
 from dshweb.core.errors import LogError
-from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.fold.steps import STEP_COLUMNS, StepRow, fold_steps
-from dshweb.core.log.home import LogFile
+from dshweb.core.log.home import LogFile, newest_log
 from dshweb.core.profile.effective import effective_settings
 from dshweb.dashboard.exports import (
     BATCH,
@@ -108,11 +107,6 @@ class StepStream:
             stopped.set()
 
 
-def _log_of(home: Path, snapshot: SessionSnapshot) -> LogFile:
-    path = home / snapshot.path
-    return LogFile(path, snapshot.format_version, path.name.endswith(".zstd"))
-
-
 def step_download(
     request: HttpRequest, home: str, session_id: str, kind: Literal["csv", "json"]
 ) -> HttpResponseBase:
@@ -123,7 +117,10 @@ def step_download(
         return found
     shown, view, _ = found
     snapshot = view.snapshot
-    stream = StepStream(_log_of(shown.view.home, snapshot), shown.view.home)
+    log = newest_log((shown.view.home / snapshot.path).parent)
+    if log is None:  # gone since the hub last looked
+        raise Http404(f"the log of session {session_id!r} is gone")
+    stream = StepStream(log, shown.view.home)
     if kind == "csv":
         chunks, content_type = csv_chunks(STEP_COLUMNS, stream.batches()), CSV_TYPE
     else:

@@ -80,6 +80,13 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     return response
 
 
+def missing_session(homes: Homes, shown: ShownHome | None) -> tuple[int, FoldProgress]:
+    """Why a session is not shown: 404 once its home has been read through, else 503 (it
+    may yet appear); and how far the read has got."""
+    progress = shown.view.progress if shown is not None else homes.progress
+    return (404 if progress.done else HOME_UNAVAILABLE), progress
+
+
 def shown_session(
     request: HttpRequest, home: str, session_id: str
 ) -> tuple[ShownHome, SessionView, FoldProgress] | HttpResponse:
@@ -92,7 +99,7 @@ def shown_session(
     shown = homes.home(home)
     view = homes.session(home, session_id)
     if shown is None or view is None:  # or not read yet: the page says which, and reloads
-        progress = shown.view.progress if shown is not None else homes.progress
+        status, progress = missing_session(homes, shown)
         return render(
             request,
             "dashboard/session_missing.html",
@@ -102,7 +109,7 @@ def shown_session(
                 "home": shown.view.home if shown is not None else None,
                 "progress": progress,
             },
-            status=404 if progress.done else HOME_UNAVAILABLE,
+            status=status,
         )
     return shown, view, homes.progress
 

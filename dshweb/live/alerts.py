@@ -34,7 +34,7 @@ from django.db.models import Count, Max
 from django.db.utils import IntegrityError, InterfaceError, OperationalError
 from django.utils import timezone
 
-from dshweb.core.alerts.conditions import RuleSpec, condition_reading
+from dshweb.core.alerts.conditions import Condition, RuleSpec, condition_reading
 from dshweb.core.alerts.firing import Armed, decide
 from dshweb.live import deliveries, timing
 from dshweb.live.hub import HomeChange, HomeView
@@ -205,7 +205,7 @@ class AlertWatcher:
                 error = failure
             await _in_thread(deliveries.browser_sent, delivery_id, error)
         if due:
-            wait = 0.0  # look again at once: what failed now is due later, or more wait
+            wait = 0.0  # look again at once: more may be due (a batch is `limit` long)
         self._deliveries_at = time.monotonic() + (wait if wait is not None else float("inf"))
         return wait
 
@@ -219,7 +219,7 @@ def _armed_from_firings(rule_ids: list[int], home: str) -> Mapping[ArmedKey, Arm
         .order_by("fired_at", "id")
     )
     for firing in firings:
-        held = firing.rule.spec().condition.is_event or firing.cleared_at is None
+        held = Condition(firing.rule.condition).is_event or firing.cleared_at is None
         armed[firing.rule_id, firing.session_id] = Armed(
             firing.key if held else None, firing.fired_at.timestamp()
         )

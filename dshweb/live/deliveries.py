@@ -194,8 +194,8 @@ def record_failure(delivery: AlertDelivery, error: str) -> None:
 
 
 def due_deliveries(home: str, limit: int = 50) -> tuple[list[int], float | None]:
-    """The pending deliveries of ``home``'s firings due now (ids), and in how many seconds
-    the next one after them is due (``None``: none pending)."""
+    """The pending deliveries of ``home``'s firings due now (the first ``limit`` ids), and
+    in how many seconds the next one not due yet is (``None``: none)."""
     now = timezone.now()
     pending = AlertDelivery.objects.filter(state=AlertDelivery.State.PENDING, firing__home=home)
     due = list(
@@ -209,7 +209,7 @@ def due_deliveries(home: str, limit: int = 50) -> tuple[list[int], float | None]
         if later is None or later.next_attempt_at is None
         else ((later.next_attempt_at - now).total_seconds())
     )
-    return due, 0.0 if len(due) == limit else wait
+    return due, wait
 
 
 def channels_of(rule: AlertRule) -> list[str]:

@@ -13,7 +13,6 @@ meter is kept, so a log of any length exports in the memory of one fold.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
 
 from dshweb.core.errors import LogError
 from dshweb.core.fold.compaction import compaction_point
@@ -21,6 +20,7 @@ from dshweb.core.fold.gauge import Band, context_band, context_percent
 from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.reader import LogTail
+from dshweb.core.log.times import iso_utc
 from dshweb.core.log.wire import AnyEvent, StepEnd
 from dshweb.core.profile.effective import DEFAULT_RULE, BandRule, EngineConfig
 
@@ -76,16 +76,11 @@ def fold_steps(
         used = projected if projected is not None else pressure
         band = context_band(used, threshold, band, rule)
         time = event.time if isinstance(event.time, int) else None
-        stamp = (
-            None
-            if time is None
-            else datetime.fromtimestamp(time / 1000, UTC).isoformat(timespec="milliseconds")
-        )
         on_row(
             (
                 count,
                 event.seq,
-                None if stamp is None else stamp.replace("+00:00", "Z"),
+                iso_utc(time),
                 time,
                 pressure,
                 projected,

@@ -235,7 +235,6 @@ class SessionList:
                     query,
                     terms,
                     home=entries[i].home,
-                    live=entries[i].snapshot.live,
                     band=entries[i].gauge.band,
                     text=texts[i],
                     snapshot=entries[i].snapshot,

@@ -144,21 +144,19 @@ def matches(
     terms: tuple[str, ...],
     *,
     home: str,
-    live: bool,
     band: Band,
     text: str,
     snapshot: SessionSnapshot,
 ) -> bool:
-    """Whether ``query`` shows a session of ``home`` that is ``live`` or not, in ``band``,
-    whose :func:`search_text` is ``text`` (and, for a folder, whose ``snapshot`` ran
-    there); ``terms`` is ``query.terms`` (a list pages thousands of sessions with one
-    query: it splits the text once)."""
+    """Whether ``query`` shows ``snapshot``, a session of ``home`` in ``band`` whose
+    :func:`search_text` is ``text``; ``terms`` is ``query.terms`` (a list pages thousands
+    of sessions with one query: it splits the text once)."""
     if query.home and home != query.home:
         return False
     if query.folder and not snapshot.works_in(query.folder):
         return False
     state = query.state
-    if state is not SessionState.ALL and live != (state is SessionState.LIVE):
+    if state is not SessionState.ALL and snapshot.live != (state is SessionState.LIVE):
         return False
     if query.band is not None and band is not query.band:
         return False

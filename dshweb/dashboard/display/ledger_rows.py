@@ -11,10 +11,10 @@ yielded one at a time: a caller can stream them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
 
 from dshweb.core.fold.folds import CompactCommand, Fold, TimelinePoint
 from dshweb.core.log.jsjson import printable
+from dshweb.core.log.times import iso_utc
 
 Value = int | str | None
 
@@ -53,18 +53,6 @@ FOLD_COLUMNS = (
 ``bought`` their difference, as the ledger table shows them."""
 
 REFUSED_COLUMNS = ("seq", "time", "time_ms", "command", "kind", "text", "done_seq")
-
-
-def iso_utc(ms: int | None) -> str | None:
-    """DSH event time (epoch milliseconds) → ``2025-06-01T12:34:56.789Z``; a time no
-    calendar can show (a log can hold any number) is ``None``."""
-    if ms is None:
-        return None
-    try:
-        moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
-    except (ValueError, OverflowError, OSError):
-        return None
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def _text(value: str | None) -> str | None:
