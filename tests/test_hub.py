@@ -21,6 +21,7 @@ from django.test import Client
 
 from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.home import session_logs
+from dshweb.core.log.reader import UNBOUNDED, Budget
 from dshweb.live import hub as hub_module
 from dshweb.live import service, timing
 from dshweb.live.checkpoints import DatabaseCheckpoints
@@ -65,9 +66,9 @@ def _count_folds(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     read: list[Path] = []
     original = SessionTracker.refresh
 
-    def counting(self: SessionTracker) -> bool:
+    def counting(self: SessionTracker, budget: Budget = UNBOUNDED) -> bool:
         read.append(self.log.path)
-        return original(self)
+        return original(self, budget)
 
     monkeypatch.setattr(SessionTracker, "refresh", counting)
     return read
@@ -120,9 +121,9 @@ def test_a_restart_reads_only_the_bytes_written_since(
     seen: list[tuple[Path, int]] = []
     original = SessionTracker.refresh
 
-    def recording(self: SessionTracker) -> bool:
+    def recording(self: SessionTracker, budget: Budget = UNBOUNDED) -> bool:
         seen.append((self.log.path, self.tail.offset))
-        return original(self)
+        return original(self, budget)
 
     monkeypatch.setattr(SessionTracker, "refresh", recording)
     Hub(home, "sdk", store=store).cold_start()
@@ -326,16 +327,16 @@ def test_a_change_made_before_the_watch_is_set_up_is_not_missed(
 
     home = tmp_path / "home"
     rest = _cut_home(FIXTURE_HOMES / "auto-compact", home, random.Random(5))
-    real_watch = hub_module.watch  # type: ignore[attr-defined]
+    real_notify = hub_module.RustNotify
 
     written = threading.Event()
 
-    def late_watch(*args: Any, **kwargs: Any) -> Any:
+    def late_notify(*args: Any, **kwargs: Any) -> Any:
         _grow(rest)  # written after the cold start, before the kernel is asked to watch
         written.set()
-        return real_watch(*args, **kwargs)
+        return real_notify(*args, **kwargs)
 
-    monkeypatch.setattr(hub_module, "watch", late_watch)
+    monkeypatch.setattr(hub_module, "RustNotify", late_notify)
     hub = Hub(home, "sdk")
     hub.start()
     try:

@@ -13,6 +13,11 @@ the last run (:mod:`dshweb.live.checkpoints`), then folds what the logs gained s
 publishing what is folded so far with its :class:`FoldProgress` every
 :data:`PROGRESS_EVERY` seconds, so the first page is served at once. Fold state is
 checkpointed every :data:`CHECKPOINT_EVERY` seconds for the sessions that changed.
+
+No log is folded more than :data:`FOLD_SLICE` at a time: what a big or expensive log
+holds beyond that is folded a slice per pass, the passes coming back to back (the file
+notifications looked at between them), so every other session's update waits for one
+slice at most, not for the whole log.
 """
 
 from __future__ import annotations
@@ -23,11 +28,13 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import Protocol
 
-from watchfiles import Change, watch
+from watchfiles import Change
+from watchfiles._rust_notify import RustNotify
+from watchfiles.main import _default_force_polling
 
 from dshweb.core.errors import DshError
 from dshweb.core.fold.gauge import ContextGauge, context_gauge
@@ -42,6 +49,7 @@ from dshweb.core.profile.profile import PROFILE_FILES
 from dshweb.live.timing import (
     BACKOFF_MAX,
     CHECKPOINT_EVERY,
+    FOLD_SLICE,
     LIVENESS_EVERY,
     MISSING_HOME_RETRY,
     NOTIFY_MAX_MS,
@@ -192,7 +200,9 @@ class Hub:
         extra_patches: tuple[Path, ...] = (),
         name: str = DEFAULT_HOME_NAME,
     ) -> None:
-        self.index = HomeIndex(home, profile=profile, extra_patches=extra_patches)
+        self.index = HomeIndex(
+            home, profile=profile, extra_patches=extra_patches, budget=FOLD_SLICE
+        )
         self.name = name
         """The home's name, carried by every view (:mod:`dshweb.core.listing.homes`)."""
         self.store = store
@@ -209,6 +219,8 @@ class Hub:
         self._thread: threading.Thread | None = None
         self._started_at: float | None = None
         self._progress = FoldProgress()
+        self._catching_up: ProgressCounter | None = None
+        """The cold start's count while logs it read only in part are folded on."""
 
     @property
     def home(self) -> Path:
@@ -286,35 +298,38 @@ class Hub:
         last_liveness = last_checkpoint = now
         last_rescan = now - RESCAN_EVERY  # the first batch comes once the watch is set up:
         # a full pass then catches what changed between the cold start and that moment
-        for batch in watch(
-            home,
-            watch_filter=lambda change, path: _relevant(home, change, path),
-            step=NOTIFY_STEP_MS,
-            debounce=NOTIFY_MAX_MS,
-            rust_timeout=int(TICK * 1000),
-            yield_on_timeout=True,
-            stop_event=self._stop,
-            raise_interrupt=False,
-        ):
-            now = time.monotonic()
-            paths: set[Path] | None = {Path(p) for _, p in batch}
-            reload_profile = bool(paths) and any(
-                not p.is_relative_to(home / "sessions") for p in paths or ()
-            )
-            if now - last_rescan >= RESCAN_EVERY:
-                paths, last_rescan = None, now
-            liveness = now - last_liveness >= LIVENESS_EVERY
-            if liveness:
-                last_liveness = now
-            if paths or paths is None or liveness or reload_profile:
-                self.sync(
-                    None if reload_profile else paths,
-                    liveness=liveness,
-                    reload_profile=reload_profile,
+        # watchfiles' own ``watch()`` waits a fixed time for changes; the hub waits no
+        # time at all while a log is folded a slice at a time.
+        args = ([str(home)], False, _default_force_polling(None), 300, True, False)
+        with RustNotify(*args) as notify:
+            while not self._stop.is_set():
+                wait = 1 if self.index.unfinished else int(TICK * 1000)
+                found = notify.watch(NOTIFY_MAX_MS, NOTIFY_STEP_MS, wait, self._stop)
+                if found in ("stop", "signal"):
+                    return
+                now = time.monotonic()
+                paths: set[Path] | None = {
+                    Path(path)
+                    for change, path in (() if isinstance(found, str) else found)
+                    if _relevant(home, Change(change), path)
+                }
+                reload_profile = bool(paths) and any(
+                    not p.is_relative_to(home / "sessions") for p in paths or ()
                 )
-            if now - last_checkpoint >= CHECKPOINT_EVERY:
-                last_checkpoint = now
-                self.flush_checkpoints()
+                if now - last_rescan >= RESCAN_EVERY:
+                    paths, last_rescan = None, now
+                liveness = now - last_liveness >= LIVENESS_EVERY
+                if liveness:
+                    last_liveness = now
+                if paths or paths is None or liveness or reload_profile or self.index.unfinished:
+                    self.sync(
+                        None if reload_profile else paths,
+                        liveness=liveness,
+                        reload_profile=reload_profile,
+                    )
+                if now - last_checkpoint >= CHECKPOINT_EVERY:
+                    last_checkpoint = now
+                    self.flush_checkpoints()
 
     # -- folding (the hub's thread, or a test / the CLI calling ``sync``) ---------------
 
@@ -331,8 +346,7 @@ class Hub:
 
             def on_folded(folder: Path, entry: LogFile) -> None:
                 nonlocal last_publish
-                tracker = self.index.trackers.get(folder)
-                counter.folded(folder, tracker.tail.offset if tracker is not None else 0)
+                self._count(counter, folder)
                 folded.append(folder)
                 if time.monotonic() - last_publish >= PROGRESS_EVERY:
                     last_publish = time.monotonic()
@@ -348,7 +362,8 @@ class Hub:
             changed = self.index.refresh(None, on_folded=on_folded, logs=logs)
             self.index.refresh_liveness()
             self.passes += 1
-            self._progress = counter.now(done=True)
+            self._catching_up = counter if self.index.unfinished else None
+            self._progress = counter.now(done=self._catching_up is None)
             self._dirty.update(changed)
             change = self._publish(set(self.index.trackers) | changed)
         self._ready.set()
@@ -362,13 +377,22 @@ class Hub:
         liveness: bool = True,
         reload_profile: bool = False,
     ) -> HomeView:
-        """Fold what changed (the ``changed`` paths, or the whole home) and publish."""
+        """Fold what changed (the ``changed`` paths, or the whole home) and a slice of
+        each log not folded to its end yet, and publish."""
         with self._fold_lock:
+            counter = self._catching_up
             try:
-                folders = self.index.refresh(changed, reload_profile=reload_profile)
+                folders = self.index.refresh(
+                    changed,
+                    reload_profile=reload_profile,
+                    on_folded=None if counter is None else partial(self._count, counter),
+                )
             except (DshError, OSError) as problem:
                 change = self._publish_error_locked(str(problem))
             else:
+                if counter is not None:
+                    self._catching_up = counter if self.index.unfinished else None
+                    self._progress = counter.now(done=self._catching_up is None)
                 if liveness:
                     folders |= self.index.refresh_liveness()
                 self.passes += 1
@@ -377,6 +401,13 @@ class Hub:
         self._ready.set()
         self._notify(change)
         return change.view
+
+    def _count(self, counter: ProgressCounter, folder: Path) -> None:
+        tracker = self.index.trackers.get(folder)
+        if tracker is None:
+            counter.folded(folder, 0)
+        else:
+            counter.folded(folder, tracker.tail.offset, finished=not tracker.unfinished)
 
     def _publish(self, folders: Iterable[Path]) -> HomeChange:
         """A new view with the snapshots of ``folders`` taken again (lock held)."""
@@ -435,6 +466,8 @@ class Hub:
         self._by_folder.clear()
         self.index.trackers.clear()
         self.index.signatures.clear()
+        self.index.unfinished.clear()
+        self._catching_up = None
         return HomeChange(self._view, frozenset(), frozenset())
 
     def _notify(self, change: HomeChange) -> None:
@@ -465,8 +498,11 @@ class Hub:
         if self.store is None:
             return 0
         with self._fold_lock:
-            dirty, self._dirty = self._dirty, set()
             trackers = self.index.trackers
+            # A log folded to the middle of a frame has no offset to resume from: it is
+            # saved once its slices reach the frame's end.
+            held = {f for f in self._dirty if f in trackers and trackers[f].tail.mid_frame}
+            dirty, self._dirty = self._dirty - held, held
             blobs = {f: self.store.encode(trackers[f]) for f in dirty if f in trackers}
             gone = [f for f in dirty if f not in trackers]
         try:

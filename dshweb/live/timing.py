@@ -3,6 +3,8 @@ them without setting Django up)."""
 
 from __future__ import annotations
 
+from dshweb.core.log.reader import Budget
+
 INTERVAL = 0.1
 """At most one update per session per interval (10 per second): a frame waits at most this
 long for the update that shows it (fsync → browser p95 ≈ 110 ms in bench/live_bench.py)."""
@@ -19,6 +21,11 @@ RESCAN_EVERY = 120.0
 """A ``stat`` of every log, in case a notification was missed (folds nothing unchanged)."""
 CHECKPOINT_EVERY = 5.0
 """Fold state of the sessions that changed is saved at most this often."""
+FOLD_SLICE = Budget(events=20_000, bytes=8 << 20)
+"""The most the hub folds of one log before it looks at the others again (~50 ms of
+folding on one core): a log that is big, or small but expensive (gigabytes of newlines,
+millions of tiny events), is read a slice at a time while every other session's
+updates go on (bench/hostile_logs.py)."""
 PROGRESS_EVERY = 0.25
 """While a cold start folds, what is folded so far is published this often."""
 FIRST_PAGE_WAIT = 0.5

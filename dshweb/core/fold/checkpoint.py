@@ -176,8 +176,11 @@ def _open(path: Path) -> int:
 
 
 def dump_checkpoint(tracker: SessionTracker, *, key: bytes) -> bytes:
-    """The tracker's whole fold state as a signed blob for :func:`restore_checkpoint`."""
+    """The tracker's whole fold state as a signed blob for :func:`restore_checkpoint`;
+    a ``ValueError`` for a tail folded to the middle of a frame (no offset resumes it)."""
     tail = tracker.tail
+    if tail.mid_frame:
+        raise ValueError(f"{tail.path} is folded to the middle of a frame: no checkpoint")
     size: int | None = None
     fingerprint: bytes | None = None
     try:

@@ -7,6 +7,10 @@ opened again, and the profile's patch layers are read again only when asked (or 
 full rescan), so a pass over an unchanged home costs one ``stat`` per session. Every
 tracker carries a ``version`` that grows with each change, so a publisher can tell what
 it has not shown yet whoever did the folding.
+With a ``budget``, each log folds at most that much per refresh; the logs left
+``unfinished`` are folded on at every refresh, whatever it was told changed, so a home
+followed on one thread gets back to its other sessions after each slice of a big or
+expensive log.
 One bad session never stops the others: its error is kept on its own snapshot.
 """
 
@@ -26,6 +30,7 @@ from dshweb.core.log.home import (
     newest_log,
     session_logs,
 )
+from dshweb.core.log.reader import UNBOUNDED, Budget
 from dshweb.core.profile.effective import DEFAULT_RULE, BandRule, EngineConfig, effective_settings
 
 DEFAULT_PROFILE = "sdk"
@@ -73,6 +78,10 @@ class HomeIndex:
     """The folders by their lock file's inode, for a liveness read that costs what the
     kernel's lock table holds, not what the home holds."""
     profile_loaded: bool = False
+    budget: Budget = UNBOUNDED
+    """The most one log folds per refresh."""
+    unfinished: set[Path] = field(default_factory=set)
+    """The folders whose log holds more than its last refresh folded."""
 
     def refresh(
         self,
@@ -86,8 +95,9 @@ class HomeIndex:
 
         ``changed`` names paths known to have changed (files or folders anywhere under
         ``sessions/``); without it every session folder is rescanned (or ``logs``, a
-        rescan the caller just made) and the profile read again. ``on_folded`` is called
-        after each log looked at (progress).
+        rescan the caller just made) and the profile read again. The ``unfinished``
+        folders are folded on either way. ``on_folded`` is called after each log looked
+        at (progress).
         """
         check_home(self.home)
         updated: set[Path] = set()
@@ -98,7 +108,7 @@ class HomeIndex:
             gone = set(self.trackers) - set(found)
         else:
             found, gone = {}, set()
-            for folder in self._session_folders(changed):
+            for folder in self._session_folders(changed) | self.unfinished:
                 log = newest_log(folder)
                 if log is None:
                     gone.add(folder)
@@ -112,15 +122,25 @@ class HomeIndex:
                 tracker = SessionTracker(log, stop_after_seq=self.stop_after_seq)
                 self.trackers[folder] = tracker
                 updated.add(folder)
-            elif signature is not None and signature == self.signatures.get(folder):
+            elif (
+                signature is not None
+                and signature == self.signatures.get(folder)
+                and not tracker.unfinished
+            ):
                 if on_folded is not None:
                     on_folded(folder, log)
                 continue
             self.signatures[folder] = signature
-            if tracker.refresh():
+            if tracker.refresh(self.budget):
                 updated.add(folder)
+            if tracker.unfinished:
+                self.unfinished.add(folder)
+            else:
+                self.unfinished.discard(folder)
             if on_folded is not None:
                 on_folded(folder, log)
+        for folder in gone:
+            self.unfinished.discard(folder)
         for folder in gone & set(self.trackers):
             del self.trackers[folder]
             self.signatures.pop(folder, None)

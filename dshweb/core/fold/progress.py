@@ -59,13 +59,24 @@ class ProgressCounter:
         self._resumed = dict(resumed)
         self._started = time.monotonic()
         self.total = sum(_size(log.path) for log in self._logs)
-        self.sessions = 0
-        self.bytes = sum(self._resumed.get(log.session_dir, 0) for log in self._logs)
+        self._at = {log.session_dir: self._resumed.get(log.session_dir, 0) for log in self._logs}
+        self._finished: set[Path] = set()
+        self.bytes = sum(self._at.values())
 
-    def folded(self, folder: Path, offset: int) -> None:
-        """One session looked at; its log is now folded up to ``offset``."""
-        self.sessions += 1
-        self.bytes += max(0, offset - self._resumed.get(folder, 0))
+    @property
+    def sessions(self) -> int:
+        """Sessions whose log is folded to its end."""
+        return len(self._finished)
+
+    def folded(self, folder: Path, offset: int, *, finished: bool = True) -> None:
+        """One session looked at: its log is now folded up to ``offset``, and to its end
+        unless it was read only in part (a slice of a big or expensive log)."""
+        before = self._at.get(folder, 0)
+        if offset > before:
+            self.bytes += offset - before
+            self._at[folder] = offset
+        if finished:
+            self._finished.add(folder)
 
     def now(self, *, done: bool = False) -> FoldProgress:
         count = len(self._logs)

@@ -22,7 +22,7 @@ from dshweb.core.fold.pace import InferredPoint, PaceCollector
 from dshweb.core.fold.told import Told, ToldCollector
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.jsjson import printable
-from dshweb.core.log.reader import LogTail
+from dshweb.core.log.reader import UNBOUNDED, Budget, LogTail
 from dshweb.core.log.wire import AnyEvent, SessionTitle, TurnStart
 from dshweb.core.profile.effective import EngineConfig
 
@@ -73,6 +73,8 @@ class SessionTracker:
     version: int = field(init=False, default=0)
     """Changes with every change to what a snapshot would show; unique across trackers,
     so a tracker that replaced another (a new generation) never repeats its number."""
+    unfinished: bool = field(init=False, default=False)
+    """The last refresh spent its budget: the log holds more than is folded."""
 
     def __post_init__(self) -> None:
         self.tail = LogTail(self.log.path, self.log.compressed)
@@ -86,9 +88,11 @@ class SessionTracker:
         self.told = ToldCollector()
         self.header = {}
 
-    def refresh(self) -> bool:
-        """Fold what was appended since the last call; True when anything changed."""
-        batch = self.tail.read(self._fold, self._start_over)
+    def refresh(self, budget: Budget = UNBOUNDED) -> bool:
+        """Fold what was appended since the last call, at most ``budget`` of it (see
+        ``unfinished``); True when anything changed."""
+        batch = self.tail.read(self._fold, self._start_over, budget)
+        self.unfinished = batch.more
         if batch.header is not None:
             self.header = batch.header
         current = batch.error or self.tail.error

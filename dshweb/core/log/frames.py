@@ -138,7 +138,9 @@ def frame_text(frame: bytes | bytearray, blocks: int) -> bytes | Iterator[bytes]
     then."""
     if blocks * zstandard.BLOCKSIZE_MAX <= OUT_SIZE:
         return decompressor().decompressobj().decompress(frame)
-    return iter(partial(decompressor().stream_reader(frame).read, OUT_SIZE), b"")
+    # A decompressor of its own: the pieces may be taken over several reads (a budget),
+    # while this thread's decompressor decodes other frames.
+    return iter(partial(zstandard.ZstdDecompressor().stream_reader(frame).read, OUT_SIZE), b"")
 
 
 def split_frames(buf: bytes, file_offset: int) -> tuple[list[Chunk], LogError | None]:

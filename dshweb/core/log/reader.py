@@ -9,14 +9,23 @@ text is ever held whole: memory stays at a piece, a frame and a line, whatever t
 of the log. A file that shrank or was replaced calls ``on_reset`` first so the caller
 can start its fold again; a corrupt frame or line stops the tail there with a
 :class:`LogError` naming its byte offset and seq.
+
+A :class:`Budget` bounds what one ``read()`` folds, in events and in decoded bytes: a
+log a few kilobytes long can decode to gigabytes of newlines or to millions of tiny
+events, and a caller that follows many logs on one thread must get back to the others
+in good time. A read that spends its budget returns with ``Batch.more`` set, holding
+the frame it stopped in part way (``mid_frame``); the next read goes on from the very
+line it stopped at, so a fold read in slices equals a fold read at once.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import stat
+import sys
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import IO, Any
@@ -40,6 +49,19 @@ MAX_FRAME_BYTES = 256 << 20
 
 Header = dict[str, Any]
 OnEvent = Callable[[AnyEvent], object]
+_BLANK_RUNS = re.compile(rb"\n{2,}")
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """The most one ``read()`` folds before it returns with ``Batch.more`` set: events
+    handed on, and bytes decoded (blank lines and skipped records cost time too)."""
+
+    events: int
+    bytes: int
+
+
+UNBOUNDED = Budget(events=sys.maxsize, bytes=sys.maxsize)
 
 
 @dataclass(slots=True)
@@ -50,6 +72,16 @@ class Batch:
     header: Header | None = None
     events: int = 0
     error: LogError | None = None
+    more: bool = False
+    """The budget ran out: the log holds more than was folded."""
+
+
+@dataclass(slots=True)
+class _Held:
+    """A frame folded part way: its lines not folded yet and where the frame ends."""
+
+    lines: Iterator[bytes]
+    end: int
 
 
 def expand_packed(row: dict[str, Any]) -> Iterator[Other]:
@@ -77,19 +109,27 @@ def _too_long() -> str:
     return f"line longer than {MAX_LINE >> 20} MiB (the limit)"
 
 
+def _squeezed(text: bytes) -> bytes:
+    """``text`` with each run of blank lines made one (they are skipped anyway; a frame
+    of nothing but newlines would otherwise cost a Python turn per byte)."""
+    return _BLANK_RUNS.sub(b"\n", text) if b"\n\n" in text else text
+
+
 def _split_lines(
-    pieces: Iterable[bytes], *, tail: bool, limit: int | None = None
+    pieces: Iterable[bytes], *, tail: bool, limit: int | None = None, squeeze: bool = False
 ) -> Iterator[bytes]:
     """The newline-terminated lines of a stream of pieces, then (with ``tail``) whatever
-    follows the last newline. Stops with :class:`_Stop` past ``limit`` bytes in all, or at
-    a line longer than :data:`MAX_LINE`, before holding more of it."""
+    follows the last newline; with ``squeeze``, runs of blank lines as one. Stops with
+    :class:`_Stop` past ``limit`` bytes in all, or at a line longer than
+    :data:`MAX_LINE`, before holding more of it."""
     carry = b""
     total = 0
     for piece in pieces:
         total += len(piece)
         if limit is not None and total > limit:
             raise _Stop(f"frame decodes to more than {limit >> 20} MiB (the limit)")
-        lines = (carry + piece).split(b"\n")
+        text = carry + piece
+        lines = (_squeezed(text) if squeeze else text).split(b"\n")
         carry = lines.pop()
         for line in lines:  # the complete lines first, then what is held back
             if len(line) > MAX_LINE:
@@ -120,9 +160,20 @@ class LogTail:
     identity: tuple[int, int] | None = None
     next_seq: int = 0
     error: LogError | None = None
+    _held: _Held | None = field(default=None, repr=False)
+    _spent: int = field(default=0, repr=False)
+    """Bytes decoded by the current ``read()``."""
 
-    def read(self, on_event: OnEvent, on_reset: Callable[[], object]) -> Batch:
+    @property
+    def mid_frame(self) -> bool:
+        """A frame is folded part way: ``offset`` is its start, the fold is past it."""
+        return self._held is not None
+
+    def read(
+        self, on_event: OnEvent, on_reset: Callable[[], object], budget: Budget = UNBOUNDED
+    ) -> Batch:
         batch = Batch()
+        self._spent = 0
         try:
             # Never block: a FIFO (or a device) named like a log would stall a plain open.
             fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -132,30 +183,60 @@ class LogTail:
                 if not stat.S_ISREG(st.st_mode):
                     if identity != self.identity:
                         self.identity, self.offset, self.next_seq = identity, 0, 0
+                        self._held = None
                     batch.error = LogError("not a regular file", offset=0)
                     self.error = batch.error
                     return batch
-                if identity != self.identity or st.st_size < self.offset:
+                held_end = self._held.end if self._held is not None else 0
+                if identity != self.identity or st.st_size < max(self.offset, held_end):
                     if self.identity is not None:
                         batch.reset = True
                         on_reset()
                     self.identity, self.offset, self.next_seq, self.error = identity, 0, 0, None
-                if self.error is not None or st.st_size == self.offset:
+                    self._held = None
+                if self._held is not None and not self._resume(on_event, batch, budget):
+                    return batch
+                if self.error is not None or batch.error is not None:
+                    return batch
+                if st.st_size == self.offset:
                     return batch
                 handle.seek(self.offset)
                 if self.compressed:
-                    self._read_frames(handle, on_event, batch)
+                    self._read_frames(handle, on_event, batch, budget)
                 else:
-                    self._read_lines(handle, on_event, batch)
+                    self._read_lines(handle, on_event, batch, budget)
         except OSError as error:
             batch.error = LogError(f"cannot read log: {error.strerror}", offset=self.offset)
             return batch
         self.error = batch.error
         return batch
 
+    def _spent_all(self, batch: Batch, budget: Budget) -> bool:
+        return batch.events >= budget.events or self._spent >= budget.bytes
+
     # -- containers ---------------------------------------------------------------------
 
-    def _read_frames(self, handle: IO[bytes], on_event: OnEvent, batch: Batch) -> None:
+    def _resume(self, on_event: OnEvent, batch: Batch, budget: Budget) -> bool:
+        """Fold on in the held frame; True once it is done and the tail is past it."""
+        held = self._held
+        assert held is not None
+        try:
+            rest = self._fold_lines(held.lines, on_event, batch, False, budget)
+        except zstandard.ZstdError as bad:
+            batch.error = LogError(f"corrupt zstd frame ({bad})", offset=self.offset)
+        except _Stop as stop:
+            batch.error = LogError(stop.reason, offset=self.offset, seq=self.next_seq)
+        else:
+            if rest is not None:
+                batch.more = True
+                return False
+            self.offset = held.end
+        self._held = None
+        return batch.error is None
+
+    def _read_frames(
+        self, handle: IO[bytes], on_event: OnEvent, batch: Batch, budget: Budget
+    ) -> None:
         first = self.offset == 0
         buf = bytearray()
         while True:
@@ -167,9 +248,12 @@ class LogTail:
             for start, end, blocks in spans:
                 if buf[start : start + 4] == ZSTD_MAGIC:  # else a skippable frame
                     where = self.offset + start
+                    if self._spent_all(batch, budget):
+                        self.offset, batch.more = where, True
+                        return
                     try:
                         lines = self._frame_lines(buf[start:end], blocks)
-                        self._fold_lines(lines, on_event, batch, first)
+                        rest = self._fold_lines(lines, on_event, batch, first, budget)
                         del lines  # not held while the next frame is decoded
                     except zstandard.ZstdError as bad:
                         batch.error = LogError(f"corrupt zstd frame ({bad})", offset=where)
@@ -177,6 +261,10 @@ class LogTail:
                         batch.error = LogError(stop.reason, offset=where, seq=self.next_seq)
                     if batch.error is not None:
                         self.offset = where
+                        return
+                    if rest is not None:
+                        self._held = _Held(rest, end=self.offset + end)
+                        self.offset, batch.more = where, True
                         return
                 first = False
             consumed = spans[-1][1] if spans else 0
@@ -189,22 +277,34 @@ class LogTail:
                 batch.error = error
                 return
 
-    @staticmethod
-    def _frame_lines(frame: bytes | bytearray, blocks: int) -> Iterable[bytes]:
+    def _frame_lines(self, frame: bytes | bytearray, blocks: int) -> Iterator[bytes]:
         """The lines of one complete frame, its decoded text let go before they are folded
-        (the last line counts without its newline: the frame is complete)."""
+        (the last line counts without its newline: the frame is complete); the bytes
+        decoded count against the read's budget as they are decoded."""
         text = frame_text(frame, blocks)
         if isinstance(text, bytes):
-            return text.split(b"\n")
-        return _split_lines(text, tail=True, limit=MAX_FRAME)
+            self._spent += len(text)
+            return iter(_squeezed(text).split(b"\n"))
+        return _split_lines(self._counted(text), tail=True, limit=MAX_FRAME, squeeze=True)
 
-    def _read_lines(self, handle: IO[bytes], on_event: OnEvent, batch: Batch) -> None:
+    def _counted(self, pieces: Iterable[bytes]) -> Iterator[bytes]:
+        for piece in pieces:
+            self._spent += len(piece)
+            yield piece
+
+    def _read_lines(
+        self, handle: IO[bytes], on_event: OnEvent, batch: Batch, budget: Budget
+    ) -> None:
         first = self.offset == 0
         try:  # the bytes after the last newline are not a line yet
             for line in _split_lines(iter(partial(handle.read, READ_SIZE), b""), tail=False):
-                self._fold_lines((line,), on_event, batch, first)
+                if self._spent_all(batch, budget):
+                    batch.more = True
+                    return
+                self._fold_lines(iter((line,)), on_event, batch, first, UNBOUNDED)
                 first = False
                 self.offset += len(line) + 1
+                self._spent += len(line) + 1
         except _Stop as stop:
             batch.error = LogError(stop.reason, offset=self.offset, seq=self.next_seq)
 
@@ -212,32 +312,43 @@ class LogTail:
 
     def _fold_lines(
         self,
-        lines: Iterable[bytes],
+        lines: Iterator[bytes],
         on_event: OnEvent,
         batch: Batch,
         first: bool,
-    ) -> None:
+        budget: Budget,
+    ) -> Iterator[bytes] | None:
+        """Fold lines until they end (None) or the budget is spent (the lines left)."""
         for line in lines:
-            if not line:
-                continue
-            try:
-                event = decode_event(line)
-            except LineError as bad:
-                raise _Stop(bad.reason) from None
-            if type(event) is Other:
-                kind = event.type
-                if kind == "session" and first and batch.header is None:
-                    batch.header = _whole(line)
-                    continue
-                if kind in PACKED_TYPES:
-                    row = _whole(line)
-                    if "seq0" in row:
-                        for chunk in expand_packed(row):
-                            on_event(chunk)
-                            batch.events += 1
-                            self.next_seq = chunk.seq + 1  # type: ignore[operator]
-                        continue
-            on_event(event)
-            batch.events += 1
-            if event.seq is not None:
-                self.next_seq = event.seq + 1
+            if line:
+                try:
+                    event = decode_event(line)
+                except LineError as bad:
+                    raise _Stop(bad.reason) from None
+                if type(event) is not Other or not self._fold_other(
+                    event, line, on_event, batch, first
+                ):
+                    on_event(event)
+                    batch.events += 1
+                    if event.seq is not None:
+                        self.next_seq = event.seq + 1
+            if batch.events >= budget.events or self._spent >= budget.bytes:
+                return lines
+        return None
+
+    def _fold_other(
+        self, event: Other, line: bytes, on_event: OnEvent, batch: Batch, first: bool
+    ) -> bool:
+        """Fold the header or a packed row (True), or leave the event to the caller."""
+        if event.type == "session" and first and batch.header is None:
+            batch.header = _whole(line)
+            return True
+        if event.type in PACKED_TYPES:
+            row = _whole(line)
+            if "seq0" in row:
+                for chunk in expand_packed(row):
+                    on_event(chunk)
+                    batch.events += 1
+                    self.next_seq = chunk.seq + 1  # type: ignore[operator]
+                return True
+        return False
