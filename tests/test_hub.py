@@ -327,7 +327,7 @@ def test_a_change_made_before_the_watch_is_set_up_is_not_missed(
 
     home = tmp_path / "home"
     rest = _cut_home(FIXTURE_HOMES / "auto-compact", home, random.Random(5))
-    real_notify = hub_module.RustNotify
+    real_notify = hub_module.RustNotify  # type: ignore[attr-defined]
 
     written = threading.Event()
 

@@ -1,10 +1,14 @@
 """``steps.csv`` / ``steps.json``: every step of a session, read afresh from its log.
 
-:func:`~dshweb.core.fold.steps.fold_steps` folds the log in a thread of its own; its rows
-reach the response a batch at a time through a queue of :data:`QUEUED` batches, so the
-fold waits while the client is slow and memory holds a few batches whatever the log's
-length. A client that goes away stops the fold. A log that stops being readable part way
-ends the rows there; the JSON says why in its last member, ``error``.
+:func:`~dshweb.core.fold.steps.fold_steps` folds the log in a thread of its own, one of
+at most :data:`EXPORT_THREADS` (an export waits for a free one): never a thread of the
+event loop's executor, which renders every socket message and runs the alert watcher, so
+no number of exports, finished or abandoned, can hold those up. Rows reach the response a
+batch at a time, at most :data:`QUEUED` batches ahead of the client, so the fold waits
+while the client is slow and memory holds a few batches whatever the log's length. A
+client that goes away stops the fold within a slice of the log (a few milliseconds) and
+frees its thread. A log that stops being readable part way ends the rows there; the JSON
+says why in its last member, ``error``.
 
 The log must be on this machine: a web worker (``DSHWEB_COLLECT=off``) answers 503.
 """
@@ -13,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import queue
 import threading
 from pathlib import Path
 from typing import Literal
@@ -42,11 +45,45 @@ from dshweb.dashboard.exports import (
 from dshweb.dashboard.views import shown_session, worker_refusal
 from dshweb.live.service import collecting
 
+EXPORT_THREADS = 4
+"""Step exports folding at once (each is a core's work while its client reads)."""
 QUEUED = 4
+"""Batches folded ahead of the client."""
+LOOK_EVERY = 0.1
+"""How often a fold waiting for the client looks whether it went away (seconds)."""
+
+_threads = threading.BoundedSemaphore(EXPORT_THREADS)
+Item = list[Row] | LogError | BaseException | None
 
 
 class _Stopped(Exception):
     """The client went away: the fold stops."""
+
+
+class _Handoff:
+    """Batches from a fold's thread to the response on the event loop, at most
+    :data:`QUEUED` ahead; ``stopped`` once the response is done with them."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.ready: asyncio.Queue[Item] = asyncio.Queue()
+        self.room = threading.Semaphore(QUEUED)
+        self.stopped = threading.Event()
+
+    def put(self, item: Item) -> None:
+        """From the fold's thread: waits for room, or raises :class:`_Stopped`."""
+        while not self.room.acquire(timeout=LOOK_EVERY):
+            if self.stopped.is_set():
+                raise _Stopped
+        try:
+            self.loop.call_soon_threadsafe(self.ready.put_nowait, item)
+        except RuntimeError:  # the loop is closed: the server stops
+            raise _Stopped from None
+
+    async def take(self) -> Item:
+        item = await self.ready.get()
+        self.room.release()
+        return item
 
 
 class StepStream:
@@ -58,43 +95,20 @@ class StepStream:
         self.error: str | None = None
 
     async def batches(self) -> Batches:
-        handoff: queue.Queue[list[Row] | LogError | BaseException | None] = queue.Queue(QUEUED)
-        stopped = threading.Event()
-
-        def put(item: list[Row] | LogError | BaseException | None) -> None:
-            while not stopped.is_set():
-                with contextlib.suppress(queue.Full):
-                    handoff.put(item, timeout=0.2)
-                    return
-            raise _Stopped
-
-        def produce() -> None:
-            batch: list[StepRow] = []
-
-            def on_row(row: StepRow) -> None:
-                batch.append(row)
-                if len(batch) >= BATCH:
-                    put(batch.copy())
-                    batch.clear()
-
-            try:
-                settings = effective_settings(self.home, get_config().profile)
-                error = fold_steps(
-                    self.log, engine=settings.engine, rule=settings.rule, on_row=on_row
-                )
-                if batch:
-                    put(batch)
-                put(error)
-            except _Stopped:
-                pass
-            except BaseException as failure:  # to the response, which logs it
-                with contextlib.suppress(_Stopped):
-                    put(failure)
-
-        threading.Thread(target=produce, name="dshweb-step-export", daemon=True).start()
+        handoff = _Handoff(asyncio.get_running_loop())
+        while not _threads.acquire(blocking=False):
+            await asyncio.sleep(LOOK_EVERY)
+        try:
+            worker = threading.Thread(
+                target=self._produce, args=(handoff,), name="dshweb-step-export", daemon=True
+            )
+            worker.start()
+        except BaseException:
+            _threads.release()
+            raise
         try:
             while True:
-                item = await asyncio.to_thread(handoff.get)
+                item = await handoff.take()
                 if item is None:
                     return
                 if isinstance(item, LogError):
@@ -104,7 +118,36 @@ class StepStream:
                     raise item
                 yield item
         finally:
-            stopped.set()
+            handoff.stopped.set()
+
+    def _produce(self, handoff: _Handoff) -> None:
+        batch: list[StepRow] = []
+
+        def on_row(row: StepRow) -> None:
+            batch.append(row)
+            if len(batch) >= BATCH:
+                handoff.put(batch.copy())
+                batch.clear()
+
+        try:
+            settings = effective_settings(self.home, get_config().profile)
+            error = fold_steps(
+                self.log,
+                engine=settings.engine,
+                rule=settings.rule,
+                on_row=on_row,
+                keep_going=lambda: not handoff.stopped.is_set(),
+            )
+            if batch:
+                handoff.put(batch)
+            handoff.put(error)
+        except _Stopped:
+            pass
+        except BaseException as failure:  # to the response, which logs it
+            with contextlib.suppress(_Stopped):
+                handoff.put(failure)
+        finally:
+            _threads.release()
 
 
 def step_download(
