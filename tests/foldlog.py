@@ -64,8 +64,11 @@ def _fold(seq: int, turn: int, start: int) -> list[dict[str, Any]]:
     ]
 
 
-def long_session(steps: int, fold_every: int, *, first_seq: int = 1) -> list[dict[str, Any]]:
-    """Events from ``first_seq`` on: ``steps`` steps, a fold every ``fold_every`` steps."""
+def long_session(
+    steps: int, fold_every: int, *, first_seq: int = 1, step_ends: bool = False
+) -> list[dict[str, Any]]:
+    """Events from ``first_seq`` on: ``steps`` steps, a fold every ``fold_every`` steps
+    (with ``step_ends``, each step closed by its ``step/end``, a row of the step export)."""
     events: list[dict[str, Any]] = (
         [user_message(first_seq - 1, "start " * 100)] if first_seq == 1 else []
     )
@@ -73,6 +76,9 @@ def long_session(steps: int, fold_every: int, *, first_seq: int = 1) -> list[dic
     for step in range(1, steps + 1):
         events += [user_message(seq, "more " * 40), _answer(seq + 1, step, 1000 + 37 * step)]
         seq += 2
+        if step_ends:
+            events.append(event(seq, "step/end", turn=step, step=1))
+            seq += 1
         if step % fold_every == 0:
             events += _fold(seq, step, surface_start)
             surface_start = seq + 2

@@ -370,3 +370,28 @@ def test_every_session_of_a_cold_start_is_told_to_the_listeners(
     view = hub.cold_start()
     assert len(told) >= 2 and all(told)  # some told while it folded, never an empty change
     assert sorted(s for changed in told for s in changed) == sorted(view.sessions)
+
+
+def test_a_log_bigger_than_a_slice_is_folded_on_pass_by_pass(tmp_path: Path) -> None:
+    """A cold start folds a slice of each log; the passes that follow fold the rest, the
+    progress staying short of done until every log is folded to its end."""
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURE_HOMES / "auto-compact", home)
+    cold = Hub(home, "sdk")
+    cold.cold_start()
+    hub = Hub(home, "sdk")
+    hub.index.budget = Budget(events=40, bytes=UNBOUNDED.bytes)
+    first = hub.cold_start()
+    assert hub.index.unfinished and not first.progress.done
+    assert first.progress.sessions_done == 0 < first.progress.bytes_done
+    passes = 0
+    while hub.index.unfinished:
+        view = hub.sync(set(), liveness=False)
+        passes += 1
+        assert passes < 1_000
+        assert view.progress.done is not bool(hub.index.unfinished)
+    assert passes >= 5
+    assert view.progress.sessions_done == view.progress.sessions_total == 1
+    want = cold.view().sessions["auto-compact"]
+    got = view.sessions["auto-compact"]
+    assert (got.snapshot, got.gauge) == (want.snapshot, want.gauge)

@@ -402,7 +402,7 @@ class Hub:
         self._notify(change)
         return change.view
 
-    def _count(self, counter: ProgressCounter, folder: Path) -> None:
+    def _count(self, counter: ProgressCounter, folder: Path, _log: LogFile | None = None) -> None:
         tracker = self.index.trackers.get(folder)
         if tracker is None:
             counter.folded(folder, 0)
