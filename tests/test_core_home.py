@@ -16,6 +16,7 @@ from dshweb.core.log.home import (
     check_home,
     dsh_home,
     encode_segment,
+    filed_as,
     is_live,
     locked_files,
     newest_log,
@@ -256,3 +257,17 @@ def test_bands_follow_the_profiles_context_truth_edges(tmp_path: Path) -> None:
     (snapshot,) = index.snapshots()
     assert context_gauge(snapshot, rule=index.rule).band == "moderate"
     assert shot.name == "s1"
+
+
+@pytest.mark.parametrize("home", all_homes(), ids=lambda h: h.name)
+def test_every_real_session_is_filed_where_filed_as_says(home: Path) -> None:
+    """The real runtime's folders: the rule that picks the shown folder of a session id
+    two folders hold (a copy elsewhere in the home) names the one DSH wrote."""
+    index = HomeIndex(home)
+    index.refresh()
+    assert index.trackers
+    for folder, tracker in index.trackers.items():
+        cwd = tracker.header.get("cwd")
+        assert filed_as(tracker.session_id, cwd if isinstance(cwd, str) else None) == str(
+            folder.relative_to(home)
+        )

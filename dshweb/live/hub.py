@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property, partial
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Protocol
 
 from watchfiles import Change
@@ -44,7 +44,7 @@ from dshweb.core.fold.session import SessionSnapshot, SessionTracker
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME
 from dshweb.core.listing.pages import SessionList
 from dshweb.core.listing.tree import REBUILD_SHARE, HomeTree, SessionEntry
-from dshweb.core.log.home import LogFile, session_logs
+from dshweb.core.log.home import LogFile, filed_as, session_logs
 from dshweb.core.profile.profile import PROFILE_FILES
 from dshweb.live.timing import (
     BACKOFF_MAX,
@@ -177,17 +177,29 @@ class CheckpointStore(Protocol):
 
 def _by_id(
     before: Mapping[str, SessionView], taken: Iterable[SessionView]
-) -> dict[str, SessionView] | None:
+) -> dict[str, SessionView]:
     """The sessions by id: ``before`` with the views ``taken`` again (a copy, not a pass
-    over every folder); None when a taken view's id is another folder's session."""
+    over every folder); where two folders hold one id, the one :func:`_shown_over` the
+    other."""
     sessions = dict(before)
     for view in taken:
-        shot = view.snapshot
-        held = sessions.get(shot.session_id)
-        if held is not None and held.snapshot.path != shot.path:
-            return None
-        sessions[shot.session_id] = view
+        held = sessions.get(view.snapshot.session_id)
+        if held is None or held.snapshot.path == view.snapshot.path or _shown_over(view, held):
+            sessions[view.snapshot.session_id] = view
     return sessions
+
+
+def _shown_over(view: SessionView, other: SessionView) -> bool:
+    """Whether ``view`` is shown rather than ``other``, a folder holding the same session
+    id (a copy of a session's folder elsewhere in the home): the folder DSH files the
+    session in, then the newer activity, then the first path."""
+    return _precedence(view) < _precedence(other)
+
+
+def _precedence(view: SessionView) -> tuple[bool, int, str]:
+    shot = view.snapshot
+    folder = str(PurePosixPath(shot.path).parent)
+    return (folder != filed_as(shot.session_id, shot.cwd), -(shot.last_time or 0), shot.path)
 
 
 class Hub:
@@ -436,9 +448,10 @@ class Hub:
         old_view = self._view
         if not (changed or removed or old_view.error) and old_view.progress == self._progress:
             return HomeChange(old_view, frozenset(), frozenset())  # keep what readers cached
-        sessions = _by_id(old_view.sessions, taken) if not removed else None
-        if sessions is None:  # a session went, or two folders hold one id: every folder's
-            sessions = {view.snapshot.session_id: view for view in self._by_folder.values()}
+        if removed:  # a session went: another folder may hold its id
+            sessions = _by_id({}, self._by_folder.values())
+        else:
+            sessions = _by_id(old_view.sessions, taken)
         removed -= sessions.keys()
         self._view = HomeView(
             index.home,

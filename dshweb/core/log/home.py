@@ -114,6 +114,12 @@ def encode_segment(value: str) -> str:
     return "".join(_escape(unit) for unit in _utf16_units(value))
 
 
+def filed_as(session_id: str, cwd: str | None) -> str:
+    """The folder, relative to the home, where DSH files session ``session_id`` of
+    ``cwd`` (a copy of a session's folder elsewhere in the home is somewhere else)."""
+    return f"sessions/{project_folder(cwd)}/{encode_segment(session_id)}"
+
+
 def check_home(home: Path) -> None:
     """Raise :class:`HomeError` with a one-line reason unless ``home`` can be read."""
     if not home.exists():
