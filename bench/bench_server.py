@@ -210,9 +210,11 @@ class Server:
             raise self.fail("signing in gave no session cookie")
         self.cookie = cookie
 
-    def get(self, path: str, *, timeout: float) -> Response:
+    def get(self, path: str, *, timeout: float, headers: dict[str, str] | None = None) -> Response:
         """One GET on a fresh connection, timed from connect to the last body byte."""
-        headers = {"Cookie": f"sessionid={self.cookie}"} if self.cookie else {}
+        headers = dict(headers or {})
+        if self.cookie:
+            headers["Cookie"] = f"sessionid={self.cookie}"
         conn = http.client.HTTPConnection(HOST, self.port, timeout=timeout)
         try:
             start = time.perf_counter()

@@ -9,7 +9,8 @@ in). Per home, over every session: ``dshweb_folds_total{kind}`` and
 ``dshweb_freed_tokens_total`` (what the folds bought, projected before − after),
 ``dshweb_reader_errors`` (sessions whose log has an error now) and ``dshweb_sessions``;
 ``dshweb_alerts_sent_total{channel}`` counts the alert deliveries sent. Then the process's
-own (``process_*``, ``python_info``).
+own (``process_*``, ``python_info``), its threads (``dshweb_threads``) and the tasks on
+its event loop (``dshweb_event_loop_tasks``): what a leak would grow.
 
 The per-home sums are kept per session by the view's version of it, so a scrape adds up
 kept numbers and folds nothing; a session counted again only when it changed.
@@ -20,6 +21,7 @@ API token (:mod:`dshweb.dashboard.api_tokens`); otherwise 401.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import threading
 import time
@@ -41,6 +43,7 @@ from dshweb.dashboard.api_tokens import token_user
 from dshweb.live.hub import SessionView
 from dshweb.live.models import AlertDelivery
 from dshweb.live.service import shown_homes
+from dshweb.live.startup import server_loop
 
 RECENT_MS = 60 * 60 * 1000
 """A session idle for longer (and not live) has no per-session series."""
@@ -151,8 +154,20 @@ def _alerts_sent() -> Metric:
     return sent
 
 
+class RuntimeCollector(Collector):
+    def collect(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily(
+            "dshweb_threads", "Threads of the process.", threading.active_count()
+        )
+        loop = server_loop()
+        if loop is not None:
+            tasks = len(asyncio.all_tasks(loop))
+            yield GaugeMetricFamily("dshweb_event_loop_tasks", "Tasks on the event loop.", tasks)
+
+
 registry = CollectorRegistry(auto_describe=False)
 registry.register(SessionCollector())
+registry.register(RuntimeCollector())
 ProcessCollector(registry=registry)
 PlatformCollector(registry=registry)
 

@@ -11,6 +11,7 @@ the Compact requests in flight are its collectors' business.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 
 from asgiref.sync import sync_to_async
@@ -21,6 +22,13 @@ from dshweb.live.alerts import start_alert_watcher
 from dshweb.live.demo import start_demo_replay
 from dshweb.live.publisher import start_publisher
 from dshweb.live.service import collecting, shown_home
+
+_loop: asyncio.AbstractEventLoop | None = None
+
+
+def server_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop the server runs on, once it has served a call (for /metrics)."""
+    return _loop
 
 
 class StartLiveServices:
@@ -34,6 +42,8 @@ class StartLiveServices:
     async def __call__(
         self, scope: Scope, receive: ASGIReceiveCallable, send: ASGISendCallable
     ) -> None:
+        global _loop
+        _loop = asyncio.get_running_loop()
         if scope["type"] in ("http", "websocket") and collecting():
             start_publisher()
             start_alert_watcher()
