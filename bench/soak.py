@@ -278,8 +278,10 @@ def served_figures(server: Server, session_id: str) -> dict[str, Any]:
     if got.status != 200:
         return {"status": got.status}
     body = json.loads(got.body)
-    keys = ("events", "lastSeq", "usedTokens", "windowTokens", "thresholdTokens", "percent")
-    keys += ("compactions", "tokenUsage", "contextPressure", "contextBreakdown")
+    keys = (
+        *("events", "lastSeq", "usedTokens", "windowTokens", "thresholdTokens", "percent"),
+        *("compactions", "tokenUsage", "contextPressure", "contextBreakdown"),
+    )
     return {key: body.get(key) for key in keys}
 
 

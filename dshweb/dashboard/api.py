@@ -313,7 +313,10 @@ def session_ledger(request: HttpRequest, home: str, session_id: str) -> dict[str
     return {
         "home": home,
         "sessionId": session_id,
-        "folds": [dict(zip(FOLD_COLUMNS, row, strict=True)) for row in fold_rows(ledger.folds)],
+        "folds": [
+            dict(zip(FOLD_COLUMNS, row, strict=True))
+            for row in fold_rows(ledger.folds, first=ledger.first)
+        ],
         "refused": [
             dict(zip(REFUSED_COLUMNS, refused_row(command), strict=True))
             for command in ledger.refused

@@ -72,7 +72,7 @@ def session_ledger(request: HtmxHttpRequest, home: str, session_id: str) -> Http
     if isinstance(found, HttpResponse):
         return found
     ledger = found.ledger
-    page = ledger_page(ledger.folds, before=before)
+    page = ledger_page(ledger.folds, before=before, first=ledger.first)
     context = {"home_name": home, "session": found, "ledger": ledger, "page": page}
     if request.htmx and not request.htmx.history_restore_request:
         return render(request, "dashboard/_ledger_page.html", context)
@@ -171,7 +171,7 @@ def _download_of(
     }
     # Generators: nothing is read before the response is sent.
     points = in_batches(timeline_rows(ledger.points))
-    folds = in_batches(fold_rows(ledger.folds))
+    folds = in_batches(fold_rows(ledger.folds, first=ledger.first))
     if name == "timeline.csv":
         chunks, content_type = csv_chunks(TIMELINE_COLUMNS, points), CSV_TYPE
     elif name == "ledger.csv":

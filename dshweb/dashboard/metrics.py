@@ -62,13 +62,9 @@ Tally = tuple[dict[FoldKind, int], int, bool]
 
 
 def _tally(view: SessionView) -> Tally:
-    kinds = dict.fromkeys(KINDS, 0)
-    freed = 0
-    for fold in view.snapshot.ledger.folds:
-        if fold.status == "done":
-            kinds[fold.kind] += 1
-            freed += max(0, fold.dropped or 0)
-    return kinds, freed, bool(view.snapshot.errors)
+    tally = view.snapshot.ledger.tally()
+    kinds = dict.fromkeys(KINDS, 0) | dict(tally.done)
+    return kinds, tally.freed, bool(view.snapshot.errors)
 
 
 class SessionCollector(Collector):

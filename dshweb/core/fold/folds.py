@@ -74,6 +74,43 @@ class Fold:
 
 
 @dataclass(frozen=True, slots=True)
+class FoldTally:
+    """What the folds no longer kept one by one add up to (a long session's oldest): the
+    counts every page, the metrics and the CLI show go on counting them."""
+
+    folds: int = 0
+    compactions: int = 0
+    """Compactions that ended well (any kind but a prune pass)."""
+    failed: int = 0
+    prune_passes: int = 0
+    prunes: int = 0
+    dropped: int = 0
+    """Sum of each fold's projected before − after, where known."""
+    done: tuple[tuple[FoldKind, int], ...] = ()
+    """Folds that ended well, by kind (kinds with none left out)."""
+    freed: int = 0
+    """Sum of what the folds that ended well freed (before − after, when positive)."""
+
+    def add(self, fold: Fold) -> FoldTally:
+        done = dict(self.done)
+        freed = self.freed
+        if fold.status == "done":
+            done[fold.kind] = done.get(fold.kind, 0) + 1
+            freed += max(0, fold.dropped or 0)
+        pruning = fold.kind == "prune"
+        return FoldTally(
+            folds=self.folds + 1,
+            compactions=self.compactions + (not pruning and fold.status == "done"),
+            failed=self.failed + (fold.status == "failed"),
+            prune_passes=self.prune_passes + pruning,
+            prunes=self.prunes + (fold.prunes if pruning else 0),
+            dropped=self.dropped + (fold.dropped or 0),
+            done=tuple(sorted(done.items())),
+            freed=freed,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class CompactCommand:
     """A compaction command that folded nothing, with DSH's answer."""
 

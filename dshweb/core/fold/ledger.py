@@ -22,7 +22,10 @@ folds it: a few numbers per fold, and the pressure after each usage-bearing even
 ``(seq, time, tokens)``, thinned to at most :data:`MAX_STEP_POINTS` by doubling a stride
 (every fold's before and after points are kept besides). Its state depends only on the
 events folded, never on how they were batched, so a log folded in pieces gives the same
-ledger. :meth:`LedgerCollector.result` freezes it into a :class:`Ledger`: its folds, its
+ledger. It keeps the newest :data:`MAX_FOLDS` folds and :data:`MAX_REFUSED` refused
+commands one by one and counts the older ones (:class:`~dshweb.core.fold.folds.FoldTally`),
+so a session of a year costs what a session of a day does; fold numbers go on from the
+first fold ever. :meth:`LedgerCollector.result` freezes it into a :class:`Ledger`: its folds, its
 refused commands and its step readings, plain values, whose timeline points
 :attr:`Ledger.points` makes when asked. Laying them out (the chart, the
 pages, the downloads) is the dashboard's (:mod:`dshweb.dashboard.display`).
@@ -33,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dshweb.core.fold.folds import CompactCommand, Fold, FoldKind, TimelinePoint
+from dshweb.core.fold.folds import CompactCommand, Fold, FoldKind, FoldTally, TimelinePoint
 from dshweb.core.fold.meter import USAGE_EVENTS, SessionMeter, stream_chunks, to_usage
 from dshweb.core.log.wire import (
     SURFACE,
@@ -63,6 +66,13 @@ Step = tuple[int, int | None, int]
 
 MAX_STEP_POINTS = 240
 """The most step points kept; past it every other one is dropped and the stride doubles."""
+MAX_FOLDS = 500
+"""The newest folds kept one by one (the ledger's pages and downloads); older ones are
+counted in :attr:`Ledger.earlier`."""
+MAX_REFUSED = 100
+"""The newest refused ``/compact`` commands kept; older ones are counted."""
+MAX_PENDING_COMMANDS = 64
+"""``command/run`` events waiting for their ``command/done`` kept (the oldest let go)."""
 
 CONTEXT_WINDOW_EXCEEDED = "CONTEXT_WINDOW_EXCEEDED"
 """The failure code of a request the provider refused as too large for the window."""
@@ -90,6 +100,7 @@ class Ledger:
     compactions, prune passes and pruned results every page and the CLI show."""
 
     folds: tuple[Fold, ...] = ()
+    """The newest :data:`MAX_FOLDS` folds, oldest first."""
     refused: tuple[CompactCommand, ...] = ()
     steps: tuple[Step, ...] = ()
     """The pressure after each step kept (:data:`MAX_STEP_POINTS` at most)."""
@@ -97,6 +108,24 @@ class Ledger:
     """The pressure as of the last event folded."""
     threshold: int | None = None
     """The compaction point drawn on the timeline (today's, not the one each fold met)."""
+    earlier: FoldTally = field(default_factory=FoldTally)
+    """The folds older than those kept, counted."""
+    refused_earlier: int = 0
+    """Refused commands older than those kept."""
+
+    @property
+    def first(self) -> int:
+        """The number of the oldest fold kept (fold numbers count from the first ever)."""
+        return self.earlier.folds + 1
+
+    @property
+    def total(self) -> int:
+        """Every fold of the session, kept or counted."""
+        return self.earlier.folds + len(self.folds)
+
+    @property
+    def refused_total(self) -> int:
+        return self.refused_earlier + len(self.refused)
 
     @property
     def points(self) -> tuple[TimelinePoint, ...]:
@@ -104,7 +133,7 @@ class Ledger:
         is past them. Laid out on each call: a snapshot is taken at every change, its
         timeline only drawn when a page or a download asks."""
         points = [TimelinePoint(seq, time, tokens, "step") for seq, time, tokens in self.steps]
-        for number, fold in enumerate(self.folds, start=1):
+        for number, fold in enumerate(self.folds, start=self.first):
             if fold.before is not None:
                 points.append(TimelinePoint(fold.seq, fold.time, fold.before, "before", number))
             if fold.after is not None and fold.end_seq is not None:
@@ -119,24 +148,32 @@ class Ledger:
 
     @property
     def compactions(self) -> int:
-        return sum(1 for f in self.folds if f.kind != "prune" and f.status == "done")
+        kept = sum(1 for f in self.folds if f.kind != "prune" and f.status == "done")
+        return self.earlier.compactions + kept
 
     @property
     def failed(self) -> int:
-        return sum(1 for f in self.folds if f.status == "failed")
+        return self.earlier.failed + sum(1 for f in self.folds if f.status == "failed")
 
     @property
     def prune_passes(self) -> int:
-        return sum(1 for f in self.folds if f.kind == "prune")
+        return self.earlier.prune_passes + sum(1 for f in self.folds if f.kind == "prune")
 
     @property
     def prunes(self) -> int:
         """``compaction/prune`` events: the tool results pruned, over every pass."""
-        return sum(f.prunes for f in self.folds if f.kind == "prune")
+        return self.earlier.prunes + sum(f.prunes for f in self.folds if f.kind == "prune")
 
     @property
     def dropped(self) -> int:
-        return sum(f.dropped or 0 for f in self.folds)
+        return self.earlier.dropped + sum(f.dropped or 0 for f in self.folds)
+
+    def tally(self) -> FoldTally:
+        """Every fold, kept or counted, added up."""
+        tally = self.earlier
+        for fold in self.folds:
+            tally = tally.add(fold)
+        return tally
 
 
 def _int(value: Any) -> int | None:
@@ -192,6 +229,8 @@ class LedgerCollector:
     command_folds: dict[str, int] = field(default_factory=dict)
     refused: list[CompactCommand] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
+    earlier: FoldTally = field(default_factory=FoldTally)
+    refused_earlier: int = 0
     stride: int = 1
     seen: int = 0
     last_time: int | None = None
@@ -261,6 +300,16 @@ class LedgerCollector:
         self.open_fold = len(self.folds) - 1
         if command_id is not None:
             self.command_folds[command_id] = self.open_fold
+        self._keep_newest()
+
+    def _keep_newest(self) -> None:
+        """Count the oldest fold instead of keeping it, past :data:`MAX_FOLDS`."""
+        if len(self.folds) <= MAX_FOLDS:
+            return
+        self.earlier = self.earlier.add(self.folds.pop(0))
+        if self.open_fold is not None:
+            self.open_fold = self.open_fold - 1 if self.open_fold > 0 else None
+        self.command_folds = {c: i - 1 for c, i in self.command_folds.items() if i > 0}
 
     def _open(self, data: CompactionData | ShadowData) -> int | None:
         index = self.open_fold
@@ -311,6 +360,7 @@ class LedgerCollector:
                 )
             )
             self.pass_open = True
+            self._keep_newest()
         last = self.folds[-1]
         self.folds[-1] = replace(
             last,
@@ -341,6 +391,8 @@ class LedgerCollector:
         if command_id is not None:
             name, args = _str(data.name) or "", _str(data.args) or ""
             self.commands[command_id] = (seq, time, name, args)
+            if len(self.commands) > MAX_PENDING_COMMANDS:
+                del self.commands[next(iter(self.commands))]
 
     def _command_done(self, data: CommandData, seq: int) -> None:
         command_id = _str(data.command_id)
@@ -355,6 +407,9 @@ class LedgerCollector:
             self.refused.append(
                 CompactCommand(run[0], run[1], _typed(run[2], run[3]), kind, text, seq)
             )
+            if len(self.refused) > MAX_REFUSED:
+                del self.refused[0]
+                self.refused_earlier += 1
 
     # -- result --------------------------------------------------------------------------
 
@@ -367,6 +422,8 @@ class LedgerCollector:
             steps=tuple(self.steps),
             now=(meter.last_seq, self.last_time, tokens) if tokens is not None else None,
             threshold=threshold,
+            earlier=self.earlier,
+            refused_earlier=self.refused_earlier,
         )
 
 

@@ -127,6 +127,11 @@ def surface_message(event: SurfaceEvent) -> Message | None:
     return data.message if data is not None else None
 
 
+MAX_PROBLEMS = 20
+"""Problems of a log kept word for word; the rest are counted (a hostile log can have
+millions)."""
+
+
 @dataclass(slots=True)
 class SessionMeter:
     """Fold state of the three projections plus the surface and the measure anchor."""
@@ -159,8 +164,17 @@ class SessionMeter:
     nodes_tokens: int = 0
     anchor: Anchor | None = None
     problems: list[str] = field(default_factory=list)
+    """The first :data:`MAX_PROBLEMS` things in the log the meter could not fold."""
+    more_problems: int = 0
+    """Problems past those."""
 
     # -- folding -------------------------------------------------------------------------
+
+    def _problem(self, text: str) -> None:
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(text)
+        else:
+            self.more_problems += 1
 
     def fold(self, event: AnyEvent) -> None:
         """Fold one event."""
@@ -265,12 +279,12 @@ class SessionMeter:
                 self.systems.append((seq, price))
             return
         if not isinstance(op, Replace) or op.op != "replace":
-            self.problems.append(f"seq {seq}: unknown surfaceOp {_op_text(op)} ignored")
+            self._problem(f"seq {seq}: unknown surfaceOp {_op_text(op)} ignored")
             return
         start, end = op.start_seq, op.end_seq
         self._replace_nodes(node, start, end)
         if claim is not None and (claim.start, claim.end) != (start, end):
-            self.problems.append(
+            self._problem(
                 f"seq {seq}: replace {start}..{end} does not match the priced range "
                 f"{claim.start}..{claim.end}"
             )
@@ -298,9 +312,7 @@ class SessionMeter:
         try:
             first, last = seqs.index(start), seqs.index(end)
         except ValueError:
-            self.problems.append(
-                f"seq {node.seq}: replace {start}..{end} names a node not on the surface"
-            )
+            self._problem(f"seq {node.seq}: replace {start}..{end} names a node not on the surface")
             return
         if last < first:
             first, last = last, first

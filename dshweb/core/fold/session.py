@@ -286,6 +286,8 @@ def take_snapshot(
     )
     path = _relative(tracker.log.path, home)
     errors = ([tracker.error] if tracker.error else []) + meter.problems + list(extra_errors)
+    if meter.more_problems:
+        errors.append(f"… and {meter.more_problems:,} more problems")
     nodes = heapq.nlargest(largest, meter.nodes, key=lambda n: n.tokens)
     return SessionSnapshot(
         session_id=printable(tracker.session_id),

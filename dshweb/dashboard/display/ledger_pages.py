@@ -55,20 +55,25 @@ class LedgerPage:
 
 
 def ledger_page(
-    folds: Sequence[Fold], *, before: int | None = None, size: int = LEDGER_PAGE_SIZE
+    folds: Sequence[Fold],
+    *,
+    before: int | None = None,
+    size: int = LEDGER_PAGE_SIZE,
+    first: int = 1,
 ) -> LedgerPage:
-    """The page of ``folds`` below fold number ``before`` (clamped to ``1 .. total + 1``)."""
+    """The page of ``folds`` (numbered from ``first``: the ledger keeps a long session's
+    newest folds) below fold number ``before``, clamped to ``first .. total + 1``."""
     if size < 1:
         raise ValueError(f"a page holds at least one fold, not {size}")
-    total = len(folds)
-    end = total + 1 if before is None else min(max(before, 1), total + 1)
-    start = max(end - size, 1)
-    rows = tuple(NumberedFold(n, folds[n - 1]) for n in range(end - 1, start - 1, -1))
+    total = first - 1 + len(folds)
+    end = total + 1 if before is None else min(max(before, first), total + 1)
+    start = max(end - size, first)
+    rows = tuple(NumberedFold(n, folds[n - first]) for n in range(end - 1, start - 1, -1))
     return LedgerPage(
         rows=rows,
         total=total,
         before=end,
-        older=start if start > 1 else None,
+        older=start if start > first else None,
         newer=None if end > total else min(end + size, total + 1),
     )
 
@@ -81,7 +86,10 @@ class RefusedTail:
     """How many older ones are not shown."""
 
 
-def refused_tail(refused: Sequence[CompactCommand], *, limit: int = REFUSED_SHOWN) -> RefusedTail:
-    """The newest ``limit`` refused commands (newest first) and how many more there are."""
+def refused_tail(
+    refused: Sequence[CompactCommand], *, limit: int = REFUSED_SHOWN, earlier: int = 0
+) -> RefusedTail:
+    """The newest ``limit`` refused commands (newest first) and how many more there are
+    (``earlier`` ones no longer kept included)."""
     shown = tuple(reversed(refused[-limit:])) if limit > 0 else ()
-    return RefusedTail(shown, len(refused) - len(shown))
+    return RefusedTail(shown, earlier + len(refused) - len(shown))

@@ -111,6 +111,6 @@ def timeline_rows(points: Iterable[TimelinePoint]) -> Iterator[tuple[Value, ...]
     return (timeline_row(point) for point in points)
 
 
-def fold_rows(folds: Iterable[Fold]) -> Iterator[tuple[Value, ...]]:
-    """One row per fold, oldest first, numbered from 1 (:data:`FOLD_COLUMNS`)."""
-    return (fold_row(number, fold) for number, fold in enumerate(folds, start=1))
+def fold_rows(folds: Iterable[Fold], *, first: int = 1) -> Iterator[tuple[Value, ...]]:
+    """One row per fold, oldest first, numbered from ``first`` (:data:`FOLD_COLUMNS`)."""
+    return (fold_row(number, fold) for number, fold in enumerate(folds, start=first))

@@ -202,10 +202,10 @@ def ledger_row(row: NumberedFold) -> SafeString:
 @register.filter
 def newest_page(ledger: Ledger) -> LedgerPage:
     """``{{ ledger|newest_page }}``: its newest folds, a page of them."""
-    return ledger_page(ledger.folds)
+    return ledger_page(ledger.folds, first=ledger.first)
 
 
 @register.filter
 def refused_tail(ledger: Ledger) -> RefusedTail:
     """``{{ ledger|refused_tail }}``: its newest refused commands, and how many more."""
-    return newest_refused(ledger.refused)
+    return newest_refused(ledger.refused, earlier=ledger.refused_earlier)
