@@ -26,6 +26,7 @@ from django.dispatch import receiver
 from dshweb import secret_key
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME, home_name_problem
 from dshweb.environment import BASE_DIR, DEFAULT_HSTS_SECONDS, DEFAULT_PROFILE
+from dshweb.live.webhooks import allowed_hosts
 
 T = TypeVar("T")
 
@@ -47,6 +48,8 @@ DEFAULTS: Mapping[str, object] = {
     "HSTS_SECONDS": DEFAULT_HSTS_SECONDS,
     "PUBLIC_URL": "",
     "METRICS_TOKEN": "",
+    "WEBHOOK_ALLOWED_HOSTS": (),
+    "MAIL_ALLOWED_DOMAINS": (),
 }
 """Every key of ``DSHWEB`` and its default (see :class:`DshwebConfig` for each meaning)."""
 
@@ -100,6 +103,12 @@ class DshwebConfig:
     metrics_token: str
     """``METRICS_TOKEN``: the bearer token a Prometheus scrape of ``/metrics`` sends (a
     personal API token works too); empty: only personal tokens."""
+    webhook_allowed_hosts: frozenset[str]
+    """``WEBHOOK_ALLOWED_HOSTS``: hosts (as written in a URL) an alert webhook may name
+    although they resolve to internal addresses; every other must resolve to public ones."""
+    mail_allowed_domains: frozenset[str]
+    """``MAIL_ALLOWED_DOMAINS``: domains an alert rule may mail besides its owner's own
+    address."""
 
     @property
     def secret_key_path(self) -> Path | None:
@@ -133,6 +142,10 @@ def get_config() -> DshwebConfig:
         hsts_seconds=_typed(value, "HSTS_SECONDS", int),
         public_url=_typed(value, "PUBLIC_URL", str).rstrip("/"),
         metrics_token=_typed(value, "METRICS_TOKEN", str),
+        webhook_allowed_hosts=allowed_hosts(_strings(value, "WEBHOOK_ALLOWED_HOSTS")),
+        mail_allowed_domains=frozenset(
+            d.strip().lower() for d in _strings(value, "MAIL_ALLOWED_DOMAINS") if d.strip()
+        ),
     )
 
 
@@ -161,6 +174,15 @@ def _typed(value: Mapping[str, object], key: str, kind: type[T]) -> T:
     if not isinstance(item, kind):
         raise ImproperlyConfigured(f"DSHWEB[{key!r}]: {item!r} is not a {kind.__name__}")
     return item
+
+
+def _strings(value: Mapping[str, object], key: str) -> tuple[str, ...]:
+    item = value[key]
+    if isinstance(item, str):
+        item = item.split(",")
+    if not isinstance(item, tuple | list) or not all(isinstance(o, str) for o in item):
+        raise ImproperlyConfigured(f"DSHWEB[{key!r}]: {item!r} is not a list of names")
+    return tuple(str(o) for o in item)
 
 
 def _origins(value: Mapping[str, object]) -> tuple[str, ...]:

@@ -43,6 +43,8 @@ DSHWEB: dict[str, object] = {
     "ENGINE": os.environ.get("DSHWEB_ENGINE", ""),
     "PUBLIC_URL": os.environ.get("DSHWEB_PUBLIC_URL", ""),
     "METRICS_TOKEN": os.environ.get("DSHWEB_METRICS_TOKEN", ""),
+    "WEBHOOK_ALLOWED_HOSTS": os.environ.get("DSHWEB_WEBHOOK_ALLOWED_HOSTS", ""),
+    "MAIL_ALLOWED_DOMAINS": os.environ.get("DSHWEB_MAIL_ALLOWED_DOMAINS", ""),
     "LOGIN_THROTTLE_FAILURES": 5,
     "LOGIN_THROTTLE_SECONDS": 300,
     "BEHIND_TLS_PROXY": _https.behind_tls_proxy,
@@ -123,6 +125,7 @@ EMAIL_HOST_PASSWORD = os.environ.get("DSHWEB_EMAIL_PASSWORD", "")
 EMAIL_USE_TLS = os.environ.get("DSHWEB_EMAIL_TLS", "") == "1"
 EMAIL_TIMEOUT = 5
 DEFAULT_FROM_EMAIL = os.environ.get("DSHWEB_EMAIL_FROM", "dshweb@localhost")
+EMAIL_TIMEOUT = 10  # seconds: a mail server that hangs holds one delivery thread, not for ever
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

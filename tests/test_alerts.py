@@ -44,6 +44,11 @@ HOST = (b"host", b"127.0.0.1:8000")
 WAIT = 15.0
 
 
+RECEIVERS = {"WEBHOOK_ALLOWED_HOSTS": ("127.0.0.1",), "MAIL_ALLOWED_DOMAINS": ("example.test",)}
+"""The tests' receivers listed as staff lists internal ones (every delivery test uses
+:func:`cut_home`)."""
+
+
 def cut_home(tmp_path: Path, settings: Any, name: str, share: float) -> tuple[Path, list[bytes]]:
     """A copy of fixture home ``name`` whose log keeps its first ``share`` of frames; the
     log's path and the frames left to append."""
@@ -53,7 +58,7 @@ def cut_home(tmp_path: Path, settings: Any, name: str, share: float) -> tuple[Pa
     frames = frames_of(log)
     cut = int(len(frames) * share)
     log.write_bytes(b"".join(frames[:cut]))
-    settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": target, "PROFILE": "sdk"}
+    settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": target, "PROFILE": "sdk"} | RECEIVERS
     return log, frames[cut:]
 
 
@@ -213,8 +218,7 @@ async def test_a_receiver_that_is_down_gets_retries_then_a_recorded_failure(
             lambda: AlertDelivery.objects.filter(channel="webhook", state="failed").first()
         )
     assert webhook.attempts == 3
-    assert webhook.last_error.startswith("could not reach the receiver: ")
-    assert "refused" in webhook.last_error.lower()
+    assert webhook.last_error == "could not deliver (no HTTP answer)"
     assert webhook.next_attempt_at is None
     # The cooldown held the later folds back: one firing; its browser notice went out.
     assert await database_sync_to_async(AlertFiring.objects.count)() == 1

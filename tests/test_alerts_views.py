@@ -33,6 +33,12 @@ VALID = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _local_receivers(settings: Any) -> None:
+    """The local receivers these tests name, listed as staff lists internal hosts."""
+    settings.DSHWEB = {**settings.DSHWEB, "WEBHOOK_ALLOWED_HOSTS": ("127.0.0.1",)}
+
+
 def signed_in(name: str = "ann", **extra: Any) -> tuple[Client, Any]:
     user = get_user_model().objects.create_user(name, password="pw-for-tests-only", **extra)
     client = Client()

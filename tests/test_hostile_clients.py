@@ -9,6 +9,8 @@ import json
 import shutil
 import signal
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +22,7 @@ from websockets.typing import Origin
 
 from dshweb.core.log.home import session_logs
 from tests.browser.server import DshwebServer, ServerError
-from tests.conftest import FIXTURE_HOMES
+from tests.conftest import FIXTURE_HOMES, REPO
 from tests.foldlog import long_session, write_session
 from tests.logbuilder import frame, frames_of, header
 from tests.test_collector import _cold
@@ -40,7 +42,7 @@ class Served:
     """A server on a home holding an ordinary session cut short (its remaining frames
     kept to append) and a long one, and a signed-in visitor."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, extra_env: dict[str, str] | None = None) -> None:
         self.home = tmp_path / "home"
         shutil.copytree(FIXTURE_HOMES / WATCHED, self.home)
         (log,) = session_logs(self.home)
@@ -49,7 +51,8 @@ class Served:
         self.log.write_bytes(b"".join(frames[:3]))
         self.rest = frames[3:]
         write_session(self.home, LONG, long_session(20_000, 500, step_ends=True))
-        self.server = DshwebServer(home=self.home, data_dir=tmp_path / "data")
+        data = tmp_path / "data"
+        self.server = DshwebServer(home=self.home, data_dir=data, extra_env=extra_env or {})
         self.visitor: Visitor | None = None
 
     def start(self) -> None:
@@ -111,6 +114,19 @@ class Served:
             if 'id="context-ring"' in message:
                 seen.append(_ring(message))
         return time.monotonic() - started
+
+    def shell(self, code: str) -> str:
+        """What ``manage.py shell -c code`` prints, on the server's database."""
+        done = subprocess.run(
+            [sys.executable, "manage.py", "shell", "-c", code],
+            cwd=REPO,
+            env=self.server.env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        return done.stdout
 
     def api(self, path: str) -> dict[str, object]:
         assert self.visitor is not None

@@ -2,7 +2,9 @@
 
 Only the condition's own parameters are checked (a band rule has no cache window) and
 kept; a scope names what it needs (a project folder, or a home and a session); a rule
-tells someone at least one way. A person reads every error next to its field.
+tells someone at least one way. A webhook must go to a public address or a host staff
+allowed (:mod:`dshweb.live.webhooks`); mail to the owner's own address or a domain staff
+allowed. A person reads every error next to its field.
 """
 
 from __future__ import annotations
@@ -10,11 +12,15 @@ from __future__ import annotations
 import secrets
 from pathlib import PurePosixPath
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 from django import forms
 
+from dshweb.config import get_config
 from dshweb.core.alerts.conditions import MAX_WINDOW, Condition, ScopeKind
+from dshweb.live.deliveries import mail_allowed
 from dshweb.live.models import AlertRule
+from dshweb.live.webhooks import SCHEMES, TargetRefused, webhook_target
 
 MAX_STEPS = 100
 MAX_COOLDOWN = 7 * 24 * 3600
@@ -80,6 +86,26 @@ class AlertRuleForm(forms.ModelForm[AlertRule]):
         if ratio is None or not 0 < ratio <= 1:
             raise forms.ValidationError("A ratio above 0 and at most 1 (0.5 is half).")
         return float(ratio)
+
+    def clean_webhook_url(self) -> str:
+        url = str(self.cleaned_data.get("webhook_url") or "").strip()
+        if url and urlsplit(url).scheme.lower() in SCHEMES:  # else the URL's own error
+            try:
+                webhook_target(url, get_config().webhook_allowed_hosts)
+            except TargetRefused as refused:
+                raise forms.ValidationError(f"Not a webhook dshweb posts to: {refused}.") from None
+        return url
+
+    def clean_email_to(self) -> str:
+        address = str(self.cleaned_data.get("email_to") or "").strip()
+        owner = self.instance.owner.email if self.instance.owner_id else ""
+        if address and not mail_allowed(address, owner):
+            domains = ", ".join(sorted(get_config().mail_allowed_domains)) or "none"
+            raise forms.ValidationError(
+                f"Your own address ({owner or 'none set in your account'}), or one in a domain"
+                f" staff allowed ({domains})."
+            )
+        return address
 
     def clean_folder(self) -> str:
         folder = str(self.cleaned_data.get("folder") or "").strip()

@@ -7,7 +7,10 @@ a few comparisons per changed session, never a read of the home. For each change
 in a rule's scope it takes the condition's reading (:mod:`dshweb.core.alerts.conditions`)
 and decides (:mod:`dshweb.core.alerts.firing`) whether the rule fires; a firing is written
 with one delivery per way the rule tells (:mod:`dshweb.live.deliveries`), which it then
-tries, and tries again with back-off while they fail.
+tries, and tries again with back-off while they fail. Attempts run in threads of their
+own (at most :data:`~dshweb.live.timing.DELIVERY_THREADS` at once, each within its own
+deadline), never in the round: a receiver that is slow, trickles or breaks holds up no
+evaluation and no other delivery.
 
 What each rule last fired for, per session, is taken back from the firings in the database
 when the rule is first seen, so a restart does not fire again for a band still held or a
@@ -24,6 +27,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import ParamSpec, TypeVar
 
@@ -62,7 +66,8 @@ class AlertWatcher:
     def __init__(self, source: ChangeSource, home: str) -> None:
         self.source = source
         self.home = home
-        self._changes: asyncio.Queue[HomeChange] = asyncio.Queue()
+        self._changes: asyncio.Queue[HomeChange | None] = asyncio.Queue()
+        """Changes of the home; None when a delivery ended (look for more due)."""
         self._view: HomeView | None = None
         self._changed: set[str] = set()
         self._rules: list[_Rule] = []
@@ -72,9 +77,11 @@ class AlertWatcher:
         self._outage = Outage("alert watcher", first=1.0, most=timing.OUTAGE_RETRY_MAX, log=log)
         self.fired = 0
         self._deliveries_at = 0.0
-        """When to look for due deliveries again (monotonic): at once after a firing, else
-        when the next retry is due; never while none is pending (this watcher alone makes
-        its home's)."""
+        """When to look for due deliveries again (monotonic): at once after a firing or
+        when an attempt ended, else when the next retry is due; never while none is
+        pending (this watcher alone makes its home's)."""
+        self._attempting: dict[int, asyncio.Task[None]] = {}
+        self._pool = ThreadPoolExecutor(timing.DELIVERY_THREADS, "dshweb-delivery")
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -91,9 +98,12 @@ class AlertWatcher:
                 wait = await self._round()
         finally:
             unsubscribe()
+            for task in self._attempting.values():
+                task.cancel()
+            self._pool.shutdown(wait=False, cancel_futures=True)
 
-    def _take(self, change: HomeChange) -> None:
-        if change.view.name != self.home:
+    def _take(self, change: HomeChange | None) -> None:
+        if change is None or change.view.name != self.home:
             return
         self._view = change.view
         self._changed |= change.changed
@@ -192,22 +202,40 @@ class AlertWatcher:
             return self._deliveries_at - time.monotonic()
         due, wait = await _in_thread(deliveries.due_deliveries, self.home)
         for delivery_id in due:
-            message = await _in_thread(deliveries.attempt, delivery_id)
-            if message is None:
-                continue
-            layer = get_channel_layer()
-            error: BaseException | None = None
-            try:
-                if layer is None:
-                    raise RuntimeError("no channel layer is configured")
-                await layer.group_send(message.group, message.message)
-            except Exception as failure:
-                error = failure
-            await _in_thread(deliveries.browser_sent, delivery_id, error)
-        if due:
-            wait = 0.0  # look again at once: more may be due (a batch is `limit` long)
+            if len(self._attempting) >= timing.DELIVERY_THREADS:
+                break  # the next one to end looks again
+            if delivery_id not in self._attempting:
+                task = asyncio.create_task(self._attempt(delivery_id))
+                self._attempting[delivery_id] = task
+        if self._attempting:
+            wait = None  # the next attempt to end looks again
         self._deliveries_at = time.monotonic() + (wait if wait is not None else float("inf"))
         return wait
+
+    async def _attempt(self, delivery_id: int) -> None:
+        """One delivery, in the pool; whatever happens, the watcher looks again after."""
+        loop = asyncio.get_running_loop()
+        try:
+            message = await loop.run_in_executor(
+                self._pool, _dropping_broken_connections(deliveries.attempt), delivery_id
+            )
+            if message is not None:
+                layer = get_channel_layer()
+                error: BaseException | None = None
+                try:
+                    if layer is None:
+                        raise RuntimeError("no channel layer is configured")
+                    await layer.group_send(message.group, message.message)
+                except Exception as failure:
+                    error = failure
+                sent = _dropping_broken_connections(deliveries.browser_sent)
+                await loop.run_in_executor(self._pool, sent, delivery_id, error)
+        except Exception:
+            log.exception("alert watcher of %s: delivery %s", self.home, delivery_id)
+        finally:
+            del self._attempting[delivery_id]
+            self._deliveries_at = 0.0
+            self._changes.put_nowait(None)
 
 
 def _armed_from_firings(rule_ids: list[int], home: str) -> Mapping[ArmedKey, Armed]:
@@ -226,17 +254,23 @@ def _armed_from_firings(rule_ids: list[int], home: str) -> Mapping[ArmedKey, Arm
     return armed
 
 
-async def _in_thread(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-    """``function`` in a pool thread, whose broken database connection it drops."""
+def _dropping_broken_connections(function: Callable[P, T]) -> Callable[P, T]:
+    """``function``, dropping its thread's database connection when it broke."""
 
-    def run() -> T:
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return function(*args, **kwargs)
         except (OperationalError, InterfaceError):
             close_old_connections()
             raise
 
-    return await sync_to_async(run, thread_sensitive=False)()
+    return run
+
+
+async def _in_thread(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """``function`` in a pool thread, whose broken database connection it drops."""
+    run = _dropping_broken_connections(function)
+    return await sync_to_async(run, thread_sensitive=False)(*args, **kwargs)
 
 
 _watching: HubTask[AlertWatcher] = HubTask("dshweb-alerts", lambda hub: AlertWatcher(hub, hub.name))

@@ -9,9 +9,12 @@ browser allows them, see ``static/dshweb/live.js``); a webhook is a JSON POST of
 the rule's secret (:func:`signature`); an email goes through Django's mail system. An
 attempt that fails is tried again :data:`~dshweb.live.timing.ALERT_RETRY_FIRST` seconds
 later, then twice as long each time; after :data:`~dshweb.live.timing.ALERT_ATTEMPTS` the
-delivery is *failed*, with its last error in words a person reads (``the receiver
-answered 503 Service Unavailable``, ``could not reach the receiver: Connection
-refused``). Nothing a delivery does can stop the watcher: every failure is recorded.
+delivery is *failed*, with its last error in words a person reads (``could not deliver
+(HTTP 5xx)``, ``could not deliver (timeout)``: the class of what went wrong, never the
+receiver's words). Anything an attempt raises is that delivery's recorded failure: one
+broken receiver, mail server or title never stops the others. Where a webhook may go and
+its one deadline are :mod:`dshweb.live.webhooks`'; mail goes to its rule owner's own
+address or to a domain staff allowed (``DSHWEB_MAIL_ALLOWED_DOMAINS``).
 
 The webhook's signature header, ``X-Dshweb-Signature: t=<unix seconds>,v1=<hex>``, is
 HMAC-SHA256 with the rule's secret over ``"<t>." + body``; a receiver recomputes it and
@@ -23,10 +26,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import smtplib
+import logging
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -39,6 +40,9 @@ from django.utils import timezone
 from dshweb.config import get_config
 from dshweb.live import timing
 from dshweb.live.models import AlertDelivery, AlertFiring, AlertRule
+from dshweb.live.webhooks import PostFailed, TargetRefused, post, webhook_target
+
+log = logging.getLogger("dshweb.live")
 
 SIGNATURE_HEADER = "X-Dshweb-Signature"
 USER_AGENT = "dshweb-alerts/1"
@@ -84,8 +88,9 @@ def firing_payload(firing: AlertFiring) -> dict[str, Any]:
 
 
 def headline(firing: AlertFiring) -> str:
-    """One line: the rule and the session."""
-    return f"{firing.rule.name}: {firing.title or firing.session_id}"
+    """One line: the rule and the session (a title's line breaks made spaces: it is also
+    an email's subject)."""
+    return " ".join(f"{firing.rule.name}: {firing.title or firing.session_id}".split())
 
 
 def signature(secret: str, timestamp: int, body: bytes) -> str:
@@ -103,29 +108,30 @@ def webhook_body(rule: AlertRule, firing: AlertFiring) -> bytes:
 
 def send_webhook(rule: AlertRule, firing: AlertFiring) -> None:
     body = webhook_body(rule, firing)
-    request = urllib.request.Request(
-        rule.webhook_url,
-        data=body,
-        method="POST",
-        headers={
-            "Content-Type": "application/json",
-            "User-Agent": USER_AGENT,
-            SIGNATURE_HEADER: signature(rule.webhook_secret, int(time.time()), body),
-        },
-    )
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        SIGNATURE_HEADER: signature(rule.webhook_secret, int(time.time()), body),
+    }
     try:
-        with urllib.request.urlopen(request, timeout=timing.ALERT_TIMEOUT) as answer:
-            answer.read(1 << 16)
-    except urllib.error.HTTPError as error:
-        raise DeliveryError(f"the receiver answered {error.code} {error.reason}") from error
-    except urllib.error.URLError as error:
-        reason = getattr(error.reason, "strerror", None) or str(error.reason)
-        raise DeliveryError(f"could not reach the receiver: {reason}") from error
-    except (TimeoutError, OSError) as error:
-        raise DeliveryError(f"the receiver did not answer: {error}") from error
+        target = webhook_target(rule.webhook_url, get_config().webhook_allowed_hosts)
+        post(target, body, headers, timeout=timing.ALERT_TIMEOUT)
+    except (TargetRefused, PostFailed) as error:
+        raise DeliveryError(f"could not deliver ({error})") from error
+
+
+def mail_allowed(address: str, owner_email: str) -> bool:
+    """Whether a rule whose owner's address is ``owner_email`` may mail ``address``."""
+    address = address.strip().lower()
+    if address and address == owner_email.strip().lower():
+        return True
+    domain = address.rpartition("@")[2]
+    return bool(domain) and domain in get_config().mail_allowed_domains
 
 
 def send_email(rule: AlertRule, firing: AlertFiring) -> None:
+    if not mail_allowed(rule.email_to, rule.owner.email):
+        raise DeliveryError("could not deliver (the address is not yours, nor in a domain allowed)")
     body = "\n\n".join(
         [
             firing.summary,
@@ -135,8 +141,9 @@ def send_email(rule: AlertRule, firing: AlertFiring) -> None:
     )
     try:
         send_mail(f"[dshweb] {headline(firing)}", body, None, [rule.email_to])
-    except (smtplib.SMTPException, OSError) as error:
-        raise DeliveryError(f"the mail server did not take it: {error}") from error
+    except Exception as error:
+        log.warning("alert mail to %s not taken: %s", rule.email_to, error)
+        raise DeliveryError("could not deliver (the mail server did not take it)") from error
 
 
 def browser_message(firing: AlertFiring) -> BrowserMessage:
@@ -147,7 +154,9 @@ def browser_message(firing: AlertFiring) -> BrowserMessage:
 def attempt(delivery_id: int) -> BrowserMessage | None:
     """Try webhook or email delivery ``delivery_id`` once and record how it went; for a
     browser delivery, the message to send (then :func:`browser_sent`)."""
-    delivery = AlertDelivery.objects.select_related("firing__rule").filter(pk=delivery_id).first()
+    delivery = (
+        AlertDelivery.objects.select_related("firing__rule__owner").filter(pk=delivery_id).first()
+    )
     if delivery is None or delivery.state != AlertDelivery.State.PENDING:
         return None  # deleted with its rule meanwhile, or done
     firing = delivery.firing
@@ -160,6 +169,9 @@ def attempt(delivery_id: int) -> BrowserMessage | None:
             send_email(firing.rule, firing)
     except DeliveryError as error:
         record_failure(delivery, str(error))
+    except Exception as error:  # a bug or a surprise: this delivery's failure, no one else's
+        log.exception("alert delivery %s failed unexpectedly", delivery_id)
+        record_failure(delivery, f"could not deliver (unexpected {type(error).__name__})")
     else:
         record_sent(delivery)
     return None

@@ -54,6 +54,8 @@ after this long, then twice as long each time, up to :data:`ALERT_ATTEMPTS` atte
 ALERT_ATTEMPTS = 5
 """Attempts before a delivery is recorded as failed, with its last error."""
 ALERT_TIMEOUT = 5.0
-"""Seconds a webhook receiver or the mail server may take to answer one attempt."""
+"""Seconds one webhook attempt may take in all (connecting, sending, the whole answer)."""
+DELIVERY_THREADS = 4
+"""Alert deliveries attempted at once per watcher, each in a thread of its own."""
 ALERT_RULES_EVERY = 1.0
 """The watcher looks for rules added, changed or removed at most this often."""
