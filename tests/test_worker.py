@@ -34,7 +34,13 @@ from dshweb.environment import ConfigurationError, collect
 from dshweb.live import commands, service, worker
 from dshweb.live.collected import sealing_key
 from dshweb.live.collector import SessionWriter
-from dshweb.live.commands import CollectorPlace, CollectorSilent, collector_group, collector_owner
+from dshweb.live.commands import (
+    CollectorPlace,
+    CollectorSilent,
+    collector_group,
+    collector_owner,
+    open_sealed,
+)
 from dshweb.live.groups import session_group
 from dshweb.live.hub import HomeChange, HomeView, Hub
 from dshweb.live.lease import Lease, lease_release, lease_take
@@ -365,7 +371,9 @@ def test_a_press_on_a_worker_is_run_by_the_collector_of_the_home(
     owner = collector_owner("h", collected.lease.token)
     assert (request.state, request.owner) == ("requested", owner)
     assert collected.lease.token not in request.owner
-    command = _received(to_collector)
+    sealed = _received(to_collector)
+    assert sealed is not None and sealed["type"] == "compact.run"
+    command = open_sealed(sealed)  # what the collector acts on, once it is opened
     assert command == {"type": "compact.run", "request": request.pk}
     assert _received(on_page) == {"type": "compact.changed", "home": "h", "session_id": session_id}
     time.sleep(0.3)

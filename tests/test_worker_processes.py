@@ -6,16 +6,19 @@ fold of the same home made here; the worker never holds a file of the home open.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import shutil
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
+from django.core import signing
 from websockets.sync.client import connect
 from websockets.typing import Origin
 
@@ -332,6 +335,118 @@ def test_settings_of_a_collected_home_are_saved_by_its_collector_through_redis(
         assert "language: zh" in patch.read_text()
         assert worker.process is not None
         assert _open_under(worker.process.pid, home.resolve()) == []
+    finally:
+        terminate(process)
+        worker.stop()
+
+
+class _Old(signing.TimestampSigner):
+    """Signs as if an hour ago."""
+
+    def timestamp(self) -> str:
+        return signing.b62_encode(int(time.time()) - 3600)
+
+
+@pytest.mark.services
+def test_commands_not_signed_by_this_installation_are_refused_and_logged(
+    tmp_path: Path,
+    stores: dict[str, str],  # noqa: F811  (the fixture, imported above)
+) -> None:
+    """Redis access alone: a settings save sent straight to the collector's group in the
+    name of a staff user, unsigned, forged, tampered with or too old, is refused and
+    logged, and changes nothing; a command this installation signed is answered."""
+    from channels_redis.core import RedisChannelLayer  # type: ignore[import-untyped]
+
+    from dshweb.environment import Stores, channel_layer_settings
+    from dshweb.live.commands import ANSWER_SALT, COMMAND_SALT, collector_group
+
+    home, data_dir = tmp_path / "home", tmp_path / "data"
+    _cut(FIXTURE_HOMES / "subagent-parent", home)
+    patch = home / "profiles" / "sdk" / "cordis.patch.yml"
+    before = patch.read_bytes()
+    key = stores["DSHWEB_SECRET_KEY"]
+    worker = DshwebServer(home=tmp_path / "none", data_dir=data_dir, extra_env=stores)
+    process = None
+    try:
+        worker.prepare()  # the database and its staff user (id 1)
+        made = Collector(home, data_dir)
+        process = spawn(made.command(), cwd=REPO, env=_env(data_dir) | stores, log=made.log)
+
+        async def send(
+            layer: Any, message: dict[str, object], reply_to: str, wait: float
+        ) -> object:
+            await layer.group_send(collector_group(NAME), message)
+            try:
+                return await asyncio.wait_for(layer.receive(reply_to), wait)
+            except TimeoutError:
+                return None
+
+        def attempt(seal: Callable[[dict[str, object]], dict[str, object]], wait: float) -> object:
+            async def run() -> object:
+                # As dshweb's settings make it (environment.channel_layer_settings).
+                config = channel_layer_settings(Stores("", stores["DSHWEB_REDIS_URL"]))["CONFIG"]
+                assert isinstance(config, dict)
+                layer = RedisChannelLayer(**config)
+                reply_to = await layer.new_channel()
+                save = {
+                    "type": "settings.request",
+                    "method": "POST",
+                    "path": "/settings/sdk/context-truth/",
+                    "query": "",
+                    "body": "moderateAt=0.41&language=en",
+                    "user": 1,
+                    "csrf": "a" * 32,
+                    "htmx": False,
+                    "messages": [],
+                    "reply_to": reply_to,
+                }
+                try:
+                    return await send(layer, seal(save), reply_to, wait)
+                finally:
+                    await layer.close_pools()
+
+            return asyncio.run(run())
+
+        hostile = {
+            "unsigned": lambda m: m,
+            "forged": lambda m: {
+                "type": m["type"],
+                "sealed": signing.dumps(m, key="not-the-key", salt=COMMAND_SALT),
+            },
+            "tampered": lambda m: {
+                "type": m["type"],
+                "sealed": signing.dumps(m | {"user": 2}, key=key, salt=COMMAND_SALT).partition(":")[
+                    0
+                ]
+                + ":"
+                + signing.dumps(m, key=key, salt=COMMAND_SALT).partition(":")[2],
+            },
+            "expired": lambda m: {
+                "type": m["type"],
+                "sealed": _Old(key=key, salt=COMMAND_SALT).sign_object(m),
+            },
+        }
+
+        # Signed with this installation's key: a GET of the form is answered (signed too).
+        def signed(m: dict[str, object]) -> dict[str, object]:
+            get = m | {"method": "GET", "body": ""}
+            return {"type": m["type"], "sealed": signing.dumps(get, key=key, salt=COMMAND_SALT)}
+
+        deadline = time.monotonic() + WAIT
+        while (reply := attempt(signed, 3.0)) is None:  # until the collector listens
+            assert time.monotonic() < deadline, made.output()[-3000:]
+        assert isinstance(reply, dict), made.output()[-3000:]
+        opened = signing.loads(reply["sealed"], key=key, salt=ANSWER_SALT)
+        assert opened["status"] == 200 and 'id="settings-form"' in opened["body"]
+        for name, seal in hostile.items():
+            assert attempt(seal, 2.0) is None, name
+        log_text = made.output()
+        refusals = re.findall(r"refused a command 'settings.request': (.+)", log_text)
+        assert len(refusals) == 4, log_text[-3000:]
+        assert refusals[0] == "not signed"
+        assert refusals[3] == "signed more than 60 s ago"
+        assert patch.read_bytes() == before
+
     finally:
         terminate(process)
         worker.stop()

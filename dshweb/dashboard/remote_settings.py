@@ -5,9 +5,12 @@ A web worker (``DSHWEB_COLLECT=off``) reads no DSH home, so ``/homes/<home>/sett
 (:func:`home_settings`) carries the request to the collector of ``<home>`` as a question
 over the channel layer (:func:`~dshweb.live.commands.ask_collector`): the method, the
 settings path, the form's fields, the signed-in user, the worker's CSRF secret and any
-messages waiting to be shown. The worker has checked the login, the staff flag and the
-CSRF token already. The collector (:func:`run_settings_request`) runs the very settings
-view the embedded server runs, on its own home, and answers with the status, the page's
+messages waiting to be shown, sealed (:func:`~dshweb.live.commands.seal`: a collector
+acts only on what a process holding the secret key sent). The worker has checked the
+login, the staff flag and the CSRF token already; the collector
+(:func:`run_settings_request`) checks the CSRF token of a POST again, against the
+worker's secret, then runs the very settings view the embedded server runs (its form's
+validation, its audit as that user), on its own home, and answers with the status, the page's
 content (laid out by ``settings/_carried.html``: the worker puts it in its own layout),
 a redirect, and the messages the view added, which the worker shows next. Its links and
 forms point under ``/homes/<home>/`` (``{% settings_url %}``), and its forms carry a CSRF
@@ -25,6 +28,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
@@ -32,7 +36,7 @@ from django.contrib.messages.storage.base import BaseStorage, Message
 from django.core.exceptions import PermissionDenied
 from django.db import close_old_connections
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
-from django.middleware.csrf import get_token
+from django.middleware.csrf import CsrfViewMiddleware, get_token
 from django.shortcuts import render
 from django.urls import Resolver404, resolve
 from django.utils.html import format_html
@@ -100,6 +104,7 @@ def home_settings(request: HttpRequest, home: str, rest: str = "") -> HttpRespon
         "body": request.POST.urlencode() if request.method == "POST" else "",
         "user": request.user.pk,
         "csrf": request.META["CSRF_COOKIE"],
+        "csrf_header": request.headers.get("X-CSRFToken", ""),
         "htmx": bool(request.headers.get("HX-Request")),
         "messages": [[m.level, m.message] for m in messages.get_messages(request)],
     }
@@ -150,6 +155,10 @@ class _CarriedMessages(BaseStorage):
         return []
 
 
+def _no_response(request: HttpRequest) -> HttpResponse:
+    raise AssertionError("only CsrfViewMiddleware.process_view is called")
+
+
 def run_settings_request(message: Mapping[str, Any], place: CollectorPlace) -> None:
     """In a collector: answer a worker's settings page of this collector's home."""
     close_old_connections()
@@ -184,10 +193,19 @@ def _settings_reply(message: Mapping[str, Any], place: CollectorPlace) -> dict[s
     user = get_user_model().objects.filter(pk=int(message["user"])).first()
     request.user = user if user is not None else AnonymousUser()
     request.META["CSRF_COOKIE"] = str(message["csrf"])  # the worker's: its forms come back there
+    request.COOKIES[settings.CSRF_COOKIE_NAME] = str(message["csrf"])
+    if message.get("csrf_header"):
+        request.META["HTTP_X_CSRFTOKEN"] = str(message["csrf_header"])
     request.htmx = HtmxDetails(request)  # type: ignore[attr-defined]
     setattr(request, CARRIED, place.name)
     storage = _CarriedMessages(request, list(message.get("messages", [])))
     request._messages = storage  # type: ignore[attr-defined]
+    refused = CsrfViewMiddleware(_no_response).process_view(
+        request, match.func, match.args, match.kwargs
+    )
+    if refused is not None:
+        log.warning("collector %s: a settings POST without a valid CSRF token", place.name)
+        return {"status": 403, "body": "<p>The form's security token did not match.</p>"}
     try:
         response = match.func(request, *match.args, **match.kwargs)
     except Http404 as missing:

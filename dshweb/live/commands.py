@@ -9,6 +9,13 @@ is ready, so this module knows no action) in a thread of its own, with the
 :class:`CollectorPlace` it runs in: the home's name, its folder on this machine, and the
 owner tag of its lease.
 
+Every message is sealed (:func:`seal`): signed with a key derived from the secret key
+(Django's signing, salted for this use) and timed, so only a process holding the secret
+key can send one. A collector opens each before it acts (:func:`open_sealed`) and
+refuses, with a warning in its log, a message that is unsigned, forged, tampered with,
+older than :data:`COMMAND_MAX_AGE` or seen before; a worker does the same with the
+answers it waits for. Redis access alone is not enough to act on a collector.
+
 A command names a database row and nothing secret: what it needs (the launch token of
 ``dsh web``, the patch files) stays on the collector's machine. The row is the command;
 the message only wakes the collector. A message can be lost (sent while the collector's
@@ -33,6 +40,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +48,7 @@ from typing import Any
 
 from asgiref.sync import async_to_sync
 from channels.layers import InMemoryChannelLayer, get_channel_layer
+from django.core import signing
 from django.db import close_old_connections
 from django.utils import timezone
 
@@ -52,6 +61,13 @@ from dshweb.live.outage import Outage, database_unreachable, layer_unreachable
 log = logging.getLogger("dshweb.live")
 
 OWNER_PREFIX = "collector/"
+COMMAND_SALT = "dshweb.live.commands"
+"""Salts the key a command is signed with (Django's signing derives it from the secret
+key): a signature made for anything else never opens a command."""
+ANSWER_SALT = "dshweb.live.commands.answer"
+COMMAND_MAX_AGE = 60
+"""Seconds a sealed message is good for after it was sealed."""
+SEALED = "sealed"
 REJOIN_EVERY = 600.0
 """Seconds between joins of the group again: a Redis layer forgets a member after its
 ``group_expiry`` (a day by default), and a collector runs for longer."""
@@ -140,12 +156,62 @@ def collector_address(name: str) -> str:
     return collector_owner(row.name, row.token)
 
 
+class Refused(Exception):
+    """A sealed message that must not be acted on; the message says why."""
+
+
+def seal(message: Mapping[str, Any], *, salt: str = COMMAND_SALT) -> dict[str, Any]:
+    """``message`` as sent over the channel layer: its ``type`` and the whole of it signed
+    and timed."""
+    return {"type": message["type"], SEALED: signing.dumps(dict(message), salt=salt)}
+
+
+class _Seen:
+    """Signatures opened in the last :data:`COMMAND_MAX_AGE` seconds: a copy of a message
+    sent again is refused."""
+
+    def __init__(self) -> None:
+        self._until: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def first_time(self, signature: str) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            if len(self._until) > 1024:
+                self._until = {s: t for s, t in self._until.items() if t > now}
+            if self._until.get(signature, 0.0) > now:
+                return False
+            self._until[signature] = now + COMMAND_MAX_AGE
+            return True
+
+
+_seen = _Seen()
+
+
+def open_sealed(message: Mapping[str, Any], *, salt: str = COMMAND_SALT) -> dict[str, Any]:
+    """What a sealed message says, or :class:`Refused` saying why not."""
+    sealed = message.get(SEALED)
+    if not isinstance(sealed, str):
+        raise Refused("not signed")
+    try:
+        opened = signing.loads(sealed, salt=salt, max_age=COMMAND_MAX_AGE)
+    except signing.SignatureExpired:
+        raise Refused(f"signed more than {COMMAND_MAX_AGE} s ago") from None
+    except signing.BadSignature:
+        raise Refused("not signed with this installation's secret key, or changed") from None
+    if not isinstance(opened, dict) or opened.get("type") != message.get("type"):
+        raise Refused("its type was changed")
+    if not _seen.first_time(sealed.rsplit(":", 1)[-1]):
+        raise Refused("sent before (a replay)")
+    return opened
+
+
 def send_command(name: str, message: Mapping[str, Any]) -> None:
     """Send ``message`` (its ``type`` a registered kind) to home ``name``'s collector."""
     layer = get_channel_layer()
     if layer is None:
         raise CollectorNotRunning("no channel layer is configured")
-    async_to_sync(layer.group_send)(collector_group(name), dict(message))
+    async_to_sync(layer.group_send)(collector_group(name), seal(message))
 
 
 class CollectorSilent(DshError):
@@ -162,9 +228,15 @@ def ask_collector(name: str, message: Mapping[str, Any], *, timeout: float) -> d
 
     async def ask() -> dict[str, Any]:
         channel = await layer.new_channel()
-        await layer.group_send(collector_group(name), {**message, "reply_to": channel})
+        await layer.group_send(collector_group(name), seal({**message, "reply_to": channel}))
+        deadline = time.monotonic() + timeout
         try:
-            return dict(await asyncio.wait_for(layer.receive(channel), timeout))
+            while True:
+                got = await asyncio.wait_for(layer.receive(channel), deadline - time.monotonic())
+                try:
+                    return open_sealed(got, salt=ANSWER_SALT)
+                except Refused as refused:
+                    log.warning("an answer from the collector of %s refused: %s", name, refused)
         except TimeoutError:
             raise CollectorSilent(
                 f"the collector of {name} did not answer within {timeout:.0f} s"
@@ -179,7 +251,8 @@ def answer(message: Mapping[str, Any], reply: Mapping[str, Any]) -> None:
     reply_to = message.get("reply_to")
     if layer is None or not isinstance(reply_to, str):
         return
-    async_to_sync(layer.send)(reply_to, {"type": "collector.answer", **reply})
+    sealed = seal({"type": "collector.answer", **reply}, salt=ANSWER_SALT)
+    async_to_sync(layer.send)(reply_to, sealed)
 
 
 async def listen_for_commands(place: CollectorPlace) -> None:
@@ -209,7 +282,7 @@ async def listen_for_commands(place: CollectorPlace) -> None:
             ]
             try:
                 while True:
-                    _dispatch(await layer.receive(channel), place)
+                    _dispatch_sealed(await layer.receive(channel), place)
             finally:
                 for helper in helpers:
                     helper.cancel()
@@ -258,6 +331,21 @@ def waiting_commands(place: CollectorPlace) -> list[dict[str, Any]]:
         return [message for finder in _finders.values() for message in finder(place)]
     finally:
         close_old_connections()
+
+
+def _dispatch_sealed(message: Mapping[str, Any], place: CollectorPlace) -> None:
+    """A message from the channel layer: acted on only once it is opened."""
+    try:
+        opened = open_sealed(message)
+    except Refused as refused:
+        log.warning(
+            "collector %s: refused a command %r: %s",
+            place.name,
+            str(message.get("type", ""))[:80],
+            refused,
+        )
+        return
+    _dispatch(opened, place)
 
 
 def _dispatch(message: Mapping[str, Any], place: CollectorPlace) -> None:
