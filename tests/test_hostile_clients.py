@@ -117,16 +117,7 @@ class Served:
 
     def shell(self, code: str) -> str:
         """What ``manage.py shell -c code`` prints, on the server's database."""
-        done = subprocess.run(
-            [sys.executable, "manage.py", "shell", "-c", code],
-            cwd=REPO,
-            env=self.server.env(),
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=True,
-        )
-        return done.stdout
+        return manage_shell(self.server.env(), code)
 
     def api(self, path: str) -> dict[str, object]:
         assert self.visitor is not None
@@ -135,6 +126,20 @@ class Served:
         found = json.loads(body)
         assert isinstance(found, dict)
         return found
+
+
+def manage_shell(env: dict[str, str], code: str) -> str:
+    """What ``manage.py shell -c code`` prints, in the environment ``env``."""
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return done.stdout
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ frame by frame as DSH appends.
 from __future__ import annotations
 
 import dataclasses
+import os
 import random
 import shutil
 import time
@@ -394,3 +395,29 @@ def test_a_log_bigger_than_a_slice_is_folded_on_pass_by_pass(tmp_path: Path) -> 
     want = cold.view().sessions["auto-compact"]
     got = view.sessions["auto-compact"]
     assert (got.snapshot, got.gauge) == (want.snapshot, want.gauge)
+
+
+def test_a_folder_name_that_is_not_utf8_round_trips_through_the_checkpoints(
+    tmp_path: Path,
+) -> None:
+    """A session folder whose name is not UTF-8 (Linux allows any bytes): its checkpoint
+    is stored (no database text takes a lone surrogate) and taken back."""
+    from dshweb.live.checkpoints import path_stored, stored_path
+
+    for name in ("plain", "100%", "caf\udce9-%41", "中文"):
+        assert path_stored(stored_path(name)) == name
+    assert stored_path("中文") == "中文" and stored_path("plain") == "plain"
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURE_HOMES / "auto-compact", home)
+    (log,) = session_logs(home)
+    odd = log.session_dir.parent / os.fsdecode(b"caf\xe9 %41")
+    log.session_dir.rename(odd)
+    store = DatabaseCheckpoints()
+    first = Hub(home, "sdk", store=store)
+    first.cold_start()
+    assert first.flush_checkpoints() == 1
+    again = Hub(home, "sdk", store=store)
+    restored = store.restore(home, {log.session_dir: log for log in session_logs(home)})
+    assert list(restored) == [odd]
+    again.cold_start()
+    assert _shots(again) == _shots(first)

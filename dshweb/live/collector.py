@@ -38,18 +38,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import hashlib
 import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from django.db import close_old_connections, transaction
+from django.db import DatabaseError, close_old_connections, transaction
 from django.utils import timezone
 
 from dshweb.core.fold.sealed import seal_session
 from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.home import LogFile
+from dshweb.core.log.jsjson import printable
 from dshweb.live import timing
 from dshweb.live.alerts import AlertWatcher
 from dshweb.live.checkpoints import DatabaseCheckpoints
@@ -63,6 +65,8 @@ from dshweb.live.publisher import Publisher
 from dshweb.live.service import collect_here
 
 log = logging.getLogger("dshweb.live")
+STAND_IN_ID_MAX = 512
+"""The longest id a session the database refused is written under."""
 
 TICK = 0.1
 """The collector's loop wakes at a change, or at least this often (heartbeats, stopping)."""
@@ -162,31 +166,82 @@ class SessionWriter:
             if lease is None:
                 raise LeaseLost(lease_lost_reason(self.lease))
             lease.version += 1
-            lease.error = view.error or ""
+            lease.error = printable(view.error or "")
             lease.save(update_fields=["version", "error"])
             now = timezone.now()
-            CollectedSession.objects.bulk_create(
-                [
-                    CollectedSession(
-                        home=name, session_id=sid, version=lease.version, blob=blob, updated_at=now
-                    )
-                    for sid, blob in sealed.items()
-                ],
-                batch_size=500,
-                update_conflicts=True,
-                unique_fields=["home", "session_id"],
-                update_fields=["version", "blob", "updated_at"],
-            )
+            rows = [
+                CollectedSession(
+                    home=name, session_id=sid, version=lease.version, blob=blob, updated_at=now
+                )
+                for sid, blob in sealed.items()
+            ]
+            stand_ins: set[str] = set()
+            try:
+                with transaction.atomic():  # a savepoint: one bad row is written alone
+                    _upsert(rows)
+            except DatabaseError as refused:
+                if database_unreachable(refused):
+                    raise
+                for row in rows:
+                    stand_ins.update(self._write_alone(row, view))
             if sweep:  # sessions that went while no collector ran
                 kept = CollectedSession.objects.filter(home=name).values_list(
                     "session_id", flat=True
                 )
-                gone |= set(kept) - set(sessions)
+                gone |= set(kept) - set(sessions) - stand_ins
             stale = sorted(gone)
             for start in range(0, len(stale), _DELETE_BATCH):
                 batch = stale[start : start + _DELETE_BATCH]
                 CollectedSession.objects.filter(home=name, session_id__in=batch).delete()
         return set(sealed), gone, lease.version
+
+    def _write_alone(self, row: CollectedSession, view: HomeView) -> set[str]:
+        """One session the database refused in a batch: written alone, or, if it is
+        refused again, written with the reason under an id any database takes (its
+        ASCII escape, cut short with a digest when long), so it is shown with its error
+        and the rest of the home goes on; the id of such a stand-in."""
+        try:
+            with transaction.atomic():
+                _upsert([row])
+            return set()
+        except DatabaseError as error:
+            if database_unreachable(error):
+                raise
+            reason = f"could not be stored in the database: {error}"
+        log.warning("collector %s: session %r %s", self.lease.name, row.session_id, reason)
+        shown = view.sessions[row.session_id]
+        snapshot = dataclasses.replace(
+            shown.snapshot,
+            session_id=_stand_in_id(row.session_id),
+            errors=(*shown.snapshot.errors, printable(reason)),
+        )
+        row.session_id = snapshot.session_id
+        row.blob = seal_session(snapshot, shown.gauge, key=self.key)
+        try:
+            with transaction.atomic():
+                _upsert([row])
+        except DatabaseError:
+            log.exception("collector %s: session %r not written", self.lease.name, row.session_id)
+            return set()
+        return {row.session_id}
+
+
+def _stand_in_id(session_id: str) -> str:
+    escaped = session_id.encode("ascii", "backslashreplace").decode()
+    if len(escaped) <= STAND_IN_ID_MAX:
+        return escaped
+    digest = hashlib.sha256(escaped.encode()).hexdigest()[:16]
+    return f"{escaped[: STAND_IN_ID_MAX // 2]}...{digest}"
+
+
+def _upsert(rows: list[CollectedSession]) -> None:
+    CollectedSession.objects.bulk_create(
+        rows,
+        batch_size=500,
+        update_conflicts=True,
+        unique_fields=["home", "session_id"],
+        update_fields=["version", "blob", "updated_at"],
+    )
 
 
 class CountingCheckpoints(DatabaseCheckpoints):

@@ -38,6 +38,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from dshweb.config import get_config
+from dshweb.core.log.jsjson import printable
 from dshweb.live import timing
 from dshweb.live.models import AlertDelivery, AlertFiring, AlertRule
 from dshweb.live.webhooks import PostFailed, TargetRefused, post, webhook_target
@@ -241,13 +242,13 @@ def record_firing(
 ) -> AlertFiring:
     """A firing and one delivery per way its rule tells, due now."""
     now = timezone.now()
-    firing = AlertFiring.objects.create(
+    firing = AlertFiring.objects.create(  # texts from a log: storable in any database
         rule=rule,
         home=home,
-        session_id=session_id,
-        title=title,
-        key=key,
-        summary=summary,
+        session_id=printable(session_id),
+        title=printable(title),
+        key=printable(key),
+        summary=printable(summary),
         fired_at=now,
     )
     AlertDelivery.objects.bulk_create(

@@ -16,14 +16,16 @@ from typing import Any
 _JS_SAFE = 2**53
 _dumps_str = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 def printable(text: str) -> str:
-    """``text`` safe to show and to encode as UTF-8: a lone surrogate (valid in a
-    JavaScript string, not in UTF-8) becomes U+FFFD."""
-    if text.isascii() or not _LONE_SURROGATE.search(text):
+    """``text`` safe to show, to encode as UTF-8 and to store in any database: a lone
+    surrogate (valid in a JavaScript string, not in UTF-8) and a NUL (which PostgreSQL's
+    text cannot hold) become U+FFFD."""
+    if "\0" not in text and (text.isascii() or not _LONE_SURROGATE.search(text)):
         return text
-    return _LONE_SURROGATE.sub("\ufffd", text)
+    return _UNSTORABLE.sub("\ufffd", text)
 
 
 def js_len(text: str) -> int:
