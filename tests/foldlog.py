@@ -45,7 +45,10 @@ def _answer(seq: int, turn: int, prompt: int) -> dict[str, Any]:
     return line | {"surfaceOp": "append"}
 
 
-def _fold(seq: int, turn: int, start: int) -> list[dict[str, Any]]:
+def _fold(seq: int, turn: int, start: int, end: int | None = None) -> list[dict[str, Any]]:
+    """A fold at ``seq`` of the surface from ``start`` to ``end`` (default: the event
+    before the fold), which must be the seq of a message on the surface."""
+    end = seq - 1 if end is None else end
     return [
         event(seq, "compaction/start", compactionId=f"c-{turn}", turn=turn),
         event(
@@ -53,13 +56,13 @@ def _fold(seq: int, turn: int, start: int) -> list[dict[str, Any]]:
             "compaction/summary",
             compactionId=f"c-{turn}",
             summary=[{"type": "text", "text": "s"}],
-            shadowedRange={"start": start, "end": seq - 1},
-            shadowedSeqs=[start, seq - 1],
+            shadowedRange={"start": start, "end": end},
+            shadowedSeqs=[start, end],
             shadowedTokenCount=3000,
             provider="p",
             model="m",
         ),
-        user_message(seq + 2, "summary", {"op": "replace", "startSeq": start, "endSeq": seq - 1}),
+        user_message(seq + 2, "summary", {"op": "replace", "startSeq": start, "endSeq": end}),
         event(seq + 3, "compaction/end", compactionId=f"c-{turn}", turn=turn),
     ]
 
@@ -80,7 +83,8 @@ def long_session(
             events.append(event(seq, "step/end", turn=step, step=1))
             seq += 1
         if step % fold_every == 0:
-            events += _fold(seq, step, surface_start)
+            # the fold replaces the surface up to the step's answer (a step/end is not on it)
+            events += _fold(seq, step, surface_start, seq - 2 if step_ends else seq - 1)
             surface_start = seq + 2
             seq += 4
     return events
