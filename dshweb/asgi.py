@@ -3,8 +3,10 @@
 Sockets pass the exact origin check (:mod:`dshweb.live.origin`: scheme, host and port of
 this server) and Django's session login before any consumer runs; one that fails because
 the database cannot be reached closes with 4503 "store unavailable"
-(:mod:`dshweb.dashboard.unavailable`). The hub starts folding the home at once; its
-publisher starts on the server's event loop with the first connection of any kind.
+(:mod:`dshweb.dashboard.unavailable`). Behind a trusted proxy the client's address is
+the one its ``X-Forwarded-For`` names (:mod:`dshweb.live.forwarded`). The hub starts
+folding the home at once; its publisher starts on the server's event loop with the first
+connection of any kind.
 """
 
 from __future__ import annotations
@@ -22,17 +24,20 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from dshweb.dashboard.compact import close_abandoned_requests  # noqa: E402
 from dshweb.dashboard.routing import websocket_urlpatterns  # noqa: E402
 from dshweb.dashboard.unavailable import StoreUnavailableSockets  # noqa: E402
+from dshweb.live.forwarded import ForwardedClient  # noqa: E402
 from dshweb.live.origin import SameOriginValidator  # noqa: E402
 from dshweb.live.startup import StartLiveServices  # noqa: E402
 
-application = StartLiveServices(
-    ProtocolTypeRouter(
-        {
-            "http": django_asgi,
-            "websocket": StoreUnavailableSockets(
-                SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
-            ),
-        }
-    ),
-    on_start=[close_abandoned_requests],
+application = ForwardedClient(
+    StartLiveServices(
+        ProtocolTypeRouter(
+            {
+                "http": django_asgi,
+                "websocket": StoreUnavailableSockets(
+                    SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
+                ),
+            }
+        ),
+        on_start=[close_abandoned_requests],
+    )
 )

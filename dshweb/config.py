@@ -12,6 +12,7 @@ with ``override_settings(DSHWEB={**settings.DSHWEB, "PROFILE": "x"})`` (or pytes
 from __future__ import annotations
 
 import functools
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -43,7 +44,9 @@ DEFAULTS: Mapping[str, object] = {
     "ENGINE": "",
     "LOGIN_THROTTLE_FAILURES": 5,
     "LOGIN_THROTTLE_SECONDS": 300,
+    "LOGIN_THROTTLE_ADDRESS_FAILURES": 20,
     "BEHIND_TLS_PROXY": False,
+    "TRUSTED_PROXIES": None,
     "TRUSTED_ORIGINS": (),
     "HSTS_SECONDS": DEFAULT_HSTS_SECONDS,
     "PUBLIC_URL": "",
@@ -90,9 +93,17 @@ class DshwebConfig:
     within the cool-off of the one before, after which that pair is refused."""
     login_throttle_seconds: int
     """``LOGIN_THROTTLE_SECONDS``: the cool-off."""
+    login_throttle_address_failures: int
+    """``LOGIN_THROTTLE_ADDRESS_FAILURES``: failed sign-ins from one address, whatever the
+    usernames, each within the cool-off of the one before, after which that address is
+    refused (spraying usernames is not free)."""
     behind_tls_proxy: bool
     """``BEHIND_TLS_PROXY``: a proxy on this host terminates TLS. This and the next two are
     turned into Django's security settings by ``settings.py`` itself, at import."""
+    trusted_proxies: frozenset[str]
+    """``TRUSTED_PROXIES``: addresses of the reverse proxies whose ``X-Forwarded-For``
+    names the client (:mod:`dshweb.live.forwarded`); ``None`` (the default): the loopback
+    addresses behind a TLS proxy, none otherwise."""
     trusted_origins: tuple[str, ...]
     """``TRUSTED_ORIGINS``: origins besides the server's own that may post forms."""
     hsts_seconds: int
@@ -137,7 +148,9 @@ def get_config() -> DshwebConfig:
         engine=_typed(value, "ENGINE", str),
         login_throttle_failures=_typed(value, "LOGIN_THROTTLE_FAILURES", int),
         login_throttle_seconds=_typed(value, "LOGIN_THROTTLE_SECONDS", int),
+        login_throttle_address_failures=_typed(value, "LOGIN_THROTTLE_ADDRESS_FAILURES", int),
         behind_tls_proxy=_typed(value, "BEHIND_TLS_PROXY", bool),
+        trusted_proxies=_proxies(value),
         trusted_origins=_origins(value),
         hsts_seconds=_typed(value, "HSTS_SECONDS", int),
         public_url=_typed(value, "PUBLIC_URL", str).rstrip("/"),
@@ -183,6 +196,26 @@ def _strings(value: Mapping[str, object], key: str) -> tuple[str, ...]:
     if not isinstance(item, tuple | list) or not all(isinstance(o, str) for o in item):
         raise ImproperlyConfigured(f"DSHWEB[{key!r}]: {item!r} is not a list of names")
     return tuple(str(o) for o in item)
+
+
+LOOPBACK = frozenset({"127.0.0.1", "::1"})
+"""Where the README's proxies connect from: the default ``TRUSTED_PROXIES`` behind one."""
+
+
+def _proxies(value: Mapping[str, object]) -> frozenset[str]:
+    if value["TRUSTED_PROXIES"] is None:
+        return LOOPBACK if value["BEHIND_TLS_PROXY"] else frozenset()
+    proxies = set()
+    for item in (o.strip() for o in _strings(value, "TRUSTED_PROXIES")):
+        if not item:
+            continue
+        try:
+            proxies.add(str(ipaddress.ip_address(item.strip("[]"))))
+        except ValueError:
+            raise ImproperlyConfigured(
+                f"DSHWEB['TRUSTED_PROXIES']: {item!r} is not an IP address"
+            ) from None
+    return frozenset(proxies)
 
 
 def _origins(value: Mapping[str, object]) -> tuple[str, ...]:

@@ -47,7 +47,9 @@ DSHWEB: dict[str, object] = {
     "MAIL_ALLOWED_DOMAINS": os.environ.get("DSHWEB_MAIL_ALLOWED_DOMAINS", ""),
     "LOGIN_THROTTLE_FAILURES": 5,
     "LOGIN_THROTTLE_SECONDS": 300,
+    "LOGIN_THROTTLE_ADDRESS_FAILURES": 20,
     "BEHIND_TLS_PROXY": _https.behind_tls_proxy,
+    "TRUSTED_PROXIES": os.environ.get("DSHWEB_TRUSTED_PROXIES") or None,
     "TRUSTED_ORIGINS": _https.trusted_origins,
     "HSTS_SECONDS": _https.hsts_seconds,
 }

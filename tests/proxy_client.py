@@ -25,15 +25,14 @@ TIMEOUT = 30.0
 FOREIGN = "https://evil.example"
 
 
-def behind_a_proxy(folder: Path, daphne_options: list[str]) -> DshwebServer:
-    """dshweb on an empty home in ``folder``, told it is behind a TLS proxy (the proxy's
-    ``X-Forwarded-Proto`` in its readiness probe)."""
+def behind_a_proxy(folder: Path, **extra_env: str) -> DshwebServer:
+    """dshweb on an empty home in ``folder``, started as ``scripts/start`` starts it behind
+    a TLS proxy (the proxy's ``X-Forwarded-Proto`` in its readiness probe)."""
     (folder / "home" / "sessions").mkdir(parents=True)
     return DshwebServer(
         home=folder / "home",
         data_dir=folder / "data",
-        extra_env={"DSHWEB_BEHIND_TLS_PROXY": "1"},
-        daphne_options=daphne_options,
+        extra_env={"DSHWEB_BEHIND_TLS_PROXY": "1", **extra_env},
         probe_headers={"X-Forwarded-Proto": "https"},
     )
 

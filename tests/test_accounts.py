@@ -1,5 +1,5 @@
-"""Signing in: failed sign-ins are throttled per username and address (dshweb's page and
-the admin's alike), and there are no password-reset or password-change pages."""
+"""Signing in: failed sign-ins are throttled per username and address, and per address
+(dshweb's page and the admin's alike), and there are no password-reset or password-change pages."""
 
 from __future__ import annotations
 
@@ -81,6 +81,19 @@ def test_the_cool_off_ends_and_a_success_clears_the_count(alice: User, settings:
     assert _sign_in(GOOD).status_code == 302  # counting started again at the success
     _fail(LIMIT - 1)
     assert _sign_in(GOOD).status_code == 302
+
+
+def test_spraying_usernames_from_one_address_throttles_that_address(
+    alice: User, settings: Any
+) -> None:
+    settings.DSHWEB = {**settings.DSHWEB, "LOGIN_THROTTLE_ADDRESS_FAILURES": 4}
+    for name in ("carol", "dave", "erin", "frank"):  # one try each: no pair reaches 3
+        _fail(1, username=name)
+    refused = _sign_in(GOOD)  # alice never failed, but this address did, 4 times
+    assert refused.status_code == 429
+    assert THROTTLED in refused.content.decode()
+    assert _sign_in(GOOD, username="bob").status_code == 429
+    assert _sign_in(GOOD, address="192.0.2.2").status_code == 302  # another address
 
 
 def test_the_admin_sign_in_is_throttled_too(alice: User) -> None:

@@ -7,26 +7,25 @@ signs in through ``https://`` with the form's CSRF token and the browser's ``Ori
 from __future__ import annotations
 
 import http.client
+import re
 from collections.abc import Iterator
+from urllib.parse import urlencode
 
 import pytest
 
-from tests.browser.server import HOST, DshwebServer, serving
-from tests.proxy_client import behind_a_proxy, check_foreign_form_refused, check_sign_in
+from tests.browser.server import HOST, PASSWORD, USERNAME, DshwebServer, serving
+from tests.proxy_client import (
+    behind_a_proxy,
+    check_foreign_form_refused,
+    check_sign_in,
+    cookie_value,
+)
 from tests.tls_proxy import TlsProxy, self_signed_certificate
 
 
-@pytest.fixture(
-    scope="module",
-    # As scripts/start runs daphne behind a proxy (the client's address from the proxy's
-    # X-Forwarded-For), and as plain daphne: the settings alone must be enough.
-    params=[["--proxy-headers"], []],
-    ids=["scripts-start", "plain-daphne"],
-)
-def server(
-    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
-) -> Iterator[DshwebServer]:
-    yield from serving(behind_a_proxy(tmp_path_factory.mktemp("https-proxy"), request.param))
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DshwebServer]:
+    yield from serving(behind_a_proxy(tmp_path_factory.mktemp("https-proxy")))
 
 
 @pytest.fixture(scope="module")
@@ -58,3 +57,85 @@ def test_plain_http_is_sent_to_https(proxy: TlsProxy) -> None:
         connection.close()
     assert reply.status == 301
     assert reply.headers["Location"] == "https://localhost/accounts/login/"
+
+
+# -- whose X-Forwarded-For counts ------------------------------------------------------
+
+PROXY_ADDRESS = "127.0.0.2"
+"""The proxy's own source address (nginx ``proxy_bind``), the one trusted below."""
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DshwebServer]:
+    folder = tmp_path_factory.mktemp("trusted-proxy")
+    yield from serving(behind_a_proxy(folder, DSHWEB_TRUSTED_PROXIES=PROXY_ADDRESS))
+
+
+def _sign_in_directly(
+    server: DshwebServer, password: str, *, source: str, forwarded_for: str
+) -> int:
+    """A sign-in straight to daphne from ``source``, naming ``forwarded_for`` as the
+    client, as a proxy would (or a client pretending to be one): the form's HTTP status."""
+    headers = {
+        "Host": f"{HOST}:{server.port}",
+        "X-Forwarded-Proto": "https",
+        "X-Forwarded-For": forwarded_for,
+    }
+
+    def request(method: str, body: str = "", **more: str) -> tuple[int, str, str]:
+        connection = http.client.HTTPConnection(
+            HOST, server.port, timeout=30, source_address=(source, 0)
+        )
+        try:
+            connection.request(method, "/accounts/login/", body=body, headers=headers | more)
+            reply = connection.getresponse()
+            cookie = (
+                cookie_value(reply.headers.get("Set-Cookie", "csrftoken="))
+                if method == "GET"
+                else ""
+            )
+            return reply.status, reply.read().decode(errors="replace"), cookie
+        finally:
+            connection.close()
+
+    status, page, cookie = request("GET")
+    assert status == 200, page[:300]
+    (token,) = re.findall(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)
+    form = {"username": USERNAME, "password": password, "csrfmiddlewaretoken": token}
+    status, _, _ = request(
+        "POST",
+        urlencode(form),
+        Cookie=f"csrftoken={cookie}",
+        Origin=f"https://{HOST}:{server.port}",
+        **{"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    return status
+
+
+def test_only_the_trusted_proxy_names_the_client_the_throttle_counts(
+    guarded: DshwebServer,
+) -> None:
+    # A client on this host going around the proxy cannot pick a fresh address for each
+    # try: its X-Forwarded-For is ignored, its own address counted.
+    for n in range(5):  # DSHWEB["LOGIN_THROTTLE_FAILURES"]
+        status = _sign_in_directly(
+            guarded, "wrong", source=HOST, forwarded_for=f"198.51.100.{n + 1}"
+        )
+        assert status == 200
+    assert _sign_in_directly(guarded, PASSWORD, source=HOST, forwarded_for="198.51.100.99") == 429
+
+    # The trusted proxy's header names the client: a failing client is throttled, and
+    # only that client.
+    for _ in range(5):
+        status = _sign_in_directly(
+            guarded, "wrong", source=PROXY_ADDRESS, forwarded_for="203.0.113.7"
+        )
+        assert status == 200
+    assert (
+        _sign_in_directly(guarded, PASSWORD, source=PROXY_ADDRESS, forwarded_for="203.0.113.7")
+        == 429
+    )
+    assert (
+        _sign_in_directly(guarded, PASSWORD, source=PROXY_ADDRESS, forwarded_for="203.0.113.8")
+        == 302
+    )

@@ -1,7 +1,7 @@
 """The README's nginx and Caddy examples, run as written in front of a real dshweb.
 
-dshweb runs as ``scripts/start`` runs it behind a proxy (``DSHWEB_BEHIND_TLS_PROXY=1``,
-daphne with ``--proxy-headers``); the proxy is the real program with the README's block
+dshweb runs as ``scripts/start`` runs it behind a proxy (``DSHWEB_BEHIND_TLS_PROXY=1``);
+the proxy is the real program with the README's block
 (:mod:`tests.readme_proxies`: only ports and certificate changed). Through it, as a
 browser would: the sign-in form with its CSRF token and ``Origin``, the ``Secure``
 cookies, HSTS, the plain-HTTP redirect, and the live socket over ``wss://`` with the
@@ -48,7 +48,7 @@ TIMEOUT = 10.0
 @pytest.fixture(scope="module")
 def dshweb(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DshwebServer]:
     # As scripts/start runs it behind a proxy.
-    yield from serving(behind_a_proxy(tmp_path_factory.mktemp("dshweb"), ["--proxy-headers"]))
+    yield from serving(behind_a_proxy(tmp_path_factory.mktemp("dshweb")))
 
 
 @pytest.fixture(

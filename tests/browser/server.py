@@ -84,8 +84,6 @@ class DshwebServer:
     starts: int = 0
     extra_env: dict[str, str] = field(default_factory=dict)
     """Set on top of :meth:`env`'s own variables (e.g. ``DSHWEB_ENGINE_URL``)."""
-    daphne_options: list[str] = field(default_factory=list)
-    """Given to daphne before the address (e.g. ``--proxy-headers``)."""
     probe_headers: dict[str, str] = field(default_factory=dict)
     """Sent with the readiness probe (e.g. ``X-Forwarded-Proto`` behind a TLS proxy)."""
 
@@ -141,8 +139,7 @@ class DshwebServer:
         """Start Daphne and wait until the login page answers."""
         assert self.process is None, "already running"
         self.starts += 1
-        command = [sys.executable, "-m", "daphne", *self.daphne_options]
-        command += ["-b", HOST, "-p", str(self.port), APP]
+        command = [sys.executable, "-m", "daphne", "-b", HOST, "-p", str(self.port), APP]
         with self.log_path.open("ab") as log:
             log.write(f"=== start {self.starts} on port {self.port}\n".encode())
         self.process = spawn(command, cwd=REPO, env=self.env(), log=self.log_path)
