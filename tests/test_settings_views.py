@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from django.contrib.auth.models import User
@@ -395,3 +396,15 @@ def test_a_profile_folder_without_write_permission_is_a_clear_page(
         folder.chmod(0o755)
     assert response.status_code == 200
     assert "sdk/ has no write permission (mode 0555)" in response.content.decode()
+
+
+@pytest.mark.parametrize("name", ["nope", "x" * 5000, "..", "sdk\u0000"])
+@pytest.mark.parametrize("page", ["preview/", "history/", "context-truth/"])
+def test_a_profile_that_does_not_exist_is_not_found(
+    home: Path, staff: Client, name: str, page: str
+) -> None:
+    data = _form_data(staff, "/settings/sdk/context-truth/") | {"session": "auto-compact"}
+    url = f"/settings/{quote(name)}/{page}"
+    response = staff.post(url, data) if page == "preview/" else staff.get(url)
+    assert response.status_code == 404
+    assert staff.post("/settings/sdk/preview/", data).status_code == 200  # the real one is

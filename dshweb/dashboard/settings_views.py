@@ -238,6 +238,7 @@ def _value_sources(
 @require_POST
 def settings_preview(request: HttpRequest, profile: str) -> HttpResponse:
     """The occupancy line for one session under the settings as typed (htmx)."""
+    read = _profile_or_404(profile)
     schema = CONTEXT_TRUTH_SCHEMA
     form = config_form(schema)(request.POST)
     form.is_valid()
@@ -250,7 +251,7 @@ def settings_preview(request: HttpRequest, profile: str) -> HttpResponse:
             line_input(snapshot),
             LineSettings.from_config(
                 checked.config,
-                wording=wording_for(Profile.read(_home(), profile).context_truth.version),
+                wording=wording_for(read.context_truth.version),
             ),
         )
     return render(
