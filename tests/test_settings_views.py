@@ -25,7 +25,12 @@ from dshweb.core.settings.dshconfig import (
 )
 from dshweb.core.settings.occupancy.line import line_input, occupancy_line
 from dshweb.core.settings.occupancy.line_settings import LineSettings, Wording
-from dshweb.core.settings.patchfile import read_patch, row_config
+from dshweb.core.settings.patchfile import (
+    PatchNotWritable,
+    read_patch,
+    row_config,
+    write_patch_atomically,
+)
 from dshweb.dashboard import patches
 from dshweb.dashboard.models import PatchRevision
 from dshweb.dashboard.settings_forms import initial_values
@@ -169,6 +174,35 @@ def test_broken_file_is_reported_with_line_and_left_alone(home: Path, staff: Cli
     assert response.status_code == 409
     assert "line 2" in response.content.decode()
     assert path.read_text() == "- id: a\n  config: {x: [1, 2}\n"
+
+
+def test_a_file_not_in_utf8_is_shown_as_dsh_reads_it_and_never_rewritten(
+    home: Path, staff: Client
+) -> None:
+    path = home / "profiles" / "sdk" / "cordis.patch.yml"
+    url = "/settings/sdk/context-truth/"
+    data = _form_data(staff, url, quantumPercent=10)  # a form opened before the change
+    latin1 = HAND_WRITTEN.replace("# My patches", "# Mes réglages").encode("latin-1")
+    path.write_bytes(latin1)
+    response = staff.get(url)
+    assert response.status_code == 409
+    page = response.content.decode()
+    assert "cordis.patch.yml is not valid UTF-8 (byte 0xe9 on line 1)" in page
+    data["sha256"] = read_patch(path).sha256  # as if opened after it: no conflict to hide
+    assert staff.post(url, data).status_code == 409
+    assert path.read_bytes() == latin1  # every byte kept
+
+    # Every writer refuses, not only this page: the file is read as DSH reads it...
+    document = read_patch(path)
+    assert "# Mes r\ufffdglages" in document.text
+    assert row_config(document, "compaction-basic") == {
+        "thresholdRatio": 0.5,
+        "headroomTokens": 1000,
+    }
+    # ...and a save that gets past the page is refused before anything is written.
+    with pytest.raises(PatchNotWritable, match="not valid UTF-8"):
+        write_patch_atomically(path, document.text, expected_sha256=document.sha256)
+    assert path.read_bytes() == latin1
 
 
 def test_without_dsh_a_web_profile_engine_row_is_not_offered(

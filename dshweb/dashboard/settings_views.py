@@ -119,6 +119,8 @@ def settings_row(request: HttpRequest, profile: str, section: str) -> HttpRespon
     path = read.patch_path
     try:
         document = read_patch(path)
+        if document.not_utf8 is not None:
+            raise PatchNotWritable(document.not_utf8)
     except DshError as problem:
         return render(
             request,

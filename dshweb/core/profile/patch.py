@@ -83,6 +83,9 @@ class PatchDocument:
     sha256: str
     exists: bool
     rows: tuple[Any, ...]
+    not_utf8: str | None = None
+    """Why the file must not be rewritten: bytes that are not UTF-8, which ``text`` shows
+    as U+FFFD (as DSH reads them) and a rewrite would lose; None when it is UTF-8."""
 
     def inserted_rows(self) -> tuple[InsertedRow, ...]:
         """Every row the file's ``- insert:`` lists add, in file order."""
@@ -169,7 +172,23 @@ def read_patch(path: Path) -> PatchDocument:
     except OSError as error:
         raise PatchError(f"cannot read {path}: {error.strerror}") from error
     text = data.decode("utf-8", "replace")  # as DSH reads it: a bad byte is U+FFFD
-    return PatchDocument(path, text, sha256_hex(data), True, parse_patch(text, str(path)).rows)
+    rows = parse_patch(text, str(path)).rows
+    return PatchDocument(path, text, sha256_hex(data), True, rows, utf8_problem(data, path.name))
+
+
+def utf8_problem(data: bytes, name: str) -> str | None:
+    """Why the file ``name`` holding ``data`` must not be rewritten for not being UTF-8,
+    or None when it is."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        return (
+            f"{name} is not valid UTF-8 (byte 0x{data[error.start]:02x} on line {line}): "
+            "a save from here would replace such bytes, so dshweb leaves the file as it is. "
+            "Save it as UTF-8 in an editor to change it here."
+        )
+    return None
 
 
 def locate_row(rows: Sequence[Any], row_id: str) -> tuple[int, int | None] | None:

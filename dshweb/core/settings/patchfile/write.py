@@ -18,7 +18,7 @@ import tempfile
 from contextlib import suppress
 from pathlib import Path
 
-from dshweb.core.profile.patch import PatchError, sha256_hex
+from dshweb.core.profile.patch import PatchError, sha256_hex, utf8_problem
 from dshweb.core.settings.patchfile.lock import patch_file_lock
 
 NEW_FILE_MODE = 0o644
@@ -116,6 +116,8 @@ def _swap(path: Path, new_text: str, expected_sha256: str) -> None:
     target = path
     current, exists = _current(target)
     _check_unchanged(path, current, expected_sha256)
+    if (problem := utf8_problem(current, path.name)) is not None:
+        raise PatchNotWritable(problem)  # the bytes a save would lose
     mode = stat.S_IMODE(target.stat().st_mode) if exists else NEW_FILE_MODE
     fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
