@@ -44,6 +44,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -309,6 +310,7 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
     writers = [Writer.create(home, f"soak-{n:02d}", args.fold_every) for n in range(args.sessions)]
     receiver = Receiver()
     hook_server, hook_port = receiver.serve()
+    _started.append(hook_server.shutdown)
     server = Server(
         home,
         tmp / "data",
@@ -317,6 +319,7 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
             "DSHWEB_WEBHOOK_ALLOWED_HOSTS": HOST,
         },
     )
+    _started.append(server.stop)  # nothing when it has stopped already
     server.prepare()
     server._manage(
         "shell",
@@ -437,7 +440,19 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
     return 0 if all(checks.values()) and not failed else 1
 
 
+_started: list[Callable[[], object]] = []
+"""How to stop what :func:`run` started, however it ends (Ctrl-C too)."""
+
+
 def main() -> int:
+    try:
+        return _main()
+    finally:
+        for stop in reversed(_started):
+            stop()
+
+
+def _main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=60.0)
     parser.add_argument("--sessions", type=int, default=20)

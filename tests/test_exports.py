@@ -193,6 +193,10 @@ def test_spreadsheet_formulas_in_log_texts_stay_text() -> None:
     assert exports._cell("=HYPERLINK(1)") == "'=HYPERLINK(1)"
     assert exports._cell("-x") == "'-x" and exports._cell(-3) == -3
     assert exports._cell("/compact focus") == "/compact focus"
+    # after the white space a spreadsheet trims, and in full-width forms
+    for text in (" =1+1", "\n=1+1", "\t@SUM(A1)", "\r+1", "\u3000=1", "\uff1dHYPERLINK(1)"):
+        assert exports._cell(text) == "'" + text, repr(text)
+    assert exports._cell("a =1") == "a =1" and exports._cell("") == ""
 
 
 def test_file_names_say_the_session_safely() -> None:

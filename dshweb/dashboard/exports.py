@@ -46,7 +46,9 @@ BATCH = 500
 CSV_TYPE = "text/csv; charset=utf-8"
 JSON_TYPE = "application/json"
 _UNSAFE_NAME = re.compile(r"[^\w.-]+")
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA_START = ("=", "+", "-", "@", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+"""What a spreadsheet runs a cell starting with (the full-width forms too), once it has
+trimmed the cell's leading white space."""
 
 
 class HtmxHttpRequest(HttpRequest):
@@ -103,7 +105,9 @@ async def in_batches(rows: Iterator[Row]) -> Batches:
 
 def _cell(value: Value) -> Value:
     # A spreadsheet runs a cell that starts like a formula; texts from the log are data.
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
+    if isinstance(value, str) and (
+        value[:1].isspace() or value.lstrip().startswith(_FORMULA_START)
+    ):
         return "'" + value
     return value
 
