@@ -7,6 +7,7 @@ then appends the rest, frame by frame as DSH does, and waits for the pushed upda
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
 import shutil
 import threading
@@ -25,6 +26,7 @@ from django.test import Client
 
 from dshweb.asgi import application
 from dshweb.core.fold.gauge import context_gauge
+from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.listing.pages import SessionList
 from dshweb.core.listing.query import ListQuery
 from dshweb.core.listing.tree import SessionEntry
@@ -409,6 +411,23 @@ async def test_no_list_message_is_over_the_limit(big_home: Path, cookie: bytes, 
     assert _row_ids(update) == [*_copies(0, 3), *_copies(4, 101)]
     assert _attr(update, "session-count", "data-total") == str(BIG - 1)
     await communicator.disconnect()
+
+
+def test_a_list_row_keeps_no_older_snapshot_alive() -> None:
+    # A session that keeps changing for ten minutes: its row is rendered for each
+    # snapshot and each minute, and only the newest rendering (and snapshot) is kept.
+    for minute in range(10):
+        for version in range(3):
+            shot = replace(_SHOT, session_id="kept-row", last_time=minute * 60 + version)
+            with patch.object(fragments.time, "time", return_value=minute * 60.0 + version):
+                html = fragments.row_html(SessionEntry(shot, _READING, 0, False), False)
+            assert "kept-row" in html
+    del shot
+    gc.collect()
+    alive = [
+        o for o in gc.get_objects() if isinstance(o, SessionSnapshot) and o.session_id == "kept-row"
+    ]
+    assert [o.last_time for o in alive] == [9 * 60 + 2]
 
 
 def test_a_page_too_big_for_one_message_comes_in_pieces() -> None:

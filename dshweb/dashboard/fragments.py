@@ -29,7 +29,7 @@ from dshweb.core.listing.tree import SessionEntry
 from dshweb.dashboard.compact import latest_record
 from dshweb.dashboard.display.compact_status import CompactView, compact_view
 from dshweb.dashboard.display.figures import cache_hit_ratio
-from dshweb.dashboard.display.ledger_pages import NumberedFold
+from dshweb.dashboard.display.ledger_pages import LEDGER_PAGE_SIZE, NumberedFold
 from dshweb.dashboard.display.ring import breakdown_parts, ring_arcs
 from dshweb.live.hub import SessionView
 
@@ -80,11 +80,12 @@ def compact_status_html(home: str, snapshot: SessionSnapshot) -> str:
 
 
 _rendered_lock = threading.Lock()
-_rows: OrderedDict[tuple[str, str, int, bool, bool, int], tuple[SessionSnapshot, str]] = (
+_rows: OrderedDict[tuple[str, str, int, bool, bool], tuple[SessionSnapshot, int, str]] = (
     OrderedDict()
 )
 ROWS_KEPT = 2048
-"""List rows kept rendered: a page pushed again renders only the rows that changed."""
+"""List rows kept rendered: a page pushed again renders only the rows that changed. One
+per session and place (the newest rendering: an older snapshot is not kept alive)."""
 
 
 def row_html(entry: SessionEntry, many: bool) -> str:
@@ -92,15 +93,17 @@ def row_html(entry: SessionEntry, many: bool) -> str:
     names each row's home (``many`` homes) and minute (its "… ago" moves on by the
     minute)."""
     shot = entry.snapshot
-    key = (entry.home, shot.session_id, entry.depth, entry.orphan, many, int(time.time() // 60))
+    key = (entry.home, shot.session_id, entry.depth, entry.orphan, many)
+    minute = int(time.time() // 60)
     with _rendered_lock:
         kept = _rows.get(key)
-        if kept is not None and kept[0] is shot:  # the snapshot itself: never a reused id
+        # the snapshot itself (never a reused id) in the same minute
+        if kept is not None and kept[0] is shot and kept[1] == minute:
             _rows.move_to_end(key)
-            return kept[1]
+            return kept[2]
     html = _render(ROW_TEMPLATE, {"entry": entry, "many_homes": many})
     with _rendered_lock:
-        _rows[key] = (shot, html)
+        _rows[key] = (shot, minute, html)
         while len(_rows) > ROWS_KEPT:
             _rows.popitem(last=False)
     return html
@@ -108,9 +111,13 @@ def row_html(entry: SessionEntry, many: bool) -> str:
 
 LEDGER_ROW_TEMPLATE = "dashboard/_ledger_row.html"
 _ledger_rows: OrderedDict[NumberedFold, str] = OrderedDict()
-LEDGER_ROWS_KEPT = 4096
+RENDERED_KEPT = 64
+"""Sessions whose live parts are kept rendered: a page view or a socket of a session
+renders them once per version, whoever asks."""
+LEDGER_ROWS_KEPT = LEDGER_PAGE_SIZE * RENDERED_KEPT
 """Ledger rows kept rendered: a fold's row is the same until the fold changes, and a
-session's ledger card is rendered again at every fold of it."""
+session's ledger card is rendered again at every fold of it. Enough for the newest page
+of each session whose live parts are kept."""
 
 
 def ledger_row_html(row: NumberedFold) -> str:
@@ -230,9 +237,6 @@ the session grows); such a part is rendered again only when that changed."""
 
 _rendered: OrderedDict[tuple[str, str, int, Forecast], tuple[str, ...]] = OrderedDict()
 _steady: OrderedDict[tuple[str, str, str], tuple[object, str]] = OrderedDict()
-RENDERED_KEPT = 64
-"""Sessions whose live parts are kept rendered: a page view or a socket of a session
-renders them once per version, whoever asks."""
 
 
 def live_parts(home: str, view: SessionView) -> tuple[str, ...]:
