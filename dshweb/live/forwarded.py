@@ -4,10 +4,10 @@ trusted proxy.
 Behind a proxy every request comes from the proxy's address; the proxy names the client
 in ``X-Forwarded-For``. Anyone else who can reach dshweb's port can send that header too,
 so :class:`ForwardedClient` takes it only when the request's peer is one of
-``DSHWEB["TRUSTED_PROXIES"]`` (:func:`dshweb.config.trusted_proxies`), and then only its
-last entry — the address the proxy itself appended or wrote. Any other request keeps its
-peer's address. Django's ``REMOTE_ADDR`` (what the sign-in throttle counts) and a socket's
-``scope["client"]`` follow.
+``DSHWEB["TRUSTED_PROXIES"]`` (:attr:`dshweb.config.DshwebConfig.trusted_proxies`), and
+only its last entry — the address the proxy itself appended or wrote. Any other request
+keeps its peer's address. Django's ``REMOTE_ADDR`` (what the sign-in throttle counts) and
+a socket's ``scope["client"]`` follow.
 """
 
 from __future__ import annotations
