@@ -419,7 +419,7 @@ def test_a_list_row_keeps_no_older_snapshot_alive() -> None:
     for minute in range(10):
         for version in range(3):
             shot = replace(_SHOT, session_id="kept-row", last_time=minute * 60 + version)
-            with patch.object(fragments.time, "time", return_value=minute * 60.0 + version):
+            with patch("time.time", return_value=minute * 60.0 + version):
                 html = fragments.row_html(SessionEntry(shot, _READING, 0, False), False)
             assert "kept-row" in html
     del shot
