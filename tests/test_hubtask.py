@@ -8,7 +8,7 @@ import contextlib
 
 import pytest
 
-from dshweb.live.hubtask import _cancelled
+from dshweb.live.hubtask import _cancelled, next_within
 
 
 async def _a_job_like_the_watcher(changes: asyncio.Queue[int]) -> None:
@@ -29,3 +29,24 @@ async def test_a_cancel_that_lands_as_a_change_comes_is_asked_again() -> None:
     assert not done  # the cancel was swallowed: the job went on (what hung a teardown)
     await asyncio.wait_for(_cancelled(job), timeout=5)
     assert job.cancelled()
+
+
+@pytest.mark.asyncio
+async def test_a_loop_on_next_within_ends_at_one_cancel() -> None:
+    # A job's loop: wake on an item or a short timeout, again and again. One cancel, landing
+    # wherever in the wait it lands, ends it (the runner of a test cancels only once).
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    seen: list[int] = []
+
+    async def job() -> None:
+        while True:
+            seen.extend(await next_within(queue, 0.001))
+
+    for trial in range(100):
+        task = asyncio.create_task(job())
+        queue.put_nowait(trial)
+        await asyncio.sleep(0.001 * (trial % 7))
+        task.cancel()
+        done, _ = await asyncio.wait({task}, timeout=1.0)
+        assert done == {task}, f"trial {trial}: the loop went on after its cancel"
+    assert seen == sorted(set(seen)) and len(seen) >= 50  # each item once, in order

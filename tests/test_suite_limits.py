@@ -19,6 +19,7 @@ import time
 
 def test_hangs():
     threading.Thread(target=time.sleep, args=(600,), name="stuck-helper", daemon=True).start()
+    print("HANGING NOW", flush=True)
     time.sleep(600)
 
 
@@ -60,11 +61,17 @@ def test_a_hanging_test_fails_at_the_limit_with_every_thread_and_the_run_goes_on
 
 
 def test_ctrl_c_stops_a_run(tmp_path: Path) -> None:
-    run = _pytest(tmp_path)
-    time.sleep(5)  # collected, in the sleeping test
+    run = _pytest(tmp_path, "-s")
+    assert run.stdout is not None
+    seen = ""
+    while "HANGING NOW" not in seen:  # started, collected, in the sleeping test
+        line = run.stdout.readline()
+        assert line, seen
+        seen += line
     started = time.monotonic()
     run.send_signal(signal.SIGINT)
     output, _ = run.communicate(timeout=60)
+    output = seen + output
     assert time.monotonic() - started < 10, output
     assert run.returncode == 2, output  # pytest's "interrupted"
     assert "KeyboardInterrupt" in output, output

@@ -23,7 +23,6 @@ sessions that changed for when it is back (their newest state is what it reads t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -42,7 +41,7 @@ from dshweb.core.alerts.conditions import Condition, RuleSpec, condition_reading
 from dshweb.core.alerts.firing import Armed, decide
 from dshweb.live import deliveries, timing
 from dshweb.live.hub import HomeChange, HomeView
-from dshweb.live.hubtask import HubTask
+from dshweb.live.hubtask import HubTask, next_within
 from dshweb.live.models import AlertFiring, AlertRule
 from dshweb.live.outage import Outage
 from dshweb.live.publisher import ChangeSource
@@ -91,10 +90,8 @@ class AlertWatcher:
         wait: float | None = 0.0
         try:
             while True:
-                with contextlib.suppress(TimeoutError):
-                    self._take(await asyncio.wait_for(self._changes.get(), timeout=wait))
-                while not self._changes.empty():
-                    self._take(self._changes.get_nowait())
+                for change in await next_within(self._changes, wait):
+                    self._take(change)
                 wait = await self._round()
         finally:
             unsubscribe()

@@ -56,6 +56,30 @@ class HubTask(Generic[J]):
             await _cancelled(task)
 
 
+T = TypeVar("T")
+
+
+async def next_within(queue: asyncio.Queue[T], timeout: float | None) -> list[T]:
+    """What ``queue`` holds once something is in it, or ``[]`` after ``timeout`` seconds
+    (``None``: no limit). Unlike Python 3.11's ``asyncio.wait_for`` around ``get``, a
+    cancel always ends it: a job's loop built on this stops when its task is cancelled
+    (a test's event loop closes instead of waiting for ever)."""
+    if queue.empty():
+        getter = asyncio.ensure_future(queue.get())
+        try:
+            await asyncio.wait({getter}, timeout=timeout)
+        finally:
+            getter.cancel()
+        if not getter.done() or getter.cancelled():
+            return []
+        items = [getter.result()]
+    else:
+        items = []
+    while not queue.empty():
+        items.append(queue.get_nowait())
+    return items
+
+
 async def _cancelled(task: asyncio.Task[None]) -> None:
     """Cancel ``task`` and wait until it has ended. Python 3.11's ``asyncio.wait_for``
     swallows a cancel that lands as the wait it guards ends (the job's loop then goes on,

@@ -22,7 +22,6 @@ A publisher follows any :class:`ChangeSource`: the process's hub, or a collector
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -32,7 +31,7 @@ from channels.layers import get_channel_layer
 
 from dshweb.live.groups import SESSIONS_GROUP, session_group, subscriptions
 from dshweb.live.hub import HomeChange, Listener
-from dshweb.live.hubtask import HubTask
+from dshweb.live.hubtask import HubTask, next_within
 from dshweb.live.outage import Outage, layer_unreachable
 from dshweb.live.timing import INTERVAL, LIST_INTERVAL, OUTAGE_RETRY_MAX
 
@@ -82,10 +81,8 @@ class Publisher:
             while True:
                 due = self._next_due()
                 wait = None if due is None else max(0.0, due - time.monotonic())
-                with contextlib.suppress(TimeoutError):
-                    self._take(await asyncio.wait_for(self._changes.get(), timeout=wait))
-                while not self._changes.empty():
-                    self._take(self._changes.get_nowait())
+                for change in await next_within(self._changes, wait):
+                    self._take(change)
                 await self._send_due(time.monotonic())
         finally:
             unsubscribe()
