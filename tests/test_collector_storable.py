@@ -69,8 +69,13 @@ def test_a_home_with_nul_ids_and_titles_is_fully_written(
             worker.env(),
             "from django.contrib.auth import get_user_model as g\n"
             "from dshweb.live.models import AlertRule\n"
-            "AlertRule.objects.create(owner=g().objects.get(username='tester'), name='told',"
-            " condition='folded', cooldown_seconds=0, notify_browser=True)\n",
+            "from datetime import datetime, timezone\n"
+            "rule = AlertRule.objects.create(owner=g().objects.get(username='tester'),"
+            " name='told', condition='folded', cooldown_seconds=0, notify_browser=True)\n"
+            # saved before the fixture's fold happened, so the fold fires whenever the
+            # collector's watcher first sees it (a fold older than its rule would not)
+            "AlertRule.objects.filter(pk=rule.pk)"
+            ".update(updated_at=datetime(2000, 1, 1, tzinfo=timezone.utc))\n",
         )
         made = Collector(home, data_dir)
         process = spawn(made.command(), cwd=REPO, env=_env(data_dir) | stores, log=made.log)
@@ -102,9 +107,6 @@ def test_a_home_with_nul_ids_and_titles_is_fully_written(
         homes = visitor.get("/")[1]
         assert f'data-home="{NAME}"' in homes and "offline" not in homes.lower()
 
-        # the collector's alert watcher has looked at the session once (it rounds every
-        # 5 s at most; a loaded machine needs more than one)
-        time.sleep(6)
         for piece in rest:  # a fold of the session whose title holds a NUL
             with log.path.open("ab") as handle:
                 handle.write(piece)
