@@ -319,7 +319,7 @@ class FirstMessage:
 
 
 def ws_headers(server: Server) -> dict[str, str]:
-    """A browser's handshake from this server's own page (dshweb.live.origin)."""
+    """A browser's handshake from this server's own page (dshweb.site.origin)."""
     return {"Cookie": f"sessionid={server.cookie}", "Origin": f"http://{HOST}:{server.port}"}
 
 

@@ -40,8 +40,8 @@ django.setup()
 
 from dshweb.core.fold.steps import STEP_COLUMNS, StepRow, fold_steps  # noqa: E402
 from dshweb.core.log.home import LogFile, session_logs  # noqa: E402
-from dshweb.dashboard.exports import csv_chunks  # noqa: E402
-from dshweb.dashboard.step_exports import StepStream  # noqa: E402
+from dshweb.sessions.exports import csv_chunks  # noqa: E402
+from dshweb.sessions.step_exports import StepStream  # noqa: E402
 
 MIN_STEPS = 20
 T = TypeVar("T")

@@ -53,11 +53,11 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     from scale_home import big_source, build_home
 
+    from dshweb.collect.checkpoints import DatabaseCheckpoints
+    from dshweb.collect.models import FoldCheckpoint
     from dshweb.core.fold.session import SessionTracker
     from dshweb.core.log.home import session_logs
-    from dshweb.live.checkpoints import DatabaseCheckpoints
     from dshweb.live.hub import Hub
-    from dshweb.live.models import FoldCheckpoint
 
     big = big_source()
     for size in (int(s) for s in options.sizes.split(",")):

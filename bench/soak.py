@@ -325,7 +325,7 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
         "shell",
         "-c",
         "from django.contrib.auth import get_user_model\n"
-        "from dshweb.live.models import AlertRule\n"
+        "from dshweb.alerts.models import AlertRule\n"
         "AlertRule.objects.create(owner=get_user_model().objects.get(username='bench'),"
         " name='every fold', condition='folded', cooldown_seconds=0, notify_browser=True,"
         f" webhook_url='http://{HOST}:{hook_port}/hook')\n",

@@ -1,10 +1,10 @@
 """ASGI entry point: Django for HTTP, Channels for the dashboard's WebSockets.
 
-Sockets pass the exact origin check (:mod:`dshweb.live.origin`: scheme, host and port of
+Sockets pass the exact origin check (:mod:`dshweb.site.origin`: scheme, host and port of
 this server) and Django's session login before any consumer runs; one that fails because
 the database cannot be reached closes with 4503 "store unavailable"
-(:mod:`dshweb.dashboard.unavailable`). Behind a trusted proxy the client's address is
-the one its ``X-Forwarded-For`` names (:mod:`dshweb.live.forwarded`). The hub starts
+(:mod:`dshweb.live.unavailable`). Behind a trusted proxy the client's address is
+the one its ``X-Forwarded-For`` names (:mod:`dshweb.site.forwarded`). The hub starts
 folding the home at once; its publisher starts on the server's event loop with the first
 connection of any kind.
 """
@@ -21,12 +21,11 @@ django_asgi = get_asgi_application()  # sets Django up before the imports below
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 
-from dshweb.dashboard.compact import close_abandoned_requests  # noqa: E402
-from dshweb.dashboard.routing import websocket_urlpatterns  # noqa: E402
-from dshweb.dashboard.unavailable import StoreUnavailableSockets  # noqa: E402
-from dshweb.live.forwarded import ForwardedClient  # noqa: E402
-from dshweb.live.origin import SameOriginValidator  # noqa: E402
 from dshweb.live.startup import StartLiveServices  # noqa: E402
+from dshweb.live.unavailable import StoreUnavailableSockets  # noqa: E402
+from dshweb.sessions.routing import websocket_urlpatterns  # noqa: E402
+from dshweb.site.forwarded import ForwardedClient  # noqa: E402
+from dshweb.site.origin import SameOriginValidator  # noqa: E402
 
 application = ForwardedClient(
     StartLiveServices(
@@ -38,6 +37,5 @@ application = ForwardedClient(
                 ),
             }
         ),
-        on_start=[close_abandoned_requests],
     )
 )

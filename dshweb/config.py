@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -27,7 +27,6 @@ from django.dispatch import receiver
 from dshweb import secret_key
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME, home_name_problem
 from dshweb.environment import BASE_DIR, DEFAULT_HSTS_SECONDS, DEFAULT_PROFILE
-from dshweb.live.webhooks import allowed_hosts
 
 T = TypeVar("T")
 
@@ -79,7 +78,7 @@ class DshwebConfig:
     collect: bool
     """``COLLECT``: this process runs the hub of ``DSH_HOME`` (the embedded default). Off:
     a web worker, which never reads a DSH home and shows what collectors
-    (``manage.py dshweb_collect``) wrote to the database (:mod:`dshweb.live.worker`)."""
+    (``manage.py dshweb_collect``) wrote to the database (:mod:`dshweb.collect.worker`)."""
     home_name: str
     """``HOME_NAME``: the name of the home this process collects (``COLLECT`` on): pages
     and addresses name each session's home (:mod:`dshweb.core.listing.homes`)."""
@@ -102,7 +101,7 @@ class DshwebConfig:
     turned into Django's security settings by ``settings.py`` itself, at import."""
     trusted_proxies: frozenset[str]
     """``TRUSTED_PROXIES``: addresses of the reverse proxies whose ``X-Forwarded-For``
-    names the client (:mod:`dshweb.live.forwarded`); ``None`` (the default): the loopback
+    names the client (:mod:`dshweb.site.forwarded`); ``None`` (the default): the loopback
     addresses behind a TLS proxy, none otherwise."""
     trusted_origins: tuple[str, ...]
     """``TRUSTED_ORIGINS``: origins besides the server's own that may post forms."""
@@ -155,7 +154,7 @@ def get_config() -> DshwebConfig:
         hsts_seconds=_typed(value, "HSTS_SECONDS", int),
         public_url=_typed(value, "PUBLIC_URL", str).rstrip("/"),
         metrics_token=_typed(value, "METRICS_TOKEN", str),
-        webhook_allowed_hosts=allowed_hosts(_strings(value, "WEBHOOK_ALLOWED_HOSTS")),
+        webhook_allowed_hosts=_url_hosts(_strings(value, "WEBHOOK_ALLOWED_HOSTS")),
         mail_allowed_domains=frozenset(
             d.strip().lower() for d in _strings(value, "MAIL_ALLOWED_DOMAINS") if d.strip()
         ),
@@ -223,3 +222,10 @@ def _origins(value: Mapping[str, object]) -> tuple[str, ...]:
     if not isinstance(item, tuple | list) or not all(isinstance(o, str) for o in item):
         raise ImproperlyConfigured(f"DSHWEB['TRUSTED_ORIGINS']: {item!r} is not a list of origins")
     return tuple(str(o) for o in item)
+
+
+def _url_hosts(raw: Iterable[str]) -> frozenset[str]:
+    """Host names as written in a URL (``127.0.0.1``, ``[::1]``, ``relay.internal``), in
+    the form a URL's ``hostname`` has them (:func:`dshweb.alerts.webhooks.webhook_target`
+    compares that)."""
+    return frozenset(h.strip().strip("[]").lower() for h in raw if h.strip())

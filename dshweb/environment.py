@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME, home_name_problem
 from dshweb.core.log.home import dsh_home
+from dshweb.demo.home import ensure_demo_home
+from dshweb.private_data import make_private
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_PROFILE = "sdk"
@@ -47,9 +49,6 @@ def home_choice(configured: Path, *, demo: bool, data_dir: Path) -> HomeChoice:
     and the copy made now, when missing: call this on first use, never at import)."""
     if not demo or configured.exists():
         return HomeChoice(configured, False)
-    from dshweb.live.demo import ensure_demo_home
-    from dshweb.private_data import make_private
-
     make_private(data_dir)
     return HomeChoice(ensure_demo_home(data_dir / "demo-home"), True)
 

@@ -23,7 +23,6 @@ from dshweb import environment, secret_key
 
 django_stubs_ext.monkeypatch()  # ModelAdmin[Model] and friends at run time
 
-BASE_DIR = environment.BASE_DIR
 DATA_DIR = environment.data_dir()
 _https = environment.https_setup()
 _stores = environment.stores()
@@ -68,6 +67,19 @@ ALLOWED_HOSTS = [
 
 INSTALLED_APPS = [
     "daphne",
+    # dshweb's apps, one per capability (the README's "How it works"): lower ones never
+    # import higher ones ([tool.importlinter] in pyproject.toml). Before Django's own, so
+    # their templates (the admin's index, the sign-in page) are the ones found.
+    "dshweb.site",
+    "dshweb.api",
+    "dshweb.sessions",
+    "dshweb.alerts",
+    "dshweb.compaction",
+    "dshweb.profiles",
+    "dshweb.accounts",
+    "dshweb.collect",
+    "dshweb.live",
+    "dshweb.demo",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -77,12 +89,10 @@ INSTALLED_APPS = [
     "channels",
     "django_htmx",
     "ninja",  # the API page's Swagger UI, served from its own static files
-    "dshweb.dashboard",
-    "dshweb.live",
 ]
 
 MIDDLEWARE = [
-    "dshweb.dashboard.timing.ServerTimingMiddleware",
+    "dshweb.site.server_timing.ServerTimingMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -101,14 +111,14 @@ ASGI_APPLICATION = "dshweb.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [],  # each app has its own templates/ (dshweb.site: the layout, error pages)
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "dshweb.dashboard.context.dsh_home",
+                "dshweb.site.context.dsh_home",
             ],
         },
     },
@@ -147,7 +157,6 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "staticfiles"  # made by bootstrap: WhiteNoise warns when it is missing
 WHITENOISE_USE_FINDERS = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

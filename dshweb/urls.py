@@ -7,19 +7,19 @@ from django.contrib import admin
 from django.urls import include, path
 
 from dshweb.accounts.forms import ThrottledAdminAuthenticationForm
-from dshweb.dashboard.api import api_urls
-from dshweb.dashboard.metrics import metrics
+from dshweb.api.metrics import metrics
+from dshweb.api.v1 import api_urls
 
 # The admin's own sign-in page is throttled like ours.
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
 # A database that cannot be reached is a 503 "store unavailable" page, not a 500.
-handler500 = "dshweb.dashboard.unavailable.server_error"
+handler500 = "dshweb.live.unavailable.server_error"
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("dshweb.accounts.urls")),
     path("api/v1/", include(*api_urls())),
     path("metrics", metrics),
-    path("", include("dshweb.dashboard.urls")),
+    path("", include("dshweb.site.urls")),
 ]

@@ -19,7 +19,7 @@ from typing import Any
 
 from aiosmtpd.controller import Controller
 
-from dshweb.live.deliveries import SIGNATURE_HEADER
+from dshweb.alerts.deliveries import SIGNATURE_HEADER
 
 
 @dataclass

@@ -24,12 +24,12 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from dshweb.alerts.models import AlertDelivery, AlertFiring, AlertRule
+from dshweb.alerts.watcher import AlertWatcher, stop_alert_watcher
 from dshweb.asgi import application
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.log.home import session_logs
 from dshweb.live import timing
-from dshweb.live.alerts import AlertWatcher, stop_alert_watcher
-from dshweb.live.models import AlertDelivery, AlertFiring, AlertRule
 from dshweb.live.publisher import stop_publisher
 from dshweb.live.service import current_hub
 from tests.alert_receivers import free_port, smtp_server, webhook_receiver

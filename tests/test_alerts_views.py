@@ -13,8 +13,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from dshweb.live import deliveries
-from dshweb.live.models import AlertDelivery, AlertFiring, AlertRule
+from dshweb.alerts import deliveries
+from dshweb.alerts.models import AlertDelivery, AlertFiring, AlertRule
 
 pytestmark = [pytest.mark.django_db]
 
@@ -179,9 +179,9 @@ def test_firings_show_each_delivery_with_its_attempts_and_last_error() -> None:
 def test_the_admin_shows_firings_and_deliveries_but_never_the_secret() -> None:
     client, user = signed_in("admin", is_staff=True, is_superuser=True)
     firing = firing_with_deliveries(user)
-    change = client.get(f"/admin/live/alertfiring/{firing.pk}/change/").content.decode()
+    change = client.get(f"/admin/alerts/alertfiring/{firing.pk}/change/").content.decode()
     assert "could not reach the receiver: Connection refused" in change
-    rule_page = client.get(f"/admin/live/alertrule/{firing.rule_id}/change/").content.decode()
+    rule_page = client.get(f"/admin/alerts/alertrule/{firing.rule_id}/change/").content.decode()
     assert "k" * 64 not in rule_page
 
 

@@ -14,11 +14,11 @@ from asgiref.sync import async_to_sync
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from dshweb.accounts.models import ApiToken
 from dshweb.core.fold.steps import STEP_COLUMNS, StepRow, fold_steps
 from dshweb.core.log.home import session_logs
 from dshweb.core.profile.effective import EngineConfig
 from dshweb.core.profile.layers import engine_config
-from dshweb.dashboard.models import ApiToken
 from tests.browser.homes import copy_session
 from tests.conftest import FIXTURE_HOMES
 from tests.snapshots import fixture_snapshot

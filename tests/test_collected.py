@@ -1,5 +1,5 @@
-"""A collector's writer (dshweb.live.collector.SessionWriter) and what web workers read
-back (dshweb.live.collected), in one process on the test database."""
+"""A collector's writer (dshweb.collect.collector.SessionWriter) and what web workers read
+back (dshweb.collect.collected), in one process on the test database."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from dshweb.live.collected import collected_home, collected_home_names, sealing_key
-from dshweb.live.collector import SessionWriter
+from dshweb.collect.collected import collected_home, collected_home_names, sealing_key
+from dshweb.collect.collector import SessionWriter
+from dshweb.collect.lease import LeaseLost, lease_release, lease_take
+from dshweb.collect.models import CollectedSession, CollectorLease
 from dshweb.live.hub import HomeChange, HomeView, Hub
-from dshweb.live.lease import LeaseLost, lease_release, lease_take
-from dshweb.live.models import CollectedSession, CollectorLease
 from tests.conftest import FIXTURE_HOMES
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -209,7 +209,7 @@ def test_the_write_loop_writes_a_change_when_it_comes_not_at_its_next_tick(
     import threading
     import time
 
-    from dshweb.live import collector
+    from dshweb.collect import collector
 
     monkeypatch.setattr(collector, "TICK", 6.0)
     home = _two_homes(tmp_path)

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
+from dshweb.collect.collected import sealing_key
 from dshweb.core.fold.sealed import open_session
 from dshweb.core.log.home import session_logs
-from dshweb.live.collected import sealing_key
 from dshweb.live.hub import Hub
 from tests.browser.server import spawn, terminate
 from tests.conftest import FIXTURE_HOMES, REPO, run_python
@@ -222,7 +222,7 @@ def test_kill_9_then_a_restart_resumes_from_the_checkpoints(
 
 RULE = """
 from django.contrib.auth import get_user_model
-from dshweb.live.models import AlertRule
+from dshweb.alerts.models import AlertRule
 user = get_user_model().objects.create_user("ops", password="pw-for-tests-only")
 AlertRule.objects.create(owner=user, name="folds", condition="folded", cooldown_seconds=0,
                          webhook_secret="s" * 64)

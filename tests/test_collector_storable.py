@@ -68,7 +68,7 @@ def test_a_home_with_nul_ids_and_titles_is_fully_written(
         manage_shell(
             worker.env(),
             "from django.contrib.auth import get_user_model as g\n"
-            "from dshweb.live.models import AlertRule\n"
+            "from dshweb.alerts.models import AlertRule\n"
             "from datetime import datetime, timezone\n"
             "rule = AlertRule.objects.create(owner=g().objects.get(username='tester'),"
             " name='told', condition='folded', cooldown_seconds=0, notify_browser=True)\n"
@@ -93,7 +93,7 @@ def test_a_home_with_nul_ids_and_titles_is_fully_written(
                 made.output()[-3000:],
                 manage_shell(
                     worker.env(),
-                    "from dshweb.live.models import CollectedSession as C\n"
+                    "from dshweb.collect.models import CollectedSession as C\n"
                     "print([(r.session_id[:40], r.version) for r in C.objects.all()])",
                 ),
             )
@@ -116,7 +116,7 @@ def test_a_home_with_nul_ids_and_titles_is_fully_written(
             assert time.monotonic() < deadline, made.output()[-3000:]
             firing = manage_shell(
                 worker.env(),
-                "from dshweb.live.models import AlertFiring\n"
+                "from dshweb.alerts.models import AlertFiring\n"
                 "print(repr([f.title for f in AlertFiring.objects.all()]))",
             )
             time.sleep(0.3)

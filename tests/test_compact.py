@@ -18,13 +18,14 @@ from channels.db import database_sync_to_async
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 
+from dshweb.compaction import service as compact
+from dshweb.compaction.models import CompactionRequest, DshWebSetting
+from dshweb.compaction.records import RequestRecord
 from dshweb.core.fold.folds import Fold
 from dshweb.core.fold.ledger import Ledger
-from dshweb.dashboard import compact
-from dshweb.dashboard.display.compact_status import RequestRecord, compact_view, result_line
-from dshweb.dashboard.models import CompactionRequest, DshWebSetting
 from dshweb.live.publisher import stop_publisher
 from dshweb.live.service import home_view
+from dshweb.sessions.display.compact_status import compact_view, result_line
 from tests.conftest import FIXTURE_HOMES
 from tests.test_dsh_web_client import (
     Setup,
@@ -370,7 +371,7 @@ def test_admins_see_the_audit(home: Path) -> None:
     )
     admin_client = Client()
     admin_client.force_login(User.objects.create_superuser("root", password="x-x-x-x-1"))
-    page = admin_client.get("/admin/dashboard/compactionrequest/").content.decode()
+    page = admin_client.get("/admin/compaction/compactionrequest/").content.decode()
     assert "manual-compact" in page and "busy" in page
     viewer = _user("viewer", may_compact=True)
-    assert viewer.get("/admin/dashboard/compactionrequest/").status_code == 302
+    assert viewer.get("/admin/compaction/compactionrequest/").status_code == 302

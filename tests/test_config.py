@@ -15,8 +15,8 @@ from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
+from dshweb.compaction import service as compact
 from dshweb.config import DEFAULTS, get_config
-from dshweb.dashboard import compact
 from dshweb.environment import HomeChoice
 from dshweb.live import service
 from tests.conftest import REPO, run_python

@@ -15,8 +15,8 @@ from dshweb.core.fold.meter import MAX_PROBLEMS
 from dshweb.core.fold.session import SessionTracker, take_snapshot
 from dshweb.core.log.home import LogFile
 from dshweb.core.profile.effective import EngineConfig
-from dshweb.dashboard.display.ledger_pages import LEDGER_PAGE_SIZE, ledger_page, refused_tail
-from dshweb.dashboard.display.ledger_rows import fold_rows
+from dshweb.sessions.display.ledger_pages import LEDGER_PAGE_SIZE, ledger_page, refused_tail
+from dshweb.sessions.display.ledger_rows import fold_rows
 from tests.foldlog import long_session, user_message
 from tests.logbuilder import fold_in_pieces, frame, header
 

@@ -27,8 +27,8 @@ from dshweb.core.fold.meter import SessionMeter, Usage
 from dshweb.core.fold.session import SessionTracker, take_snapshot
 from dshweb.core.log.home import LogFile, session_logs
 from dshweb.core.profile.effective import EngineConfig
-from dshweb.dashboard.display.timeline import timeline_chart
-from dshweb.dashboard.templatetags.dsh_format import chart as chart_filter
+from dshweb.sessions.display.timeline import timeline_chart
+from dshweb.sessions.templatetags.dsh_format import chart as chart_filter
 from tests.conftest import FIXTURE_HOMES, all_homes, session_log_paths
 from tests.foldlog import user_message
 from tests.logbuilder import event, fold_in_pieces, frame, header, log_records, typed

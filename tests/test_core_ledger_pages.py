@@ -8,8 +8,8 @@ from dshweb.core.fold.folds import CompactCommand, Fold, TimelinePoint
 from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.home import session_logs
 from dshweb.core.log.times import iso_utc
-from dshweb.dashboard.display.ledger_pages import LEDGER_PAGE_SIZE, ledger_page, refused_tail
-from dshweb.dashboard.display.ledger_rows import FOLD_COLUMNS, fold_row, timeline_row
+from dshweb.sessions.display.ledger_pages import LEDGER_PAGE_SIZE, ledger_page, refused_tail
+from dshweb.sessions.display.ledger_rows import FOLD_COLUMNS, fold_row, timeline_row
 from tests.conftest import FIXTURE_HOMES
 
 

@@ -18,7 +18,7 @@ import pytest
 from dshweb.core.fold.folds import Fold, FoldKind, TimelinePoint
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.ledger import Ledger
-from dshweb.dashboard.display.timeline import (
+from dshweb.sessions.display.timeline import (
     CHART_WIDTH,
     COLUMNS,
     LABEL_SPACING,
@@ -35,7 +35,7 @@ KINDS: tuple[FoldKind, ...] = ("automatic", "manual", "overflow", "prune")
 
 @dataclass(frozen=True, slots=True)
 class Series:
-    """A ledger by shape (:class:`~dshweb.dashboard.display.timeline.TimelineSource`)."""
+    """A ledger by shape (:class:`~dshweb.sessions.display.timeline.TimelineSource`)."""
 
     points: Sequence[TimelinePoint]
     folds: Sequence[Fold]
@@ -182,7 +182,7 @@ def test_the_big_session_is_drawn_at_a_fixed_size() -> None:
 
 
 def _svg(chart: TimelineChart) -> list[ElementTree.Element]:
-    from dshweb.dashboard.templatetags.dsh_format import fold_markers
+    from dshweb.sessions.templatetags.dsh_format import fold_markers
 
     return list(ElementTree.fromstring(f"<svg>{fold_markers(chart)}</svg>"))
 

@@ -7,7 +7,7 @@ import pytest
 
 from dshweb.core.fold.forecast import Forecast
 from dshweb.core.fold.gauge import Band, context_band, context_percent
-from dshweb.dashboard.display.figures import (
+from dshweb.sessions.display.figures import (
     cache_hit_ratio,
     dom_id,
     fold_in,
@@ -15,7 +15,7 @@ from dshweb.dashboard.display.figures import (
     format_page_tokens,
     format_ratio,
 )
-from dshweb.dashboard.display.ring import breakdown_parts
+from dshweb.sessions.display.ring import breakdown_parts
 
 
 @pytest.mark.parametrize(

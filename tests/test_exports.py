@@ -28,8 +28,8 @@ from dshweb.core.fold.folds import CompactCommand
 from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
-from dshweb.dashboard import exports
-from dshweb.dashboard.display.ledger_rows import (
+from dshweb.sessions import exports
+from dshweb.sessions.display.ledger_rows import (
     FOLD_COLUMNS,
     REFUSED_COLUMNS,
     TIMELINE_COLUMNS,

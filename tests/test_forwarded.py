@@ -1,4 +1,4 @@
-"""Whose ``X-Forwarded-For`` names the client (:mod:`dshweb.live.forwarded`): only a
+"""Whose ``X-Forwarded-For`` names the client (:mod:`dshweb.site.forwarded`): only a
 trusted proxy's, and only the entry it wrote last; the settings that say who is trusted."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from dshweb.config import get_config
-from dshweb.live.forwarded import forwarded_client
+from dshweb.site.forwarded import forwarded_client
 
 TRUSTED = frozenset({"127.0.0.2", "::1"})
 

@@ -18,8 +18,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from dshweb.live.models import AlertRule
-from dshweb.live.webhooks import TargetRefused, webhook_target
+from dshweb.alerts.models import AlertRule
+from dshweb.alerts.webhooks import TargetRefused, webhook_target
 from tests.alert_receivers import smtp_server
 from tests.test_hostile_clients import Served
 
@@ -140,7 +140,7 @@ def test_a_canary_webhook_delivers_beside_broken_and_trickling_receivers(
         try:
             served.shell(
                 "from django.contrib.auth import get_user_model as g\n"
-                "from dshweb.live.models import AlertRule\nUser = g()\n"
+                "from dshweb.alerts.models import AlertRule\nUser = g()\n"
                 + _rule("slow", webhook_url=f"http://127.0.0.1:{slow_port}/hook")
                 + _rule("broken", webhook_url=f"http://127.0.0.1:{broken_port}/hook")
                 + _rule("mail\r\nBcc: victim@example.test", email_to="ops@example.test")
@@ -190,7 +190,7 @@ def _deliveries(served: Served, wait_for: tuple[str, ...]) -> dict[str, tuple[An
     """Each rule's delivery as (state, attempts, last error), once the ``wait_for``
     rules' first attempts are recorded."""
     code = (
-        "import json\nfrom dshweb.live.models import AlertDelivery\n"
+        "import json\nfrom dshweb.alerts.models import AlertDelivery\n"
         "print(json.dumps({d.firing.rule.name: [d.state, d.attempts, d.last_error]"
         " for d in AlertDelivery.objects.select_related('firing__rule')}))"
     )
@@ -269,7 +269,7 @@ def test_a_user_cannot_save_an_internal_webhook_or_mail_anyone(settings: Any) ->
 def test_a_redirect_is_not_followed(tmp_path: Path) -> None:
     """The allowed receiver answers 302 to another port of the machine: the delivery
     fails, and the other port gets nothing."""
-    from dshweb.live.webhooks import PostFailed, post
+    from dshweb.alerts.webhooks import PostFailed, post
 
     with canary() as (other_port, other_came):
 

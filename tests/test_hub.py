@@ -20,14 +20,14 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from dshweb.collect.checkpoints import DatabaseCheckpoints
+from dshweb.collect.models import FoldCheckpoint
 from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.home import session_logs
 from dshweb.core.log.reader import UNBOUNDED, Budget
 from dshweb.live import hub as hub_module
 from dshweb.live import service, timing
-from dshweb.live.checkpoints import DatabaseCheckpoints
 from dshweb.live.hub import Hub
-from dshweb.live.models import FoldCheckpoint
 from tests.conftest import FIXTURE_HOMES
 from tests.logbuilder import frames_of
 
@@ -402,7 +402,7 @@ def test_a_folder_name_that_is_not_utf8_round_trips_through_the_checkpoints(
 ) -> None:
     """A session folder whose name is not UTF-8 (Linux allows any bytes): its checkpoint
     is stored (no database text takes a lone surrogate) and taken back."""
-    from dshweb.live.checkpoints import path_stored, stored_path
+    from dshweb.collect.checkpoints import path_stored, stored_path
 
     for name in ("plain", "100%", "caf\udce9-%41", "中文"):
         assert path_stored(stored_path(name)) == name

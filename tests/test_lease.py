@@ -1,4 +1,4 @@
-"""The collector lease (dshweb.live.lease): one live collector per home name and per home
+"""The collector lease (dshweb.collect.lease): one live collector per home name and per home
 folder (a path on one machine)."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from dshweb.live.lease import (
+from dshweb.collect.lease import (
     LeaseLost,
     LeaseRefused,
     lease_release,
     lease_renew,
     lease_take,
 )
-from dshweb.live.models import CollectedSession, CollectorLease
+from dshweb.collect.models import CollectedSession, CollectorLease
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

@@ -31,10 +31,10 @@ from dshweb.core.listing.pages import SessionList
 from dshweb.core.listing.query import ListQuery
 from dshweb.core.listing.tree import SessionEntry
 from dshweb.core.log.home import session_logs
-from dshweb.dashboard import fragments
-from dshweb.dashboard.consumers import SessionConsumer, _merged_changes, _newer
 from dshweb.live.publisher import stop_publisher
 from dshweb.live.service import sync_home
+from dshweb.sessions import fragments
+from dshweb.sessions.consumers import SessionConsumer, _merged_changes, _newer
 from tests.conftest import FIXTURE_HOMES
 from tests.homecopies import copy_as, home_of_copies
 from tests.logbuilder import frames_of
@@ -239,7 +239,7 @@ async def test_session_socket_follows_appended_frames(
 async def test_a_session_update_holds_only_the_parts_that_changed(
     home: Path, cookie: bytes, stop: None
 ) -> None:
-    from dshweb.dashboard.fragments import LIVE_PARTS
+    from dshweb.sessions.fragments import LIVE_PARTS
     from tests.snapshots import LIVE_PART_IDS
 
     communicator, first = await _signed_in("/ws/homes/local/sessions/auto-compact/", cookie)

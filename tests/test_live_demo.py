@@ -1,4 +1,4 @@
-"""The live demo glue (dshweb.live.demo): a writable copy of the bundled home, and one
+"""The live demo glue (dshweb.demo.home): a writable copy of the bundled home, and one
 replay thread into it that logs its errors, keeps trying, and stops when told."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from dshweb.core.log.home import session_logs
-from dshweb.live import demo
-from dshweb.live.demo import ensure_demo_home, start_demo_replay, stop_demo_replay
+from dshweb.demo import home as demo
+from dshweb.demo.home import ensure_demo_home, start_demo_replay, stop_demo_replay
 
 WAIT = 10.0
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dshweb.live.origin import origin_allowed, parse_origin, served_as
+from dshweb.site.origin import origin_allowed, parse_origin, served_as
 from tests.test_live import _connect, _receive, cookie, home, stop
 
 pytestmark = [pytest.mark.django_db(transaction=True)]

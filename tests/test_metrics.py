@@ -21,9 +21,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
+from dshweb.accounts.tokens import token_create
+from dshweb.api.metrics import RECENT_MS
 from dshweb.core.log.home import session_logs
-from dshweb.dashboard.api_tokens import token_create
-from dshweb.dashboard.metrics import RECENT_MS
 from tests.browser.homes import copy_session
 from tests.browser.server import DshwebServer, free_port, serving, spawn, terminate
 from tests.conftest import FIXTURE_HOMES

@@ -30,8 +30,8 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 from websockets.typing import Origin
 
+from dshweb.collect.collected import sealing_key
 from dshweb.core.fold.sealed import open_session
-from dshweb.live.collected import sealing_key
 from dshweb.live.outage import database_unreachable
 from tests.browser.server import DshwebServer, ServerError, spawn, terminate
 from tests.conftest import FIXTURE_HOMES, REPO, run_python
@@ -140,7 +140,7 @@ def unreachable(settings: Any, monkeypatch: pytest.MonkeyPatch) -> OperationalEr
     def fail(*_: object) -> None:
         raise error
 
-    monkeypatch.setattr("dshweb.live.service.worker_homes", fail)
+    monkeypatch.setattr("dshweb.collect.shown.worker_homes", fail)
     return error
 
 
@@ -185,7 +185,7 @@ def test_a_programming_error_is_still_a_500(
     def fail(*_: object) -> None:
         raise _caused_by(ProgrammingError, psycopg.errors.UndefinedTable("no such table"))
 
-    monkeypatch.setattr("dshweb.live.service.worker_homes", fail)
+    monkeypatch.setattr("dshweb.collect.shown.worker_homes", fail)
     response = Client(raise_request_exception=False).get("/accounts/login/")
     assert response.status_code == 500
     assert "Retry-After" not in response

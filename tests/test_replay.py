@@ -1,4 +1,4 @@
-"""The demo replay (dshweb.live.replay): frames and delays of a recording, a log written
+"""The demo replay (dshweb.demo.replay): frames and delays of a recording, a log written
 exactly as DSH writes one, looping by replacing the file, and stopping on time.
 
 Waiting and the wall clock are injected (:class:`FakeClock`), so nothing here sleeps
@@ -25,7 +25,7 @@ from dshweb.core.log.frames import split_frames
 from dshweb.core.log.home import LogFile, is_live, locked_files, session_logs
 from dshweb.core.log.reader import LogTail
 from dshweb.core.log.wire import AnyEvent
-from dshweb.live.replay import (
+from dshweb.demo.replay import (
     LOG_NAME,
     MAX_DELAY,
     Recording,

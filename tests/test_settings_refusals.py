@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
-from dshweb.dashboard.models import PatchRevision
+from dshweb.profiles.models import PatchRevision
 from tests.test_settings_views import HAND_WRITTEN, _form_data, home, staff
 
 pytestmark = pytest.mark.django_db

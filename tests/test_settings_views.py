@@ -31,10 +31,10 @@ from dshweb.core.settings.patchfile import (
     row_config,
     write_patch_atomically,
 )
-from dshweb.dashboard import patches
-from dshweb.dashboard.models import PatchRevision
-from dshweb.dashboard.settings_forms import initial_values
 from dshweb.live.service import home_view
+from dshweb.profiles import patches
+from dshweb.profiles.forms import initial_values
+from dshweb.profiles.models import PatchRevision
 from tests.conftest import FIXTURE_HOMES
 
 pytestmark = pytest.mark.django_db
@@ -323,7 +323,7 @@ def test_without_dsh_sources_come_from_the_visible_file(
     home: Path, staff: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(patches, "find_dsh", lambda: None)
-    monkeypatch.setattr("dshweb.dashboard.settings_views.find_dsh", lambda: None)
+    monkeypatch.setattr("dshweb.profiles.views.find_dsh", lambda: None)
     page = staff.get("/settings/sdk/compaction-basic/").content.decode()
     assert (
         'data-source-of="headroomTokens">Now: profile patch profiles/sdk/cordis.patch.yml' in page

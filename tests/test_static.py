@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-STATIC = Path(__file__).resolve().parent.parent / "static"
+STATIC = Path(__file__).resolve().parent.parent / "dshweb" / "site" / "static"
 
 
 def test_vendored_scripts_match_their_readme() -> None:

@@ -34,11 +34,11 @@ from dshweb.core.fold.told import told_gap
 from dshweb.core.listing.pages import SessionList
 from dshweb.core.listing.query import ListQuery
 from dshweb.core.listing.tree import session_tree
-from dshweb.dashboard import fragments
-from dshweb.dashboard.display.figures import cache_hit_ratio, dom_id
-from dshweb.dashboard.display.ring import breakdown_parts, ring_arcs
 from dshweb.live.hub import SessionView
 from dshweb.live.service import sync_home
+from dshweb.sessions import fragments
+from dshweb.sessions.display.figures import cache_hit_ratio, dom_id
+from dshweb.sessions.display.ring import breakdown_parts, ring_arcs
 from tests.conftest import FIXTURE_HOMES
 from tests.homecopies import home_of_copies
 from tests.snapshots import LIVE_PART_IDS, fixture_snapshot, session_snapshot
@@ -811,7 +811,7 @@ def test_every_response_says_the_server_time_it_took(user_client: Client) -> Non
 
 def test_a_ledger_row_is_rendered_again_when_its_fold_changes() -> None:
     from dshweb.core.fold.folds import Fold
-    from dshweb.dashboard.display.ledger_pages import NumberedFold
+    from dshweb.sessions.display.ledger_pages import NumberedFold
 
     open_fold = Fold("automatic", 40, None, turn=3, before=9000)
     shown = fragments.ledger_row_html(NumberedFold(7, open_fold))
@@ -835,7 +835,7 @@ def test_the_ring_says_when_the_next_fold_should_come_and_where_the_next_steps_l
     shot = fixture_snapshot("pace-steady")
     view = SessionView(shot, context_gauge(shot), 1)
     last_step = shot.step_times[-1]
-    with patch("dshweb.dashboard.fragments.time.time", return_value=(last_step + 60_000) / 1000):
+    with patch("dshweb.sessions.fragments.time.time", return_value=(last_step + 60_000) / 1000):
         html = fragments.live_parts_html("local", view)
     said = shot.forecast(last_step + 60_000)
     assert said.steps is not None and said.steps_low is not None and said.steps_high is not None
@@ -867,7 +867,7 @@ def test_the_ring_says_when_the_next_fold_should_come_and_where_the_next_steps_l
     assert float(ahead[1]) == pytest.approx(end - start, abs=0.001)
     # Half an hour on, idle: no forecast, no arc (the same version renders again).
     with patch(
-        "dshweb.dashboard.fragments.time.time",
+        "dshweb.sessions.fragments.time.time",
         return_value=(last_step + IDLE_AFTER_MS) / 1000,
     ):
         idle = fragments.live_parts_html("local", view)
@@ -889,7 +889,7 @@ def test_a_list_row_says_how_soon_its_session_folds() -> None:
     said = shot.forecast(last_step + 60_000)
     assert said.steps is not None
     with patch(
-        "dshweb.dashboard.templatetags.dsh_format.time.time", return_value=last_step / 1000 + 60
+        "dshweb.sessions.templatetags.dsh_format.time.time", return_value=last_step / 1000 + 60
     ):
         row = render_to_string(fragments.ROW_TEMPLATE, {"entry": entry, "many_homes": False})
     line = re.search(
@@ -902,7 +902,7 @@ def test_a_list_row_says_how_soon_its_session_folds() -> None:
         f"fold in ~{math.ceil(said.steps)} steps",
     )
     idle_at = (last_step + IDLE_AFTER_MS) / 1000
-    with patch("dshweb.dashboard.templatetags.dsh_format.time.time", return_value=idle_at):
+    with patch("dshweb.sessions.templatetags.dsh_format.time.time", return_value=idle_at):
         row = render_to_string(fragments.ROW_TEMPLATE, {"entry": entry, "many_homes": False})
     assert 'data-reason="idle">no fold forecast<' in row
 

@@ -1,7 +1,7 @@
 """A web worker (``DSHWEB_COLLECT=off``) in one process: its view of every collected home
 follows the rows at the cost of what changed, its pages say which home each session is
 of and whether its collector is online, and it never starts a hub nor reads a home
-(dshweb.live.worker)."""
+(dshweb.collect.worker)."""
 
 from __future__ import annotations
 
@@ -26,25 +26,29 @@ from django.conf import settings
 from django.contrib.auth.models import Permission, User
 from django.test import Client, override_settings
 
-from dshweb.core.log.home import session_logs
-from dshweb.core.settings.patchfile import read_patch, row_config
-from dshweb.dashboard import compact, remote_settings
-from dshweb.dashboard.models import CompactionRequest, PatchRevision
-from dshweb.environment import ConfigurationError, collect
-from dshweb.live import commands, service, worker
-from dshweb.live.collected import sealing_key
-from dshweb.live.collector import SessionWriter
-from dshweb.live.commands import (
+from dshweb.collect import commands, worker
+from dshweb.collect.collected import sealing_key
+from dshweb.collect.collector import SessionWriter
+from dshweb.collect.commands import (
     CollectorPlace,
     CollectorSilent,
     collector_group,
     collector_owner,
     open_sealed,
 )
+from dshweb.collect.lease import Lease, lease_release, lease_take
+from dshweb.collect.models import CollectorLease
+from dshweb.collect.shown import shown_homes, shown_session
+from dshweb.compaction import service as compact
+from dshweb.compaction.models import CompactionRequest
+from dshweb.core.log.home import session_logs
+from dshweb.core.settings.patchfile import read_patch, row_config
+from dshweb.environment import ConfigurationError, collect
+from dshweb.live import service
 from dshweb.live.groups import session_group
 from dshweb.live.hub import HomeChange, HomeView, Hub
-from dshweb.live.lease import Lease, lease_release, lease_take
-from dshweb.live.models import CollectorLease
+from dshweb.profiles import remote as remote_settings
+from dshweb.profiles.models import PatchRevision
 from tests.conftest import FIXTURE_HOMES
 from tests.logbuilder import frames_of
 from tests.visitor import form_fields
@@ -117,7 +121,7 @@ def test_the_worker_follows_the_rows_at_the_cost_of_what_changed(tmp_path: Path,
     assert shown is not None and shown.online and shown.collected and homes.names == ("h",)
     assert _sessions(shown.view) == _sessions(collected.hub.view())
     assert shown.view.tree == collected.hub.view().tree
-    assert service.shown_homes() is homes  # pages read the same homes
+    assert shown_homes() is homes  # pages read the same homes
     follower = worker.worker_follower("h")
     assert follower is not None and follower.reads == len(shown.view.sessions)
 
@@ -158,18 +162,18 @@ def test_a_session_announcement_reads_that_session_alone(tmp_path: Path, off: No
     assert collected.writer.flush() == len(view.sessions) == 3
     version = CollectorLease.objects.get(name="h").version
     reads = follower.reads
-    shown = service.shown_session("h", sid, version)
+    shown = shown_session("h", sid, version)
     assert follower.reads == reads + 1
     assert shown is not None and shown.snapshot == view.sessions[sid].snapshot
     assert shown.snapshot != before.sessions[sid].snapshot
-    assert service.shown_session("h", sid, version) is shown  # held: nothing read
+    assert shown_session("h", sid, version) is shown  # held: nothing read
     assert follower.reads == reads + 1
     after = _shown()  # the refresh reads every row written, the one read above again
     assert follower.reads == reads + 1 + 3
     assert after.basis is not None and after.basis.view is before
     assert after.basis.touched == set(view.sessions)
     assert after.tree == collected.hub.view().tree  # the grown session moved up
-    assert service.shown_session("h", "no-such-session", version) is None
+    assert shown_session("h", "no-such-session", version) is None
 
 
 def test_a_push_the_worker_has_read_already_costs_no_query(

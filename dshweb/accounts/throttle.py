@@ -13,7 +13,7 @@ same username from another address, are not affected by a pair's count.
 The counts live in the default cache: local memory, so per server process and forgotten
 on restart, or Redis. The username is case-folded and hashed into the key (a cache holds
 no names); the address is ``REMOTE_ADDR``, the peer's own or, from a trusted proxy, the
-one its ``X-Forwarded-For`` names (:mod:`dshweb.live.forwarded`).
+one its ``X-Forwarded-For`` names (:mod:`dshweb.site.forwarded`).
 """
 
 from __future__ import annotations

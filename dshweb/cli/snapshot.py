@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol, TextIO
 
+from dshweb import environment
 from dshweb.core.errors import DshError
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.progress import ProgressCounter
@@ -133,7 +134,6 @@ def main(argv: Sequence[str], out: TextIO = sys.stdout, err: TextIO = sys.stderr
     parser = argparse.ArgumentParser(prog="manage.py dsh_snapshot", description=HELP)
     add_arguments(parser)
     options = parser.parse_args(argv)
-    from dshweb import environment
 
     home = options.home or (
         environment.home_choice(

@@ -7,4 +7,3 @@ class LiveConfig(AppConfig):
     name = "dshweb.live"
     label = "live"
     verbose_name = "DSH live folding"
-    default_auto_field = "django.db.models.BigAutoField"

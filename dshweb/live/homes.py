@@ -2,7 +2,7 @@
 
 The embedded server shows one home, its own hub's (:mod:`dshweb.live.service`); a web
 worker shows every home collectors have written to the database
-(:mod:`dshweb.live.worker`). Either way a reader gets one :class:`Homes`, an immutable
+(:mod:`dshweb.collect.worker`). Either way a reader gets one :class:`Homes`, an immutable
 value: each :class:`ShownHome` (its :class:`~dshweb.live.hub.HomeView`, and for a
 collected home whether its collector runs), one session by home and id, and the sessions
 list of them all. A session id is unique only within its home, so a session is always

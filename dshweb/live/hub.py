@@ -9,7 +9,7 @@ value that pages, sockets and the settings preview read without a lock and witho
 folding, and tells its listeners which sessions changed.
 
 A cold start first takes back each session's fold state from the checkpoints saved by
-the last run (:mod:`dshweb.live.checkpoints`), then folds what the logs gained since,
+the last run (:mod:`dshweb.collect.checkpoints`), then folds what the logs gained since,
 publishing what is folded so far with its :class:`FoldProgress` every
 :data:`PROGRESS_EVERY` seconds, so the first page is served at once. Fold state is
 checkpointed every :data:`CHECKPOINT_EVERY` seconds for the sessions that changed.
@@ -160,8 +160,16 @@ class HomeChange:
 Listener = Callable[[HomeChange], object]
 
 
+class ChangeSource(Protocol):
+    """What tells its listeners of a home's changes: a :class:`Hub`, or a collector's
+    writer (:mod:`dshweb.collect.collector`), which passes a change on once it is in the
+    database."""
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]: ...
+
+
 class CheckpointStore(Protocol):
-    """Where fold state outlives the process (:mod:`dshweb.live.checkpoints`)."""
+    """Where fold state outlives the process (:mod:`dshweb.collect.checkpoints`)."""
 
     def restore(self, home: Path, logs: Mapping[Path, LogFile]) -> dict[Path, SessionTracker]:
         """The trackers saved for ``home``'s session folders whose log is still the one

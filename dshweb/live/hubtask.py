@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Callable, Coroutine
 from typing import Any, Generic, Protocol, TypeVar
 
-from dshweb.live.hub import Hub
+from dshweb.live.hub import ChangeSource, Hub
 from dshweb.live.service import collecting, current_hub
 
 
@@ -25,7 +25,11 @@ J = TypeVar("J", bound=Job)
 
 
 class HubTask(Generic[J]):
-    def __init__(self, name: str, make: Callable[[Hub], J]) -> None:
+    """``make(source, home)`` makes the job of a home's changes: here the process's hub
+    (:meth:`start`); in a collector its writer (:mod:`dshweb.collect.collector` runs every
+    job :func:`dshweb.live.startup.beside_hub` lists)."""
+
+    def __init__(self, name: str, make: Callable[[ChangeSource, str], J]) -> None:
         self.name = name
         self.make = make
         self._task: asyncio.Task[None] | None = None
@@ -45,7 +49,7 @@ class HubTask(Generic[J]):
         if not alive or self._job is None or self._hub is not hub:
             if alive and task is not None:
                 self._old = loop.create_task(_cancelled(task))
-            self._job, self._hub = self.make(hub), hub
+            self._job, self._hub = self.make(hub, hub.name), hub
             self._task = loop.create_task(self._job.run(), name=self.name)
         return self._job
 

@@ -5,7 +5,7 @@ For each changed session it sends ``session.changed`` (its home and id, and the 
 of the home's view that shows the change) to that session's group, and
 ``sessions.changed`` with the changed sessions (``[home, id]`` pairs, and each home's
 version) to the list's group; the consumers
-(:mod:`dshweb.dashboard.consumers`) render what their page shows from the hub's view,
+(:mod:`dshweb.sessions.consumers`) render what their page shows from the hub's view,
 outside any lock. Announcements are coalesced to one per :data:`INTERVAL` per session
 (and one per :data:`LIST_INTERVAL` for the list): the first change of a quiet session
 goes out at once, later ones when the interval ends. Only groups some socket of this
@@ -16,7 +16,7 @@ is kept and sent once it is back, trying again with back-off; that is said once,
 line, not as a traceback per try.
 
 A publisher follows any :class:`ChangeSource`: the process's hub, or a collector's writer
-(:mod:`dshweb.live.collector`), which passes a change on only once it is in the database.
+(:mod:`dshweb.collect.collector`), which passes a change on only once it is in the database.
 """
 
 from __future__ import annotations
@@ -24,13 +24,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from channels.layers import get_channel_layer
 
 from dshweb.live.groups import SESSIONS_GROUP, session_group, subscriptions
-from dshweb.live.hub import HomeChange, Listener
+from dshweb.live.hub import ChangeSource, HomeChange
 from dshweb.live.hubtask import HubTask, next_within
 from dshweb.live.outage import Outage, layer_unreachable
 from dshweb.live.timing import INTERVAL, LIST_INTERVAL, OUTAGE_RETRY_MAX
@@ -41,10 +40,6 @@ SESSION_CHANGED = "session.changed"
 SESSIONS_CHANGED = "sessions.changed"
 SENDS_AT_ONCE = 16
 """Group sends in flight together (each its own Redis connection, while it lasts)."""
-
-
-class ChangeSource(Protocol):
-    def subscribe(self, listener: Listener) -> Callable[[], None]: ...
 
 
 class Publisher:
@@ -173,7 +168,7 @@ async def _send_all(layer: Any, messages: list[tuple[str, dict[str, Any]]]) -> d
     return failures
 
 
-_publishing: HubTask[Publisher] = HubTask("dshweb-publisher", Publisher)
+_publishing: HubTask[Publisher] = HubTask("dshweb-publisher", lambda hub, home: Publisher(hub))
 
 
 def start_publisher() -> Publisher | None:

@@ -1,5 +1,5 @@
-"""The homes a process shows: its own hub's, started on first use; or, in a web worker
-(``DSHWEB["COLLECT"]`` off), every collected home (:mod:`dshweb.live.worker`).
+"""The process's own hub, started on first use (in a web worker, ``DSHWEB["COLLECT"]``
+off, there is none: :mod:`dshweb.collect.shown` gives the homes it shows).
 
 :func:`shown_home` is the home of ``DSHWEB["DSH_HOME"]`` (:mod:`dshweb.config`), or the
 demo home copied on first use when that does not exist; its hub names it
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +25,7 @@ from django.dispatch import receiver
 from dshweb.config import get_config
 from dshweb.environment import HomeChoice, home_choice
 from dshweb.live import timing
-from dshweb.live.homes import Homes, ShownHome
-from dshweb.live.hub import CheckpointStore, HomeView, Hub, SessionView
-from dshweb.live.worker import worker_homes, worker_session
+from dshweb.live.hub import CheckpointStore, HomeView, Hub
 
 _guard = threading.Lock()
 _hub: Hub | None = None
@@ -63,12 +61,15 @@ def _home_choice(configured: Path, demo: bool, data_dir: Path) -> HomeChoice:
     return home_choice(configured, demo=demo, data_dir=data_dir)
 
 
-def _store() -> CheckpointStore | None:
-    if not get_config().fold_checkpoints:
-        return None
-    from dshweb.live.checkpoints import DatabaseCheckpoints
+checkpoint_store: Callable[[], CheckpointStore] | None = None
+"""Makes the store a new hub keeps its fold checkpoints in (the collect app gives its
+database's when it is ready); ``None``, or ``FOLD_CHECKPOINTS`` off: none."""
 
-    return DatabaseCheckpoints()
+
+def _store() -> CheckpointStore | None:
+    if not get_config().fold_checkpoints or checkpoint_store is None:
+        return None
+    return checkpoint_store()
 
 
 def collecting() -> bool:
@@ -103,34 +104,6 @@ def home_view(wait: float | None = None) -> HomeView:
     """What this process's own hub holds now (waiting for a first pass still under way,
     at most ``wait`` seconds, default :data:`~dshweb.live.timing.FIRST_PAGE_WAIT`)."""
     return current_hub().wait_ready(timing.FIRST_PAGE_WAIT if wait is None else wait)
-
-
-_homes: Homes | None = None
-
-
-def shown_homes(wait: float | None = None, fresh: Mapping[str, int] | None = None) -> Homes:
-    """Every home this process shows now: its own hub's (waiting as :func:`home_view`
-    does), or in a web worker every collected home, as the database has it (never
-    waiting; ``fresh``: the versions an announcement names, see
-    :func:`~dshweb.live.worker.worker_homes`). The same value while nothing changed."""
-    global _homes
-    if not collecting():
-        return worker_homes(fresh)
-    view = home_view(wait)
-    kept = _homes
-    if kept is not None and kept.shown[0].view is view:
-        return kept
-    _homes = Homes((ShownHome(view),))
-    return _homes
-
-
-def shown_session(home: str, session_id: str, version: int | None = None) -> SessionView | None:
-    """One session of ``home`` as shown now (None: not there). ``version``: the version of
-    its home an announcement says shows its change; a web worker then reads only that
-    session's row, not every row its home wrote (see :func:`~dshweb.live.worker.worker_session`)."""
-    if not collecting():
-        return worker_session(home, session_id, version)
-    return shown_homes().session(home, session_id)
 
 
 def sync_home(changed: list[Path] | None = None) -> HomeView:

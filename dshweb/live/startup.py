@@ -1,29 +1,51 @@
-"""Start the process's background services on the server's own event loop.
+"""Start the process's background services on the server's own event loop, and the one
+list of jobs that run beside a home's hub.
 
 Daphne has no startup hook, so the first ASGI call of any kind starts the hub's
-publisher and its alert watcher (and, on the bundled demo home, its replay) and runs the
-one-off ``on_start`` jobs the web layer hands in (closing the Compact requests a stopped
-dshweb left in flight), before passing the call on. The publisher starts the process's
-hub, whose first pass folds in its own thread while pages are served with what is folded
-so far. A web worker (``DSHWEB_COLLECT=off``) starts none of these: it has no hub, and
-the Compact requests in flight are its collectors' business.
+publisher and every job :func:`beside_hub` lists (each app's ``ready()`` adds its own:
+the alert watcher), on the bundled demo home its replay, and once the jobs
+:func:`on_first_call` lists (closing the Compact requests a stopped dshweb left in
+flight), before passing the call on. The publisher starts the process's hub, whose first
+pass folds in its own thread while pages are served with what is folded so far. A
+collector runs the same :func:`jobs_beside_hub` beside its writer
+(:mod:`dshweb.collect.collector`). A web worker (``DSHWEB_COLLECT=off``) starts none of
+these: it has no hub, and the Compact requests in flight are its collectors' business.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, Scope
 from channels.routing import ProtocolTypeRouter
 
-from dshweb.live.alerts import start_alert_watcher
-from dshweb.live.demo import start_demo_replay
+from dshweb.demo.home import start_demo_replay
+from dshweb.live.hubtask import HubTask
 from dshweb.live.publisher import start_publisher
 from dshweb.live.service import collecting, shown_home
 
 _loop: asyncio.AbstractEventLoop | None = None
+_beside: dict[str, HubTask[Any]] = {}
+_on_first_call: dict[str, Callable[[], object]] = {}
+
+
+def beside_hub(task: HubTask[Any]) -> None:
+    """Run ``task``'s job beside every home's hub: the process's own, and a collector's
+    (kept by name: an app made ready twice adds it once)."""
+    _beside[task.name] = task
+
+
+def jobs_beside_hub() -> tuple[HubTask[Any], ...]:
+    return tuple(_beside.values())
+
+
+def on_first_call(job: Callable[[], object]) -> None:
+    """Run ``job`` (blocking; in a thread) once, when a process that reads its home
+    serves its first call."""
+    _on_first_call[f"{job.__module__}.{job.__qualname__}"] = job
 
 
 def server_loop() -> asyncio.AbstractEventLoop | None:
@@ -32,11 +54,8 @@ def server_loop() -> asyncio.AbstractEventLoop | None:
 
 
 class StartLiveServices:
-    def __init__(
-        self, app: ProtocolTypeRouter, on_start: Sequence[Callable[[], object]] = ()
-    ) -> None:
+    def __init__(self, app: ProtocolTypeRouter) -> None:
         self.app = app
-        self.on_start = on_start
         self.swept = False
 
     async def __call__(
@@ -46,11 +65,12 @@ class StartLiveServices:
         _loop = asyncio.get_running_loop()
         if scope["type"] in ("http", "websocket") and collecting():
             start_publisher()
-            start_alert_watcher()
+            for task in jobs_beside_hub():
+                task.start()
             if (home := shown_home()).is_demo:
                 start_demo_replay(home.path)
             if not self.swept:
                 self.swept = True
-                for job in self.on_start:
+                for job in _on_first_call.values():
                     await sync_to_async(job)()
         await self.app(scope, receive, send)

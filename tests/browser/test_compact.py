@@ -7,7 +7,7 @@ and prompted through the engine's API, as ``tests/test_engine_client.py`` does.
 
 This module overrides the package's ``server`` fixture with its own (module scope), so
 the package's ``page`` signs in to this server (as the superuser, who has
-``dashboard.compact``) and prints its output when a test fails.
+``compaction.compact``) and prints its output when a test fails.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dshweb.core.fold.folds import Fold
 from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
-from dshweb.dashboard.display.figures import format_page_tokens
+from dshweb.sessions.display.figures import format_page_tokens
 from tests.browser.conftest import SameDocument
 from tests.browser.homes import PROFILE
 from tests.browser.server import DshwebServer, serving

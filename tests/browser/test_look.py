@@ -17,7 +17,7 @@ pytestmark = pytest.mark.browser
 PHONE = {"width": 390, "height": 844}
 THEMED = re.findall(
     r"^\s*(--[\w-]+):\s*light-dark\(",
-    (REPO / "static" / "dshweb" / "dshweb.css").read_text(encoding="utf-8"),
+    (REPO / "dshweb" / "site" / "static" / "dshweb" / "dshweb.css").read_text(encoding="utf-8"),
     re.M,
 )
 """The colours that differ between the light and the dark theme."""

@@ -9,7 +9,7 @@ import time
 import pytest
 from playwright.sync_api import Page, WebSocketRoute, expect
 
-from dshweb.dashboard.unavailable import STORE_UNAVAILABLE_CLOSE
+from dshweb.live.unavailable import STORE_UNAVAILABLE_CLOSE
 from tests.browser.conftest import WAIT_MS, BrowserHome, SameDocument
 from tests.browser.homes import append_frames
 from tests.browser.server import DshwebServer
@@ -79,7 +79,7 @@ def test_a_socket_that_keeps_failing_backs_off(page: Page, server: DshwebServer)
 
 
 def test_a_socket_closed_as_store_unavailable_comes_back(page: Page, server: DshwebServer) -> None:
-    """4503 (the database cannot be reached, :mod:`dshweb.dashboard.unavailable`) is the one
+    """4503 (the database cannot be reached, :mod:`dshweb.live.unavailable`) is the one
     application close code the page retries: the outage passes."""
     opened: list[float] = []
 

@@ -28,7 +28,7 @@ so a session of a year costs what a session of a day does; fold numbers go on fr
 first fold ever. :meth:`LedgerCollector.result` freezes it into a :class:`Ledger`: its folds, its
 refused commands and its step readings, plain values, whose timeline points
 :attr:`Ledger.points` makes when asked. Laying them out (the chart, the
-pages, the downloads) is the dashboard's (:mod:`dshweb.dashboard.display`).
+pages, the downloads) is the dashboard's (:mod:`dshweb.sessions.display`).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ def format_line_tokens(value: float) -> str:
     """A token figure as dsh-context-truth writes it into the line the model reads:
     ``172437`` → ``172K``, ``1000000`` → ``1.00M``.
 
-    Not the pages' figure (:func:`dshweb.dashboard.display.figures.format_page_tokens`,
+    Not the pages' figure (:func:`dshweb.sessions.display.figures.format_page_tokens`,
     ``1.0M``, ``1.2K``): this one must be the plugin's text byte for byte (its ``K`` has no
     decimal, its ``M`` two, ``999500`` is ``1000K``), so it keeps the plugin's rules.
     """

@@ -1,0 +1,46 @@
+"""The user's API tokens page: make one (shown once), see when each was last used,
+revoke one. Every change is a POST with the CSRF token; another user's token is a 404."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods, require_POST
+
+from dshweb.accounts.models import ApiToken
+from dshweb.accounts.tokens import token_create
+
+SHOWN_TOKEN = "dshweb-api-token"
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(max_length=100, help_text="What it is for: a notebook, a script.")
+
+
+@require_http_methods(["GET", "POST"])
+def api_tokens(request: HttpRequest) -> HttpResponse:
+    form = TokenForm(request.POST or None)
+    if request.method == "POST" and form.is_valid() and request.user.is_authenticated:
+        _, token = token_create(user=request.user, name=form.cleaned_data["name"])
+        request.session[SHOWN_TOKEN] = token
+        return HttpResponseRedirect(reverse("dashboard:api-tokens"))
+    tokens = ApiToken.objects.filter(user_id=int(request.user.pk or 0))
+    shown = request.session.pop(SHOWN_TOKEN, None)
+    return render(
+        request, "account/api_tokens.html", {"form": form, "tokens": tokens, "new": shown}
+    )
+
+
+@require_POST
+def api_token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+    updated = ApiToken.objects.filter(
+        pk=token_id, user_id=int(request.user.pk or 0), revoked_at=None
+    )
+    if not updated.update(revoked_at=timezone.now()):
+        raise Http404("No such token of yours (or it is revoked already).")
+    messages.success(request, "Token revoked: it no longer opens the API.")
+    return HttpResponseRedirect(reverse("dashboard:api-tokens"))

@@ -1,0 +1,258 @@
+"""Telling people an alert fired: a browser notification, a webhook, an email; each retried.
+
+A firing (:class:`~dshweb.alerts.models.AlertFiring`) gets one
+:class:`~dshweb.alerts.models.AlertDelivery` per way its rule asks for. :func:`attempt`
+tries one: a browser notification is a message to the rule owner's group on the channel
+layer (every page of theirs with a socket shows it, as a system notification when the
+browser allows them, see ``dshweb/site/static/dshweb/live.js``); a webhook is a JSON POST of
+:func:`firing_payload` (or, in the Slack-compatible format, ``{"text": …}``) signed with
+the rule's secret (:func:`signature`); an email goes through Django's mail system. An
+attempt that fails is tried again :data:`~dshweb.live.timing.ALERT_RETRY_FIRST` seconds
+later, then twice as long each time; after :data:`~dshweb.live.timing.ALERT_ATTEMPTS` the
+delivery is *failed*, with its last error in words a person reads (``could not deliver
+(HTTP 5xx)``, ``could not deliver (timeout)``: the class of what went wrong, never the
+receiver's words). Anything an attempt raises is that delivery's recorded failure: one
+broken receiver, mail server or title never stops the others. Where a webhook may go and
+its one deadline are :mod:`dshweb.alerts.webhooks`'; mail goes to its rule owner's own
+address or to a domain staff allowed (``DSHWEB_MAIL_ALLOWED_DOMAINS``).
+
+The webhook's signature header, ``X-Dshweb-Signature: t=<unix seconds>,v1=<hex>``, is
+HMAC-SHA256 with the rule's secret over ``"<t>." + body``; a receiver recomputes it and
+refuses an old ``t`` (a replayed request).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+from urllib.parse import quote
+
+from django.core.mail import send_mail
+from django.db import transaction
+from django.utils import timezone
+
+from dshweb.alerts.models import AlertDelivery, AlertFiring, AlertRule
+from dshweb.alerts.webhooks import PostFailed, TargetRefused, post, webhook_target
+from dshweb.config import get_config
+from dshweb.core.log.jsjson import printable
+from dshweb.live import timing
+
+log = logging.getLogger("dshweb.live")
+
+SIGNATURE_HEADER = "X-Dshweb-Signature"
+USER_AGENT = "dshweb-alerts/1"
+
+
+class DeliveryError(Exception):
+    """An attempt failed; the message says why, to a person."""
+
+
+@dataclass(frozen=True, slots=True)
+class BrowserMessage:
+    """What the watcher sends on the channel layer for a browser delivery."""
+
+    group: str
+    message: dict[str, Any]
+
+
+def alerts_group(user_id: int) -> str:
+    """The group every socket of one user joins, for their browser notifications."""
+    return f"dshweb.alerts.{user_id}"
+
+
+def session_url(home: str, session_id: str) -> str:
+    """The session's page: ``PUBLIC_URL`` + its path (the path alone without one)."""
+    path = f"/homes/{quote(home, safe='')}/sessions/{quote(session_id, safe='')}/"
+    return get_config().public_url + path
+
+
+def firing_payload(firing: AlertFiring) -> dict[str, Any]:
+    """The webhook's JSON body (and the browser's message): what fired, where, when."""
+    rule = firing.rule
+    return {
+        "id": firing.pk,
+        "rule": {"id": rule.pk, "name": rule.name, "condition": rule.condition},
+        "home": firing.home,
+        "session": firing.session_id,
+        "title": firing.title,
+        "summary": firing.summary,
+        "key": firing.key,
+        "firedAt": firing.fired_at.isoformat(),
+        "url": session_url(firing.home, firing.session_id),
+    }
+
+
+def headline(firing: AlertFiring) -> str:
+    """One line: the rule and the session (a title's line breaks made spaces: it is also
+    an email's subject)."""
+    return " ".join(f"{firing.rule.name}: {firing.title or firing.session_id}".split())
+
+
+def signature(secret: str, timestamp: int, body: bytes) -> str:
+    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
+    return f"t={timestamp},v1={mac.hexdigest()}"
+
+
+def webhook_body(rule: AlertRule, firing: AlertFiring) -> bytes:
+    if rule.webhook_format == AlertRule.WebhookFormat.SLACK:
+        url = session_url(firing.home, firing.session_id)
+        text = f"*{headline(firing)}*\n{firing.summary}\n<{url}|Open the session>"
+        return json.dumps({"text": text}).encode()
+    return json.dumps(firing_payload(firing)).encode()
+
+
+def send_webhook(rule: AlertRule, firing: AlertFiring) -> None:
+    body = webhook_body(rule, firing)
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        SIGNATURE_HEADER: signature(rule.webhook_secret, int(time.time()), body),
+    }
+    try:
+        target = webhook_target(rule.webhook_url, get_config().webhook_allowed_hosts)
+        post(target, body, headers, timeout=timing.ALERT_TIMEOUT)
+    except (TargetRefused, PostFailed) as error:
+        raise DeliveryError(f"could not deliver ({error})") from error
+
+
+def mail_allowed(address: str, owner_email: str) -> bool:
+    """Whether a rule whose owner's address is ``owner_email`` may mail ``address``."""
+    address = address.strip().lower()
+    if address and address == owner_email.strip().lower():
+        return True
+    domain = address.rpartition("@")[2]
+    return bool(domain) and domain in get_config().mail_allowed_domains
+
+
+def send_email(rule: AlertRule, firing: AlertFiring) -> None:
+    if not mail_allowed(rule.email_to, rule.owner.email):
+        raise DeliveryError("could not deliver (the address is not yours, nor in a domain allowed)")
+    body = "\n\n".join(
+        [
+            firing.summary,
+            f"Session: {session_url(firing.home, firing.session_id)}",
+            f"Rule: {rule.name} ({rule.get_condition_display()})",
+        ]
+    )
+    try:
+        send_mail(f"[dshweb] {headline(firing)}", body, None, [rule.email_to])
+    except Exception as error:
+        log.warning("alert mail to %s not taken: %s", rule.email_to, error)
+        raise DeliveryError("could not deliver (the mail server did not take it)") from error
+
+
+def browser_message(firing: AlertFiring) -> BrowserMessage:
+    payload = {"type": "alert.fired", "headline": headline(firing), "alert": firing_payload(firing)}
+    return BrowserMessage(alerts_group(firing.rule.owner_id), payload)
+
+
+def attempt(delivery_id: int) -> BrowserMessage | None:
+    """Try webhook or email delivery ``delivery_id`` once and record how it went; for a
+    browser delivery, the message to send (then :func:`browser_sent`)."""
+    delivery = (
+        AlertDelivery.objects.select_related("firing__rule__owner").filter(pk=delivery_id).first()
+    )
+    if delivery is None or delivery.state != AlertDelivery.State.PENDING:
+        return None  # deleted with its rule meanwhile, or done
+    firing = delivery.firing
+    if delivery.channel == AlertDelivery.Channel.BROWSER:
+        return browser_message(firing)
+    try:
+        if delivery.channel == AlertDelivery.Channel.WEBHOOK:
+            send_webhook(firing.rule, firing)
+        else:
+            send_email(firing.rule, firing)
+    except DeliveryError as error:
+        record_failure(delivery, str(error))
+    except Exception as error:  # a bug or a surprise: this delivery's failure, no one else's
+        log.exception("alert delivery %s failed unexpectedly", delivery_id)
+        record_failure(delivery, f"could not deliver (unexpected {type(error).__name__})")
+    else:
+        record_sent(delivery)
+    return None
+
+
+def browser_sent(delivery_id: int, error: BaseException | None) -> None:
+    delivery = AlertDelivery.objects.filter(pk=delivery_id).first()
+    if delivery is None:
+        return
+    if error is None:
+        record_sent(delivery)
+    else:
+        record_failure(delivery, f"the channel layer did not take it: {error}")
+
+
+def record_sent(delivery: AlertDelivery) -> None:
+    delivery.attempts += 1
+    delivery.state, delivery.sent_at = AlertDelivery.State.SENT, timezone.now()
+    delivery.next_attempt_at, delivery.last_error = None, ""
+    delivery.save(update_fields=["attempts", "state", "sent_at", "next_attempt_at", "last_error"])
+
+
+def record_failure(delivery: AlertDelivery, error: str) -> None:
+    delivery.attempts += 1
+    delivery.last_error = error
+    if delivery.attempts >= timing.ALERT_ATTEMPTS:
+        delivery.state, delivery.next_attempt_at = AlertDelivery.State.FAILED, None
+    else:
+        wait = timing.ALERT_RETRY_FIRST * 2 ** (delivery.attempts - 1)
+        delivery.next_attempt_at = timezone.now() + timedelta(seconds=wait)
+    delivery.save(update_fields=["attempts", "last_error", "state", "next_attempt_at"])
+
+
+def due_deliveries(home: str, limit: int = 50) -> tuple[list[int], float | None]:
+    """The pending deliveries of ``home``'s firings due now (the first ``limit`` ids), and
+    in how many seconds the next one not due yet is (``None``: none)."""
+    now = timezone.now()
+    pending = AlertDelivery.objects.filter(state=AlertDelivery.State.PENDING, firing__home=home)
+    due = list(
+        pending.filter(next_attempt_at__lte=now)
+        .order_by("next_attempt_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+    later = pending.filter(next_attempt_at__gt=now).order_by("next_attempt_at").first()
+    wait = (
+        None
+        if later is None or later.next_attempt_at is None
+        else ((later.next_attempt_at - now).total_seconds())
+    )
+    return due, wait
+
+
+def channels_of(rule: AlertRule) -> list[str]:
+    channels: list[str] = []
+    if rule.notify_browser:
+        channels.append(AlertDelivery.Channel.BROWSER)
+    if rule.webhook_url:
+        channels.append(AlertDelivery.Channel.WEBHOOK)
+    if rule.email_to:
+        channels.append(AlertDelivery.Channel.EMAIL)
+    return channels
+
+
+@transaction.atomic
+def record_firing(
+    rule: AlertRule, *, home: str, session_id: str, title: str, key: str, summary: str
+) -> AlertFiring:
+    """A firing and one delivery per way its rule tells, due now."""
+    now = timezone.now()
+    firing = AlertFiring.objects.create(  # texts from a log: storable in any database
+        rule=rule,
+        home=home,
+        session_id=printable(session_id),
+        title=printable(title),
+        key=printable(key),
+        summary=printable(summary),
+        fired_at=now,
+    )
+    AlertDelivery.objects.bulk_create(
+        AlertDelivery(firing=firing, channel=channel, next_attempt_at=now)
+        for channel in channels_of(rule)
+    )
+    return firing

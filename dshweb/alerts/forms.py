@@ -1,0 +1,151 @@
+"""The alert rule form: a condition, its parameters, a scope, a cooldown and the deliveries.
+
+Only the condition's own parameters are checked (a band rule has no cache window) and
+kept; a scope names what it needs (a project folder, or a home and a session); a rule
+tells someone at least one way. A webhook must go to a public address or a host staff
+allowed (:mod:`dshweb.alerts.webhooks`); mail to the owner's own address or a domain staff
+allowed. A person reads every error next to its field.
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import PurePosixPath
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+from django import forms
+
+from dshweb.alerts.deliveries import mail_allowed
+from dshweb.alerts.models import AlertRule
+from dshweb.alerts.webhooks import SCHEMES, TargetRefused, webhook_target
+from dshweb.config import get_config
+from dshweb.core.alerts.conditions import MAX_WINDOW, Condition, ScopeKind
+
+MAX_STEPS = 100
+MAX_COOLDOWN = 7 * 24 * 3600
+PARAMETERS = {
+    Condition.BAND: ("band",),
+    Condition.FOLD_SOON: ("steps",),
+    Condition.CACHE_LOW: ("ratio", "window"),
+}
+"""The parameters each condition reads; the others have none."""
+
+
+def new_secret() -> str:
+    return secrets.token_hex(32)
+
+
+class AlertRuleForm(forms.ModelForm[AlertRule]):
+    class Meta:
+        model = AlertRule
+        fields = (
+            "name",
+            "enabled",
+            "condition",
+            "band",
+            "steps",
+            "ratio",
+            "window",
+            "scope",
+            "folder",
+            "scope_home",
+            "scope_session",
+            "cooldown_seconds",
+            "notify_browser",
+            "webhook_url",
+            "webhook_format",
+            "email_to",
+        )
+        labels: ClassVar[dict[str, str]] = {
+            "steps": "Within N steps",
+            "ratio": "Cache-hit ratio below",
+            "window": "Over the last K steps",
+            "scope_home": "Home",
+            "scope_session": "Session id",
+            "cooldown_seconds": "Cooldown (seconds)",
+            "notify_browser": "Browser notification",
+            "email_to": "Email to",
+        }
+        help_texts: ClassVar[dict[str, str]] = {
+            "cooldown_seconds": "At most one firing per session in this long.",
+            "webhook_url": "A JSON POST for each firing, signed (X-Dshweb-Signature).",
+        }
+
+    def clean_steps(self) -> int:
+        return _within(self.cleaned_data.get("steps"), 1, MAX_STEPS, "steps")
+
+    def clean_window(self) -> int:
+        return _within(self.cleaned_data.get("window"), 1, MAX_WINDOW, "steps")
+
+    def clean_cooldown_seconds(self) -> int:
+        return _within(self.cleaned_data.get("cooldown_seconds"), 0, MAX_COOLDOWN, "seconds")
+
+    def clean_ratio(self) -> float:
+        ratio = self.cleaned_data.get("ratio")
+        if ratio is None or not 0 < ratio <= 1:
+            raise forms.ValidationError("A ratio above 0 and at most 1 (0.5 is half).")
+        return float(ratio)
+
+    def clean_webhook_url(self) -> str:
+        url = str(self.cleaned_data.get("webhook_url") or "").strip()
+        if url and urlsplit(url).scheme.lower() in SCHEMES:  # else the URL's own error
+            try:
+                webhook_target(url, get_config().webhook_allowed_hosts)
+            except TargetRefused as refused:
+                raise forms.ValidationError(f"Not a webhook dshweb posts to: {refused}.") from None
+        return url
+
+    def clean_email_to(self) -> str:
+        address = str(self.cleaned_data.get("email_to") or "").strip()
+        owner = self.instance.owner.email if self.instance.owner_id else ""
+        if address and not mail_allowed(address, owner):
+            domains = ", ".join(sorted(get_config().mail_allowed_domains)) or "none"
+            raise forms.ValidationError(
+                f"Your own address ({owner or 'none set in your account'}), or one in a domain"
+                f" staff allowed ({domains})."
+            )
+        return address
+
+    def clean_folder(self) -> str:
+        folder = str(self.cleaned_data.get("folder") or "").strip()
+        if folder and not PurePosixPath(folder).is_absolute():
+            raise forms.ValidationError("An absolute path, as DSH records it (/home/me/app).")
+        return folder
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        condition = data.get("condition")
+        if condition:
+            kept = set(PARAMETERS.get(Condition(condition), ()))
+            for name in ("band", "steps", "ratio", "window"):
+                if name not in kept and name in self.errors:
+                    # Not this condition's: the saved value stays, the error is not its.
+                    del self.errors[name]
+                    data[name] = getattr(self.instance, name)
+        scope = data.get("scope")
+        if scope == ScopeKind.FOLDER and not data.get("folder"):
+            self.add_error("folder", "Name the project folder this rule watches.")
+        if scope == ScopeKind.SESSION:
+            for name in ("scope_home", "scope_session"):
+                if not str(data.get(name) or "").strip():
+                    self.add_error(name, "Name the session this rule watches (home and id).")
+        if not (data.get("notify_browser") or data.get("webhook_url") or data.get("email_to")):
+            raise forms.ValidationError(
+                "Choose at least one way to be told: browser, webhook or email."
+            )
+        return data
+
+    def save(self, commit: bool = True) -> AlertRule:
+        rule = super().save(commit=False)
+        if not rule.webhook_secret:
+            rule.webhook_secret = new_secret()
+        if commit:
+            rule.save()
+        return rule
+
+
+def _within(value: int | None, low: int, high: int, unit: str) -> int:
+    if value is None or not low <= value <= high:
+        raise forms.ValidationError(f"From {low} to {high:,} {unit}.")
+    return value

@@ -1,0 +1,128 @@
+"""The alert rules, with their firings and deliveries (:mod:`dshweb.alerts.watcher`).
+
+The tables keep their first names (``live_…``): the models moved here without touching
+data (:mod:`dshweb.alerts.migrations`).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.validators import URLValidator
+from django.db import models
+
+from dshweb.core.alerts.conditions import ALERT_BANDS, Condition, RuleSpec, Scope, ScopeKind
+from dshweb.core.fold.gauge import Band
+
+
+class AlertRule(models.Model):
+    """One user's alert rule: a condition on sessions in a scope, and where to say it fired
+    (:mod:`dshweb.core.alerts` reads the condition; :mod:`dshweb.alerts.watcher` runs it)."""
+
+    class WebhookFormat(models.TextChoices):
+        JSON = "json", "JSON"
+        SLACK = "slack", "Slack-compatible"
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="alert_rules"
+    )
+    name = models.CharField(max_length=100)
+    enabled = models.BooleanField(default=True)
+    condition = models.CharField(max_length=20, choices=[(c.value, c.label) for c in Condition])
+    band = models.CharField(
+        max_length=10, default=Band.TIGHT.value, choices=[(b.value, b.value) for b in ALERT_BANDS]
+    )
+    steps = models.PositiveIntegerField(default=3, help_text="Fold expected within N steps.")
+    ratio = models.FloatField(default=0.5, help_text="Cache-hit ratio below X (0 to 1).")
+    window = models.PositiveIntegerField(default=10, help_text="Over the last K steps.")
+    scope = models.CharField(
+        max_length=10, default=ScopeKind.ALL.value, choices=[(k.value, k.value) for k in ScopeKind]
+    )
+    folder = models.CharField(max_length=500, blank=True, help_text="A project folder.")
+    scope_home = models.CharField(max_length=64, blank=True)
+    scope_session = models.CharField(max_length=500, blank=True)
+    cooldown_seconds = models.PositiveIntegerField(default=600)
+    notify_browser = models.BooleanField(default=True)
+    # Not a URLField: its form field warns of Django 6's https default on every form.
+    webhook_url = models.CharField(
+        max_length=500, blank=True, validators=[URLValidator(schemes=["http", "https"])]
+    )
+    webhook_format = models.CharField(
+        max_length=10, choices=WebhookFormat.choices, default=WebhookFormat.JSON
+    )
+    webhook_secret = models.CharField(
+        max_length=64, help_text="Signs each webhook body (HMAC-SHA256); shown once."
+    )
+    email_to = models.EmailField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "live_alertrule"
+        ordering = ("name", "id")
+
+    def __str__(self) -> str:
+        return self.name
+
+    def spec(self) -> RuleSpec:
+        return RuleSpec(
+            condition=Condition(self.condition),
+            band=Band(self.band),
+            steps=self.steps,
+            ratio=self.ratio,
+            window=self.window,
+            scope=Scope(ScopeKind(self.scope), self.folder, self.scope_home, self.scope_session),
+        )
+
+
+class AlertFiring(models.Model):
+    """A rule's condition came to hold (or happened) for one session: recorded once per
+    condition (:mod:`dshweb.core.alerts.firing`), with its deliveries."""
+
+    rule = models.ForeignKey(AlertRule, on_delete=models.CASCADE, related_name="firings")
+    home = models.TextField()
+    session_id = models.TextField()
+    title = models.TextField(blank=True, help_text="The session's title then.")
+    key = models.CharField(max_length=40, help_text='"on" (a level) or the event\'s seq.')
+    summary = models.TextField()
+    fired_at = models.DateTimeField()
+    cleared_at = models.DateTimeField(
+        null=True, blank=True, help_text="When a level stopped holding."
+    )
+
+    class Meta:
+        db_table = "live_alertfiring"
+        ordering = ("-fired_at", "-id")
+        indexes = (models.Index(fields=("rule", "home", "session_id", "-fired_at")),)
+
+    def __str__(self) -> str:
+        return f"{self.rule} {self.home}/{self.session_id} {self.fired_at:%Y-%m-%d %H:%M:%S}"
+
+
+class AlertDelivery(models.Model):
+    """One way a firing is told (browser, webhook, email): its attempts and last error."""
+
+    class Channel(models.TextChoices):
+        BROWSER = "browser"
+        WEBHOOK = "webhook"
+        EMAIL = "email"
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        SENT = "sent"
+        FAILED = "failed"
+
+    firing = models.ForeignKey(AlertFiring, on_delete=models.CASCADE, related_name="deliveries")
+    channel = models.CharField(max_length=10, choices=Channel.choices)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "live_alertdelivery"
+        ordering = ("id",)
+        indexes = (models.Index(fields=("state", "next_attempt_at")),)
+
+    def __str__(self) -> str:
+        return f"{self.channel} {self.state}"

@@ -1,0 +1,286 @@
+"""The alert watcher: every rule against every session that changed, and the deliveries.
+
+One watcher runs beside each hub that folds (the embedded process's, a collector's), on
+the publisher's event loop, and follows the same :class:`~dshweb.live.publisher.ChangeSource`:
+what it reads is the session's snapshot and gauge the hub just published, so a rule costs
+a few comparisons per changed session, never a read of the home. For each changed session
+in a rule's scope it takes the condition's reading (:mod:`dshweb.core.alerts.conditions`)
+and decides (:mod:`dshweb.core.alerts.firing`) whether the rule fires; a firing is written
+with one delivery per way the rule tells (:mod:`dshweb.alerts.deliveries`), which it then
+tries, and tries again with back-off while they fail. Attempts run in threads of their
+own (at most :data:`~dshweb.live.timing.DELIVERY_THREADS` at once, each within its own
+deadline), never in the round: a receiver that is slow, trickles or breaks holds up no
+evaluation and no other delivery.
+
+What each rule last fired for, per session, is taken back from the firings in the database
+when the rule is first seen, so a restart does not fire again for a band still held or a
+fold already told. Rules are read again at most every
+:data:`~dshweb.live.timing.ALERT_RULES_EVERY` seconds when any was added, changed or
+removed. While the database cannot be reached, the watcher says so once and keeps the
+sessions that changed for when it is back (their newest state is what it reads then).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import ParamSpec, TypeVar
+
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from django.db import close_old_connections
+from django.db.models import Count, Max
+from django.db.utils import IntegrityError, InterfaceError, OperationalError
+from django.utils import timezone
+
+from dshweb.alerts import deliveries
+from dshweb.alerts.models import AlertFiring, AlertRule
+from dshweb.core.alerts.conditions import Condition, RuleSpec, condition_reading
+from dshweb.core.alerts.firing import Armed, decide
+from dshweb.live import timing
+from dshweb.live.hub import ChangeSource, HomeChange, HomeView
+from dshweb.live.hubtask import HubTask, next_within
+from dshweb.live.outage import Outage
+
+log = logging.getLogger("dshweb.live")
+
+P = ParamSpec("P")
+T = TypeVar("T")
+ArmedKey = tuple[int, str]
+"""(rule id, session id): the watcher follows one home."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    row: AlertRule
+    spec: RuleSpec
+    since_ms: int
+
+
+class AlertWatcher:
+    def __init__(self, source: ChangeSource, home: str) -> None:
+        self.source = source
+        self.home = home
+        self._changes: asyncio.Queue[HomeChange | None] = asyncio.Queue()
+        """Changes of the home; None when a delivery ended (look for more due)."""
+        self._view: HomeView | None = None
+        self._changed: set[str] = set()
+        self._rules: list[_Rule] = []
+        self._rules_stamp: tuple[object, ...] | None = None
+        self._rules_read_at = -float("inf")
+        self._armed: dict[ArmedKey, Armed] = {}
+        self._outage = Outage("alert watcher", first=1.0, most=timing.OUTAGE_RETRY_MAX, log=log)
+        self.fired = 0
+        self._deliveries_at = 0.0
+        """When to look for due deliveries again (monotonic): at once after a firing or
+        when an attempt ended, else when the next retry is due; never while none is
+        pending (this watcher alone makes its home's)."""
+        self._attempting: dict[int, asyncio.Task[None]] = {}
+        self._pool = ThreadPoolExecutor(timing.DELIVERY_THREADS, "dshweb-delivery")
+
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        unsubscribe = self.source.subscribe(
+            lambda change: loop.call_soon_threadsafe(self._changes.put_nowait, change)
+        )
+        wait: float | None = 0.0
+        try:
+            while True:
+                for change in await next_within(self._changes, wait):
+                    self._take(change)
+                wait = await self._round()
+        finally:
+            unsubscribe()
+            for task in self._attempting.values():
+                task.cancel()
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _take(self, change: HomeChange | None) -> None:
+        if change is None or change.view.name != self.home:
+            return
+        self._view = change.view
+        self._changed |= change.changed
+
+    async def _round(self) -> float:
+        """Evaluate what changed and make the deliveries due; the seconds until the next
+        round is due (a delivery to try again, the rules to read again)."""
+        try:
+            changed, self._changed = self._changed, set()
+            try:
+                await _in_thread(self._evaluate, changed)
+            except BaseException:
+                self._changed |= changed
+                raise
+            wait = await self._deliver()
+        except (OperationalError, InterfaceError) as error:
+            return self._outage.failed(error)
+        except Exception:
+            log.exception("alert watcher of %s: a round failed; trying again", self.home)
+            return timing.OUTAGE_RETRY_MAX
+        self._outage.ended()
+        return min(wait, timing.ALERT_RULES_EVERY) if wait is not None else timing.ALERT_RULES_EVERY
+
+    def _evaluate(self, changed: set[str]) -> None:
+        if self._read_rules():
+            changed = set(self._view.sessions) if self._view is not None else set()
+        view = self._view
+        if view is None or not changed or not self._rules:
+            return
+        now = time.time()
+        now_ms = int(now * 1000)
+        for session_id in sorted(changed):
+            session = view.sessions.get(session_id)
+            if session is None:
+                continue
+            snapshot = session.snapshot
+            for rule in self._rules:
+                if not rule.spec.scope.covers(self.home, snapshot):
+                    continue
+                key = (rule.row.pk, session_id)
+                reading = condition_reading(rule.spec, snapshot, session.gauge, now_ms)
+                decision = decide(
+                    self._armed.get(key),
+                    reading,
+                    event=rule.spec.condition.is_event,
+                    now=now,
+                    cooldown=rule.row.cooldown_seconds,
+                    since_ms=rule.since_ms,
+                )
+                # Recorded before it is kept: a write that fails is decided again next round.
+                if decision.fire and reading.key is not None:
+                    try:
+                        deliveries.record_firing(
+                            rule.row,
+                            home=self.home,
+                            session_id=session_id,
+                            title=snapshot.title or "",
+                            key=reading.key,
+                            summary=reading.summary,
+                        )
+                    except IntegrityError:  # the rule was deleted since it was read
+                        self._rules_read_at = -float("inf")
+                        continue
+                    self.fired += 1
+                    self._deliveries_at = 0.0
+                if decision.cleared:
+                    AlertFiring.objects.filter(
+                        rule_id=rule.row.pk, home=self.home, session_id=session_id, cleared_at=None
+                    ).update(cleared_at=timezone.now())
+                self._armed[key] = decision.armed
+
+    def _read_rules(self) -> bool:
+        """Read the rules again if any changed (at most every ALERT_RULES_EVERY); whether
+        they did (every session is then looked at again, for the new rules)."""
+        if time.monotonic() - self._rules_read_at < timing.ALERT_RULES_EVERY:
+            return False
+        self._rules_read_at = time.monotonic()
+        enabled = AlertRule.objects.filter(enabled=True)
+        stamp = tuple(enabled.aggregate(Count("id"), Max("updated_at")).values())
+        if stamp == self._rules_stamp:
+            return False
+        self._rules_stamp = stamp
+        rows = list(enabled)
+        known = {rule.row.pk for rule in self._rules}
+        self._rules = [
+            _Rule(row, row.spec(), int(row.updated_at.timestamp() * 1000)) for row in rows
+        ]
+        new = [row.pk for row in rows if row.pk not in known]
+        self._armed = {k: v for k, v in self._armed.items() if k[0] in {r.pk for r in rows}}
+        self._armed.update(_armed_from_firings(new, self.home))
+        return True
+
+    async def _deliver(self) -> float | None:
+        """Try the deliveries due; the seconds until the next one is (``None``: none)."""
+        if time.monotonic() < self._deliveries_at:
+            return self._deliveries_at - time.monotonic()
+        due, wait = await _in_thread(deliveries.due_deliveries, self.home)
+        for delivery_id in due:
+            if len(self._attempting) >= timing.DELIVERY_THREADS:
+                break  # the next one to end looks again
+            if delivery_id not in self._attempting:
+                task = asyncio.create_task(self._attempt(delivery_id))
+                self._attempting[delivery_id] = task
+        if self._attempting:
+            wait = None  # the next attempt to end looks again
+        self._deliveries_at = time.monotonic() + (wait if wait is not None else float("inf"))
+        return wait
+
+    async def _attempt(self, delivery_id: int) -> None:
+        """One delivery, in the pool; whatever happens, the watcher looks again after."""
+        loop = asyncio.get_running_loop()
+        try:
+            message = await loop.run_in_executor(
+                self._pool, _dropping_broken_connections(deliveries.attempt), delivery_id
+            )
+            if message is not None:
+                layer = get_channel_layer()
+                error: BaseException | None = None
+                try:
+                    if layer is None:
+                        raise RuntimeError("no channel layer is configured")
+                    await layer.group_send(message.group, message.message)
+                except Exception as failure:
+                    error = failure
+                sent = _dropping_broken_connections(deliveries.browser_sent)
+                await loop.run_in_executor(self._pool, sent, delivery_id, error)
+        except Exception:
+            log.exception("alert watcher of %s: delivery %s", self.home, delivery_id)
+        finally:
+            del self._attempting[delivery_id]
+            self._deliveries_at = 0.0
+            self._changes.put_nowait(None)
+
+
+def _armed_from_firings(rule_ids: list[int], home: str) -> Mapping[ArmedKey, Armed]:
+    """What each rule last fired for in each session of ``home``, from its firings."""
+    armed: dict[ArmedKey, Armed] = {}
+    firings = (
+        AlertFiring.objects.filter(rule_id__in=rule_ids, home=home)
+        .select_related("rule")
+        .order_by("fired_at", "id")
+    )
+    for firing in firings:
+        held = Condition(firing.rule.condition).is_event or firing.cleared_at is None
+        armed[firing.rule_id, firing.session_id] = Armed(
+            firing.key if held else None, firing.fired_at.timestamp()
+        )
+    return armed
+
+
+def _dropping_broken_connections(function: Callable[P, T]) -> Callable[P, T]:
+    """``function``, dropping its thread's database connection when it broke."""
+
+    def run(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return function(*args, **kwargs)
+        except (OperationalError, InterfaceError):
+            close_old_connections()
+            raise
+
+    return run
+
+
+async def _in_thread(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """``function`` in a pool thread, whose broken database connection it drops."""
+    run = _dropping_broken_connections(function)
+    return await sync_to_async(run, thread_sensitive=False)(*args, **kwargs)
+
+
+watching: HubTask[AlertWatcher] = HubTask("dshweb-alerts", AlertWatcher)
+"""The watcher of the process's hub; also run by a collector for its home
+(:func:`dshweb.live.startup.beside_hub`, from the alerts app's ``ready()``)."""
+
+
+def start_alert_watcher() -> AlertWatcher | None:
+    """Start (or keep) the watcher of the process's hub on the running event loop (beside
+    its publisher); a web worker has none (its collectors watch)."""
+    return watching.start()
+
+
+async def stop_alert_watcher() -> None:
+    """Stop the watcher started on this event loop, if any (tests, shutdown)."""
+    await watching.stop()

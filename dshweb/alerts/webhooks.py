@@ -1,0 +1,150 @@
+"""Where an alert webhook may go, and the one POST an attempt makes.
+
+Any signed-in person can name a webhook, so a webhook is never a way into the network
+dshweb runs in. :func:`webhook_target` resolves the URL's host and refuses it unless every
+address it resolves to is public (not loopback, private, link-local, unique-local,
+multicast, reserved or unspecified, IPv4-mapped ones included), or the host is one staff
+allowed by name (``DSHWEB_WEBHOOK_ALLOWED_HOSTS``, hosts as written in a URL). The form
+checks it when a rule is saved and :func:`post` again at every attempt, and then connects
+to the very address it checked (a name that resolves elsewhere a second later is not
+followed). Redirects are not followed. One attempt has one deadline, however the
+receiver trickles its answer; what the rule's owner is told is the class of what went
+wrong (``HTTP 5xx``, ``timeout``, ``no HTTP answer``), never the receiver's own words.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import ipaddress
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+SCHEMES = {"http": 80, "https": 443}
+READ_AT_MOST = 1 << 16
+"""Bytes of a receiver's answer read (and dropped)."""
+
+
+class TargetRefused(Exception):
+    """The URL may not be a webhook; the message says why, to its owner."""
+
+
+class PostFailed(Exception):
+    """The attempt failed; the message is the class of what went wrong."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    scheme: str
+    host: str
+    port: int
+    path: str
+    addresses: tuple[str, ...]
+    """Every address the host resolved to, each checked."""
+
+
+def is_public(address: str) -> bool:
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address):
+        mapped = ip.ipv4_mapped or ip.sixtofour
+        if mapped is not None:
+            ip = mapped
+    return ip.is_global and not ip.is_multicast
+
+
+def webhook_target(url: str, allowed: frozenset[str]) -> Target:
+    """The checked target of ``url``, or :class:`TargetRefused` saying why not."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise TargetRefused("not a URL dshweb can post to") from None
+    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
+    if scheme not in SCHEMES or not host:
+        raise TargetRefused("a webhook is an http:// or https:// URL with a host")
+    port = port or SCHEMES[scheme]
+    try:
+        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        raise TargetRefused(f"the host {host} is not known") from None
+    addresses = tuple(dict.fromkeys(str(info[4][0]) for info in found))
+    if host not in allowed:
+        internal = [a for a in addresses if not is_public(a)]
+        if internal:
+            raise TargetRefused(
+                f"{host} is an internal address ({internal[0]}): a webhook goes to public"
+                " addresses, or to hosts staff allow (DSHWEB_WEBHOOK_ALLOWED_HOSTS)"
+            )
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    return Target(scheme, host, port, path, addresses)
+
+
+def post(target: Target, body: bytes, headers: Mapping[str, str], *, timeout: float) -> None:
+    """POST ``body`` to ``target`` within ``timeout`` seconds in all; :class:`PostFailed`
+    unless it answered 2xx."""
+    deadline = time.monotonic() + timeout
+    held: list[socket.socket] = []
+    expired = threading.Event()
+
+    def expire() -> None:  # wakes a read the receiver keeps waiting
+        expired.set()
+        for sock in held:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+
+    timer = threading.Timer(timeout, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        status = _exchange(target, body, headers, deadline, held)
+    except (OSError, http.client.HTTPException, ValueError) as error:
+        if expired.is_set() or isinstance(error, TimeoutError):
+            raise PostFailed("timeout") from error
+        raise PostFailed("no HTTP answer") from error
+    finally:
+        timer.cancel()
+        for sock in held:
+            sock.close()
+    if not 200 <= status < 300:
+        detail = ": redirects are not followed" if 300 <= status < 400 else ""
+        raise PostFailed(f"HTTP {status // 100}xx{detail}")
+
+
+def _exchange(
+    target: Target,
+    body: bytes,
+    headers: Mapping[str, str],
+    deadline: float,
+    held: list[socket.socket],
+) -> int:
+    sock = _connect(target, deadline)
+    held.append(sock)
+    if target.scheme == "https":
+        sock = ssl.create_default_context().wrap_socket(sock, server_hostname=target.host)
+        held.append(sock)
+    connection = http.client.HTTPConnection(target.host, target.port)
+    connection.sock = sock
+    connection.request("POST", target.path, body=body, headers=dict(headers))
+    answer = connection.getresponse()
+    answer.read(READ_AT_MOST)
+    return answer.status
+
+
+def _connect(target: Target, deadline: float) -> socket.socket:
+    failure: OSError = OSError("no address")
+    for address in target.addresses:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        try:
+            return socket.create_connection((address, target.port), timeout=left)
+        except OSError as error:
+            failure = error
+    raise failure

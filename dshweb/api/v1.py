@@ -1,0 +1,382 @@
+"""The read-only JSON API, ``/api/v1/``: what the pages show, for scripts and notebooks.
+
+django-ninja serves it and generates its OpenAPI document (``/api/v1/openapi.json``, a
+browsable page at ``/api/v1/docs``) from the schemas here. It reads the homes shown as
+the pages do (:mod:`dshweb.live.service`: nothing is folded for a request) and never
+changes anything. Every call needs the browser's session or a personal token
+(``Authorization: Bearer dshweb_…``, :mod:`dshweb.accounts.tokens`), with the
+permissions of the pages: any signed-in user sees every session. An answer that cannot
+be given says why in ``{"detail": …}``: 401 without a login, 404 for an unknown home or
+session, 503 while a home cannot be read or has not been read that far.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Literal
+
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
+from django.urls import URLPattern
+from ninja import NinjaAPI, Query, Schema
+from ninja.errors import HttpError
+from ninja.security import django_auth
+
+from dshweb.accounts.tokens import BearerToken
+from dshweb.collect.shown import shown_homes
+from dshweb.core.fold.gauge import Band, ContextGauge, context_percent
+from dshweb.core.fold.session import SessionSnapshot
+from dshweb.core.listing.query import ListQuery, SessionState, SortKey
+from dshweb.core.profile.effective import effective_settings
+from dshweb.core.profile.profile import profile_names
+from dshweb.live.hub import SessionView
+from dshweb.live.service import collecting
+from dshweb.sessions.display.ledger_rows import (
+    FOLD_COLUMNS,
+    REFUSED_COLUMNS,
+    TIMELINE_COLUMNS,
+    fold_rows,
+    refused_row,
+    timeline_rows,
+)
+from dshweb.sessions.step_exports import step_download
+from dshweb.sessions.views import missing_session
+
+api = NinjaAPI(
+    title="dshweb",
+    version="1",
+    description="The context of DeepSeek Harness sessions, read-only.",
+    urls_namespace="api",
+    auth=[django_auth, BearerToken()],
+    docs_url="/docs",
+)
+
+BandName = Literal["ample", "moderate", "tight", "critical", "unknown"]
+Value = int | str | None
+
+
+class Problem(Schema):
+    detail: str
+
+
+class Forecast(Schema):
+    steps: float | None
+    stepsLow: int | None
+    stepsHigh: int | None
+    minutes: float | None
+    reason: str | None
+
+
+class SessionRow(Schema):
+    home: str
+    sessionId: str
+    title: str | None
+    cwd: str | None
+    live: bool
+    band: BandName
+    usedTokens: int | None
+    windowTokens: int | None
+    percent: int | None
+    thresholdTokens: int | None
+    headroomTokens: int | None
+    lastEventTime: int | None
+    forecast: Forecast
+
+
+class SessionPage(Schema):
+    page: int
+    pages: int
+    perPage: int
+    matched: int
+    sessions: list[SessionRow]
+
+
+class SessionDetail(SessionRow):
+    """``dsh_snapshot --json``'s fields, and the band and gauge the pages show."""
+
+    path: str
+    formatVersion: int
+    createdAt: int | None
+    parentSession: str | None
+    origin: str | None
+    model: str | None
+    lastSeq: int
+    events: int
+    turns: int
+    compactions: int
+    prunes: int
+    tokenUsage: dict[str, int]
+    contextPressure: dict[str, int]
+    contextBreakdown: dict[str, int]
+    compaction: dict[str, Any]
+    told: dict[str, Any] | None
+    errors: list[str]
+
+
+class TimelinePoint(Schema):
+    seq: int
+    time: str | None
+    time_ms: int | None
+    tokens: int
+    role: str
+    fold: int | None
+    percent: int | None
+
+
+class Timeline(Schema):
+    home: str
+    sessionId: str
+    windowTokens: int | None
+    thresholdTokens: int | None
+    points: list[TimelinePoint]
+
+
+class Ledger(Schema):
+    home: str
+    sessionId: str
+    folds: list[dict[str, Value]]
+    refused: list[dict[str, Value]]
+
+
+class Bands(Schema):
+    moderateAt: float
+    tightAt: float
+    hysteresis: float
+
+
+class Engine(Schema):
+    thresholdRatio: float
+    headroomTokens: int
+    retainRatio: float
+    retainTokens: int | None
+
+
+class ProfileSettings(Schema):
+    home: str
+    profile: str
+    engine: Engine | None
+    bands: Bands
+    error: str | None
+
+
+class Profiles(Schema):
+    profiles: list[ProfileSettings]
+    elsewhere: list[str]
+    """Homes whose profiles live on their collector's machine, not read here."""
+
+
+class SessionFilter(Schema):
+    home: str = ""
+    folder: str = ""
+    live: bool | None = None
+    band: Band | None = None
+    q: str = ""
+    sort: SortKey = SortKey.ACTIVITY
+    page: int = 1
+    per_page: int = 50
+
+
+def _row(home: str, snapshot: SessionSnapshot, gauge: ContextGauge, now_ms: int) -> dict[str, Any]:
+    return {
+        "home": home,
+        "sessionId": snapshot.session_id,
+        "title": snapshot.title,
+        "cwd": snapshot.cwd,
+        "live": snapshot.live,
+        "band": gauge.band.value,
+        "usedTokens": gauge.used,
+        "windowTokens": gauge.window,
+        "percent": gauge.percent,
+        "thresholdTokens": gauge.threshold,
+        "headroomTokens": gauge.headroom,
+        "lastEventTime": snapshot.last_time,
+        "forecast": snapshot.forecast(now_ms).as_json(),
+    }
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _session(home: str, session_id: str) -> SessionView:
+    homes = shown_homes()
+    if homes.error is not None:
+        raise HttpError(503, homes.error)
+    shown = homes.home(home)
+    view = homes.session(home, session_id)
+    if shown is None or view is None:
+        status, _ = missing_session(homes, shown)
+        if status == 404:
+            raise HttpError(404, f"no session {session_id!r} in home {home!r}")
+        raise HttpError(status, "the home has not been read that far yet; ask again soon")
+    return view
+
+
+ERRORS: dict[int, type[Schema]] = {401: Problem, 404: Problem, 503: Problem}
+
+
+@api.get("/sessions", response={200: SessionPage, 401: Problem, 503: Problem})
+def sessions(request: HttpRequest, filters: Query[SessionFilter]) -> dict[str, Any]:
+    """Sessions, newest activity first (or by ``sort``), filtered and paged as the list."""
+    homes = shown_homes()
+    if homes.error is not None:
+        raise HttpError(503, homes.error)
+    state = (
+        SessionState.ALL
+        if filters.live is None
+        else SessionState.LIVE
+        if filters.live
+        else SessionState.IDLE
+    )
+    query = ListQuery(
+        q=filters.q[:200],
+        state=state,
+        band=filters.band,
+        sort=filters.sort,
+        page=min(max(1, filters.page), 10_000),
+        per_page=min(max(1, filters.per_page), 500),
+        home=filters.home,
+        folder=filters.folder,
+    )
+    page = homes.listing.page(query)
+    now = _now_ms()
+    return {
+        "page": page.page,
+        "pages": page.pages,
+        "perPage": page.query.per_page,
+        "matched": page.matched,
+        "sessions": [_row(e.home, e.snapshot, e.gauge, now) for e in page.rows],
+    }
+
+
+SESSION = "/homes/{home}/sessions/{path:session_id}"
+
+
+@api.get(SESSION + "/timeline", response={200: Timeline} | ERRORS)
+def session_timeline(request: HttpRequest, home: str, session_id: str) -> dict[str, Any]:
+    """Every point of the pressure timeline (each step, each fold's before and after, and
+    now), with its percent of the window."""
+    view = _session(home, session_id)
+    snapshot, gauge = view.snapshot, view.gauge
+    points = []
+    for row in timeline_rows(snapshot.ledger.points):
+        point = dict(zip(TIMELINE_COLUMNS, row, strict=True))
+        point["percent"] = context_percent(int(point["tokens"] or 0), gauge.window)
+        points.append(point)
+    return {
+        "home": home,
+        "sessionId": snapshot.session_id,
+        "windowTokens": gauge.window,
+        "thresholdTokens": gauge.threshold,
+        "points": points,
+    }
+
+
+class StepRowSchema(Schema):
+    step: int
+    seq: int
+    time: str | None
+    time_ms: int | None
+    pressure: int | None
+    projected: int | None
+    window: int | None
+    threshold: int | None
+    percent: int | None
+    band: BandName
+    uncached_input: int
+    output: int
+    cache_read: int
+    cache_write: int
+
+
+class Steps(Schema):
+    home: str
+    session: str
+    steps: list[StepRowSchema]
+    error: str | None
+
+
+@api.get(SESSION + "/steps", response={200: Steps} | ERRORS)
+def session_steps(request: HttpRequest, home: str, session_id: str) -> HttpResponseBase:
+    """Every step, read afresh from the log and streamed (the session page's "every
+    step" download): pressure, projected, window, point, percent, band, usage so far.
+    Only where the log is (503 on a web worker)."""
+    if not collecting():
+        raise HttpError(503, "a session's steps are read from its log, on its collector's host")
+    _session(home, session_id)  # 404 / 503 in the API's own words first
+    return step_download(request, home, session_id, "json")
+
+
+@api.get(SESSION + "/ledger", response={200: Ledger} | ERRORS)
+def session_ledger(request: HttpRequest, home: str, session_id: str) -> dict[str, Any]:
+    """Every fold, oldest first, and every ``/compact`` that folded nothing."""
+    ledger = _session(home, session_id).snapshot.ledger
+    return {
+        "home": home,
+        "sessionId": session_id,
+        "folds": [
+            dict(zip(FOLD_COLUMNS, row, strict=True))
+            for row in fold_rows(ledger.folds, first=ledger.first)
+        ],
+        "refused": [
+            dict(zip(REFUSED_COLUMNS, refused_row(command), strict=True))
+            for command in ledger.refused
+        ],
+    }
+
+
+@api.get(SESSION, response={200: SessionDetail} | ERRORS)
+def session(request: HttpRequest, home: str, session_id: str) -> dict[str, Any]:
+    """One session: the fields of ``dsh_snapshot --json``, the band and gauge the pages
+    show, the fold forecast and what the model was last told."""
+    view = _session(home, session_id)
+    now = _now_ms()
+    return view.snapshot.as_json(now) | _row(home, view.snapshot, view.gauge, now)
+
+
+@api.get("/profiles", response={200: Profiles, 401: Problem})
+def profiles(request: HttpRequest) -> dict[str, Any]:
+    """The effective compaction and band settings of each profile of the home this process
+    reads (a collected home's live on its collector's machine: named in ``elsewhere``)."""
+    homes = shown_homes()
+    found = []
+    if collecting():
+        for shown in homes.shown:
+            for name in profile_names(shown.view.home):
+                settings = effective_settings(shown.view.home, name)
+                engine = settings.engine
+                rule = settings.rule
+                found.append(
+                    {
+                        "home": shown.name,
+                        "profile": name,
+                        "engine": None
+                        if engine is None
+                        else {
+                            "thresholdRatio": engine.threshold_ratio,
+                            "headroomTokens": engine.headroom_tokens,
+                            "retainRatio": engine.retain_ratio,
+                            "retainTokens": engine.retain_tokens,
+                        },
+                        "bands": {
+                            "moderateAt": rule.moderate_at,
+                            "tightAt": rule.tight_at,
+                            "hysteresis": rule.hysteresis,
+                        },
+                        "error": settings.error,
+                    }
+                )
+    elsewhere = [] if collecting() else list(homes.names)
+    return {"profiles": found, "elsewhere": elsewhere}
+
+
+def api_urls() -> tuple[tuple[list[URLPattern], str], str]:
+    """The API's URL patterns for ``include()``: its calls answer 401 themselves (a JSON
+    body, not the sign-in page's redirect), and so does the OpenAPI document (it holds
+    no data); the browsable page is a page, behind the sign-in like every other."""
+    patterns, app_name, namespace = api.urls
+    found = [pattern for pattern in patterns if isinstance(pattern, URLPattern)]
+    for pattern in found:
+        if pattern.name != "openapi-view":
+            setattr(pattern.callback, "login_required", False)  # noqa: B010 (login_not_required)
+    return (found, app_name), namespace

@@ -1,0 +1,24 @@
+"""The Compact button: which ``dsh web`` to ask, and every request."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class CompactionConfig(AppConfig):
+    name = "dshweb.compaction"
+    label = "compaction"
+    verbose_name = "Compaction"
+
+    def ready(self) -> None:
+        from dshweb.collect.commands import register_command
+        from dshweb.compaction.service import (
+            RUN_COMMAND,
+            close_abandoned_requests,
+            run_commanded_compaction,
+            waiting_compactions,
+        )
+        from dshweb.live.startup import on_first_call
+
+        register_command(RUN_COMMAND, run_commanded_compaction, waiting_compactions)
+        on_first_call(close_abandoned_requests)

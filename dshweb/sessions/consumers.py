@@ -1,0 +1,266 @@
+"""WebSocket consumers: thin glue between a page and its Channels group.
+
+On connect a consumer checks the login, joins its group and sends the current state of
+its page, read from the homes shown (:mod:`dshweb.live.service`; nothing is folded for
+it). After that it renders what the publisher (:mod:`dshweb.live.publisher`) says has
+changed, off the event loop, and sends it. Announcements that arrive while a render runs
+are merged into one render of the newest state, done next (a socket never works through a
+backlog of states its page has already passed). Sockets only carry state to the browser:
+nothing is changed through them. Every socket also joins its user's alerts group and
+passes each of their alerts on as a notice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from functools import cached_property
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from channels.consumer import get_handler_name
+from channels.generic.websocket import AsyncWebsocketConsumer, WebsocketConsumer
+from django.db import close_old_connections
+from django.db.utils import InterfaceError, OperationalError
+from django.http import QueryDict
+
+from dshweb.alerts.deliveries import alerts_group
+from dshweb.collect.shown import shown_homes, shown_session
+from dshweb.compaction import service as compact
+from dshweb.core.listing.pages import ListPage
+from dshweb.core.listing.query import ListQuery, list_query
+from dshweb.live.groups import SESSIONS_GROUP, session_group, subscriptions
+from dshweb.live.outage import database_unreachable, layer_unreachable, store_name
+from dshweb.live.publisher import start_publisher
+from dshweb.live.unavailable import STORE_UNAVAILABLE_CLOSE, say_unavailable
+from dshweb.sessions import fragments
+
+log = logging.getLogger("dshweb.dashboard")
+
+UNAUTHORIZED = 4401
+NOT_FOUND = 4404
+
+
+class _PageConsumer(AsyncWebsocketConsumer):
+    group: str
+    alerts: str
+    """The user's alerts group: every page with a socket shows their alerts."""
+    _drainer: asyncio.Task[None] | None = None
+
+    @cached_property
+    def _waiting(self) -> dict[str, Any]:
+        """Renders asked for and not started: the render's name → its merged argument."""
+        return {}
+
+    async def connect(self) -> None:
+        start_publisher()
+        user = self.scope.get("user")
+        if user is None or not user.is_authenticated:
+            # Accept, then close with a code the page understands as "signed out" (a
+            # refused handshake looks like a network error, retried for ever).
+            await self.accept()
+            await self.close(code=UNAUTHORIZED)
+            return
+        self.group = self.group_name()
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        subscriptions.add(self.group)
+        self.alerts = alerts_group(user.pk)
+        await self.channel_layer.group_add(self.alerts, self.channel_name)
+        await self.accept()
+        await self._send_rendered(self.current_html)
+
+    async def dispatch(self, message: dict[str, Any]) -> None:
+        """Each message to its handler, without Channels' ``aclose_old_connections()``
+        first: that hops to the main thread to look at its database connection, which
+        no handler here uses (rendering reads the database in pool threads, and drops a
+        broken connection itself): on a web worker it was a fifth of a socket push."""
+        handler = getattr(self, get_handler_name(message), None)
+        if handler is None:
+            raise ValueError(f"No handler for message type {message['type']}")
+        await handler(message)
+
+    def _render_soon(self, name: str, value: Any, merge: Callable[[Any, Any], Any]) -> None:
+        """Render ``name`` (a method of this consumer, called with ``value``) and send it,
+        after the render running now; while it waits, a second ask is merged into the
+        first (``merge(waiting, new)``)."""
+        waiting = self._waiting
+        waiting[name] = merge(waiting[name], value) if name in waiting else value
+        if self._drainer is None:
+            self._drainer = asyncio.create_task(self._drain())
+
+    async def _drain(self) -> None:
+        try:
+            while self._waiting:
+                name, value = next(iter(self._waiting.items()))
+                del self._waiting[name]
+                await self._send_rendered(getattr(self, name), value)
+        except Exception:
+            log.exception("socket %s: an update could not be sent", self.scope.get("path", ""))
+        finally:
+            self._drainer = None
+
+    async def disconnect(self, code: int) -> None:
+        if self._drainer is not None:
+            self._drainer.cancel()
+        if hasattr(self, "group"):
+            subscriptions.remove(self.group)
+            try:
+                await self.channel_layer.group_discard(self.group, self.channel_name)
+                await self.channel_layer.group_discard(self.alerts, self.channel_name)
+            except Exception as error:
+                if not layer_unreachable(error):
+                    raise
+                # Gone with the layer's Redis, or dropped by it after its expiry.
+
+    async def _send_rendered(self, render: Any, *args: Any) -> None:
+        """Send what ``render`` returns (HTML, or a list of messages), rendered off the
+        event loop."""
+        try:
+            rendered = await sync_to_async(_rendered, thread_sensitive=False)(render, *args)
+        except (OperationalError, InterfaceError) as error:
+            if not database_unreachable(error):
+                raise
+            say_unavailable(f"socket {self.scope.get('path', '')}", store_name(), error)
+            # Closed, so the page reconnects later and is sent its state again.
+            await self.close(code=STORE_UNAVAILABLE_CLOSE)
+            return
+        for html in [rendered] if isinstance(rendered, str) else rendered:
+            if html:
+                await self.send(text_data=html)
+
+    async def alert_fired(self, event: dict[str, Any]) -> None:
+        """One of this user's alert rules fired (:mod:`dshweb.alerts.deliveries`): a notice on
+        the page, which the page's script also shows as a system notification."""
+        await self._send_rendered(fragments.alert_toast_html, event)
+
+    def group_name(self) -> str:
+        raise NotImplementedError
+
+    def current_html(self) -> str | list[str]:
+        raise NotImplementedError
+
+
+def _rendered(render: Any, *args: Any) -> Any:
+    try:
+        return render(*args)
+    except (OperationalError, InterfaceError):
+        # A pool thread's connection is never closed by a request's end: drop a broken one
+        # here, or the next render on this thread fails on it after the database is back.
+        close_old_connections()
+        raise
+
+
+class SessionsConsumer(_PageConsumer):
+    """The sessions list: the page its query asks for (``/ws/sessions/?q=…&page=…``, the
+    list view's parameters), then what changed on that page.
+
+    After each change it works the page out again from the hub's view: while the page's
+    layout (its rows, their order and depth, the page count) is the same it sends only
+    the rows that changed, and the counts if they moved; otherwise the whole page. A
+    message never holds more than a page of rows.
+    """
+
+    shown: ListPage | None = None
+
+    def group_name(self) -> str:
+        return SESSIONS_GROUP
+
+    @cached_property
+    def query(self) -> ListQuery:
+        raw = self.scope.get("query_string", b"")
+        return list_query(QueryDict(raw.decode("utf-8", "replace")))
+
+    def current_html(self) -> list[str]:
+        self.shown = shown_homes().listing.page(self.query)
+        return fragments.list_page_messages(self.shown)
+
+    async def sessions_changed(self, event: dict[str, Any]) -> None:
+        keys = {(str(home), str(session_id)) for home, session_id in event["ids"]}
+        self._render_soon("changed_html", (keys, event.get("versions") or {}), _merged_changes)
+
+    def changed_html(self, change: tuple[set[tuple[str, str]], dict[str, int]]) -> list[str]:
+        """The page's rows among the ``change``'s sessions (their keys, and the versions of
+        the homes that show them), or the whole page when its layout moved."""
+        wanted, fresh = change
+        page = shown_homes(fresh=fresh or None).listing.page(self.query)
+        before, self.shown = self.shown, page
+        if before is None or page.layout != before.layout:
+            return fragments.list_page_messages(page)
+        rows = [entry for entry in page.rows if entry.key in wanted]
+        moved = page.counts != before.counts or page.matched != before.matched
+        return fragments.list_update_messages(rows, page, moved)
+
+
+class SessionConsumer(_PageConsumer):
+    """One session's page (a session of one home): its fragments now, then each update."""
+
+    async def connect(self) -> None:
+        compact.announce_on(asyncio.get_running_loop())
+        await super().connect()
+
+    def group_name(self) -> str:
+        return session_group(self.home, self.session_id)
+
+    @property
+    def home(self) -> str:
+        return str(self.scope["url_route"]["kwargs"]["home"])
+
+    @property
+    def session_id(self) -> str:
+        return str(self.scope["url_route"]["kwargs"]["session_id"])
+
+    shown_parts: tuple[str, ...] = ()
+    """The parts the page holds: what this socket sent last, part by part."""
+
+    def current_html(self, version: int | None = None) -> str:
+        """The parts that differ from what the page holds (all of them, the first time):
+        a session's update is mostly its ring and figures, not its ledger and nodes."""
+        view = shown_session(self.home, self.session_id, version)
+        if view is None:
+            self.shown_parts = ()
+            return fragments.session_gone_html()
+        parts = fragments.session_view_parts(self.home, view)
+        before, self.shown_parts = self.shown_parts, parts
+        if len(before) != len(parts):
+            return "".join(parts)
+        return "".join(part for part, held in zip(parts, before, strict=True) if part != held)
+
+    async def session_changed(self, event: dict[str, Any]) -> None:
+        self._render_soon("current_html", event.get("version"), _newer)
+
+    async def compact_changed(self, event: dict[str, Any]) -> None:
+        compact.forget_records(self.home, self.session_id)  # it may come from another process
+        self._render_soon("compact_html", None, _newer)
+
+    def compact_html(self, _: None = None) -> str:
+        view = shown_homes().session(self.home, self.session_id)
+        return fragments.compact_status_html(self.home, view.snapshot) if view is not None else ""
+
+
+def _merged_changes(
+    waiting: tuple[set[tuple[str, str]], dict[str, int]],
+    new: tuple[set[tuple[str, str]], dict[str, int]],
+) -> tuple[set[tuple[str, str]], dict[str, int]]:
+    """Two list announcements as one: every session either names, each home's newest
+    version."""
+    versions = dict(waiting[1])
+    for home, version in new[1].items():
+        versions[home] = max(version, versions.get(home, version))
+    return waiting[0] | new[0], versions
+
+
+def _newer(waiting: int | None, new: int | None) -> int | None:
+    """Two session announcements as one: the newer version (None: read what is there)."""
+    if waiting is None or new is None:
+        return None
+    return max(waiting, new)
+
+
+class UnknownPathConsumer(WebsocketConsumer):
+    """Any other socket path: accepted, then closed with "not found" (a refused handshake
+    would be retried as a network error, and no route at all is a traceback)."""
+
+    def connect(self) -> None:
+        self.accept()
+        self.close(code=NOT_FOUND)

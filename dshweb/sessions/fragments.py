@@ -1,0 +1,308 @@
+"""The HTML fragments a page is made of, rendered the same way for a first page load
+and for every live update over the socket (each fragment's top element has a stable id).
+
+A socket message stays under :data:`MESSAGE_MAX` bytes whatever the home's size: the
+sessions list sends one page of rows at most, and a page too big for one message goes
+as its frame (counts, pager, no rows) followed by its rows a few at a time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from django.template import Context
+from django.template.loader import get_template, render_to_string
+from django.urls import reverse
+from django.utils.safestring import mark_safe
+
+from dshweb.compaction.service import latest_record
+from dshweb.core.fold.forecast import Forecast
+from dshweb.core.fold.gauge import ContextGauge
+from dshweb.core.fold.session import SessionSnapshot
+from dshweb.core.fold.told import told_gap
+from dshweb.core.listing.pages import ListPage
+from dshweb.core.listing.query import ListQuery
+from dshweb.core.listing.tree import SessionEntry
+from dshweb.live.hub import SessionView
+from dshweb.sessions.display.compact_status import CompactView, compact_view
+from dshweb.sessions.display.figures import cache_hit_ratio
+from dshweb.sessions.display.ledger_pages import LEDGER_PAGE_SIZE, NumberedFold
+from dshweb.sessions.display.ring import breakdown_parts, ring_arcs
+
+ROW_TEMPLATE = "dashboard/_session_row.html"
+LIST_PAGE_TEMPLATE = "dashboard/_session_page.html"
+LIST_COUNTS_TEMPLATE = "dashboard/_session_counts.html"
+COMPACT_TEMPLATE = "dashboard/_compact_status.html"
+
+
+def _render(name: str, context: dict[str, Any]) -> str:
+    """Template ``name`` with ``context``, not localized: every figure is formatted by our
+    own filters, and Django's localization of each value (a language lookup per value)
+    was a fifth of a session's render."""
+    template = get_template(name).template  # type: ignore[attr-defined]
+    return str(template.render(Context(context, use_l10n=False)))
+
+
+def session_context(
+    home: str, snapshot: SessionSnapshot, gauge: ContextGauge, forecast: Forecast | None = None
+) -> dict[str, Any]:
+    if forecast is None:
+        forecast = session_forecast(snapshot)
+    return {
+        "home_name": home,
+        "session": snapshot,
+        "gauge": gauge,
+        "forecast": forecast,
+        "ring": ring_arcs(gauge, snapshot.context_breakdown, forecast),
+        "breakdown": breakdown_parts(snapshot.context_breakdown),
+        "cache_hit": cache_hit_ratio(snapshot.token_usage),
+        "compact": compact_status(home, snapshot),
+        "told_gap": told_gap(snapshot.told, gauge.band, snapshot.threshold),
+    }
+
+
+def session_forecast(snapshot: SessionSnapshot) -> Forecast:
+    """The session's fold forecast as of now (an idle one has none)."""
+    return snapshot.forecast(now_ms=int(time.time() * 1000))
+
+
+def compact_status(home: str, snapshot: SessionSnapshot) -> CompactView:
+    """The Compact button's status for this session: its latest request and the log."""
+    return compact_view(latest_record(home, snapshot.session_id), snapshot.ledger)
+
+
+def compact_status_html(home: str, snapshot: SessionSnapshot) -> str:
+    return render_to_string(COMPACT_TEMPLATE, {"compact": compact_status(home, snapshot)})
+
+
+_rendered_lock = threading.Lock()
+_rows: OrderedDict[tuple[str, str, int, bool, bool], tuple[SessionSnapshot, int, str]] = (
+    OrderedDict()
+)
+ROWS_KEPT = 2048
+"""List rows kept rendered: a page pushed again renders only the rows that changed. One
+per session and place (the newest rendering: an older snapshot is not kept alive)."""
+
+
+def row_html(entry: SessionEntry, many: bool) -> str:
+    """One list row, rendered once per snapshot, place in the tree, whether the list
+    names each row's home (``many`` homes) and minute (its "… ago" moves on by the
+    minute)."""
+    shot = entry.snapshot
+    key = (entry.home, shot.session_id, entry.depth, entry.orphan, many)
+    minute = int(time.time() // 60)
+    with _rendered_lock:
+        kept = _rows.get(key)
+        # the snapshot itself (never a reused id) in the same minute
+        if kept is not None and kept[0] is shot and kept[1] == minute:
+            _rows.move_to_end(key)
+            return kept[2]
+    html = _render(ROW_TEMPLATE, {"entry": entry, "many_homes": many})
+    with _rendered_lock:
+        _rows[key] = (shot, minute, html)
+        while len(_rows) > ROWS_KEPT:
+            _rows.popitem(last=False)
+    return html
+
+
+LEDGER_ROW_TEMPLATE = "dashboard/_ledger_row.html"
+_ledger_rows: OrderedDict[NumberedFold, str] = OrderedDict()
+RENDERED_KEPT = 64
+"""Sessions whose live parts are kept rendered: a page view or a socket of a session
+renders them once per version, whoever asks."""
+LEDGER_ROWS_KEPT = LEDGER_PAGE_SIZE * RENDERED_KEPT
+"""Ledger rows kept rendered: a fold's row is the same until the fold changes, and a
+session's ledger card is rendered again at every fold of it. Enough for the newest page
+of each session whose live parts are kept."""
+
+
+def ledger_row_html(row: NumberedFold) -> str:
+    """One fold's row of a ledger table, rendered once per fold state (and number)."""
+    with _rendered_lock:
+        html = _ledger_rows.get(row)
+        if html is not None:
+            _ledger_rows.move_to_end(row)
+            return html
+    html = _render(LEDGER_ROW_TEMPLATE, {"row": row, "fold": row.fold})
+    with _rendered_lock:
+        _ledger_rows[row] = html
+        while len(_ledger_rows) > LEDGER_ROWS_KEPT:
+            _ledger_rows.popitem(last=False)
+    return html
+
+
+def rows_html(entries: list[SessionEntry], many: bool) -> str:
+    """One list row per entry (a new row's id is not on the page yet: the page adds it)."""
+    return "".join(row_html(entry, many) for entry in entries)
+
+
+MESSAGE_MAX = 200 * 1024
+"""Bytes of HTML in one socket message, at most (Daphne refuses past 1 MiB; we promise
+256 KB): a list page of 100 rows is about half of it."""
+ROWS_ID = "session-rows"
+
+
+def list_url(query: ListQuery) -> str:
+    """The sessions list's address for ``query`` (only what differs from the defaults)."""
+    params = query.query_string()
+    return reverse("dashboard:session-list") + (f"?{params}" if params else "")
+
+
+def list_socket_url(query: ListQuery) -> str:
+    """The list socket's path for ``query``: the socket pushes only that page."""
+    params = query.query_string()
+    return "/ws/sessions/" + (f"?{params}" if params else "")
+
+
+def list_context(page: ListPage) -> dict[str, Any]:
+    many = many_homes(page)
+    rows = mark_safe(rows_html(list(page.rows), many))  # rendered by our row template
+    return {
+        "page": page,
+        "query": page.query,
+        "rows": page.rows,
+        "rows_html": rows,
+        "many_homes": many,
+    }
+
+
+def many_homes(page: ListPage) -> bool:
+    """Whether the list shows sessions of more than one home (each row names its home)."""
+    return len(page.counts.homes) > 1
+
+
+def list_page_messages(page: ListPage) -> list[str]:
+    """The whole page for the socket: counts, rows, notes and pager, each by its id."""
+    context = list_context(page)
+    html = render_to_string(LIST_PAGE_TEMPLATE, context)
+    if _size(html) <= MESSAGE_MAX:
+        return [html]
+    frame = render_to_string(LIST_PAGE_TEMPLATE, {**context, "rows": (), "rows_html": ""})
+    rows = [row_html(entry, context["many_homes"]) for entry in page.rows]
+    return [frame, *_packed(rows, f'<ol id="{ROWS_ID}" hx-swap-oob="beforeend">', "</ol>")]
+
+
+def list_update_messages(rows: list[SessionEntry], page: ListPage, counts: bool) -> list[str]:
+    """Rows of ``page``, whose layout is unchanged, each replacing its own row by id, and
+    the page's counts when they changed (``counts``)."""
+    many = many_homes(page)
+    parts = [row_html(entry, many) for entry in rows]
+    if counts:
+        parts.append(render_to_string(LIST_COUNTS_TEMPLATE, list_context(page)))
+    return _packed(parts)
+
+
+def _packed(parts: Sequence[str], head: str = "", tail: str = "") -> list[str]:
+    """``parts`` joined into as few messages as keep under :data:`MESSAGE_MAX`, each
+    wrapped in ``head`` … ``tail``."""
+    messages: list[str] = []
+    bundle: list[str] = []
+    size = budget = MESSAGE_MAX - _size(head) - _size(tail)
+    for part in parts:
+        length = _size(part)
+        if bundle and length > size:
+            messages.append(head + "".join(bundle) + tail)
+            bundle, size = [], budget
+        bundle.append(part)
+        size -= length
+    if bundle:
+        messages.append(head + "".join(bundle) + tail)
+    return messages
+
+
+def _size(html: str) -> int:
+    return len(html.encode("utf-8", "surrogatepass"))
+
+
+LIVE_PARTS: tuple[tuple[str, Callable[[SessionSnapshot], object] | None], ...] = (
+    ("dashboard/_session_header.html", None),
+    ("dashboard/_context_ring.html", None),
+    ("dashboard/_context_pressure.html", None),
+    ("dashboard/_breakdown.html", None),
+    ("dashboard/_token_usage.html", None),
+    ("dashboard/_compaction_point.html", None),
+    ("dashboard/_told.html", None),
+    ("dashboard/_timeline.html", None),
+    ("dashboard/_ledger.html", lambda shot: (shot.ledger.folds, shot.ledger.refused)),
+    ("dashboard/_largest_nodes.html", lambda shot: shot.largest_nodes),
+    ("dashboard/_session_errors.html", None),
+)
+"""The session page's live parts, in page order, each with what it shows when that is a
+small part of the snapshot (the ledger, the largest nodes: they move far less often than
+the session grows); such a part is rendered again only when that changed."""
+
+_rendered: OrderedDict[tuple[str, str, int, Forecast], tuple[str, ...]] = OrderedDict()
+_steady: OrderedDict[tuple[str, str, str], tuple[object, str]] = OrderedDict()
+
+
+def live_parts(home: str, view: SessionView) -> tuple[str, ...]:
+    """The session page's live parts (:data:`LIVE_PARTS`) for a session of ``home``, each
+    on its own, rendered once per version."""
+    shot = view.snapshot
+    forecast = session_forecast(shot)  # moves with the clock too: idle after a while
+    key = (home, shot.session_id, view.version, forecast)
+    with _rendered_lock:
+        parts = _rendered.get(key)
+        if parts is not None:
+            _rendered.move_to_end(key)
+            return parts
+    context = session_context(home, shot, view.gauge, forecast)
+    parts = tuple(_part_html(home, shot, name, shows, context) for name, shows in LIVE_PARTS)
+    with _rendered_lock:
+        _rendered[key] = parts
+        while len(_rendered) > RENDERED_KEPT:
+            _rendered.popitem(last=False)
+    return parts
+
+
+def live_parts_html(home: str, view: SessionView) -> str:
+    """The live parts as one piece of HTML (a page load)."""
+    return "".join(live_parts(home, view))
+
+
+def _part_html(
+    home: str,
+    shot: SessionSnapshot,
+    name: str,
+    shows: Callable[[SessionSnapshot], object] | None,
+    context: dict[str, Any],
+) -> str:
+    if shows is None:
+        return _render(name, context)
+    key, value = (home, shot.session_id, name), shows(shot)
+    with _rendered_lock:
+        kept = _steady.get(key)
+        if kept is not None and kept[0] == value:
+            _steady.move_to_end(key)
+            return kept[1]
+    html = _render(name, context)
+    with _rendered_lock:
+        _steady[key] = (value, html)
+        while len(_steady) > RENDERED_KEPT * 2:
+            _steady.popitem(last=False)
+    return html
+
+
+def session_view_parts(home: str, view: SessionView) -> tuple[str, ...]:
+    """What a session's socket sends, part by part: its live parts, and the Compact
+    status (which sits in a card of the page that is not pushed, beside the per-user
+    button). Each part replaces its element by id, so a socket sends only those that
+    changed since its last message."""
+    return (*live_parts(home, view), compact_status_html(home, view.snapshot))
+
+
+def session_gone_html() -> str:
+    return (
+        '<div id="live-status" data-state="gone" class="live-status">'
+        "This session's log is gone from the DSH home.</div>"
+    )
+
+
+def alert_toast_html(event: dict[str, Any]) -> str:
+    """An alert's notice (the ``alert.fired`` message of :mod:`dshweb.alerts.deliveries`),
+    put first in the page's ``#alert-toasts``."""
+    return _render("dashboard/_alert_toast.html", {"headline": event["headline"]} | event["alert"])

@@ -1,0 +1,185 @@
+"""Server-rendered pages: the sessions list and one page per session.
+
+Views only translate: they read the homes shown (:func:`~dshweb.collect.shown.shown_homes`:
+a request never folds), and the pure :mod:`dshweb.sessions.display` lays out what is
+shown. A session's address holds its home's name and its id
+(``/homes/<home>/sessions/<id>/``). Each page is a base
+layout around partials with stable ids, so htmx and the live socket can replace one
+fragment at a time; the list's form and pager get the list section alone. The list is
+filtered, sorted and paged here (``?q=…&state=…&band=…&sort=…&page=…``,
+:mod:`dshweb.core.listing.query`): a page holds only its rows, whatever the home's size.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from http import HTTPStatus
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.cache import patch_vary_headers
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_POST, require_safe
+from django_htmx.http import push_url
+from django_htmx.middleware import HtmxDetails
+
+from dshweb.collect.shown import shown_homes
+from dshweb.compaction import service as compact
+from dshweb.core.fold.progress import FoldProgress
+from dshweb.core.listing.query import list_query
+from dshweb.live.homes import Homes, ShownHome
+from dshweb.live.hub import SessionView
+from dshweb.sessions import fragments
+from dshweb.sessions.fragments import live_parts_html, session_context
+
+HOME_UNAVAILABLE = 503
+NOT_ON_A_WORKER = 503
+
+
+class HtmxHttpRequest(HttpRequest):
+    htmx: HtmxDetails
+
+
+def worker_refusal(request: HttpRequest, what: str) -> HttpResponse:
+    """What a web worker (``DSHWEB_COLLECT=off``) answers to an action that needs the DSH
+    home: not built there yet (it will travel to the home's collector)."""
+    return render(request, "dashboard/worker_refusal.html", {"what": what}, status=NOT_ON_A_WORKER)
+
+
+def _home_error(request: HttpRequest, homes: Homes) -> HttpResponse:
+    home = homes.shown[0].view.home if homes.shown else None
+    return render(
+        request,
+        "dashboard/home_error.html",
+        {"home": home, "error": homes.error},
+        status=HOME_UNAVAILABLE,
+    )
+
+
+def session_url(home: str, session_id: str) -> str:
+    """A session's page (its home's name is part of its address)."""
+    return reverse("dashboard:session-detail", args=[home, session_id])
+
+
+@require_safe
+def session_list(request: HtmxHttpRequest) -> HttpResponse:
+    homes = shown_homes()
+    if homes.error is not None:
+        return _home_error(request, homes)
+    page = homes.listing.page(list_query(request.GET))
+    context = {"progress": homes.progress, **fragments.list_context(page)}
+    if request.htmx and not request.htmx.history_restore_request:
+        # The filter form, sort and pager ask for the list section alone; the address
+        # shows the query as the server read it (defaults left out, page clamped).
+        response = render(request, "dashboard/_session_table.html", context)
+        push_url(response, fragments.list_url(page.query))
+    else:
+        response = render(request, "dashboard/session_list.html", context)
+    patch_vary_headers(response, ("HX-Request",))
+    return response
+
+
+def missing_session(homes: Homes, shown: ShownHome | None) -> tuple[int, FoldProgress]:
+    """Why a session is not shown: 404 once its home has been read through, else 503 (it
+    may yet appear); and how far the read has got."""
+    progress = shown.view.progress if shown is not None else homes.progress
+    return (404 if progress.done else HOME_UNAVAILABLE), progress
+
+
+def shown_session(
+    request: HttpRequest, home: str, session_id: str
+) -> tuple[ShownHome, SessionView, FoldProgress] | HttpResponse:
+    """Session ``session_id`` of home ``home`` now (with its home, and how far the first
+    read of the homes has got), or the page saying why there is none: 503 while a home
+    cannot be read or has not been read that far yet, else 404."""
+    homes = shown_homes()
+    if homes.error is not None:
+        return _home_error(request, homes)
+    shown = homes.home(home)
+    view = homes.session(home, session_id)
+    if shown is None or view is None:  # or not read yet: the page says which, and reloads
+        status, progress = missing_session(homes, shown)
+        return render(
+            request,
+            "dashboard/session_missing.html",
+            {
+                "session_id": session_id,
+                "home_name": home,
+                "home": shown.view.home if shown is not None else None,
+                "progress": progress,
+            },
+            status=status,
+        )
+    return shown, view, homes.progress
+
+
+@require_safe
+def session_detail(request: HtmxHttpRequest, home: str, session_id: str) -> HttpResponse:
+    found = shown_session(request, home, session_id)
+    if isinstance(found, HttpResponse):
+        return found
+    shown, view, progress = found
+    compact.forget_records(home, session_id)  # its Compact status as the database has it now
+    context = session_context(home, view.snapshot, view.gauge)
+    context["live_parts"] = mark_safe(live_parts_html(home, view))  # rendered by our templates
+    context["progress"] = progress
+    context["shown_home"] = shown
+    return render(request, "dashboard/session_detail.html", context)
+
+
+@require_safe
+def session_in_any_home(request: HtmxHttpRequest, session_id: str) -> HttpResponse:
+    """A session's address without its home (dshweb's older links): its page in the one
+    home that has it, else a page saying which homes do (or that none does)."""
+    homes = shown_homes(wait=0)
+    holding = homes.holding(session_id)
+    if len(holding) == 1:
+        return HttpResponseRedirect(session_url(holding[0], session_id))
+    return render(
+        request,
+        "dashboard/session_missing.html",
+        {"session_id": session_id, "holding": holding, "progress": homes.progress},
+        status=404 if homes.progress.done or holding else HOME_UNAVAILABLE,
+    )
+
+
+@require_safe
+def fold_progress(request: HtmxHttpRequest) -> HttpResponse:
+    """How far the first read of the homes has got (polled by the progress bar); when it
+    is done, an htmx poll reloads the page, now complete."""
+    progress = shown_homes(wait=0).progress
+    response = render(request, "dashboard/_fold_progress.html", {"progress": progress})
+    if progress.done and request.htmx:
+        response["HX-Refresh"] = "true"
+    return response
+
+
+@require_POST
+def session_compact(request: HtmxHttpRequest, home: str, session_id: str) -> HttpResponse:
+    """Ask ``dsh web`` to fold this session now (a POST with CSRF, ``compact`` only); for
+    a collected home (a web worker), ask the home's collector to.
+
+    The button's form swaps nothing: the status line reaches every open page of the
+    session over its socket, and is on the page when it is loaded again. A press while a
+    request is in flight changes nothing, and the line already says one is.
+    """
+    if not request.user.has_perm("compaction.compact"):
+        raise PermissionDenied("Your account may not compact sessions.")
+    shown = shown_homes().home(home)
+    view = shown.view.sessions.get(session_id) if shown is not None else None
+    if shown is None or view is None:
+        raise Http404(f"no session {session_id!r} in home {home!r}")
+    snapshot = view.snapshot
+    seq, projected = snapshot.last_seq, snapshot.context_pressure.get("projectedTokens")
+    request_one = (
+        compact.request_collected_compaction if shown.collected else compact.request_compaction
+    )
+    with contextlib.suppress(compact.AlreadyRunning):
+        request_one(
+            home=home, session_id=session_id, user=request.user, seq=seq, projected=projected
+        )
+    if request.htmx:
+        return HttpResponse(status=HTTPStatus.NO_CONTENT)
+    return HttpResponseRedirect(session_url(home, session_id))
