@@ -1,4 +1,4 @@
-"""Run inside ``manage.py shell`` (tests/test_migrations.py): make a database with the
+"""Run inside ``manage.py shell`` (tests/site/test_migrations.py): make a database with the
 migrations dshweb had before its models moved to the feature apps, put rows in every
 table, migrate to today's layout, and print what today's models read back (JSON)."""
 

@@ -523,7 +523,7 @@ class DshWebClient:
 
         The session must be idle and not owned by another process. On ``timeout`` the
         client stops waiting and ``dsh web`` abandons the compaction (it aborts a command
-        whose caller has gone, as tests/test_dsh_web_client.py shows on the real one).
+        whose caller has gone, as tests/dsh_web/test_client.py shows on the real one).
         """
         started = time.monotonic()
         args = {"agentId": session_id, "line": "/compact", "submittedAttachments": []}

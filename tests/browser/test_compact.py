@@ -29,8 +29,7 @@ from dshweb.sessions.display.figures import format_page_tokens
 from tests.browser.conftest import SameDocument
 from tests.browser.homes import PROFILE
 from tests.browser.server import DshwebServer, serving
-from tests.fixtures.fakemodel import ModelRequest, Reply
-from tests.test_dsh_web_client import (
+from tests.dsh_web.test_client import (
     Setup,
     SlowTurns,
     create,
@@ -38,6 +37,7 @@ from tests.test_dsh_web_client import (
     prompt,
     turns_at_least,
 )
+from tests.fixtures.fakemodel import ModelRequest, Reply
 
 pytestmark = [pytest.mark.browser, pytest.mark.dsh]
 

@@ -33,9 +33,7 @@ from dshweb.core.log.home import session_logs
 from tests.browser.conftest import SameDocument
 from tests.browser.server import DshwebServer, ServerError, sign_in, spawn, terminate
 from tests.conftest import FIXTURE_HOMES, REPO
-from tests.fixtures.dshrun import wait_for_log
-from tests.stores import shared_stores
-from tests.test_dsh_web_client import (
+from tests.dsh_web.test_client import (
     Setup,
     SlowTurns,
     create,
@@ -43,6 +41,8 @@ from tests.test_dsh_web_client import (
     prompt,
     turns_at_least,
 )
+from tests.fixtures.dshrun import wait_for_log
+from tests.stores import shared_stores
 from tests.visitor import Visitor
 
 pytestmark = [pytest.mark.browser, pytest.mark.dsh, pytest.mark.services]

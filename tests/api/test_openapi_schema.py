@@ -71,7 +71,7 @@ def test_every_answer_matches_the_document(server: DshwebServer, token: str) -> 
         )
         def check(case: Any) -> None:
             # ignored_auth sends made-up credentials beside the token given here and
-            # takes the 200 for auth not enforced; tests/test_api.py checks the 401s.
+            # takes the 200 for auth not enforced; tests/api/test_v1.py checks the 401s.
             case.call_and_validate(headers=headers, timeout=30, excluded_checks=[ignored_auth])
             checked.append(case.operation.label)
 

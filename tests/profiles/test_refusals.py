@@ -13,10 +13,10 @@ import pytest
 from django.test import Client
 
 from dshweb.profiles.models import PatchRevision
-from tests.test_settings_views import HAND_WRITTEN, _form_data, home, staff
+from tests.profiles.test_views import HAND_WRITTEN, _form_data, home, staff
 
 pytestmark = pytest.mark.django_db
-__all__ = ["home", "staff"]  # the fixtures of tests/test_settings_views.py
+__all__ = ["home", "staff"]  # the fixtures of tests/profiles/test_views.py
 
 URL = "/settings/sdk/context-truth/"
 

@@ -11,7 +11,7 @@ import time
 import tomllib
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 HANGS = """
 import threading
 import time

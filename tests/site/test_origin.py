@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from dshweb.site.origin import origin_allowed, parse_origin, served_as
-from tests.test_live import _connect, _receive, cookie, home, stop
+from tests.live.test_sockets import _connect, _receive, cookie, home, stop
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
-__all__ = ["cookie", "home", "stop"]  # the fixtures of tests/test_live.py
+__all__ = ["cookie", "home", "stop"]  # the fixtures of tests/live/test_sockets.py
 
 SERVED = "127.0.0.1:8000"
 

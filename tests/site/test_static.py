@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-STATIC = Path(__file__).resolve().parent.parent / "dshweb" / "site" / "static"
+from tests.conftest import REPO
+
+STATIC = REPO / "dshweb" / "site" / "static"
 
 
 def test_vendored_scripts_match_their_readme() -> None:

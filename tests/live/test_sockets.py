@@ -38,7 +38,7 @@ from dshweb.sessions.consumers import SessionConsumer, _merged_changes, _newer
 from tests.conftest import FIXTURE_HOMES
 from tests.homecopies import copy_as, home_of_copies
 from tests.logbuilder import frames_of
-from tests.test_views import TopLevel, make_snapshot
+from tests.sessions.test_views import TopLevel, make_snapshot
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

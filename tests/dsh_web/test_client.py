@@ -46,12 +46,13 @@ from dshweb.dsh_web import client as client_module
 from dshweb.dsh_web import managed as managed_module
 from dshweb.dsh_web.client import ABANDONED_BY_DSH, NO_COMMAND, UNEXPECTED, TokenRejected
 from dshweb.dsh_web.managed import free_port
+from tests.conftest import REPO
 from tests.fixtures.fakemodel import FakeModel, ModelRequest, Reply, directive_script, text
 
 if TYPE_CHECKING:  # the SDK behind dshrun is needed only where dsh is
     from tests.fixtures.dshrun import SessionLog
 
-ENGINE = Path(__file__).resolve().parent.parent / "dshweb" / "engine"
+ENGINE = REPO / "dshweb" / "engine"
 TOKEN = "s3cret-Token_value"
 SLOW = 2.0
 """Seconds the fake model holds a ``!slow`` turn open."""

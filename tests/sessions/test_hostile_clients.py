@@ -22,11 +22,11 @@ from websockets.typing import Origin
 
 from dshweb.core.log.home import session_logs
 from tests.browser.server import DshwebServer, ServerError
+from tests.collect.test_collector import _cold
+from tests.collect.test_worker_processes import _numbers, _ring
 from tests.conftest import FIXTURE_HOMES, REPO
 from tests.foldlog import long_session, write_session
 from tests.logbuilder import frame, frames_of, header
-from tests.test_collector import _cold
-from tests.test_worker_processes import _numbers, _ring
 from tests.visitor import Visitor
 
 WATCHED = "auto-compact"

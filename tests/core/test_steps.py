@@ -45,7 +45,7 @@ def test_every_step_agrees_with_the_fold_and_with_the_host_where_it_spoke(home: 
         assert rows, session_id
         for row in rows:
             # dshweb's own fold of the log up to the row's seq (its parity with the host
-            # at every flushed point is tests/test_core_parity.py's).
+            # at every flushed point is tests/core/test_parity.py's).
             index = HomeIndex(home, stop_after_seq=row["seq"])
             index.refresh()
             shot = index.snapshot(next(f for f in index.trackers if f.name == session_id))

@@ -16,11 +16,11 @@ import pytest
 
 from dshweb.core.log.home import session_logs
 from tests.browser.server import DshwebServer, spawn, terminate
+from tests.collect.test_collector import NAME, WAIT, Collector, _env
+from tests.collect.test_shared_stores import stores  # noqa: F401  (the fixture)
 from tests.conftest import FIXTURE_HOMES, REPO
 from tests.logbuilder import event, frame, frames_of, header
-from tests.test_collector import NAME, WAIT, Collector, _env
-from tests.test_hostile_clients import manage_shell
-from tests.test_stores import stores  # noqa: F401  (the fixture)
+from tests.sessions.test_hostile_clients import manage_shell
 from tests.visitor import Visitor
 
 pytestmark = pytest.mark.services

@@ -27,7 +27,7 @@ from dshweb.live.publisher import stop_publisher
 from dshweb.live.service import home_view
 from dshweb.sessions.display.compact_status import compact_view, result_line
 from tests.conftest import FIXTURE_HOMES
-from tests.test_dsh_web_client import (
+from tests.dsh_web.test_client import (
     Setup,
     SlowTurns,
     create,
@@ -35,7 +35,7 @@ from tests.test_dsh_web_client import (
     prompt,
     turns_at_least,
 )
-from tests.test_live import ORIGIN, _attr, _connect, _receive, _receive_until
+from tests.live.test_sockets import ORIGIN, _attr, _connect, _receive, _receive_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

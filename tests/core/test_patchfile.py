@@ -31,8 +31,9 @@ from dshweb.core.settings.patchfile import (
     write_patch_atomically,
     write_refusal,
 )
+from tests.conftest import REPO
 
-PATCHES = Path(__file__).resolve().parent / "fixtures" / "patches"
+PATCHES = REPO / "tests" / "fixtures" / "patches"
 WEB_PATCH = (PATCHES / "web-cordis.patch.yml").read_text(encoding="utf-8")
 PRUNER = {"thresholdChars": 6000, "headChars": 3000, "tailChars": 1000}
 RULES = [

@@ -34,10 +34,7 @@ from dshweb.collect.collected import sealing_key
 from dshweb.core.fold.sealed import open_session
 from dshweb.live.outage import database_unreachable
 from tests.browser.server import DshwebServer, ServerError, spawn, terminate
-from tests.conftest import FIXTURE_HOMES, REPO, run_python
-from tests.stores import POSTGRES_URL, create_database, drop_database, reachable
-from tests.tcp_proxy import TcpProxy
-from tests.test_collector import (
+from tests.collect.test_collector import (
     HEARTBEAT,
     NAME,
     SECRET,
@@ -48,8 +45,11 @@ from tests.test_collector import (
     _cut,
     _env,
 )
-from tests.test_live import ORIGIN, _connect, cookie, stop  # noqa: F401  (fixtures)
-from tests.test_worker_processes import _wait
+from tests.collect.test_worker_processes import _wait
+from tests.conftest import FIXTURE_HOMES, REPO, run_python
+from tests.live.test_sockets import ORIGIN, _connect, cookie, stop  # noqa: F401  (fixtures)
+from tests.stores import POSTGRES_URL, create_database, drop_database, reachable
+from tests.tcp_proxy import TcpProxy
 from tests.visitor import Visitor
 
 PASSWORD_IN_URL = "never-shown-7Qz"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.collect.test_shared_stores import stores  # noqa: F401  (the fixture)
 from tests.conftest import REPO
-from tests.test_stores import stores  # noqa: F401  (the fixture)
 
 EXPECTED = {
     "revisions": ["a: 1\n", "a: 2\n"],

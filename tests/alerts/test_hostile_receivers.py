@@ -21,7 +21,7 @@ from django.test import Client
 from dshweb.alerts.models import AlertRule
 from dshweb.alerts.webhooks import TargetRefused, webhook_target
 from tests.alert_receivers import smtp_server
-from tests.test_hostile_clients import Served
+from tests.sessions.test_hostile_clients import Served
 
 CANARY_WITHIN = 3.0
 """From the fold's frame on disk to the canary's request: the watcher's reading of the

@@ -1,5 +1,5 @@
 """YAML as DSH reads it: each expectation is what the real ``dsh --dump-config`` composed
-for the same text (js-yaml 4.3.2, JSON schema plus ``!!js``; tests/test_profile_yaml_dsh.py
+for the same text (js-yaml 4.3.2, JSON schema plus ``!!js``; tests/core/test_profile_yaml_dsh.py
 checks a set of them against ``dsh`` itself)."""
 
 from __future__ import annotations

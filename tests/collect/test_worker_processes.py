@@ -29,8 +29,7 @@ from tests.browser.server import (
     spawn,
     terminate,
 )
-from tests.conftest import FIXTURE_HOMES, REPO, run_python
-from tests.test_collector import (
+from tests.collect.test_collector import (
     HEARTBEAT,
     NAME,
     SECRET,
@@ -41,7 +40,8 @@ from tests.test_collector import (
     _cut,
     _env,
 )
-from tests.test_stores import stores  # noqa: F401  (the fixture)
+from tests.collect.test_shared_stores import stores  # noqa: F401  (the fixture)
+from tests.conftest import FIXTURE_HOMES, REPO, run_python
 from tests.visitor import Visitor, form_fields
 
 

@@ -41,8 +41,9 @@ from dshweb.core.settings.patchfile import (
     set_row_config,
     write_patch_atomically,
 )
+from tests.conftest import REPO
 
-PATCHES = Path(__file__).resolve().parent / "fixtures" / "patches"
+PATCHES = REPO / "tests" / "fixtures" / "patches"
 WEB_DUMP = (PATCHES / "web-dump-config.txt").read_text(encoding="utf-8")
 WEB_PATCH = (PATCHES / "web-cordis.patch.yml").read_text(encoding="utf-8")
 CORPUS_PATCH = "/home/dev/.dsh-shared/profiles/web/cordis.patch.yml"
