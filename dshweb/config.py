@@ -1,8 +1,8 @@
 """dshweb's own settings: one ``DSHWEB`` dict in Django's settings, read through
 :func:`get_config`.
 
-``settings.py`` fills ``DSHWEB`` from the environment once, at import (README
-"Configuration"); nothing else reads the environment. A key left out takes its default in
+``settings.py`` fills ``DSHWEB`` from the environment once, at import (docs/configuration.md;
+the table); nothing else reads the environment. A key left out takes its default in
 :data:`DEFAULTS`; an unknown key is refused, so a typo is never silently ignored.
 :func:`get_config` is cached and forgotten on ``setting_changed``: a test changes a setting
 with ``override_settings(DSHWEB={**settings.DSHWEB, "PROFILE": "x"})`` (or pytest-django's
@@ -198,7 +198,7 @@ def _strings(value: Mapping[str, object], key: str) -> tuple[str, ...]:
 
 
 LOOPBACK = frozenset({"127.0.0.1", "::1"})
-"""Where the README's proxies connect from: the default ``TRUSTED_PROXIES`` behind one."""
+"""Where the proxies of docs/https.md connect from: the default ``TRUSTED_PROXIES`` behind one."""
 
 
 def _proxies(value: Mapping[str, object]) -> frozenset[str]:

@@ -57,7 +57,7 @@ def profile() -> str:
     return os.environ.get("DSHWEB_PROFILE") or DEFAULT_PROFILE
 
 
-# Behind HTTPS and a reverse proxy (README "Behind HTTPS"): settings.py turns these into
+# Behind HTTPS and a reverse proxy (docs/https.md): settings.py turns these into
 # Django's CSRF_TRUSTED_ORIGINS, SECURE_PROXY_SSL_HEADER, secure cookies, HSTS and redirect.
 
 DEFAULT_HSTS_SECONDS = 365 * 24 * 3600
@@ -112,7 +112,7 @@ def _is_origin(text: str) -> bool:
     return port_ok and parts.scheme in ("http", "https") and bool(parts.hostname) and not extra
 
 
-# Stores past one process (README "Running for a team"): PostgreSQL for the database, Redis
+# Stores past one process (docs/team.md): PostgreSQL for the database, Redis
 # for the channel layer and the cache. Both optional; settings.py turns them into Django's
 # DATABASES, CHANNEL_LAYERS and CACHES.
 
@@ -220,7 +220,7 @@ def fold_checkpoints() -> bool:
 def collect() -> bool:
     """``DSHWEB_COLLECT`` (``on``, the default, or ``off``): this process folds the DSH
     home itself; ``off`` makes it a web worker that serves what collectors wrote to the
-    database (README "Collectors") and never reads a DSH home."""
+    database (docs/team.md, "Collectors") and never reads a DSH home."""
     value = os.environ.get("DSHWEB_COLLECT", "").strip()
     if value not in ("", "on", "off"):
         raise ConfigurationError(

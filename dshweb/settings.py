@@ -67,7 +67,7 @@ ALLOWED_HOSTS = [
 
 INSTALLED_APPS = [
     "daphne",
-    # dshweb's apps, one per capability (the README's "How it works"): lower ones never
+    # dshweb's apps, one per capability (docs/development.md, "How it works"): lower ones never
     # import higher ones ([tool.importlinter] in pyproject.toml). Before Django's own, so
     # their templates (the admin's index, the sign-in page) are the ones found.
     "dshweb.site",
@@ -129,7 +129,7 @@ DATABASES = {"default": environment.database_settings(_stores, DATA_DIR)}
 CHANNEL_LAYERS = {"default": environment.channel_layer_settings(_stores)}
 CACHES = {"default": environment.cache_settings(_stores)}
 
-# Alert emails (README "Alerts"): Django's mail system, to the SMTP server named here.
+# Alert emails (docs/alerts-api-metrics.md): Django's mail system, to the SMTP server named here.
 EMAIL_HOST = os.environ.get("DSHWEB_EMAIL_HOST", "127.0.0.1")
 EMAIL_PORT = int(os.environ.get("DSHWEB_EMAIL_PORT", "25"))
 EMAIL_HOST_USER = os.environ.get("DSHWEB_EMAIL_USER", "")
@@ -171,7 +171,7 @@ LOGGING = {
     },
 }
 
-# --- Behind HTTPS and a reverse proxy (README "Behind HTTPS") ---------------------------
+# --- Behind HTTPS and a reverse proxy (docs/https.md) ---------------------------
 # Origins besides the server's own that may POST forms; the WebSocket origin check accepts
 # the same list.
 CSRF_TRUSTED_ORIGINS = list(_https.trusted_origins)

@@ -4,8 +4,8 @@
 certificate; :func:`sign_in` loads the login page and posts its form back with the CSRF
 token, its cookie and an ``Origin``, as a page of that origin would;
 :func:`behind_a_proxy` is the dshweb server they go to. Both proxies of the
-tests serve it: :class:`tests.tls_proxy.TlsProxy` and the README's nginx and Caddy
-(:mod:`tests.readme_proxies`).
+tests serve it: :class:`tests.tls_proxy.TlsProxy` and the docs' nginx and Caddy
+(:mod:`tests.docs_proxies`).
 """
 
 from __future__ import annotations

@@ -127,7 +127,7 @@ def test_the_demo_home_is_copied_when_first_shown(tmp_path: Path, settings: Any)
 
 
 def test_the_readme_table_names_every_dshweb_setting() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "docs" / "configuration.md").read_text(encoding="utf-8")
     section = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
     named = set(re.findall(r'\["([A-Z_]+)"\]', section))
     assert named == set(DEFAULTS) - {"SECRET_KEY_FILE"}  # that one follows DSHWEB_SECRET_KEY

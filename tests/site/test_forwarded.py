@@ -42,7 +42,7 @@ def test_who_is_trusted(settings: Any) -> None:
     settings.DSHWEB = {**settings.DSHWEB, "BEHIND_TLS_PROXY": False, "TRUSTED_PROXIES": None}
     assert get_config().trusted_proxies == frozenset()
     settings.DSHWEB = {**settings.DSHWEB, "BEHIND_TLS_PROXY": True}
-    assert get_config().trusted_proxies == {"127.0.0.1", "::1"}  # the README's proxies
+    assert get_config().trusted_proxies == {"127.0.0.1", "::1"}  # the proxies of docs/https.md
     settings.DSHWEB = {**settings.DSHWEB, "TRUSTED_PROXIES": " 127.0.0.2 ,[::2],"}
     assert get_config().trusted_proxies == {"127.0.0.2", "::2"}
     settings.DSHWEB = {**settings.DSHWEB, "TRUSTED_PROXIES": "proxy.internal"}

@@ -1,8 +1,8 @@
-"""The README's nginx and Caddy examples, run as written in front of a real dshweb.
+"""The the docs' nginx and Caddy examples, run as written in front of a real dshweb.
 
 dshweb runs as ``scripts/start`` runs it behind a proxy (``DSHWEB_BEHIND_TLS_PROXY=1``);
-the proxy is the real program with the README's block
-(:mod:`tests.readme_proxies`: only ports and certificate changed). Through it, as a
+the proxy is the real program with the docs' block
+(:mod:`tests.docs_proxies`: only ports and certificate changed). Through it, as a
 browser would: the sign-in form with its CSRF token and ``Origin``, the ``Secure``
 cookies, HSTS, the plain-HTTP redirect, and the live socket over ``wss://`` with the
 session cookie, which a page of another origin cannot open. A README block the test
@@ -23,15 +23,7 @@ from websockets.sync.client import connect
 from websockets.typing import Origin
 
 from tests.browser.server import HOST, DshwebServer, serving
-from tests.proxy_client import (
-    FOREIGN,
-    behind_a_proxy,
-    check_foreign_form_refused,
-    check_sign_in,
-    cookie_value,
-    sign_in,
-)
-from tests.readme_proxies import (
+from tests.docs_proxies import (
     Caddy,
     ExampleChanged,
     Nginx,
@@ -39,6 +31,14 @@ from tests.readme_proxies import (
     ReverseProxy,
     readme_block,
     replace_once,
+)
+from tests.proxy_client import (
+    FOREIGN,
+    behind_a_proxy,
+    check_foreign_form_refused,
+    check_sign_in,
+    cookie_value,
+    sign_in,
 )
 from tests.tls_proxy import self_signed_certificate
 

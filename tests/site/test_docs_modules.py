@@ -1,4 +1,4 @@
-"""README's "How it works" names only modules and folders that exist: a module moved or
+"""docs/development.md's "How it works" names only modules and folders that exist: a module moved or
 renamed without the diagram following fails here."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ PATH = re.compile(r"dshweb/[\w/]+(?:\.py)?|(?<![\w./-])(?:\w+/)*\w+(?:\.py|/)")
 
 
 def how_it_works() -> str:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
+    text = (REPO / "docs" / "development.md").read_text(encoding="utf-8")
     start = text.index(f"\n{SECTION}\n")
     end = text.find("\n## ", start + len(SECTION) + 2)
     return text[start : end if end != -1 else None]
@@ -52,4 +52,4 @@ def test_every_module_it_names_exists() -> None:
             found = any(module.endswith(f"/{name}") for module in modules)
         if not found:
             missing.append(name)
-    assert missing == [], f"README's {SECTION!r} names what is not in dshweb/: {missing}"
+    assert missing == [], f"docs/development.md's {SECTION!r} names what is not there: {missing}"

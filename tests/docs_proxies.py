@@ -1,10 +1,10 @@
-"""The README's reverse-proxy examples (section "Behind HTTPS"), run as they are written.
+"""The reverse-proxy examples of docs/https.md, run as they are written.
 
-:func:`readme_block` takes the README's one fenced block of a language (``nginx``,
+:func:`readme_block` takes the docs' one fenced block of a language (``nginx``,
 ``caddyfile``). :class:`Nginx` and :class:`Caddy` run it in front of a dshweb server,
 changing only what a test must: the addresses (dshweb's port; HTTPS and plain HTTP on
 127.0.0.1 and free ports) and the certificate (one made for the test). Each substitution
-must match exactly once, else :class:`ExampleChanged`: a README example the test cannot
+must match exactly once, else :class:`ExampleChanged`: a docs example the test cannot
 read is a broken test, never a silently different one. Around the block goes only what
 the program needs to run in the foreground as the test's user, every file of it in the
 test's folder; its output is kept for failure messages.
@@ -27,7 +27,7 @@ from typing import ClassVar
 from tests.browser.server import HOST, free_port, spawn, terminate
 from tests.conftest import REPO
 
-README = REPO / "README.md"
+README = REPO / "docs" / "https.md"
 READY_TIMEOUT = 15.0
 
 
@@ -36,11 +36,11 @@ class ProxyError(Exception):
 
 
 class ExampleChanged(ProxyError):
-    """The README's example no longer has the shape the test substitutes into."""
+    """The docs' example no longer has the shape the test substitutes into."""
 
 
 def readme_block(language: str, readme: Path | None = None) -> str:
-    """The body of the README's only fenced block opened with ```` ```language ````."""
+    """The body of the docs' only fenced block opened with ```` ```language ````."""
     readme = readme or README
     blocks = re.findall(rf"^```{re.escape(language)}\n(.*?)^```$", readme.read_text(), re.S | re.M)
     if len(blocks) != 1:
@@ -53,8 +53,8 @@ def replace_once(text: str, pattern: str, replacement: str, *, example: str) -> 
     replaced, count = re.subn(pattern, lambda _: replacement, text, flags=re.M)
     if count != 1:
         raise ExampleChanged(
-            f"the README's {example} example: {count} matches of {pattern!r}, "
-            "expected exactly one (change the example or tests/readme_proxies.py)"
+            f"the docs' {example} example: {count} matches of {pattern!r}, "
+            "expected exactly one (change the example or tests/docs_proxies.py)"
         )
     return replaced
 
@@ -95,7 +95,7 @@ class ReverseProxy(ABC):
 
     @abstractmethod
     def config(self) -> str:
-        """The whole configuration: the README's block, substituted, in its wrapper."""
+        """The whole configuration: the docs' block, substituted, in its wrapper."""
 
     @abstractmethod
     def command(self, config: Path) -> list[str]: ...
@@ -177,7 +177,7 @@ class Nginx(ReverseProxy):
         # folders (where a large reply is buffered).
         user = "user root;\n" if os.geteuid() == 0 else ""
         return (
-            f"# tests/readme_proxies.py: the README's nginx example in what nginx needs to run\n"
+            f"# tests/docs_proxies.py: the docs' nginx example in what nginx needs to run\n"
             f'{user}worker_processes 1;\npid "{self.folder / "nginx.pid"}";\n'
             f'error_log "{self.folder / "error.log"}" notice;\n'
             f"events {{ worker_connections 64; }}\n"
@@ -219,7 +219,7 @@ class Caddy(ReverseProxy):
             example="Caddy",
         )
         return (
-            "# tests/readme_proxies.py: the README's Caddy example, its address on loopback\n"
+            "# tests/docs_proxies.py: the docs' Caddy example, its address on loopback\n"
             f"{{\n\tadmin off\n\thttp_port {self.http_port}\n\tdefault_bind {HOST}\n}}\n\n"
             f"{block}"
         )
