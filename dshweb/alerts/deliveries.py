@@ -42,6 +42,7 @@ from dshweb.alerts.webhooks import PostFailed, TargetRefused, post, webhook_targ
 from dshweb.config import get_config
 from dshweb.core.log.jsjson import printable
 from dshweb.live import timing
+from dshweb.live.protocol import AlertFired, alerts_group, sent
 
 log = logging.getLogger("dshweb.live")
 
@@ -59,11 +60,6 @@ class BrowserMessage:
 
     group: str
     message: dict[str, Any]
-
-
-def alerts_group(user_id: int) -> str:
-    """The group every socket of one user joins, for their browser notifications."""
-    return f"dshweb.alerts.{user_id}"
 
 
 def session_url(home: str, session_id: str) -> str:
@@ -148,8 +144,10 @@ def send_email(rule: AlertRule, firing: AlertFiring) -> None:
 
 
 def browser_message(firing: AlertFiring) -> BrowserMessage:
-    payload = {"type": "alert.fired", "headline": headline(firing), "alert": firing_payload(firing)}
-    return BrowserMessage(alerts_group(firing.rule.owner_id), payload)
+    payload = AlertFired(
+        type="alert.fired", headline=headline(firing), alert=firing_payload(firing)
+    )
+    return BrowserMessage(alerts_group(firing.rule.owner_id), sent(payload))
 
 
 def attempt(delivery_id: int) -> BrowserMessage | None:

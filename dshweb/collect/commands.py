@@ -57,6 +57,7 @@ from dshweb.collect.models import CollectorLease
 from dshweb.core.errors import DshError
 from dshweb.live import timing
 from dshweb.live.outage import Outage, database_unreachable, layer_unreachable
+from dshweb.live.protocol import COLLECTOR_ANSWER, collector_group
 
 log = logging.getLogger("dshweb.live")
 
@@ -107,12 +108,6 @@ def register_command(
     _handlers[kind] = handler
     if pending is not None:
         _finders[kind] = pending
-
-
-def collector_group(name: str) -> str:
-    """The channel group of home ``name``'s collector (the name hashed: a group name
-    allows only a few ASCII characters)."""
-    return "dshweb.collector." + hashlib.sha256(name.encode()).hexdigest()[:32]
 
 
 def collector_owner(name: str, token: str) -> str:
@@ -251,7 +246,7 @@ def answer(message: Mapping[str, Any], reply: Mapping[str, Any]) -> None:
     reply_to = message.get("reply_to")
     if layer is None or not isinstance(reply_to, str):
         return
-    sealed = seal({"type": "collector.answer", **reply}, salt=ANSWER_SALT)
+    sealed = seal({"type": COLLECTOR_ANSWER, **reply}, salt=ANSWER_SALT)
     async_to_sync(layer.send)(reply_to, sealed)
 
 

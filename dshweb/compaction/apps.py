@@ -13,12 +13,12 @@ class CompactionConfig(AppConfig):
     def ready(self) -> None:
         from dshweb.collect.commands import register_command
         from dshweb.compaction.service import (
-            RUN_COMMAND,
             close_abandoned_requests,
             run_commanded_compaction,
             waiting_compactions,
         )
+        from dshweb.live.protocol import COMPACT_RUN
         from dshweb.live.startup import on_first_call
 
-        register_command(RUN_COMMAND, run_commanded_compaction, waiting_compactions)
+        register_command(COMPACT_RUN, run_commanded_compaction, waiting_compactions)
         on_first_call(close_abandoned_requests)

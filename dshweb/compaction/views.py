@@ -11,7 +11,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
 from dshweb.collect.settings_access import staff_only
-from dshweb.compaction import service as compact
+from dshweb.compaction import engine
 from dshweb.compaction.models import DshWebSetting
 from dshweb.dsh_web.client import DshWebClient, LaunchUrlError
 
@@ -50,7 +50,7 @@ def settings_dsh_web(request: HttpRequest) -> HttpResponse:
             row.updated_by = request.user if isinstance(request.user, User) else None
             row.save()
             if "test" in request.POST:
-                check = compact.test_connection()
+                check = engine.test_connection()
             else:
                 messages.success(request, "Saved how dshweb reaches the DSH engine.")
                 return HttpResponseRedirect(request.path)
@@ -64,6 +64,6 @@ def settings_dsh_web(request: HttpRequest) -> HttpResponse:
             "row": row,
             "has_url": bool(row.launch_url),
             "check": check,
-            "environment": compact.dsh_web_from_environment(),
+            "environment": engine.dsh_web_from_environment(),
         },
     )

@@ -28,16 +28,22 @@ from typing import Any
 
 from channels.layers import get_channel_layer
 
-from dshweb.live.groups import SESSIONS_GROUP, session_group, subscriptions
 from dshweb.live.hub import ChangeSource, HomeChange
 from dshweb.live.hubtask import HubTask, next_within
 from dshweb.live.outage import Outage, layer_unreachable
+from dshweb.live.protocol import (
+    SESSIONS_CHANGED,
+    SESSIONS_GROUP,
+    SessionChanged,
+    SessionsChanged,
+    sent,
+    session_group,
+)
+from dshweb.live.subscriptions import subscriptions
 from dshweb.live.timing import INTERVAL, LIST_INTERVAL, OUTAGE_RETRY_MAX
 
 log = logging.getLogger("dshweb.live")
 
-SESSION_CHANGED = "session.changed"
-SESSIONS_CHANGED = "sessions.changed"
 SENDS_AT_ONCE = 16
 """Group sends in flight together (each its own Redis connection, while it lasts)."""
 
@@ -117,16 +123,21 @@ class Publisher:
             home, session_id = key
             group = session_group(home, session_id)
             if self._watched(group):
-                changed: dict[str, Any] = {"type": SESSION_CHANGED, "home": home}
-                changed |= {"session_id": session_id, "gone": gone}
-                messages.append((group, changed | {"version": self._versions.get(home, 0)}))
+                changed = SessionChanged(
+                    type="session.changed",
+                    home=home,
+                    session_id=session_id,
+                    gone=gone,
+                    version=self._versions.get(home, 0),
+                )
+                messages.append((group, sent(changed)))
         if self._list_ids and now >= self._list_sent_at + self.list_interval:
             ids, self._list_ids = [list(key) for key in sorted(self._list_ids)], set()
             self._list_sent_at = now
             if self._watched(SESSIONS_GROUP):
                 versions = {home: self._versions.get(home, 0) for home, _ in ids}
-                listed = {"type": SESSIONS_CHANGED, "ids": ids, "versions": versions}
-                messages.append((SESSIONS_GROUP, listed))
+                listed = SessionsChanged(type="sessions.changed", ids=ids, versions=versions)
+                messages.append((SESSIONS_GROUP, sent(listed)))
         failures = await _send_all(layer, messages)
         unreachable = [e for e in failures.values() if layer_unreachable(e)]
         if len(unreachable) < len(failures):

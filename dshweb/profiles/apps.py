@@ -12,6 +12,7 @@ class ProfilesConfig(AppConfig):
 
     def ready(self) -> None:
         from dshweb.collect.commands import register_command
-        from dshweb.profiles.remote import SETTINGS_COMMAND, run_settings_request
+        from dshweb.live.protocol import SETTINGS_REQUEST
+        from dshweb.profiles.remote import run_settings_request
 
-        register_command(SETTINGS_COMMAND, run_settings_request)
+        register_command(SETTINGS_REQUEST, run_settings_request)

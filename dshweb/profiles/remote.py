@@ -53,11 +53,11 @@ from dshweb.collect.commands import (
     collector_address,
 )
 from dshweb.collect.shown import shown_homes
+from dshweb.live.protocol import SETTINGS_REQUEST
 from dshweb.live.service import collecting, own_home_name
 
 log = logging.getLogger("dshweb.dashboard")
 
-SETTINGS_COMMAND = "settings.request"
 ANSWER_TIMEOUT = 60.0
 """Seconds a worker waits for a collector's settings page (``dsh --dump-config`` of a
 profile can take seconds)."""
@@ -98,7 +98,7 @@ def home_settings(request: HttpRequest, home: str, rest: str = "") -> HttpRespon
         return _unanswered(request, context, str(offline), 503)
     get_token(request)  # the CSRF cookie the collector's forms are signed for
     question = {
-        "type": SETTINGS_COMMAND,
+        "type": SETTINGS_REQUEST,
         "method": request.method,
         "path": SETTINGS + rest,
         "query": request.GET.urlencode(),

@@ -25,14 +25,14 @@ from django.db import close_old_connections
 from django.db.utils import InterfaceError, OperationalError
 from django.http import QueryDict
 
-from dshweb.alerts.deliveries import alerts_group
 from dshweb.collect.shown import shown_homes, shown_session
-from dshweb.compaction import service as compact
+from dshweb.compaction import status as compact_status
 from dshweb.core.listing.pages import ListPage
 from dshweb.core.listing.query import ListQuery, list_query
-from dshweb.live.groups import SESSIONS_GROUP, session_group, subscriptions
 from dshweb.live.outage import database_unreachable, layer_unreachable, store_name
+from dshweb.live.protocol import SESSIONS_GROUP, alerts_group, session_group
 from dshweb.live.publisher import start_publisher
+from dshweb.live.subscriptions import subscriptions
 from dshweb.live.unavailable import STORE_UNAVAILABLE_CLOSE, say_unavailable
 from dshweb.sessions import fragments
 
@@ -196,7 +196,7 @@ class SessionConsumer(_PageConsumer):
     """One session's page (a session of one home): its fragments now, then each update."""
 
     async def connect(self) -> None:
-        compact.announce_on(asyncio.get_running_loop())
+        compact_status.announce_on(asyncio.get_running_loop())
         await super().connect()
 
     def group_name(self) -> str:
@@ -230,7 +230,8 @@ class SessionConsumer(_PageConsumer):
         self._render_soon("current_html", event.get("version"), _newer)
 
     async def compact_changed(self, event: dict[str, Any]) -> None:
-        compact.forget_records(self.home, self.session_id)  # it may come from another process
+        # the request's new state, from whichever process changed it
+        compact_status.remember(self.home, self.session_id, event["request"])
         self._render_soon("compact_html", None, _newer)
 
     def compact_html(self, _: None = None) -> str:

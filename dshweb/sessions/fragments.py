@@ -19,7 +19,7 @@ from django.template.loader import get_template, render_to_string
 from django.urls import reverse
 from django.utils.safestring import mark_safe
 
-from dshweb.compaction.service import latest_record
+from dshweb.compaction.status import latest_record
 from dshweb.core.fold.forecast import Forecast
 from dshweb.core.fold.gauge import ContextGauge
 from dshweb.core.fold.session import SessionSnapshot

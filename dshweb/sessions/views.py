@@ -27,6 +27,7 @@ from django_htmx.middleware import HtmxDetails
 
 from dshweb.collect.shown import shown_homes
 from dshweb.compaction import service as compact
+from dshweb.compaction.status import latest_record
 from dshweb.core.fold.progress import FoldProgress
 from dshweb.core.listing.query import list_query
 from dshweb.live.homes import Homes, ShownHome
@@ -121,7 +122,7 @@ def session_detail(request: HtmxHttpRequest, home: str, session_id: str) -> Http
     if isinstance(found, HttpResponse):
         return found
     shown, view, progress = found
-    compact.forget_records(home, session_id)  # its Compact status as the database has it now
+    latest_record(home, session_id, fresh=True)  # its Compact status as the database has it now
     context = session_context(home, view.snapshot, view.gauge)
     context["live_parts"] = mark_safe(live_parts_html(home, view))  # rendered by our templates
     context["progress"] = progress

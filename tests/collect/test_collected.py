@@ -126,8 +126,13 @@ async def test_committed_writes_are_announced_to_groups_no_socket_here_follows(
     from asgiref.sync import sync_to_async
     from channels.layers import get_channel_layer
 
-    from dshweb.live.groups import SESSIONS_GROUP, session_group
-    from dshweb.live.publisher import SESSION_CHANGED, SESSIONS_CHANGED, Publisher
+    from dshweb.live.protocol import (
+        SESSION_CHANGED,
+        SESSIONS_CHANGED,
+        SESSIONS_GROUP,
+        session_group,
+    )
+    from dshweb.live.publisher import Publisher
 
     home = _two_homes(tmp_path)
     layer = get_channel_layer()

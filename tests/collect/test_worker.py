@@ -32,7 +32,6 @@ from dshweb.collect.collector import SessionWriter
 from dshweb.collect.commands import (
     CollectorPlace,
     CollectorSilent,
-    collector_group,
     collector_owner,
     open_sealed,
 )
@@ -45,8 +44,8 @@ from dshweb.core.log.home import session_logs
 from dshweb.core.settings.patchfile import read_patch, row_config
 from dshweb.environment import ConfigurationError, collect
 from dshweb.live import service
-from dshweb.live.groups import session_group
 from dshweb.live.hub import HomeChange, HomeView, Hub
+from dshweb.live.protocol import collector_group, session_group
 from dshweb.profiles import remote as remote_settings
 from dshweb.profiles.models import PatchRevision
 from tests.conftest import FIXTURE_HOMES
@@ -379,7 +378,14 @@ def test_a_press_on_a_worker_is_run_by_the_collector_of_the_home(
     assert sealed is not None and sealed["type"] == "compact.run"
     command = open_sealed(sealed)  # what the collector acts on, once it is opened
     assert command == {"type": "compact.run", "request": request.pk}
-    assert _received(on_page) == {"type": "compact.changed", "home": "h", "session_id": session_id}
+    changed = {"type": "compact.changed", "home": "h", "session_id": session_id}
+    requested = {
+        "state": "requested",
+        "outcome": "",
+        "message": "",
+        "seq_at_request": request.seq_at_request,
+    }
+    assert _received(on_page) == changed | {"request": requested}  # the state it announces
     time.sleep(0.3)
     request.refresh_from_db()
     assert request.state == "requested"  # the worker runs nothing itself
@@ -411,7 +417,9 @@ def test_a_press_on_a_worker_is_run_by_the_collector_of_the_home(
     assert (request.state, request.outcome) == ("failed", "unreachable")
     assert "does not answer (hung?)" in request.message
     assert "secret-launch-token" not in request.message + request.dsh_web_answer
-    assert _received(on_page) == {"type": "compact.changed", "home": "h", "session_id": session_id}
+    announced = _received(on_page)
+    assert announced is not None and announced["request"]["outcome"] == "unreachable"
+    assert announced["request"]["message"] == request.message
     page = user_client.get(f"/homes/h/sessions/{session_id}/").content.decode()
     assert "The DSH engine is unreachable" in page
 

@@ -357,8 +357,9 @@ def test_commands_not_signed_by_this_installation_are_refused_and_logged(
     logged, and changes nothing; a command this installation signed is answered."""
     from channels_redis.core import RedisChannelLayer  # type: ignore[import-untyped]
 
-    from dshweb.collect.commands import ANSWER_SALT, COMMAND_SALT, collector_group
+    from dshweb.collect.commands import ANSWER_SALT, COMMAND_SALT
     from dshweb.environment import Stores, channel_layer_settings
+    from dshweb.live.protocol import collector_group
 
     home, data_dir = tmp_path / "home", tmp_path / "data"
     _cut(FIXTURE_HOMES / "subagent-parent", home)

@@ -18,7 +18,8 @@ from channels.db import database_sync_to_async
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 
-from dshweb.compaction import service as compact
+from dshweb.compaction import owners
+from dshweb.compaction import status as compact_status
 from dshweb.compaction.models import CompactionRequest, DshWebSetting
 from dshweb.compaction.records import RequestRecord
 from dshweb.core.fold.folds import Fold
@@ -111,10 +112,11 @@ def home(tmp_path: Path, settings: Any) -> Path:
 
 @pytest.fixture(autouse=True)
 def _no_kept_requests() -> Iterator[None]:
-    """The requests compact.py keeps in memory outlive the database each test empties."""
-    compact.forget_records()
+    """The requests compaction/status.py keeps in memory outlive the database each test
+    empties."""
+    compact_status.forget_records()
     yield
-    compact.forget_records()
+    compact_status.forget_records()
 
 
 def _user(name: str, *, may_compact: bool) -> Client:
@@ -210,7 +212,7 @@ def test_a_second_press_while_one_runs_is_refused(home: Path) -> None:
         session_id="manual-compact",
         state="requested",
         seq_at_request=reading.last_seq,
-        owner=compact.process_owner(),
+        owner=owners.process_owner(),
     )
     assert client.post(URL, HTTP_HX_REQUEST="true").status_code == 204
     assert client.post(URL)["Location"] == PAGE  # without JavaScript: back to the page
@@ -233,7 +235,7 @@ def _dead_pid() -> int:
 def test_a_request_a_stopped_dshweb_left_in_flight_is_closed_with_a_reason(
     home: Path, owner: str
 ) -> None:
-    here = compact.process_owner().rsplit(":", 2)
+    here = owners.process_owner().rsplit(":", 2)
     recorded = {
         "dead": f"{here[0]}:{_dead_pid()}:gone",
         "reused pid": f"{here[0]}:{here[1]}:an-earlier-process",

@@ -316,7 +316,7 @@ async def test_a_saved_profile_patch_moves_the_compaction_point(
 
 
 def test_subscriptions_count_sockets() -> None:
-    from dshweb.live.groups import Subscriptions
+    from dshweb.live.subscriptions import Subscriptions
 
     subs = Subscriptions()
     assert subs.watched("g") is False

@@ -15,7 +15,7 @@ from django.conf import settings as django_settings
 from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
-from dshweb.compaction import service as compact
+from dshweb.compaction import engine
 from dshweb.config import DEFAULTS, get_config
 from dshweb.environment import HomeChoice
 from dshweb.live import service
@@ -96,12 +96,12 @@ def test_compact_reads_its_engine_from_the_settings(
     # The environment is read once, by settings.py: a variable set later changes nothing.
     monkeypatch.setenv("DSHWEB_ENGINE_URL", "http://127.0.0.1:1/?token=from-the-environment")
     settings.DSHWEB = {**settings.DSHWEB, "ENGINE_URL": "", "ENGINE": ""}
-    assert compact.dsh_web_choice()[:2] == ("off", None)
-    assert compact.dsh_web_from_environment() is None
+    assert engine.dsh_web_choice()[:2] == ("off", None)
+    assert engine.dsh_web_from_environment() is None
     url = "http://127.0.0.1:9/?token=t"
     settings.DSHWEB = {**settings.DSHWEB, "ENGINE_URL": url}
-    assert compact.dsh_web_choice() == ("url", url, "")
-    assert compact.dsh_web_from_environment() == "DSHWEB_ENGINE_URL (a launch URL)"
+    assert engine.dsh_web_choice() == ("url", url, "")
+    assert engine.dsh_web_from_environment() == "DSHWEB_ENGINE_URL (a launch URL)"
 
 
 def test_the_hub_follows_the_settings(tmp_path: Path, settings: Any) -> None:

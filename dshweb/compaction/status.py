@@ -1,0 +1,94 @@
+"""What each session's Compact status line reads: its latest request, kept in memory so
+a pushed update of the session reads it without a query.
+
+One way in: :func:`announce` (the process that changed a request reads it once and
+sends its new state on the session's group, :class:`~dshweb.live.protocol.CompactChanged`);
+every process with a socket on the session keeps the state the announcement carries
+(:func:`remember`), so no socket asks the database again. A page load reads the database
+afresh (``latest_record(..., fresh=True)``: a process without a socket on the session
+heard nothing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+
+from dshweb.compaction.models import CompactionRequest
+from dshweb.compaction.records import RequestRecord
+from dshweb.live.protocol import CompactChanged, RequestState, sent, session_group
+
+_records: dict[tuple[str, str], RequestRecord | None] = {}
+"""The latest request of each session looked at (by home and id)."""
+
+_sockets_loop: asyncio.AbstractEventLoop | None = None
+"""The event loop the session sockets run on (the server's)."""
+
+
+def announce_on(loop: asyncio.AbstractEventLoop) -> None:
+    """Send announcements on ``loop``, the one the session sockets run on (each socket
+    says so when it connects)."""
+    global _sockets_loop
+    _sockets_loop = loop
+
+
+def _record(request: CompactionRequest | None) -> RequestRecord | None:
+    if request is None:
+        return None
+    return RequestRecord(request.state, request.outcome, request.message, request.seq_at_request)
+
+
+def _state(record: RequestRecord | None) -> RequestState | None:
+    if record is None:
+        return None
+    return RequestState(
+        state=record.state,
+        outcome=record.outcome,
+        message=record.message,
+        seq_at_request=record.seq_at_request,
+    )
+
+
+def latest_request(home: str, session_id: str) -> CompactionRequest | None:
+    return CompactionRequest.objects.filter(home=home, session_id=session_id).first()
+
+
+def latest_record(home: str, session_id: str, *, fresh: bool = False) -> RequestRecord | None:
+    """The session's latest request, as the status line reads it: as kept, or read from
+    the database when none is kept or ``fresh``."""
+    key = (home, session_id)
+    if fresh or key not in _records:
+        _records[key] = _record(latest_request(home, session_id))
+    return _records[key]
+
+
+def remember(home: str, session_id: str, state: RequestState | None) -> None:
+    """Keep the state a :class:`~dshweb.live.protocol.CompactChanged` carries."""
+    _records[home, session_id] = None if state is None else RequestRecord(**state)
+
+
+def announce(home: str, session_id: str) -> None:
+    """Read the session's latest request, keep it, and tell its open pages (here and,
+    through a shared channel layer, in every process)."""
+    record = latest_record(home, session_id, fresh=True)
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    group = session_group(home, session_id)
+    message = CompactChanged(
+        type="compact.changed", home=home, session_id=session_id, request=_state(record)
+    )
+    loop = _sockets_loop
+    if loop is not None and loop.is_running():
+        # The in-memory layer's queues belong to the sockets' loop: a send from the worker
+        # thread through a loop of its own would wake no socket until something else did.
+        asyncio.run_coroutine_threadsafe(layer.group_send(group, sent(message)), loop)
+    else:
+        async_to_sync(layer.group_send)(group, sent(message))
+
+
+def forget_records() -> None:
+    """Keep nothing (tests: the database they empty outlives no kept request)."""
+    _records.clear()
