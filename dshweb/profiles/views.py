@@ -20,6 +20,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from dshweb.collect.settings_access import staff_only
 from dshweb.config import get_config
 from dshweb.core.errors import DshError
+from dshweb.core.fold.gauge import window_share
 from dshweb.core.profile.plugins import CONTEXT_TRUTH_SCHEMA, SCHEMAS
 from dshweb.core.profile.profile import CONTEXT_TRUTH_ID, Profile, profile_names
 from dshweb.core.profile.schema import validate
@@ -29,7 +30,7 @@ from dshweb.core.settings.dshconfig import (
     find_dsh,
     value_sources,
 )
-from dshweb.core.settings.occupancy.line import line_input, occupancy_line
+from dshweb.core.settings.occupancy.line import OccupancyLine, line_input, occupancy_line
 from dshweb.core.settings.occupancy.line_settings import LineSettings, wording_for
 from dshweb.core.settings.patchfile import (
     PatchConflict,
@@ -184,7 +185,7 @@ def settings_row(request: HttpRequest, profile: str, section: str) -> HttpRespon
             "preview": section == CONTEXT_TRUTH_ID,
             "presence": presence,
             "targets": targets,
-            "sources": sources,
+            "fields": [(field, sources.get(field.name)) for field in form.visible_fields()],
         },
     )
 
@@ -240,6 +241,7 @@ def settings_preview(request: HttpRequest, profile: str) -> HttpResponse:
         "settings/_preview.html",
         {
             "line": line,
+            "ring": preview_ring(line) if line is not None else None,
             "language": checked.config.get("language", "en"),
             "session": snapshot,
             "errors": {**form.errors, **checked.errors},
@@ -254,7 +256,7 @@ def settings_history(request: HttpRequest, profile: str) -> HttpResponse:
     revisions = PatchRevision.objects.filter(home=own_home_name(), profile=profile)
     revisions = revisions.select_related("user")[:100]
     rows = [
-        {"revision": r, "diff": unified_diff(r.before, r.after, Path(r.path).name)}
+        {"revision": r, "lines": diff_lines(unified_diff(r.before, r.after, Path(r.path).name))}
         for r in revisions
     ]
     return render(request, "settings/history.html", {"profile": profile, "rows": rows})
@@ -272,3 +274,23 @@ def settings_restore(request: HttpRequest, revision_id: int) -> HttpResponse:
     else:
         messages.success(request, f"Restored {revision.path} as it was {which} that save.")
     return HttpResponseRedirect(reverse("dashboard:settings-history", args=[revision.profile]))
+
+
+def diff_lines(diff: str) -> list[tuple[str, str]]:
+    """A unified diff as (kind, line) pairs: ``add``, ``del``, ``hunk`` or ``same``."""
+    kinds = {"+": "add", "-": "del", "@": "hunk"}
+    return [
+        ("hunk" if line.startswith(("+++", "---")) else kinds.get(line[:1], "same"), line)
+        for line in diff.splitlines()
+    ]
+
+
+def preview_ring(line: OccupancyLine) -> dict[str, float | None]:
+    """Where the preview's ring marks sit, as percents of the window."""
+    edges, window = line.edges, line.window
+    return {
+        "used": window_share(line.used, window),
+        "moderate": window_share(edges.moderate, window) if edges else None,
+        "tight": window_share(edges.tight, window) if edges else None,
+        "threshold": window_share(line.threshold, window),
+    }

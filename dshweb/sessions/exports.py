@@ -29,7 +29,6 @@ from django.views.decorators.http import require_GET
 from django_htmx.middleware import HtmxDetails
 
 from dshweb.core.fold.session import SessionSnapshot
-from dshweb.sessions.display.ledger_pages import ledger_page
 from dshweb.sessions.display.ledger_rows import (
     FOLD_COLUMNS,
     REFUSED_COLUMNS,
@@ -39,6 +38,7 @@ from dshweb.sessions.display.ledger_rows import (
     refused_row,
     timeline_rows,
 )
+from dshweb.sessions.fragments import ledger_view
 from dshweb.sessions.views import shown_session
 
 BATCH = 500
@@ -74,8 +74,9 @@ def session_ledger(request: HtmxHttpRequest, home: str, session_id: str) -> Http
     if isinstance(found, HttpResponse):
         return found
     ledger = found.ledger
-    page = ledger_page(ledger.folds, before=before, first=ledger.first)
-    context = {"home_name": home, "session": found, "ledger": ledger, "page": page}
+    shown = ledger_view(ledger, before)
+    context = {"home_name": home, "session": found, "ledger": ledger, "page": shown.page}
+    context["lv"] = shown
     if request.htmx and not request.htmx.history_restore_request:
         return render(request, "dashboard/_ledger_page.html", context)
     return render(request, "dashboard/session_ledger.html", context)

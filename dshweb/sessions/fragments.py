@@ -12,16 +12,19 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from django.template import Context
 from django.template.loader import get_template, render_to_string
 from django.urls import reverse
-from django.utils.safestring import mark_safe
+from django.utils.safestring import SafeString, mark_safe
 
 from dshweb.compaction.status import latest_record
 from dshweb.core.fold.forecast import Forecast
-from dshweb.core.fold.gauge import ContextGauge
+from dshweb.core.fold.gauge import ContextGauge, window_share
+from dshweb.core.fold.ledger import Ledger
 from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.fold.told import told_gap
 from dshweb.core.listing.pages import ListPage
@@ -30,8 +33,16 @@ from dshweb.core.listing.tree import SessionEntry
 from dshweb.live.hub import SessionView
 from dshweb.sessions.display.compact_status import CompactView, compact_view
 from dshweb.sessions.display.figures import cache_hit_ratio
-from dshweb.sessions.display.ledger_pages import LEDGER_PAGE_SIZE, NumberedFold
+from dshweb.sessions.display.ledger_pages import (
+    LEDGER_PAGE_SIZE,
+    LedgerPage,
+    NumberedFold,
+    RefusedTail,
+    ledger_page,
+    refused_tail,
+)
 from dshweb.sessions.display.ring import breakdown_parts, ring_arcs
+from dshweb.sessions.display.timeline import TimelineChart, timeline_chart
 
 ROW_TEMPLATE = "dashboard/_session_row.html"
 LIST_PAGE_TEMPLATE = "dashboard/_session_page.html"
@@ -62,7 +73,33 @@ def session_context(
         "cache_hit": cache_hit_ratio(snapshot.token_usage),
         "compact": compact_status(home, snapshot),
         "told_gap": told_gap(snapshot.told, gauge.band, snapshot.threshold),
+        # Made when the part that shows it is rendered (a template calls a callable):
+        # the ledger card is rendered again only when its folds change.
+        "timeline_chart": partial(chart_of, snapshot.ledger),
+        "ledger_view": partial(ledger_view, snapshot.ledger),
     }
+
+
+def chart_of(ledger: Ledger) -> TimelineChart | None:
+    """The session's pressure timeline, drawn (none before a first reading)."""
+    return timeline_chart(ledger) if ledger.points else None
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerView:
+    """What a ledger card shows: one page of folds, their rows rendered, and the newest
+    refused commands."""
+
+    page: LedgerPage
+    rows_html: SafeString
+    refused: RefusedTail
+
+
+def ledger_view(ledger: Ledger, before: int | None = None) -> LedgerView:
+    """The ledger's folds numbered below ``before`` (the newest page without it)."""
+    page = ledger_page(ledger.folds, before=before, first=ledger.first)
+    rows = mark_safe("".join(ledger_row_html(row) for row in page.rows))  # our own rows
+    return LedgerView(page, rows, refused_tail(ledger.refused, earlier=ledger.refused_earlier))
 
 
 def session_forecast(snapshot: SessionSnapshot) -> Forecast:
@@ -88,6 +125,17 @@ ROWS_KEPT = 2048
 per session and place (the newest rendering: an older snapshot is not kept alive)."""
 
 
+def row_context(entry: SessionEntry, many: bool) -> dict[str, Any]:
+    return {
+        "entry": entry,
+        "many_homes": many,
+        # as of now: a row is rendered again every minute, so an idle session's forecast
+        # goes within one
+        "forecast": entry.snapshot.forecast(now_ms=int(time.time() * 1000)),
+        "threshold_at": window_share(entry.gauge.threshold, entry.gauge.window),
+    }
+
+
 def row_html(entry: SessionEntry, many: bool) -> str:
     """One list row, rendered once per snapshot, place in the tree, whether the list
     names each row's home (``many`` homes) and minute (its "… ago" moves on by the
@@ -101,7 +149,7 @@ def row_html(entry: SessionEntry, many: bool) -> str:
         if kept is not None and kept[0] is shot and kept[1] == minute:
             _rows.move_to_end(key)
             return kept[2]
-    html = _render(ROW_TEMPLATE, {"entry": entry, "many_homes": many})
+    html = _render(ROW_TEMPLATE, row_context(entry, many))
     with _rendered_lock:
         _rows[key] = (shot, minute, html)
         while len(_rows) > ROWS_KEPT:

@@ -28,7 +28,7 @@ from dshweb.core.fold.session import SessionTracker, take_snapshot
 from dshweb.core.log.home import LogFile, session_logs
 from dshweb.core.profile.effective import EngineConfig
 from dshweb.sessions.display.timeline import timeline_chart
-from dshweb.sessions.templatetags.dsh_format import chart as chart_filter
+from dshweb.sessions.fragments import chart_of, ledger_view
 from tests.conftest import FIXTURE_HOMES, all_homes, session_log_paths
 from tests.foldlog import user_message
 from tests.logbuilder import event, fold_in_pieces, frame, header, log_records, typed
@@ -496,7 +496,7 @@ def test_a_far_compaction_point_does_not_flatten_the_chart() -> None:
 
 def test_no_reading_no_chart() -> None:
     ledger = _ledger([user_message(0, "hello")])
-    assert ledger.points == () and chart_filter(ledger) is None
+    assert ledger.points == () and chart_of(ledger) is None
 
 
 # -- the partials -----------------------------------------------------------------------------
@@ -507,7 +507,13 @@ def _rendered(name: str) -> str:
     index.refresh()
     (shot,) = index.snapshots()
     reading = context_gauge(shot)
-    context = {"home_name": "local", "session": shot, "gauge": reading}
+    context = {
+        "home_name": "local",
+        "session": shot,
+        "gauge": reading,
+        "timeline_chart": chart_of(shot.ledger),
+        "ledger_view": ledger_view(shot.ledger),
+    }
     return render_to_string("dashboard/_timeline.html", context) + render_to_string(
         "dashboard/_ledger.html", context
     )

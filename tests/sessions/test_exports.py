@@ -28,7 +28,7 @@ from dshweb.core.fold.folds import CompactCommand
 from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
-from dshweb.sessions import exports
+from dshweb.sessions import exports, fragments
 from dshweb.sessions.display.ledger_rows import (
     FOLD_COLUMNS,
     REFUSED_COLUMNS,
@@ -269,12 +269,13 @@ def test_a_before_that_is_no_number_is_refused(
     assert "takes a fold number" in response.content.decode()
 
 
+@pytest.mark.django_db
 def test_refused_commands_are_bounded(home: Path) -> None:
     shot = _snapshot(home, "web-driven")
     (refused,) = shot.ledger.refused
     many = tuple(replace(refused, seq=refused.seq + n) for n in range(12))
     shot = replace(shot, ledger=replace(shot.ledger, refused=many))
-    context = {"home_name": "local", "session": shot, "gauge": context_gauge(shot)}
+    context = fragments.session_context("local", shot, context_gauge(shot))
     html = render_to_string("dashboard/_ledger.html", context)
     seqs = [int(s) for s in re.findall(r'<li data-seq="(\d+)"', html)]
     assert seqs == [refused.seq + n for n in range(11, 6, -1)]

@@ -30,15 +30,13 @@ from django.test import Client
 from dshweb.core.fold.gauge import Band, context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
-from dshweb.core.fold.told import told_gap
 from dshweb.core.listing.pages import SessionList
 from dshweb.core.listing.query import ListQuery
 from dshweb.core.listing.tree import session_tree
 from dshweb.live.hub import SessionView
 from dshweb.live.service import sync_home
 from dshweb.sessions import fragments
-from dshweb.sessions.display.figures import cache_hit_ratio, dom_id
-from dshweb.sessions.display.ring import breakdown_parts, ring_arcs
+from dshweb.sessions.display.figures import dom_id
 from tests.conftest import FIXTURE_HOMES
 from tests.homecopies import home_of_copies
 from tests.snapshots import LIVE_PART_IDS, fixture_snapshot, session_snapshot
@@ -101,17 +99,7 @@ class TopLevel(HTMLParser):
 
 def session_context(shot: SessionSnapshot) -> dict[str, Any]:
     """What the session view and the session socket render a session's parts with."""
-    forecast = fragments.session_forecast(shot)
-    return {
-        "home_name": "local",
-        "session": shot,
-        "gauge": context_gauge(shot),
-        "forecast": forecast,
-        "ring": ring_arcs(context_gauge(shot), shot.context_breakdown, forecast),
-        "breakdown": breakdown_parts(shot.context_breakdown),
-        "cache_hit": cache_hit_ratio(shot.token_usage),
-        "told_gap": told_gap(shot.told, context_gauge(shot).band, shot.threshold),
-    }
+    return fragments.session_context("local", shot, context_gauge(shot))
 
 
 def ring_percent(used: int, window: int) -> int:
@@ -250,9 +238,9 @@ def test_rows_carry_their_figures(
 
 
 def test_a_row_alone_is_one_element_with_its_id() -> None:
-    # What the sessions socket sends: the row template with {"entry": …} and nothing else.
+    # What the sessions socket sends: the row template with its row context.
     (entry,) = session_tree([make_snapshot("a/b c", 5, parent="gone")])
-    html = render_to_string("dashboard/_session_row.html", {"entry": entry})
+    html = render_to_string("dashboard/_session_row.html", fragments.row_context(entry, False))
     ((tag, row),) = TopLevel(html).elements
     assert tag == "li"
     assert row["id"] == "row-local_2f_a_2f_b_20_c"
@@ -266,7 +254,7 @@ def test_a_row_alone_is_one_element_with_its_id() -> None:
 def test_a_row_cuts_long_texts() -> None:
     shot = replace(make_snapshot("long", 5), title="t" * 100_000, cwd="/" + "d" * 100_000)
     (entry,) = session_tree([shot])
-    html = render_to_string("dashboard/_session_row.html", {"entry": entry})
+    html = render_to_string("dashboard/_session_row.html", fragments.row_context(entry, False))
     assert len(html) < 8_000
 
 
@@ -573,6 +561,7 @@ def test_a_part_that_shows_what_did_not_change_is_not_rendered_again(
         assert fragments.live_parts_html("local", SessionView(view, context_gauge(view), 4)) == html
 
 
+@pytest.mark.django_db
 def test_session_socket_url_is_encoded() -> None:
     shot = make_snapshot("a/b c?d#é", 1)
     html = render_to_string("dashboard/_session.html", session_context(shot))
@@ -580,6 +569,7 @@ def test_session_socket_url_is_encoded() -> None:
     assert article["ws-connect"] == "/ws/homes/local/sessions/a%2Fb%20c%3Fd%23%C3%A9/"
 
 
+@pytest.mark.django_db
 def test_session_before_its_first_request_renders() -> None:
     # A session DSH has just opened: no pressure, breakdown or usage figures yet.
     shot = replace(make_snapshot("fresh", 1), context_pressure={})
@@ -888,10 +878,8 @@ def test_a_list_row_says_how_soon_its_session_folds() -> None:
     last_step = shot.step_times[-1]
     said = shot.forecast(last_step + 60_000)
     assert said.steps is not None
-    with patch(
-        "dshweb.sessions.templatetags.dsh_format.time.time", return_value=last_step / 1000 + 60
-    ):
-        row = render_to_string(fragments.ROW_TEMPLATE, {"entry": entry, "many_homes": False})
+    with patch("dshweb.sessions.fragments.time.time", return_value=last_step / 1000 + 60):
+        row = render_to_string(fragments.ROW_TEMPLATE, fragments.row_context(entry, False))
     line = re.search(
         r'<div class="gauge-line fold-in" data-steps="([^"]*)" data-reason="([^"]*)">([^<]*)<', row
     )
@@ -902,8 +890,8 @@ def test_a_list_row_says_how_soon_its_session_folds() -> None:
         f"fold in ~{math.ceil(said.steps)} steps",
     )
     idle_at = (last_step + IDLE_AFTER_MS) / 1000
-    with patch("dshweb.sessions.templatetags.dsh_format.time.time", return_value=idle_at):
-        row = render_to_string(fragments.ROW_TEMPLATE, {"entry": entry, "many_homes": False})
+    with patch("dshweb.sessions.fragments.time.time", return_value=idle_at):
+        row = render_to_string(fragments.ROW_TEMPLATE, fragments.row_context(entry, False))
     assert 'data-reason="idle">no fold forecast<' in row
 
 

@@ -50,6 +50,14 @@ def context_percent(used: int | None, window: int | None) -> int | None:
     return min(100, round_half_up(max(0, used) / window * 100))
 
 
+def window_share(part: float | None, window: float | None) -> float | None:
+    """``part`` as a percent of ``window``, kept within 0–100: where a mark sits on a ring
+    (not rounded, unlike :func:`context_percent`)."""
+    if part is None or not window:
+        return None
+    return min(100.0, max(0.0, float(part) / float(window) * 100))
+
+
 def context_band(
     used: int | None,
     threshold: int | None,

@@ -182,9 +182,9 @@ def test_the_big_session_is_drawn_at_a_fixed_size() -> None:
 
 
 def _svg(chart: TimelineChart) -> list[ElementTree.Element]:
-    from dshweb.sessions.templatetags.dsh_format import fold_markers
+    from dshweb.sessions.display.timeline import markers_svg
 
-    return list(ElementTree.fromstring(f"<svg>{fold_markers(chart)}</svg>"))
+    return list(ElementTree.fromstring(f"<svg>{markers_svg(chart)}</svg>"))
 
 
 def test_each_marker_is_drawn_as_its_group_of_tags() -> None:
