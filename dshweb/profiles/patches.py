@@ -21,7 +21,6 @@ from dshweb.core.settings.dshconfig import (
     ComposedConfig,
     EngineRow,
     active_engine_rows,
-    dump_config,
     find_dsh,
     preset_engine_patch,
 )
@@ -33,6 +32,7 @@ from dshweb.core.settings.patchfile import (
     write_patch_atomically,
 )
 from dshweb.live.service import own_home_name
+from dshweb.profiles.composed import composed_config
 from dshweb.profiles.models import PatchRevision
 
 INSERTED_PLUGINS = {CONTEXT_TRUTH_ID: CONTEXT_TRUTH_PACKAGE}
@@ -168,7 +168,7 @@ def engine_targets(profile: Profile, engine: str) -> EngineTargets:
             )
         return EngineTargets(top=True)
     try:
-        composed = dump_config(profile.home, profile.name, dsh=dsh)
+        composed = composed_config(profile, dsh)
     except DshError as error:
         return EngineTargets(top=False, reason=f"`dsh --dump-config` failed: {error}")
     rows = [r for r in active_engine_rows(composed) if r.engine == engine]

@@ -26,7 +26,6 @@ from dshweb.core.profile.profile import CONTEXT_TRUTH_ID, Profile, profile_names
 from dshweb.core.profile.schema import validate
 from dshweb.core.settings.dshconfig import (
     context_truth_presence,
-    dump_config,
     find_dsh,
     value_sources,
 )
@@ -43,6 +42,7 @@ from dshweb.core.settings.patchfile import (
 )
 from dshweb.live.service import home_view, own_home_name, shown_home
 from dshweb.profiles import patches
+from dshweb.profiles.composed import composed_config
 from dshweb.profiles.forms import config_form, fixed_values, initial_values
 from dshweb.profiles.models import PatchRevision
 
@@ -198,7 +198,7 @@ def _value_sources(
     dsh = find_dsh()
     if composed is None and dsh is not None:
         try:
-            composed = dump_config(profile.home, profile.name, dsh=dsh)
+            composed = composed_config(profile, dsh)
         except DshError:
             composed = None
     row = None

@@ -319,6 +319,29 @@ def test_each_value_says_where_it_comes_from(home: Path, staff: Client) -> None:
     assert 'data-source-of="retainRatio">Now: default' in page
 
 
+@needs_dsh
+def test_dump_config_runs_again_only_when_a_patch_file_changed(
+    home: Path, staff: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs: list[str] = []
+
+    def counted(home: Path, profile: str, **kwargs: Any) -> Any:
+        runs.append(profile)
+        return dump_config(home, profile, **kwargs)
+
+    monkeypatch.setattr("dshweb.profiles.composed.dump_config", counted)
+    for _ in range(3):
+        page = staff.get("/settings/sdk/compaction-basic/").content.decode()
+        assert 'data-source-of="thresholdRatio">Now: profile patch' in page
+    assert runs == ["sdk"]  # three GETs, one run
+    url = "/settings/sdk/compaction-basic/"
+    saved = staff.post(url, _form_data(staff, url, thresholdRatio="0.6"))
+    assert saved.status_code == 302
+    staff.get("/settings/sdk/compaction-basic/")
+    staff.get("/settings/sdk/compaction-basic/")
+    assert runs == ["sdk", "sdk"]  # the save changed the patch file: one run more
+
+
 def test_without_dsh_sources_come_from_the_visible_file(
     home: Path, staff: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
