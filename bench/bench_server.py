@@ -3,7 +3,8 @@
 The server is prepared as ``scripts/start`` prepares it (``umask 077``; ``manage.py
 migrate``, ``collectstatic`` and ``dshweb_bootstrap``; the benchmark's user made with
 ``createsuperuser --noinput`` first, so the bootstrap has nothing to do) and run as
-``python -m daphne -b 127.0.0.1 -p PORT dshweb.asgi:application``, from ``tree``: this
+``python -m daphne -b 127.0.0.1 -p PORT dshweb.asgi:application`` by the tests' own
+:class:`~tests.child_server.ChildServer`, from ``tree``: this
 checkout by default, or another source tree (e.g. ``git archive HEAD | tar -x -C DIR``
 to measure a commit while the work tree changes under you). Its output goes to
 ``server.log`` in its data folder, whose tail is printed when it fails.
@@ -21,22 +22,22 @@ import asyncio
 import contextlib
 import http.client
 import http.cookiejar
-import os
 import re
-import signal
-import socket
-import subprocess
 import sys
 import time
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import websockets
 
 REPO = Path(__file__).resolve().parent.parent
-HOST = "127.0.0.1"
+sys.path.insert(0, str(REPO))  # the server helper the tests share: tests/child_server.py
+from tests.child_server import HOST, ChildServer, ServerError, free_port  # noqa: E402
+
+__all__ = ["HOST", "BenchError", "Server", "free_port", "percentile", "wait_complete", "ws_headers"]
+
 USER, PASSWORD = "bench", "bench-password-not-secret"
 STOP_TIMEOUT = 20.0
 COMMAND_TIMEOUT = 300.0
@@ -49,12 +50,6 @@ WS_MAX_SIZE = 2**28
 
 class BenchError(Exception):
     """The benchmark could not do what it claims; the message says what and why."""
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,56 +79,24 @@ class Response:
 
 
 @dataclass(slots=True)
-class Server:
-    home: Path
-    data: Path
-    tree: Path = REPO
-    port: int = field(default_factory=free_port)
-    proc: subprocess.Popen[bytes] | None = None
-    started_at: float = 0.0
-    """``time.monotonic()`` just before the daphne process was started."""
+class Server(ChildServer):
+    """A :class:`~tests.child_server.ChildServer` (the tests' own) with the benchmark's
+    user, its session cookie and a timed client."""
+
+    umask: int = 0o077
+    stop_timeout: float = STOP_TIMEOUT
     cookie: str | None = None
-    extra_env: dict[str, str] = field(default_factory=dict)
-    """Set on top of :meth:`env`'s own variables (a web worker's stores, say)."""
-    command: list[str] = field(default_factory=list)
-    """What :meth:`start` runs instead of daphne (``manage.py`` arguments: a collector)."""
-
-    @property
-    def log_path(self) -> Path:
-        return self.data / "server.log"
-
-    def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("DSHWEB_", "DJANGO_"))}
-        env.update(
-            DSH_HOME=str(self.home),
-            DSHWEB_DATA_DIR=str(self.data),
-            DSHWEB_NO_DEMO="1",
-            DSHWEB_PROFILE="sdk",
-            DJANGO_SETTINGS_MODULE="dshweb.settings",
-            PYTHONUNBUFFERED="1",
-        )
-        env.update(self.extra_env)
-        return env
 
     def _manage(self, *args: str, extra: dict[str, str] | None = None) -> None:
-        done = subprocess.run(
-            [sys.executable, "manage.py", *args],
-            cwd=self.tree,
-            env=self.env() | (extra or {}),
-            capture_output=True,
-            text=True,
-            timeout=COMMAND_TIMEOUT,
-            check=False,
-            umask=0o077,
-        )
-        if done.returncode != 0:
-            raise BenchError(
-                f"manage.py {' '.join(args)} exited {done.returncode}:\n{done.stderr[-3000:]}"
-            )
+        try:
+            self.manage(*args, env=self.env() | (extra or {}), timeout=COMMAND_TIMEOUT)
+        except ServerError as error:
+            raise BenchError(str(error)) from None
 
     def prepare(self) -> None:
-        """What scripts/start does before daphne, plus the benchmark's user."""
-        self.data.mkdir(parents=True, exist_ok=True, mode=0o700)
+        """What scripts/start does before daphne, plus the benchmark's user (made first,
+        so the bootstrap has no user to make)."""
+        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._manage("migrate", "--noinput", "--verbosity", "0")
         self._manage("collectstatic", "--noinput", "--verbosity", "0")
         self._manage(
@@ -147,26 +110,9 @@ class Server:
         )
         self._manage("dshweb_bootstrap")
 
-    def start(self) -> None:
-        assert self.proc is None or self.proc.poll() is not None, "already running"
-        if self.command:
-            command = [sys.executable, "manage.py", *self.command]
-        else:
-            command = [sys.executable, "-m", "daphne", "-b", HOST, "-p", str(self.port)]
-            command.append("dshweb.asgi:application")
-        with self.log_path.open("ab") as log:
-            log.write(f"=== start on port {self.port}\n".encode())
-            log.flush()
-            self.started_at = time.monotonic()
-            self.proc = subprocess.Popen(
-                command,
-                cwd=self.tree,
-                env=self.env(),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                umask=0o077,
-            )
+    def start(self, *, wait: bool = False) -> None:
+        """Start it; a benchmark times the wait for its first answer itself."""
+        ChildServer.start(self, wait=wait)
 
     def since_start(self) -> float:
         return time.monotonic() - self.started_at
@@ -181,19 +127,11 @@ class Server:
         return BenchError(f"{message}\n--- server log (tail) ---\n{self.log_tail()}")
 
     def wait_answering(self, deadline: float) -> None:
-        """Until the login page answers 200 (the first request of any kind also starts
-        the server's background services)."""
-        while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
-                raise self.fail(f"the server exited with {self.proc.returncode}")
-            try:
-                got = self.get("/accounts/login/", timeout=max(1.0, deadline - time.monotonic()))
-                if got.status == 200:
-                    return
-            except OSError:
-                pass
-            time.sleep(0.1)
-        raise self.fail("the server did not answer its login page in time")
+        """Until the login page answers 200, or :class:`BenchError`."""
+        try:
+            self.wait_ready(deadline)
+        except ServerError as error:
+            raise self.fail(str(error).split("\n", 1)[0]) from None
 
     def login(self, timeout: float) -> None:
         jar = http.cookiejar.CookieJar()
@@ -227,29 +165,12 @@ class Server:
         finally:
             conn.close()
 
-    def cpu_seconds(self) -> float:
-        assert self.proc is not None
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    def rss_mb(self) -> float:
-        assert self.proc is not None
-        status = Path(f"/proc/{self.proc.pid}/status").read_text()
-        line = next(s for s in status.splitlines() if s.startswith("VmRSS:"))
-        return int(line.split()[1]) / 1024
-
     def stop(self) -> float:
         """SIGTERM, then wait (kill after :data:`STOP_TIMEOUT`); seconds it took."""
-        start = time.monotonic()
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=STOP_TIMEOUT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                print(f"bench: the server did not stop within {STOP_TIMEOUT:.0f} s of SIGTERM")
-        return time.monotonic() - start
+        took = ChildServer.stop(self)
+        if took >= self.stop_timeout:
+            print(f"bench: the server did not stop within {self.stop_timeout:.0f} s of SIGTERM")
+        return took
 
 
 @dataclass(frozen=True, slots=True)

@@ -226,8 +226,8 @@ class Sample:
 
 
 def sample(server: Server, started: float) -> Sample:
-    assert server.proc is not None
-    pid = server.proc.pid
+    assert server.process is not None
+    pid = server.process.pid
     fds = len(os.listdir(f"/proc/{pid}/fd"))
     threads = len(os.listdir(f"/proc/{pid}/task"))
     return Sample(
@@ -362,7 +362,7 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
     try:
         while time.monotonic() < deadline:
             now = time.monotonic()
-            if server.proc is None or server.proc.poll() is not None:
+            if server.process is None or server.process.poll() is not None:
                 print("soak: the server exited")
                 failed = True
                 break

@@ -166,7 +166,7 @@ def _start_team(args: argparse.Namespace, env: dict[str, str], size: int, root: 
         for name, home in homes.items()
     ]
     for process in team.workers[1:] + team.collectors:
-        process.data.mkdir(parents=True, exist_ok=True, mode=0o700)
+        process.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         process._manage("dshweb_bootstrap", "--verbosity", "0")
     return team
 
@@ -181,8 +181,8 @@ def _wait_collected(stores: Stores, env: dict[str, str], team: Team) -> float:
     expected = {name: len(session_logs(home)) for name, home in team.homes.items()}
     while time.monotonic() < began + READY_S:
         for process in team.collectors:
-            if process.proc is not None and process.proc.poll() is not None:
-                raise process.fail(f"a collector exited with {process.proc.returncode}")
+            if process.process is not None and process.process.poll() is not None:
+                raise process.fail(f"a collector exited with {process.process.returncode}")
         if stores.collected(env) == expected:
             return time.monotonic() - began
         time.sleep(0.5)

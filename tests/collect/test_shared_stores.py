@@ -132,7 +132,7 @@ def workers(tmp_path: Path, stores: dict[str, str]) -> Iterator[tuple[DshwebServ
             if name == "a":
                 server.prepare()  # one database: the user is made once
             else:
-                server._manage("dshweb_bootstrap", "--verbosity", "0")
+                server.manage("dshweb_bootstrap", "--verbosity", "0")
             server.start()
             servers.append(server)
         yield servers[0], servers[1]
