@@ -39,8 +39,8 @@ from dshweb.sessions.display.ledger_rows import (
     refused_row,
     timeline_rows,
 )
+from dshweb.sessions.selectors import Found, find_session
 from dshweb.sessions.step_exports import step_download
-from dshweb.sessions.views import missing_session
 
 api = NinjaAPI(
     title="dshweb",
@@ -199,17 +199,14 @@ def _now_ms() -> int:
 
 
 def _session(home: str, session_id: str) -> SessionView:
-    homes = shown_homes()
-    if homes.error is not None:
-        raise HttpError(503, homes.error)
-    shown = homes.home(home)
-    view = homes.session(home, session_id)
-    if shown is None or view is None:
-        status, _ = missing_session(homes, shown)
-        if status == 404:
-            raise HttpError(404, f"no session {session_id!r} in home {home!r}")
-        raise HttpError(status, "the home has not been read that far yet; ask again soon")
-    return view
+    found = find_session(home, session_id)
+    if isinstance(found, Found):
+        return found.view
+    if found.home_error is not None:
+        raise HttpError(503, found.home_error)
+    if found.status == 404:
+        raise HttpError(404, f"no session {session_id!r} in home {home!r}")
+    raise HttpError(found.status, "the home has not been read that far yet; ask again soon")
 
 
 ERRORS: dict[int, type[Schema]] = {401: Problem, 404: Problem, 503: Problem}

@@ -34,8 +34,8 @@ from dshweb.live.homes import Homes, ShownHome
 from dshweb.live.hub import SessionView
 from dshweb.sessions import fragments
 from dshweb.sessions.fragments import live_parts_html, session_context
+from dshweb.sessions.selectors import HOME_UNAVAILABLE, Found, find_session
 
-HOME_UNAVAILABLE = 503
 NOT_ON_A_WORKER = 503
 
 
@@ -82,38 +82,29 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     return response
 
 
-def missing_session(homes: Homes, shown: ShownHome | None) -> tuple[int, FoldProgress]:
-    """Why a session is not shown: 404 once its home has been read through, else 503 (it
-    may yet appear); and how far the read has got."""
-    progress = shown.view.progress if shown is not None else homes.progress
-    return (404 if progress.done else HOME_UNAVAILABLE), progress
-
-
 def shown_session(
     request: HttpRequest, home: str, session_id: str
 ) -> tuple[ShownHome, SessionView, FoldProgress] | HttpResponse:
     """Session ``session_id`` of home ``home`` now (with its home, and how far the first
-    read of the homes has got), or the page saying why there is none: 503 while a home
-    cannot be read or has not been read that far yet, else 404."""
-    homes = shown_homes()
-    if homes.error is not None:
-        return _home_error(request, homes)
-    shown = homes.home(home)
-    view = homes.session(home, session_id)
-    if shown is None or view is None:  # or not read yet: the page says which, and reloads
-        status, progress = missing_session(homes, shown)
-        return render(
-            request,
-            "dashboard/session_missing.html",
-            {
-                "session_id": session_id,
-                "home_name": home,
-                "home": shown.view.home if shown is not None else None,
-                "progress": progress,
-            },
-            status=status,
-        )
-    return shown, view, homes.progress
+    read of the homes has got), or the page saying why there is none
+    (:func:`~dshweb.sessions.selectors.find_session`)."""
+    found = find_session(home, session_id)
+    if isinstance(found, Found):
+        return found.shown, found.view, found.progress
+    if found.home_error is not None:
+        return _home_error(request, found.homes)
+    shown = found.shown  # or not read yet: the page says which, and reloads
+    return render(
+        request,
+        "dashboard/session_missing.html",
+        {
+            "session_id": session_id,
+            "home_name": home,
+            "home": shown.view.home if shown is not None else None,
+            "progress": found.progress,
+        },
+        status=found.status,
+    )
 
 
 @require_safe
