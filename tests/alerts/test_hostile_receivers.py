@@ -164,9 +164,11 @@ def test_a_canary_webhook_delivers_beside_broken_and_trickling_receivers(
             # The trickling receiver's attempt was still going when the canary got its own.
             assert slow_came and canary_came[0] < slow_came[0] + 4, (slow_came, canary_came)
             assert took < CANARY_WITHIN, f"the canary waited {took:.2f} s"
-            states = _deliveries(served, wait_for=("slow", "broken", "mail\r\nBcc:"))
+            _deliveries(served, wait_for=("slow", "broken", "mail\r\nBcc:"))
         finally:
             served.server.stop()
+    # Read once nothing is tried any more (a failed delivery is tried again 5 s later).
+    states = _deliveries(served, wait_for=())
     # Each failed, recorded as its own, and is tried again later.
     assert states["slow"][0] == "pending" and states["slow"][1] >= 1
     assert states["slow"][2] == "could not deliver (timeout)"
@@ -177,7 +179,8 @@ def test_a_canary_webhook_delivers_beside_broken_and_trickling_receivers(
     (message,) = mailbox.messages
     assert "\n" not in message["Subject"] and "Bcc" not in message
     assert mailbox.recipients == [["ops@example.test"]]
-    assert len(broken_came) == states["broken"][1]
+    # Every attempt recorded, but one the stop may have cut short.
+    assert states["broken"][1] in (len(broken_came), len(broken_came) - 1), broken_came
 
 
 def _text(frame: bytes) -> bytes:
