@@ -27,7 +27,23 @@ POSTGRES_URL = (
     os.environ.get("DSHWEB_TEST_POSTGRES_URL") or "postgres://postgres@127.0.0.1:5432/postgres"
 )
 """The PostgreSQL the ``services`` tests use (the server's maintenance database)."""
-REDIS_URL = os.environ.get("DSHWEB_TEST_REDIS_URL") or "redis://127.0.0.1:6379/15"
+
+
+def _worker_database(url: str) -> str:
+    """The Redis database of this test process: the URL's own, or with ``pytest -n`` one
+    below it per worker (gw0 the URL's, gw1 the one below…), so tests running at once
+    never flush each other's channel groups."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker.startswith("gw"):
+        return url
+    parts = urlsplit(url)
+    number = int(parts.path.strip("/") or 0) - int(worker.removeprefix("gw"))
+    if number < 0:
+        raise RuntimeError(f"no Redis database left for worker {worker} below {url}")
+    return urlunsplit(parts._replace(path=f"/{number}"))
+
+
+REDIS_URL = _worker_database(os.environ.get("DSHWEB_TEST_REDIS_URL") or "redis://127.0.0.1:6379/15")
 """The Redis the ``services`` tests use (a database number of its own, flushed by them)."""
 
 _made: set[str] = set()
