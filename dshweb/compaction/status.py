@@ -12,6 +12,8 @@ heard nothing).
 from __future__ import annotations
 
 import asyncio
+from dataclasses import asdict
+from typing import cast
 
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -43,12 +45,7 @@ def _record(request: CompactionRequest | None) -> RequestRecord | None:
 def _state(record: RequestRecord | None) -> RequestState | None:
     if record is None:
         return None
-    return RequestState(
-        state=record.state,
-        outcome=record.outcome,
-        message=record.message,
-        seq_at_request=record.seq_at_request,
-    )
+    return cast(RequestState, asdict(record))  # the same four fields
 
 
 def latest_request(home: str, session_id: str) -> CompactionRequest | None:

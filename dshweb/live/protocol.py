@@ -24,8 +24,6 @@ SESSIONS_GROUP = "dshweb.sessions"
 
 SESSION_CHANGED = "session.changed"
 SESSIONS_CHANGED = "sessions.changed"
-COMPACT_CHANGED = "compact.changed"
-ALERT_FIRED = "alert.fired"
 COMPACT_RUN = "compact.run"
 SETTINGS_REQUEST = "settings.request"
 COLLECTOR_ANSWER = "collector.answer"

@@ -75,8 +75,13 @@ def session_ledger(request: HtmxHttpRequest, home: str, session_id: str) -> Http
         return found
     ledger = found.ledger
     shown = ledger_view(ledger, before)
-    context = {"home_name": home, "session": found, "ledger": ledger, "page": shown.page}
-    context["lv"] = shown
+    context = {
+        "home_name": home,
+        "session": found,
+        "ledger": ledger,
+        "page": shown.page,
+        "lv": shown,
+    }
     if request.htmx and not request.htmx.history_restore_request:
         return render(request, "dashboard/_ledger_page.html", context)
     return render(request, "dashboard/session_ledger.html", context)

@@ -44,8 +44,8 @@ SIGN_IN_MS = 10_000
 @dataclass(slots=True)
 class DshwebServer(ChildServer):
     def env(self) -> dict[str, str]:
-        env = ChildServer.env(self)
-        return env | database_env(self.data_dir) | self.extra_env
+        # A database of its own on a PostgreSQL run, unless extra_env names one (shared stores).
+        return ChildServer.env(self) | database_env(self.data_dir) | self.extra_env
 
     def prepare(self) -> None:
         """Prepare the data folder as ``scripts/start`` does, and the user the tests sign in as."""

@@ -38,6 +38,20 @@ def format_page_tokens(count: int) -> str:
     return f"{tenths_m // 10}.{tenths_m % 10}M"
 
 
+UNKNOWN = "—"
+
+
+def format_exact(value: int | str | None) -> str:
+    """``1234567`` → ``1,234,567`` (the full figure beside a compact one); unknown (``None``,
+    or ``""`` for a key a projection does not have yet) as an em dash."""
+    return UNKNOWN if value is None or value == "" else f"{int(value):,}"
+
+
+def svg_number(value: float | None) -> str:
+    """A locale-free SVG number (``12.345``); nothing known is ``0``."""
+    return "0" if value is None else f"{value:.3f}"
+
+
 def cache_hit_ratio(token_usage: Mapping[str, int]) -> float | None:
     """``cacheRead / (uncachedInput + cacheRead + cacheWrite)``; ``None`` before any input."""
     read, total = cache_and_prompt(token_usage)

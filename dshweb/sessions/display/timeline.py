@@ -24,6 +24,7 @@ from html import escape
 from typing import Literal, Protocol
 
 from dshweb.core.fold.folds import Fold, FoldKind, TimelinePoint
+from dshweb.sessions.display.figures import format_exact, svg_number
 
 
 class TimelineSource(Protocol):
@@ -322,18 +323,10 @@ def markers_svg(chart: TimelineChart) -> str:
     return "".join(_marker_svg(chart, m) for m in chart.markers)
 
 
-def _n(value: float) -> str:
-    """A locale-free SVG number (``12.345``)."""
-    return f"{value:.3f}"
-
-
-def _exact(value: int | None) -> str:
-    return "—" if value is None else f"{value:,}"
-
-
 def _marker_svg(chart: TimelineChart, m: FoldMarker) -> str:
+    n = svg_number
     kind, status = escape(m.kind), escape(m.status)
-    x, top, bottom = _n(m.x), _n(chart.top), _n(chart.bottom)
+    x, top, bottom = n(m.x), n(chart.top), n(chart.bottom)
     parts = [
         f'<g class="timeline-fold fold-{kind} is-{status}" data-kind="{kind}" '
         f'data-seq="{m.seq}" data-first="{m.first}" data-last="{m.last}" data-count="{m.count}">'
@@ -342,28 +335,28 @@ def _marker_svg(chart: TimelineChart, m: FoldMarker) -> str:
     if m.count == 1:
         parts.append(
             f"<title>#{m.number} {kind} fold at seq {m.seq}{failed}: "
-            f"{_exact(m.before)} → {_exact(m.after)} tokens</title>"
+            f"{format_exact(m.before)} → {format_exact(m.after)} tokens</title>"
         )
     else:
         kinds = ", ".join(f"{n} {escape(k)}" for k, n in m.kinds)
         also = f" ({m.failed} failed)" if m.failed else ""
         parts.append(
             f"<title>{m.count} folds, #{m.first}–#{m.last}, at seq {m.seq}–{m.end_seq}: "
-            f"{kinds}{also}; highest before {_exact(m.before)}, lowest after "
-            f"{_exact(m.after)} tokens</title>"
-            f'<rect class="fold-span" x="{_n(m.x_start)}" y="{top}" width="{_n(m.width)}" '
-            f'height="{_n(chart.plot_height)}"></rect>'
+            f"{kinds}{also}; highest before {format_exact(m.before)}, lowest after "
+            f"{format_exact(m.after)} tokens</title>"
+            f'<rect class="fold-span" x="{n(m.x_start)}" y="{top}" width="{n(m.width)}" '
+            f'height="{n(chart.plot_height)}"></rect>'
         )
     parts.append(f'<line class="fold-guide" x1="{x}" x2="{x}" y1="{top}" y2="{bottom}"></line>')
     before, after = m.y_before, m.y_after
     if before is not None and after is not None:
         parts.append(
-            f'<line class="fold-drop" x1="{x}" x2="{x}" y1="{_n(before)}" y2="{_n(after)}"></line>'
+            f'<line class="fold-drop" x1="{x}" x2="{x}" y1="{n(before)}" y2="{n(after)}"></line>'
         )
     if before is not None:
-        parts.append(f'<circle class="fold-before" cx="{x}" cy="{_n(before)}" r="3.5"></circle>')
+        parts.append(f'<circle class="fold-before" cx="{x}" cy="{n(before)}" r="3.5"></circle>')
     if after is not None:
-        parts.append(f'<circle class="fold-after" cx="{x}" cy="{_n(after)}" r="3.5"></circle>')
+        parts.append(f'<circle class="fold-after" cx="{x}" cy="{n(after)}" r="3.5"></circle>')
     if m.labelled:
         label = m.number if m.count == 1 else f"×{m.count}"
         parts.append(f'<text class="fold-number" x="{x}" y="{top}" dy="-7">{label}</text>')

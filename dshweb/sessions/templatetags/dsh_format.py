@@ -18,7 +18,7 @@ from dshweb.sessions.display import figures
 
 register = template.Library()
 
-UNKNOWN = "—"
+UNKNOWN = figures.UNKNOWN
 
 
 @register.filter
@@ -30,7 +30,7 @@ def tokens(value: int | str | None) -> str:
 @register.filter
 def exact(value: int | str | None) -> str:
     """``1234567`` → ``1,234,567`` (the full figure beside a compact one)."""
-    return UNKNOWN if value is None or value == "" else f"{int(value):,}"
+    return figures.format_exact(value)
 
 
 @register.filter
@@ -75,7 +75,7 @@ def key_dom_id(key: tuple[str, str], prefix: str = "session") -> str:
 @register.filter
 def arc(value: float | None) -> str:
     """A percent of the ring as a locale-free SVG number (``12.345``)."""
-    return "0" if value is None else f"{value:.3f}"
+    return figures.svg_number(value)
 
 
 @register.filter
