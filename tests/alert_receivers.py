@@ -1,5 +1,6 @@
 """Real receivers for alert deliveries on 127.0.0.1: a webhook server that checks each
-request's signature, and an SMTP server (aiosmtpd) that keeps what it is sent."""
+request's signature, and an SMTP server (aiosmtpd) that keeps what it is sent; and the
+wait for a watcher's first look at new rules."""
 
 from __future__ import annotations
 
@@ -115,3 +116,14 @@ def wait_for(check: Callable[[], object], timeout: float = 15.0) -> Any:
             return value
         time.sleep(0.05)
     raise AssertionError(f"not within {timeout} s: {check}")
+
+
+def wait_for_first_look(output: Callable[[], str], rules: int, timeout: float = 60.0) -> None:
+    """Until the alert watcher whose process prints ``output()`` has looked at every
+    session under ``rules`` rules (it logs so): what its home held by then is old to
+    them, and what is appended next is new."""
+    said = f"rules in force: {rules} ("
+    try:
+        wait_for(lambda: said in output(), timeout)
+    except AssertionError:
+        raise AssertionError(f"the watcher never said {said!r}\n{output()[-4000:]}") from None

@@ -151,13 +151,13 @@ def browser_message(firing: AlertFiring) -> BrowserMessage:
 
 
 def attempt(delivery_id: int) -> BrowserMessage | None:
-    """Try webhook or email delivery ``delivery_id`` once and record how it went; for a
-    browser delivery, the message to send (then :func:`browser_sent`)."""
+    """Try webhook or email delivery ``delivery_id`` once, claimed first, and record how it
+    went; for a browser delivery, the message to send (then :func:`browser_sent`)."""
     delivery = (
         AlertDelivery.objects.select_related("firing__rule__owner").filter(pk=delivery_id).first()
     )
-    if delivery is None or delivery.state != AlertDelivery.State.PENDING:
-        return None  # deleted with its rule meanwhile, or done
+    if delivery is None or not _claimed(delivery):
+        return None  # deleted with its rule meanwhile, done, or another watcher's now
     firing = delivery.firing
     if delivery.channel == AlertDelivery.Channel.BROWSER:
         return browser_message(firing)
@@ -174,6 +174,22 @@ def attempt(delivery_id: int) -> BrowserMessage | None:
     else:
         record_sent(delivery)
     return None
+
+
+def _claimed(delivery: AlertDelivery) -> bool:
+    """Claim a pending delivery for this attempt (one conditional update: of two watchers
+    trying it at once, one sends)."""
+    if delivery.state != AlertDelivery.State.PENDING:
+        return False
+    claimed_until = timezone.now() + timedelta(seconds=timing.ALERT_CLAIM)
+    claimed = AlertDelivery.objects.filter(
+        pk=delivery.pk,
+        state=AlertDelivery.State.PENDING,
+        attempts=delivery.attempts,
+        next_attempt_at=delivery.next_attempt_at,
+    ).update(next_attempt_at=claimed_until)
+    delivery.next_attempt_at = claimed_until
+    return claimed == 1
 
 
 def browser_sent(delivery_id: int, error: BaseException | None) -> None:

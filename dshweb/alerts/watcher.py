@@ -72,6 +72,8 @@ class AlertWatcher:
         self._rules: list[_Rule] = []
         self._rules_stamp: tuple[object, ...] | None = None
         self._rules_read_at = -float("inf")
+        self._rules_unseen = False
+        """Rules were read that not every session has been looked at under yet."""
         self._armed: dict[ArmedKey, Armed] = {}
         self._outage = Outage("alert watcher", first=1.0, most=timing.OUTAGE_RETRY_MAX, log=log)
         self.fired = 0
@@ -126,10 +128,24 @@ class AlertWatcher:
 
     def _evaluate(self, changed: set[str]) -> None:
         if self._read_rules():
-            changed = set(self._view.sessions) if self._view is not None else set()
+            self._rules_unseen = True
         view = self._view
-        if view is None or not changed or not self._rules:
+        if view is None:
             return
+        if self._rules_unseen:  # rules read since the last look at every session
+            changed = set(view.sessions)
+        if changed and self._rules:
+            self._evaluate_sessions(view, changed)
+        if self._rules_unseen:
+            self._rules_unseen = False
+            log.info(
+                "alert watcher of %s: rules in force: %d (its %d sessions looked at)",
+                self.home,
+                len(self._rules),
+                len(view.sessions),
+            )
+
+    def _evaluate_sessions(self, view: HomeView, changed: set[str]) -> None:
         now = time.time()
         now_ms = int(now * 1000)
         for session_id in sorted(changed):

@@ -55,6 +55,10 @@ ALERT_ATTEMPTS = 5
 """Attempts before a delivery is recorded as failed, with its last error."""
 ALERT_TIMEOUT = 5.0
 """Seconds one webhook attempt may take in all (connecting, sending, the whole answer)."""
+ALERT_CLAIM = 60.0
+"""An attempt claims its delivery for this long (its next attempt moved this far ahead)
+before it sends: another watcher of the home, during a collector's hand-over, leaves it
+alone; an attempt whose process died is taken again after it."""
 DELIVERY_THREADS = 4
 """Alert deliveries attempted at once per watcher, each in a thread of its own."""
 ALERT_RULES_EVERY = 1.0

@@ -20,7 +20,7 @@ from django.test import Client
 
 from dshweb.alerts.models import AlertRule
 from dshweb.alerts.webhooks import TargetRefused, webhook_target
-from tests.alert_receivers import smtp_server
+from tests.alert_receivers import smtp_server, wait_for_first_look
 from tests.sessions.test_hostile_clients import Served
 
 CANARY_WITHIN = 3.0
@@ -148,7 +148,7 @@ def test_a_canary_webhook_delivers_beside_broken_and_trickling_receivers(
             )
             assert served.visitor is not None
             served.visitor.get("/")
-            time.sleep(6)  # the watcher reads the rules and looks at the session (busy: late)
+            wait_for_first_look(served.server.output, rules=4)
             first_fold = next(
                 n for n, piece in enumerate(served.rest) if b'"compaction/end"' in _text(piece)
             )
@@ -170,7 +170,11 @@ def test_a_canary_webhook_delivers_beside_broken_and_trickling_receivers(
         finally:
             served.server.stop()
     # Read once nothing is tried any more (a failed delivery is tried again 5 s later).
-    states = _deliveries(served, wait_for=())
+    found = _deliveries(served, wait_for=())
+    # One fold, one firing and one delivery per rule.
+    assert sorted(found) == sorted(["slow", "broken", "canary", "mail\r\nBcc: victim@example.test"])
+    assert all(len(rows) == 1 for rows in found.values()), found
+    states = {name: rows[0] for name, rows in found.items()}
     # Each failed, recorded as its own, and is tried again later.
     assert states["slow"][0] == "pending" and states["slow"][1] >= 1
     assert states["slow"][2] == "could not deliver (timeout)"
@@ -191,20 +195,24 @@ def _text(frame: bytes) -> bytes:
     return zstandard.ZstdDecompressor().decompressobj().decompress(frame)
 
 
-def _deliveries(served: Served, wait_for: tuple[str, ...]) -> dict[str, tuple[Any, ...]]:
-    """Each rule's delivery as (state, attempts, last error), once the ``wait_for``
+def _deliveries(served: Served, wait_for: tuple[str, ...]) -> dict[str, list[tuple[Any, ...]]]:
+    """Each rule's deliveries as (state, attempts, last error), once the ``wait_for``
     rules' first attempts are recorded."""
     code = (
         "import json\nfrom dshweb.alerts.models import AlertDelivery\n"
-        "print(json.dumps({d.firing.rule.name: [d.state, d.attempts, d.last_error]"
-        " for d in AlertDelivery.objects.select_related('firing__rule')}))"
+        "print(json.dumps([[d.firing.rule.name, d.state, d.attempts, d.last_error]"
+        " for d in AlertDelivery.objects.select_related('firing__rule').order_by('pk')]))"
     )
     deadline = time.monotonic() + 20
     while True:
-        found = json.loads(served.shell(code).strip().splitlines()[-1])
-        ready = all(any(k.startswith(w) and v[1] for k, v in found.items()) for w in wait_for)
+        found: dict[str, list[tuple[Any, ...]]] = {}
+        for name, *state in json.loads(served.shell(code).strip().splitlines()[-1]):
+            found.setdefault(name, []).append(tuple(state))
+        ready = all(
+            any(k.startswith(w) and rows[0][1] for k, rows in found.items()) for w in wait_for
+        )
         if ready or time.monotonic() > deadline:
-            return {k: tuple(v) for k, v in found.items()}
+            return found
         time.sleep(0.5)
 
 

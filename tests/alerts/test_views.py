@@ -15,6 +15,7 @@ from django.test import Client
 
 from dshweb.alerts import deliveries
 from dshweb.alerts.models import AlertDelivery, AlertFiring, AlertRule
+from dshweb.live import timing
 
 pytestmark = [pytest.mark.django_db]
 
@@ -222,3 +223,31 @@ def test_a_delivery_whose_rule_was_deleted_meanwhile_is_let_go() -> None:
     assert [deliveries.attempt(pk) for pk in ids] == [None, None]
     deliveries.browser_sent(ids[0], None)  # nothing left to record
     assert not AlertDelivery.objects.exists()
+
+
+def test_of_two_watchers_trying_one_delivery_at_once_one_sends(mailoutbox: list[Any]) -> None:
+    _, user = signed_in()
+    user.email = "me@example.test"
+    user.save()
+    rule = AlertRule.objects.create(
+        owner=user,
+        name="folds",
+        condition="folded",
+        email_to="me@example.test",
+        notify_browser=False,
+    )
+    firing = deliveries.record_firing(
+        rule, home="local", session_id="s1", title="Refactor", key="412", summary="folded"
+    )
+    (delivery,) = firing.deliveries.all()
+    # Each watcher read the row as pending and due; the first to claim it sends.
+    seen_by_other = AlertDelivery.objects.get(pk=delivery.pk)
+    assert deliveries.attempt(delivery.pk) is None
+    assert len(mailoutbox) == 1
+    assert not deliveries._claimed(seen_by_other)
+    # A claim whose process died holds the delivery for ALERT_CLAIM, then it is due again.
+    AlertDelivery.objects.filter(pk=delivery.pk).update(state="pending", attempts=0)
+    assert deliveries._claimed(AlertDelivery.objects.get(pk=delivery.pk))
+    due, wait = deliveries.due_deliveries("local")
+    assert due == [] and wait is not None
+    assert timing.ALERT_CLAIM - 5 < wait <= timing.ALERT_CLAIM

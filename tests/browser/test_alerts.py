@@ -15,6 +15,7 @@ from playwright.sync_api import expect
 from pytest_playwright.pytest_playwright import CreateContextCallback
 
 from dshweb.core.fold.index import HomeIndex
+from tests.alert_receivers import wait_for_first_look
 from tests.browser.conftest import WAIT_MS
 from tests.browser.homes import append_frames, copy_session, fixture_log
 from tests.browser.server import DshwebServer, serving
@@ -75,7 +76,10 @@ def server(
 
 
 def test_a_rule_made_here_notifies_a_background_tab_when_the_session_folds(
-    new_context: CreateContextCallback, alert_home: AlertHome, artifacts: Path
+    new_context: CreateContextCallback,
+    alert_home: AlertHome,
+    server: DshwebServer,
+    artifacts: Path,
 ) -> None:
     assert alert_home.folds_to_come >= 1
     context = new_context(permissions=["notifications"])
@@ -97,9 +101,8 @@ def test_a_rule_made_here_notifies_a_background_tab_when_the_session_folds(
     other = context.new_page()
     other.goto("/alerts/")
     other.bring_to_front()  # the session's page is now a background tab
-    # The watcher's first look at the new rule: the folds so far are old. It looks within a
-    # round or two (each at most 1 s); a machine busy with other tests needs a few more.
-    time.sleep(6)
+    # The watcher's first look at the new rule: the folds so far are old to it.
+    wait_for_first_look(server.output, rules=1)
 
     for frame in alert_home.rest:  # as DSH writes them: each fold a moment apart
         append_frames(alert_home.log, [frame])

@@ -25,6 +25,7 @@ from dshweb.collect.collected import sealing_key
 from dshweb.core.fold.sealed import open_session
 from dshweb.core.log.home import session_logs
 from dshweb.live.hub import Hub
+from tests.alert_receivers import wait_for_first_look
 from tests.browser.server import spawn, terminate
 from tests.conftest import FIXTURE_HOMES, REPO, run_python
 from tests.logbuilder import frames_of
@@ -236,7 +237,7 @@ def test_a_collector_runs_its_homes_alert_rules(collector: Collector) -> None:
     assert made.returncode == 0, made.stderr
     collector.start()
     collector.wait_for("the rows", lambda: len(collector.rows()) == 1)
-    time.sleep(2.0)  # the watcher's first look at the rule: the folds so far are old
+    wait_for_first_look(collector.output, rules=1)  # the folds so far are old to the rule
     before = {f.seq for f in _folds(collector.home)}
     for path in second:
         for frame in [*second[path], *third[path]]:  # as DSH writes: a moment apart
