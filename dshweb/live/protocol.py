@@ -93,6 +93,16 @@ class AlertFired(TypedDict):
     alert: dict[str, Any]
 
 
+class SettingsQuestion(TypedDict):
+    """A question about a collected home's settings: a verb of the settings service
+    (``dshweb.profiles.service.ACTIONS``) and its JSON-like arguments. The answer carries
+    ``data`` (the service's, as JSON-like), ``not_found`` or ``failed`` (a reason)."""
+
+    type: Literal["settings.request"]
+    verb: str
+    arguments: dict[str, Any]
+
+
 def sent(message: Mapping[str, object]) -> dict[str, Any]:
     """``message`` (one of the types above) as the channel layer's API takes it."""
     return dict(message)

@@ -1,5 +1,6 @@
-"""The settings editor's pages: a profile's rows, preview, history and restore; a
-collected home's settings are answered by its collector (:mod:`dshweb.profiles.remote`)."""
+"""The settings editor's pages: a profile's rows, preview, history and restore; the same
+pages of a collected home under ``/homes/<home>/``, answered by its collector
+(:mod:`dshweb.profiles.remote`)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,19 @@ from django.urls import path
 
 from dshweb.profiles import remote, views
 
+PAGES = [
+    ("", views.settings_index, "settings"),
+    ("revisions/<int:revision_id>/restore/", views.settings_restore, "settings-restore"),
+    ("<str:profile>/history/", views.settings_history, "settings-history"),
+    ("<str:profile>/preview/", views.settings_preview, "settings-preview"),
+    ("<str:profile>/<str:section>/", views.settings_row, "settings-row"),
+]
+
 urlpatterns = [
-    path("homes/<home:home>/settings/", remote.home_settings, name="home-settings"),
-    path("homes/<home:home>/settings/<path:rest>", remote.home_settings),
-    path("settings/", views.settings_index, name="settings"),
-    path(
-        "settings/revisions/<int:revision_id>/restore/",
-        views.settings_restore,
-        name="settings-restore",
+    path("homes/<home:home>/settings/engine/", remote.collected_engine),
+    *(path(f"settings/{route}", view, name=name) for route, view, name in PAGES),
+    *(
+        path(f"homes/<home:home>/settings/{route}", view, name=None if route else "home-settings")
+        for route, view, _ in PAGES
     ),
-    path("settings/<str:profile>/history/", views.settings_history, name="settings-history"),
-    path("settings/<str:profile>/preview/", views.settings_preview, name="settings-preview"),
-    path("settings/<str:profile>/<str:section>/", views.settings_row, name="settings-row"),
 ]

@@ -8,7 +8,6 @@ from django.utils.functional import SimpleLazyObject
 
 from dshweb.collect.shown import shown_homes
 from dshweb.live.service import collecting, shown_home
-from dshweb.profiles.remote import carried_home
 
 
 def dsh_home(request: HttpRequest) -> dict[str, object]:
@@ -27,6 +26,4 @@ def dsh_home(request: HttpRequest) -> dict[str, object]:
         "collected": False,
         "dsh_home": home.path,
         "dsh_home_is_demo": home.is_demo,
-        # A page a collector renders for a web worker: its content alone.
-        "settings_layout": "settings/_carried.html" if carried_home(request) else "base.html",
     }

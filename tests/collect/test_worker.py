@@ -257,7 +257,7 @@ def _carried_by(collected: Collected) -> Any:
             # What crosses the channel layer is JSON-like: no object of the worker.
             remote_settings.run_settings_request(json.loads(json.dumps(message)), place)
         (reply,) = answers
-        return {"messages": [], "location": "", **reply}
+        return reply
 
     return ask
 
@@ -303,6 +303,30 @@ def test_a_collected_homes_settings_are_read_and_saved_by_its_collector(
     with mock.patch.object(remote_settings, "ask_collector") as never:
         assert client.post(url, {**data, "csrfmiddlewaretoken": "x"}).status_code == 403
         never.assert_not_called()
+
+
+def test_a_collected_homes_collector_answers_data_and_says_what_it_cannot(
+    tmp_path: Path, off: None, user_client: Client
+) -> None:
+    collected = _collect(tmp_path)
+    ask = _carried_by(collected)
+    row = ask(
+        "h", {"verb": "row", "arguments": {"profile": "sdk", "section": "context-truth"}}, timeout=5
+    )
+    # Data, not a page: the form's values, the file's version, the sessions to preview.
+    assert "<" not in json.dumps(row["data"]["initial"])
+    assert row["data"]["path"] == "profiles/sdk/cordis.patch.yml"
+    assert {s["session_id"] for s in row["data"]["sessions"]} == set(collected.hub.view().sessions)
+    assert ask(
+        "h", {"verb": "row", "arguments": {"profile": "nope", "section": "x"}}, timeout=5
+    ) == {
+        "not_found": "no profile 'nope' in " + str(collected.hub.home),
+    }
+    assert "failed" in ask("h", {"verb": "format_disk", "arguments": {}}, timeout=5)
+    assert "failed" in ask("h", {"verb": "row", "arguments": {"rm": "-rf"}}, timeout=5)
+    with mock.patch.object(remote_settings, "ask_collector", ask):
+        assert user_client.get("/homes/h/settings/nope/history/").status_code == 404
+        assert user_client.get("/homes/h/settings/sdk/no-such-row/").status_code == 404
 
 
 def test_a_collected_homes_settings_say_why_they_cannot_be_reached(

@@ -7,6 +7,7 @@ fold of the same home made here; the worker never holds a file of the home open.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import re
 import shutil
@@ -391,14 +392,15 @@ def test_commands_not_signed_by_this_installation_are_refused_and_logged(
                 reply_to = await layer.new_channel()
                 save = {
                     "type": "settings.request",
-                    "method": "POST",
-                    "path": "/settings/sdk/context-truth/",
-                    "query": "",
-                    "body": "moderateAt=0.41&language=en",
-                    "user": 1,
-                    "csrf": "a" * 32,
-                    "htmx": False,
-                    "messages": [],
+                    "verb": "save",
+                    "arguments": {
+                        "profile": "sdk",
+                        "section": "context-truth",
+                        "config": {"moderateAt": 0.41, "language": "en"},
+                        "sha256": hashlib.sha256(before).hexdigest(),
+                        "base_text": "",
+                        "user_id": 1,
+                    },
                     "reply_to": reply_to,
                 }
                 try:
@@ -416,9 +418,9 @@ def test_commands_not_signed_by_this_installation_are_refused_and_logged(
             },
             "tampered": lambda m: {
                 "type": m["type"],
-                "sealed": signing.dumps(m | {"user": 2}, key=key, salt=COMMAND_SALT).partition(":")[
-                    0
-                ]
+                "sealed": signing.dumps(
+                    m | {"verb": "restore"}, key=key, salt=COMMAND_SALT
+                ).partition(":")[0]
                 + ":"
                 + signing.dumps(m, key=key, salt=COMMAND_SALT).partition(":")[2],
             },
@@ -428,9 +430,9 @@ def test_commands_not_signed_by_this_installation_are_refused_and_logged(
             },
         }
 
-        # Signed with this installation's key: a GET of the form is answered (signed too).
+        # Signed with this installation's key: a question for the form is answered (signed too).
         def signed(m: dict[str, object]) -> dict[str, object]:
-            get = m | {"method": "GET", "body": ""}
+            get = m | {"verb": "row", "arguments": {"profile": "sdk", "section": "context-truth"}}
             return {"type": m["type"], "sealed": signing.dumps(get, key=key, salt=COMMAND_SALT)}
 
         deadline = time.monotonic() + WAIT
@@ -438,7 +440,11 @@ def test_commands_not_signed_by_this_installation_are_refused_and_logged(
             assert time.monotonic() < deadline, made.output()[-3000:]
         assert isinstance(reply, dict), made.output()[-3000:]
         opened = signing.loads(reply["sealed"], key=key, salt=ANSWER_SALT)
-        assert opened["status"] == 200 and 'id="settings-form"' in opened["body"]
+        row = opened["data"]
+        assert (row["section"], row["sha256"]) == (
+            "context-truth",
+            hashlib.sha256(before).hexdigest(),
+        )
         for name, seal in hostile.items():
             assert attempt(seal, 2.0) is None, name
         log_text = made.output()

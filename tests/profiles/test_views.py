@@ -346,7 +346,7 @@ def test_without_dsh_sources_come_from_the_visible_file(
     home: Path, staff: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(patches, "find_dsh", lambda: None)
-    monkeypatch.setattr("dshweb.profiles.views.find_dsh", lambda: None)
+    monkeypatch.setattr("dshweb.profiles.service.find_dsh", lambda: None)
     page = staff.get("/settings/sdk/compaction-basic/").content.decode()
     assert (
         'data-source-of="headroomTokens">Now: profile patch profiles/sdk/cordis.patch.yml' in page

@@ -1,0 +1,401 @@
+"""The settings of the DSH home this process reads, as data: what a settings page shows,
+and the saves, previews and restores it asks for.
+
+Every function takes and returns only JSON-like values (the *settings protocol*): a web
+page of this process calls them directly, and a web worker asks a collected home's
+collector to call them (:mod:`dshweb.profiles.remote`), then renders the answer as it
+renders its own. What a page shows of a profile's patch file, the composed profile
+(``dsh --dump-config``, :mod:`dshweb.profiles.composed`) and a save's outcome are computed
+here, on the machine holding the files; forms, messages and templates are the page's.
+
+A save validates the config against the plugin's schema again (the page did), keeps the
+``!!js`` values and unknown keys of the row as they are, writes only that row when the
+file has not changed since the page read it, and records a revision as the user named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, NotRequired, TypedDict
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+from dshweb.config import get_config
+from dshweb.core.errors import DshError
+from dshweb.core.fold.gauge import window_share
+from dshweb.core.profile.plugins import CONTEXT_TRUTH_SCHEMA, SCHEMAS
+from dshweb.core.profile.profile import CONTEXT_TRUTH_ID, Profile, profile_names
+from dshweb.core.profile.schema import NON_FIELD, Schema, validate
+from dshweb.core.settings.dshconfig import context_truth_presence, find_dsh, value_sources
+from dshweb.core.settings.occupancy.line import OccupancyLine, line_input, occupancy_line
+from dshweb.core.settings.occupancy.line_settings import LineSettings, wording_for
+from dshweb.core.settings.patchfile import (
+    PatchConflict,
+    PatchDocument,
+    PatchNotWritable,
+    read_patch,
+    row_config,
+    unified_diff,
+    write_refusal,
+)
+from dshweb.live.service import home_view, own_home_name, shown_home
+from dshweb.profiles import patches
+from dshweb.profiles.composed import composed_config
+from dshweb.profiles.forms import fixed_values, initial_values
+from dshweb.profiles.models import PatchRevision
+
+ENGINE_ROWS = ("compaction-basic", "tool-result-pruner")
+
+
+class NotFound(Exception):
+    """No such profile, settings row or revision in this home: the page's 404."""
+
+
+class ProfileCard(TypedDict):
+    name: str
+    truth: bool
+    error: str | None
+    web: bool
+
+
+class IndexPage(TypedDict):
+    home_path: str
+    profiles: list[ProfileCard]
+    default_profile: str
+    sections: list[str]
+
+
+class Presence(TypedDict):
+    present: bool
+    sources: list[str]
+    howto: str | None
+
+
+class PresetTarget(TypedDict):
+    preset: str
+    default_preset: bool
+
+
+class SessionChoice(TypedDict):
+    session_id: str
+    title: str
+
+
+class RowPage(TypedDict):
+    """A plugin row of a profile's patch file as its form shows it; ``broken`` (the
+    file's problem) instead of the rest when it cannot be edited here."""
+
+    profile: str
+    section: str
+    path: str
+    broken: NotRequired[str]
+    exists: NotRequired[bool]
+    in_file: NotRequired[bool]
+    initial: NotRequired[dict[str, Any]]
+    fixed: NotRequired[list[str]]
+    sha256: NotRequired[str]
+    base_text: NotRequired[str]
+    unreachable: NotRequired[str | None]
+    unwritable: NotRequired[str | None]
+    presence: NotRequired[Presence | None]
+    presets: NotRequired[list[PresetTarget]]
+    sources: NotRequired[dict[str, str]]
+    sessions: NotRequired[list[SessionChoice]]
+
+
+class SaveOutcome(TypedDict):
+    """``saved`` (the message to show) or, not saved, why, with the row as it is now."""
+
+    saved: str | None
+    row: NotRequired[RowPage]
+    conflict: NotRequired[str]
+    errors: NotRequired[dict[str, str]]
+
+
+class PreviewPage(TypedDict):
+    line: dict[str, Any] | None
+    ring: dict[str, float | None] | None
+    language: str
+    errors: dict[str, str]
+
+
+class Restored(TypedDict):
+    profile: str
+    error: str | None
+    message: str
+
+
+def _profile(name: str) -> Profile:
+    home = shown_home().path
+    if name not in profile_names(home):
+        raise NotFound(f"no profile {name!r} in {home}")
+    return Profile.read(home, name)
+
+
+def _schema(section: str) -> Schema:
+    schema = SCHEMAS.get(section)
+    if schema is None:
+        raise NotFound(f"no settings named {section!r}")
+    return schema
+
+
+def _user(user_id: int | None) -> AbstractBaseUser | AnonymousUser:
+    found = get_user_model().objects.filter(pk=user_id).first() if user_id else None
+    return found if found is not None else AnonymousUser()
+
+
+def _has_truth_row(document: PatchDocument) -> bool:
+    """The file configures ``context-truth``, or one of its insert rows adds it."""
+    return row_config(document, CONTEXT_TRUTH_ID) is not None or any(
+        row.is_context_truth or row.id == CONTEXT_TRUTH_ID for row in document.inserted_rows()
+    )
+
+
+def profiles() -> list[str]:
+    """The names of this home's profiles."""
+    return profile_names(shown_home().path)
+
+
+def index() -> IndexPage:
+    home = shown_home().path
+    cards: list[ProfileCard] = []
+    for name in profile_names(home):
+        profile = Profile.read(home, name)
+        try:
+            truth, error = _has_truth_row(read_patch(profile.patch_path)), None
+        except DshError as problem:
+            truth, error = False, str(problem)
+        cards.append({"name": name, "truth": truth, "error": error, "web": profile.web_app})
+    return {
+        "home_path": str(home),
+        "profiles": cards,
+        "default_profile": get_config().profile,
+        "sections": list(SCHEMAS),
+    }
+
+
+class _Row:
+    """A settings row as read now: the file, where a save goes, what the form edits."""
+
+    def __init__(self, profile: str, section: str) -> None:
+        self.profile = _profile(profile)
+        self.schema = _schema(section)
+        self.section = section
+        self.path = self.profile.patch_path
+        self.document = read_patch(self.path)  # DshError: the file cannot be edited here
+        if self.document.not_utf8 is not None:
+            raise PatchNotWritable(self.document.not_utf8)
+        self.current = row_config(self.document, section)
+        self.targets = (
+            patches.engine_targets(self.profile, section) if section in ENGINE_ROWS else None
+        )
+        self.presence = (
+            context_truth_presence(self.profile, None) if section == CONTEXT_TRUTH_ID else None
+        )
+        if self.targets is not None and self.targets.presets:
+            self.current = self.targets.current
+        self.fixed = fixed_values(self.schema, self.current)
+        self.unreachable = self.targets.reason if self.targets is not None else None
+
+    @property
+    def relative_path(self) -> str:
+        return str(self.path.relative_to(self.profile.home))
+
+    def page(self, *, unwritable: str | None = None) -> RowPage:
+        presence = self.presence
+        return {
+            "profile": self.profile.name,
+            "section": self.section,
+            "path": self.relative_path,
+            "exists": self.document.exists,
+            "in_file": self.current is not None,
+            "initial": initial_values(self.schema, self.current),
+            "fixed": sorted(self.fixed),
+            "sha256": self.document.sha256,
+            "base_text": self.document.text if self.document.exists else "",
+            "unreachable": self.unreachable,
+            # a link or a read-only file: said before any save
+            "unwritable": unwritable or write_refusal(self.path),
+            "presence": None
+            if presence is None
+            else {
+                "present": presence.present,
+                "sources": list(presence.sources),
+                "howto": presence.howto,
+            },
+            "presets": [
+                {"preset": str(t.preset), "default_preset": t.default_preset}
+                for t in (self.targets.presets if self.targets is not None else ())
+            ],
+            "sources": self._value_sources(),
+            "sessions": [
+                {"session_id": s.session_id, "title": s.title or ""} for s in home_view().snapshots
+            ],
+        }
+
+    def save(self, config: Mapping[str, object], sha256: str, user: Any) -> None:
+        config = {**config, **self.fixed}
+        if self.targets is not None and self.targets.presets:
+            patches.save_preset_engines(
+                profile=self.profile,
+                schema=self.schema,
+                config=config,
+                targets=self.targets,
+                expected_sha256=sha256,
+                user=user,
+            )
+        else:
+            presence = self.presence
+            patches.save_row(
+                profile=self.profile,
+                schema=self.schema,
+                config=config,
+                expected_sha256=sha256,
+                user=user,
+                insert=presence is not None and presence.needs_insert and self.current is None,
+            )
+
+    def _value_sources(self) -> dict[str, str]:
+        """Where each key's current value comes from, as a phrase per key."""
+        targets, profile = self.targets, self.profile
+        composed = targets.composed if targets is not None else None
+        dsh = find_dsh()
+        if composed is None and dsh is not None:
+            try:
+                composed = composed_config(profile, dsh)
+            except DshError:
+                composed = None
+        row = None
+        if composed is not None:
+            if targets is not None and targets.presets:
+                row = sorted(targets.presets, key=lambda t: not t.default_preset)[0].row
+            else:
+                row = next((r for r in composed.walk() if r.id == self.section), None)
+        if composed is not None and row is not None:
+            found = value_sources(composed, row, profile=profile)
+            return {key: source.describe() for key, source in found.items()}
+        if self.current:  # without dsh: only the visible layers are known
+            writable = next(layer for layer in profile.layers if layer.writable)
+            phrase = f"{writable.label} {writable.path.relative_to(profile.home)}"
+            return dict.fromkeys(self.current, phrase)
+        return {}
+
+
+def _broken(profile: str, section: str, problem: DshError) -> RowPage:
+    path = _profile(profile).patch_path
+    return {"profile": profile, "section": section, "path": str(path), "broken": str(problem)}
+
+
+def row(profile: str, section: str) -> RowPage:
+    """What the form of ``section`` in ``profile`` shows."""
+    try:
+        return _Row(profile, section).page()
+    except NotFound:
+        raise
+    except DshError as problem:
+        return _broken(profile, section, problem)
+
+
+def save(
+    profile: str,
+    section: str,
+    config: dict[str, Any],
+    sha256: str,
+    base_text: str,
+    user_id: int | None,
+) -> SaveOutcome:
+    """Write ``config`` (the form's, whole) as the row, unless the file changed since
+    ``sha256`` was read; the outcome, with the row as it is now when not saved."""
+    try:
+        read = _Row(profile, section)
+    except NotFound:
+        raise
+    except DshError as problem:
+        return {"saved": None, "row": _broken(profile, section, problem)}
+    if read.unreachable is not None:
+        return {"saved": None, "row": read.page()}
+    checked = validate(read.schema, config)
+    if checked.errors:
+        return {"saved": None, "row": read.page(), "errors": dict(checked.errors)}
+    try:
+        read.save(checked.config, sha256, _user(user_id))
+    except PatchConflict as changed:
+        diff = unified_diff(base_text, changed.current_text, read.path.name)
+        return {"saved": None, "row": read.page(), "conflict": diff}
+    except PatchNotWritable as refused:
+        return {"saved": None, "row": read.page(unwritable=str(refused))}
+    except DshError as problem:
+        return {"saved": None, "row": read.page(), "errors": {NON_FIELD: str(problem)}}
+    return {"saved": f"Saved {section} in {read.relative_path}."}
+
+
+def preview(profile: str, config: dict[str, Any], session_id: str) -> PreviewPage:
+    """The occupancy line ``dsh-context-truth`` would inject into ``session_id`` under
+    ``config`` (the form's, as typed)."""
+    read = _profile(profile)
+    checked = validate(CONTEXT_TRUTH_SCHEMA, config)
+    snapshot = home_view().session(session_id)
+    line = None
+    if snapshot is not None:
+        line = occupancy_line(
+            line_input(snapshot),
+            LineSettings.from_config(
+                checked.config, wording=wording_for(read.context_truth.version)
+            ),
+        )
+    return {
+        "line": _line(line) if line is not None else None,
+        "ring": preview_ring(line) if line is not None else None,
+        "language": str(checked.config.get("language", "en")),
+        "errors": dict(checked.errors),
+    }
+
+
+def _line(line: OccupancyLine) -> dict[str, Any]:
+    edges = line.edges
+    return {
+        "text": line.text,
+        "band": str(line.band),
+        "used": line.used,
+        "window": line.window,
+        "threshold": line.threshold,
+        "headroom": line.headroom,
+        "edges": None if edges is None else {"moderate": edges.moderate, "tight": edges.tight},
+    }
+
+
+def preview_ring(line: OccupancyLine) -> dict[str, float | None]:
+    """Where the preview's ring marks sit, as percents of the window."""
+    edges, window = line.edges, line.window
+    return {
+        "used": window_share(line.used, window),
+        "moderate": window_share(edges.moderate, window) if edges else None,
+        "tight": window_share(edges.tight, window) if edges else None,
+        "threshold": window_share(line.threshold, window),
+    }
+
+
+def restore(revision_id: int, which: str, user_id: int | None) -> Restored:
+    """Put back the file as it was ``which`` (``before`` or ``after``) that revision."""
+    revision = PatchRevision.objects.filter(pk=revision_id, home=own_home_name()).first()
+    if revision is None:
+        raise NotFound(f"no revision {revision_id} of this home")
+    which = "before" if which == "before" else "after"
+    try:
+        patches.restore(home=shown_home().path, revision=revision, which=which, user=_user(user_id))
+    except DshError as problem:
+        return {"profile": revision.profile, "error": str(problem), "message": ""}
+    message = f"Restored {revision.path} as it was {which} that save."
+    return {"profile": revision.profile, "error": None, "message": message}
+
+
+ACTIONS: dict[str, Callable[..., Any]] = {
+    "profiles": profiles,
+    "index": index,
+    "row": row,
+    "save": save,
+    "preview": preview,
+    "restore": restore,
+}
+"""What a page may ask of the home's settings, by name (the protocol's verbs)."""
