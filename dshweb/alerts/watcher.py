@@ -89,6 +89,8 @@ class AlertWatcher:
         unsubscribe = self.source.subscribe(
             lambda change: loop.call_soon_threadsafe(self._changes.put_nowait, change)
         )
+        if (current := self.source.view()) is not None:  # started after the first pass
+            self._take(HomeChange(current, frozenset(current.sessions), frozenset()))
         wait: float | None = 0.0
         try:
             while True:
@@ -138,11 +140,13 @@ class AlertWatcher:
             self._evaluate_sessions(view, changed)
         if self._rules_unseen:
             self._rules_unseen = False
+            reading = sum(not session.read_to_end for session in view.sessions.values())
             log.info(
-                "alert watcher of %s: rules in force: %d (its %d sessions looked at)",
+                "alert watcher of %s: rules in force: %d (%d sessions looked at, %d still read)",
                 self.home,
                 len(self._rules),
-                len(view.sessions),
+                len(view.sessions) - reading,
+                reading,
             )
 
     def _evaluate_sessions(self, view: HomeView, changed: set[str]) -> None:
@@ -150,8 +154,8 @@ class AlertWatcher:
         now_ms = int(now * 1000)
         for session_id in sorted(changed):
             session = view.sessions.get(session_id)
-            if session is None:
-                continue
+            if session is None or not session.read_to_end:
+                continue  # gone, or its past still being read: looked at once it is read
             snapshot = session.snapshot
             for rule in self._rules:
                 if not rule.spec.scope.covers(self.home, snapshot):

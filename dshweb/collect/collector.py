@@ -84,6 +84,8 @@ class SessionWriter:
         self._changes = threading.Event()
         """Set by a change, cleared by the flush that takes it."""
         self._view: HomeView | None = None
+        self._told: HomeView | None = None
+        """The last view written and told to the listeners."""
         self._changed: set[str] = set()
         self._removed: set[str] = set()
         self._swept = False
@@ -94,6 +96,9 @@ class SessionWriter:
         """Call ``listener`` after each committed write, with what it wrote."""
         self._listeners.append(listener)
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def view(self) -> HomeView | None:
+        return self._told
 
     def __call__(self, change: HomeChange) -> None:
         with self._lock:
@@ -136,6 +141,7 @@ class SessionWriter:
             # The version a web worker reads the rows at (the lease's), not the hub's own.
             stamped = dataclasses.replace(view, version=version)
             change = HomeChange(stamped, frozenset(written), frozenset(gone))
+            self._told = stamped
             for listener in list(self._listeners):
                 try:
                     listener(change)

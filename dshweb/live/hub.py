@@ -70,6 +70,9 @@ class SessionView:
     snapshot: SessionSnapshot
     gauge: ContextGauge
     version: int
+    read_to_end: bool = True
+    """The log is folded to its end; False while a big log is still read in slices (its
+    snapshot then shows the session's past, not what is happening now)."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +169,11 @@ class ChangeSource(Protocol):
     database."""
 
     def subscribe(self, listener: Listener) -> Callable[[], None]: ...
+
+    def view(self) -> HomeView | None:
+        """The last view told to the listeners (``None``: none yet): where a listener
+        that subscribes late starts."""
+        ...
 
 
 class CheckpointStore(Protocol):
@@ -443,12 +451,14 @@ class Hub:
                     del self._by_folder[folder]
                     removed.add(old.snapshot.session_id)
                 continue
-            if old is not None and old.version == tracker.version:
+            read_to_end = folder not in index.unfinished
+            if old is not None and (old.version, old.read_to_end) == (tracker.version, read_to_end):
                 continue
             snapshot = index.snapshot(folder)
             previous = old.gauge.band if old is not None else None
             gauge = context_gauge(snapshot, previous, index.rule)
-            self._by_folder[folder] = taken_view = SessionView(snapshot, gauge, tracker.version)
+            taken_view = SessionView(snapshot, gauge, tracker.version, read_to_end)
+            self._by_folder[folder] = taken_view
             taken.append(taken_view)
             changed.add(snapshot.session_id)
             if old is not None and old.snapshot.session_id != snapshot.session_id:

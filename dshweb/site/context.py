@@ -1,5 +1,5 @@
 """Template context shared by every page: the homes shown, and whether this process's own
-home is the demo (``dsh_home``: its folder, for the settings pages)."""
+home is the demo."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ def dsh_home(request: HttpRequest) -> dict[str, object]:
             # Read now, on every page: while the store is down, even the sign-in page says so.
             "homes": shown_homes(),
             "collected": True,
-            "dsh_home": None,
             "dsh_home_is_demo": False,
         }
     home = shown_home()
@@ -24,6 +23,5 @@ def dsh_home(request: HttpRequest) -> dict[str, object]:
         # Lazy: the sign-in page names no home, and reading it would start the hub.
         "homes": SimpleLazyObject(lambda: shown_homes(wait=0)),
         "collected": False,
-        "dsh_home": home.path,
         "dsh_home_is_demo": home.is_demo,
     }

@@ -13,7 +13,7 @@ import asyncio
 import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from unittest.mock import patch
 
 import pytest
@@ -27,9 +27,11 @@ from django.test import Client
 from dshweb.alerts.models import AlertDelivery, AlertFiring, AlertRule
 from dshweb.alerts.watcher import AlertWatcher, stop_alert_watcher
 from dshweb.asgi import application
+from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.log.home import session_logs
 from dshweb.live import timing
+from dshweb.live.hub import HomeChange, HomeView, SessionView
 from dshweb.live.publisher import stop_publisher
 from dshweb.live.service import current_hub
 from tests.alert_receivers import free_port, smtp_server, webhook_receiver
@@ -123,6 +125,13 @@ async def until(check: Any, timeout: float = WAIT) -> Any:
     raise AssertionError(f"not within {timeout} s")
 
 
+async def first_look(caplog: pytest.LogCaptureFixture, rules: int, looks: int = 1) -> None:
+    """Until the watcher has looked at every session under ``rules`` rules ``looks``
+    times (it logs each): what the log held by then is old to them."""
+    said = f"rules in force: {rules} ("
+    await until(lambda: sum(said in r.getMessage() for r in caplog.records) >= looks)
+
+
 async def alert_notices(communicator: WebsocketCommunicator, count: int) -> list[str]:
     notices: list[str] = []
     while len(notices) < count:
@@ -139,7 +148,12 @@ def make_rule(user: Any, **fields: Any) -> AlertRule:
 
 @pytest.mark.asyncio
 async def test_a_fold_appended_to_a_real_log_is_told_three_ways(
-    tmp_path: Path, settings: Any, user_cookie: tuple[Any, bytes], mail: Any, stop: None
+    tmp_path: Path,
+    settings: Any,
+    user_cookie: tuple[Any, bytes],
+    mail: Any,
+    stop: None,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     log, rest = cut_home(tmp_path, settings, "auto-compact", 0.3)
     cut = last_seq(tmp_path / "home")
@@ -151,7 +165,7 @@ async def test_a_fold_appended_to_a_real_log_is_told_three_ways(
             user, webhook_url=receiver.url, email_to="me@example.test"
         )
         communicator = await socket_of(cookie)
-        await asyncio.sleep(1.5)  # the watcher's first look: the folds in the log so far
+        await first_look(caplog, rules=1)  # the folds in the log so far are old to the rule
         assert await database_sync_to_async(AlertFiring.objects.count)() == 0
         await append(log, rest)
         notices = await alert_notices(communicator, len(folds_to_come))
@@ -191,7 +205,7 @@ async def test_a_fold_appended_to_a_real_log_is_told_three_ways(
     await stop_alert_watcher()
     again = AlertWatcher(current_hub(), "local")
     task = asyncio.create_task(again.run())
-    await asyncio.sleep(1.5)
+    await first_look(caplog, rules=1, looks=2)
     task.cancel()
     assert again.fired == 0
     assert await database_sync_to_async(AlertFiring.objects.count)() == len(folds_to_come)
@@ -200,7 +214,11 @@ async def test_a_fold_appended_to_a_real_log_is_told_three_ways(
 
 @pytest.mark.asyncio
 async def test_a_receiver_that_is_down_gets_retries_then_a_recorded_failure(
-    tmp_path: Path, settings: Any, user_cookie: tuple[Any, bytes], stop: None
+    tmp_path: Path,
+    settings: Any,
+    user_cookie: tuple[Any, bytes],
+    stop: None,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     log, rest = cut_home(tmp_path, settings, "auto-compact", 0.3)
     user, cookie = user_cookie
@@ -211,7 +229,7 @@ async def test_a_receiver_that_is_down_gets_retries_then_a_recorded_failure(
         patch.object(timing, "ALERT_ATTEMPTS", 3),
     ):
         communicator = await socket_of(cookie)
-        await asyncio.sleep(1.5)
+        await first_look(caplog, rules=1)
         await append(log, rest)
         await alert_notices(communicator, 1)
         webhook = await until(
@@ -245,6 +263,7 @@ async def test_a_band_rule_fires_once_each_time_the_band_is_reached(
     settings: Any,
     user_cookie: tuple[Any, bytes],
     stop: None,
+    caplog: pytest.LogCaptureFixture,
     cooldown: int,
     once: bool,
 ) -> None:
@@ -255,7 +274,7 @@ async def test_a_band_rule_fires_once_each_time_the_band_is_reached(
         user, name="tight", condition="band", band="tight", cooldown_seconds=cooldown
     )
     communicator = await socket_of(cookie)
-    await asyncio.sleep(1.5)
+    await first_look(caplog, rules=1)
     await append(log, rest)
     await asyncio.sleep(2.0)  # the last changes looked at
     firings = await database_sync_to_async(
@@ -273,7 +292,11 @@ async def test_a_band_rule_fires_once_each_time_the_band_is_reached(
 
 @pytest.mark.asyncio
 async def test_an_overflow_recovery_and_a_failed_compaction_in_a_real_log_fire_their_rules(
-    tmp_path: Path, settings: Any, user_cookie: tuple[Any, bytes], stop: None
+    tmp_path: Path,
+    settings: Any,
+    user_cookie: tuple[Any, bytes],
+    stop: None,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     # fold-failures: the provider refused a request as too large (DSH folded and sent it
     # again), then a summary came back larger than what it replaced (compaction/end error).
@@ -289,7 +312,7 @@ async def test_an_overflow_recovery_and_a_failed_compaction_in_a_real_log_fire_t
 
     await database_sync_to_async(rules)()
     communicator = await socket_of(cookie)
-    await asyncio.sleep(1.5)
+    await first_look(caplog, rules=2)
     await append(log, rest)
     await alert_notices(communicator, 2)
     fired = await database_sync_to_async(
@@ -307,3 +330,26 @@ async def test_an_overflow_recovery_and_a_failed_compaction_in_a_real_log_fire_t
         "summary is not smaller than the shadowed content"
     )
     await communicator.disconnect()
+
+
+def test_a_log_still_read_in_slices_is_looked_at_once_it_is_read(tmp_path: Path) -> None:
+    """A big log read for the first time shows its past slice by slice: its folds are
+    not news. The watcher looks at the session once it is read to its end, at first
+    sight, where folds older than the rule fire nothing."""
+    user = get_user_model().objects.create_user("sliced", password="pw-for-tests-only")
+    make_rule(user)
+    folds = fixture_snapshot("auto-compact").ledger.folds
+    assert len(folds) >= 2
+    watcher = AlertWatcher(cast(Any, None), "local")  # looked at by hand: no source
+
+    def look(at_seq: int | None, read_to_end: bool) -> None:
+        snapshot = fixture_snapshot("auto-compact", at_seq)
+        session = SessionView(snapshot, context_gauge(snapshot), 1, read_to_end)
+        view = HomeView(tmp_path, {"auto-compact": session}, name="local")
+        watcher._take(HomeChange(view, frozenset({"auto-compact"}), frozenset()))
+        watcher._evaluate(set(watcher._changed))
+
+    look(folds[0].seq, read_to_end=False)  # the first slice: one fold of the past
+    look(folds[-2].seq, read_to_end=False)
+    look(None, read_to_end=True)  # read: every fold in it happened before the rule
+    assert watcher.fired == 0 and not AlertFiring.objects.exists()

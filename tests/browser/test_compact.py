@@ -12,9 +12,7 @@ the package's ``page`` signs in to this server (as the superuser, who has
 
 from __future__ import annotations
 
-import dataclasses
 import re
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,14 +35,11 @@ from tests.dsh_web.test_client import (
     prompt,
     turns_at_least,
 )
-from tests.fixtures.fakemodel import ModelRequest, Reply
 
 pytestmark = [pytest.mark.browser, pytest.mark.dsh]
 
 COMPACT_MS = 30_000
 """Longest wait for a compaction to show (the fake model summarises at once)."""
-HOLD = 30.0
-"""Longest a held ``!slow`` turn stays in flight if a test never releases it."""
 DONE = re.compile(
     r"Compacted ([\d,]+) history items \(~([\d,]+) tokens\); context (\S+) → (\S+) \(freed (\S+)\)"
 )
@@ -64,31 +59,15 @@ RECORD_STATES = """() => {
 """Record each state ``#compact-status`` shows, from now on (the element is swapped)."""
 
 
-class HeldTurns(SlowTurns):
-    """:class:`SlowTurns` whose ``!slow`` turn stays in flight until ``release`` is set
-    (instead of for a fixed delay), so a click made while it runs cannot come too late."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.release = threading.Event()
-
-    def __call__(self, request: ModelRequest) -> Reply:
-        reply = super().__call__(request)
-        if request.last_user_text.startswith("!slow") and not request.after_tool_result:
-            self.release.wait(HOLD)
-            return dataclasses.replace(reply, delay=0.0)
-        return reply
-
-
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     """The real ``dsh web`` on an empty home, answering through the fake model."""
-    script = HeldTurns()
+    script = SlowTurns()
     with engine_setup(tmp_path_factory.mktemp("browser-compact"), script) as ready:
         try:
             yield ready
         finally:
-            script.release.set()  # before the engine stops: a held turn would keep it busy
+            script.release()  # before the engine stops: a held turn would keep it busy
 
 
 @pytest.fixture(scope="module")
@@ -185,9 +164,7 @@ def test_compact_while_a_turn_runs_fails_as_busy(
     same = _open(page, "b-busy")
 
     script = engine.script
-    assert isinstance(script, HeldTurns)
-    script.arrived.clear()
-    script.release.clear()
+    script.slow_turn()
     try:
         prompt(api, "b-busy", "!slow please")
         assert script.arrived.wait(30)
@@ -198,7 +175,7 @@ def test_compact_while_a_turn_runs_fails_as_busy(
             "The session is busy: its agent is not idle. Try again when it is idle."
         )
     finally:
-        script.release.set()
+        script.release()
     wait_for_log(engine.home, "b-busy", turns_at_least(2), timeout=30)
     states = _states(page)
     assert states[0] == "idle" and states[-1] == "failed" and "done" not in states, states

@@ -355,12 +355,15 @@ def test_compact_while_a_turn_runs_says_busy(live: Setup) -> None:
 
     api = live.client()
     create(live, api, "s-busy-dash")
-    live.script.arrived.clear()
+    live.script.slow_turn()
     prompt(api, "s-busy-dash", "!slow please")
     assert live.script.arrived.wait(30)
     client = _user("boss", may_compact=True)
-    client.post("/homes/local/sessions/s-busy-dash/compact/", HTTP_HX_REQUEST="true")
-    request = _wait_finished()
+    try:
+        client.post("/homes/local/sessions/s-busy-dash/compact/", HTTP_HX_REQUEST="true")
+        request = _wait_finished()
+    finally:
+        live.script.release()
     assert (request.state, request.outcome) == ("failed", "busy")
     wait_for_log(live.home, "s-busy-dash", turns_at_least(1), timeout=30)
     page = client.get("/homes/local/sessions/s-busy-dash/").content.decode()

@@ -54,8 +54,6 @@ if TYPE_CHECKING:  # the SDK behind dshrun is needed only where dsh is
 
 ENGINE = REPO / "dshweb" / "dsh_web"
 TOKEN = "s3cret-Token_value"
-SLOW = 2.0
-"""Seconds the fake model holds a ``!slow`` turn open."""
 BUSY_TEXT = (
     "Compaction is unavailable because this process has an active compaction, "
     "or the agent is not idle."
@@ -355,15 +353,25 @@ def test_a_launch_that_dies_is_retried_with_its_reason(
 
 
 class SlowTurns:
-    """The directive script, except that ``!slow`` prompts are answered after SLOW s."""
+    """The directive script, except that a ``!slow`` prompt is answered once the test
+    says so (:meth:`release`): the turn stays open however slow the machine is."""
 
     def __init__(self) -> None:
         self.arrived = threading.Event()
+        self._release = threading.Event()
+
+    def slow_turn(self) -> None:
+        """Before a ``!slow`` prompt: its answer waits for :meth:`release`."""
+        self.arrived.clear()
+        self._release.clear()
+
+    def release(self) -> None:
+        self._release.set()
 
     def __call__(self, request: ModelRequest) -> Reply:
         if request.last_user_text.startswith("!slow") and not request.after_tool_result:
             self.arrived.set()
-            return dataclasses.replace(text("slow answer"), delay=SLOW)
+            return dataclasses.replace(text("slow answer"), hold=self._release)
         return directive_script(request)
 
 
@@ -562,10 +570,13 @@ def test_compact_while_a_turn_is_in_flight_is_busy(setup: Setup) -> None:
 
     client = setup.client()
     create(setup, client, "s-busy")
-    setup.script.arrived.clear()
+    setup.script.slow_turn()
     prompt(client, "s-busy", "!slow please")
     assert setup.script.arrived.wait(30)
-    outcome = client.compact("s-busy")
+    try:
+        outcome = client.compact("s-busy")
+    finally:
+        setup.script.release()
     assert outcome.status is CompactStatus.BUSY, outcome
     assert outcome.text == BUSY_TEXT and outcome.command_id is not None
     wait_for_log(setup.home, "s-busy", turns_at_least(1), timeout=30)

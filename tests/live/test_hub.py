@@ -384,12 +384,14 @@ def test_a_log_bigger_than_a_slice_is_folded_on_pass_by_pass(tmp_path: Path) -> 
     first = hub.cold_start()
     assert hub.index.unfinished and not first.progress.done
     assert first.progress.sessions_done == 0 < first.progress.bytes_done
+    assert not first.sessions["auto-compact"].read_to_end  # its past, slice by slice
     passes = 0
     while hub.index.unfinished:
         view = hub.sync(set(), liveness=False)
         passes += 1
         assert passes < 1_000
         assert view.progress.done is not bool(hub.index.unfinished)
+        assert view.sessions["auto-compact"].read_to_end is not bool(hub.index.unfinished)
     assert passes >= 5
     assert view.progress.sessions_done == view.progress.sessions_total == 1
     want = cold.view().sessions["auto-compact"]

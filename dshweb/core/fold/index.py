@@ -131,8 +131,9 @@ class HomeIndex:
                     on_folded(folder, log)
                 continue
             self.signatures[folder] = signature
-            if tracker.refresh(self.budget):
-                updated.add(folder)
+            was_unfinished = folder in self.unfinished
+            if tracker.refresh(self.budget) or (was_unfinished and not tracker.unfinished):
+                updated.add(folder)  # changed, or now folded to its end
             if tracker.unfinished:
                 self.unfinished.add(folder)
             else:
