@@ -291,8 +291,6 @@ def row(profile: str, section: str) -> RowPage:
     """What the form of ``section`` in ``profile`` shows."""
     try:
         return _Row(profile, section).page()
-    except NotFound:
-        raise
     except DshError as problem:
         return _broken(profile, section, problem)
 
@@ -309,8 +307,6 @@ def save(
     ``sha256`` was read; the outcome, with the row as it is now when not saved."""
     try:
         read = _Row(profile, section)
-    except NotFound:
-        raise
     except DshError as problem:
         return {"saved": None, "row": _broken(profile, section, problem)}
     if read.unreachable is not None:
