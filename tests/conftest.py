@@ -103,7 +103,9 @@ def django_db_modify_db_settings(
 def pytest_configure(config: pytest.Config) -> None:
     """The tests' own data folder, made before any test module is imported (one imports
     the ASGI app, whose WhiteNoise looks for STATIC_ROOT at once); no demo home and no
-    fold checkpoints unless a test asks. Tests change ``DSHWEB`` with the ``settings``
+    fold checkpoints unless a test asks; passwords hashed by a fast hasher in this
+    process (a test makes and signs in users by the hundred; the servers and collectors
+    the tests start hash as dshweb does). Tests change ``DSHWEB`` with the ``settings``
     fixture: ``settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": home}``."""
     from django.conf import settings
     from django.test import override_settings
@@ -112,6 +114,7 @@ def pytest_configure(config: pytest.Config) -> None:
     (data / "staticfiles").mkdir()
     override = override_settings(
         STATIC_ROOT=data / "staticfiles",
+        PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"],
         DSHWEB={**settings.DSHWEB, "DATA_DIR": data, "DEMO": False, "FOLD_CHECKPOINTS": False},
     )
     override.enable()

@@ -24,7 +24,6 @@ THROTTLED = "Too many failed sign-ins"
 
 @pytest.fixture(autouse=True)
 def fast_throttle(settings: Any) -> Iterator[None]:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.DSHWEB = {
         **settings.DSHWEB,
         "LOGIN_THROTTLE_FAILURES": LIMIT,
