@@ -87,8 +87,9 @@ class Served:
         appended, and how many frames that is."""
         preview = tmp_path / "preview"
         shutil.rmtree(preview, ignore_errors=True)
-        shutil.copytree(self.home, preview)
-        (log,) = [p for p in session_logs(preview) if p.session_dir.name == WATCHED]
+        # The watched session alone: the ring is its own (the other logs are big).
+        shutil.copytree(self.home, preview, ignore=self._others)
+        (log,) = session_logs(preview)
         before = _numbers(_cold(preview)[WATCHED][1])
         for count, piece in enumerate(self.rest, 1):
             with log.path.open("ab") as handle:
@@ -97,6 +98,11 @@ class Served:
             if after != before:
                 return after, count
         raise AssertionError("no remaining frame moves the ring")
+
+    def _others(self, folder: str, names: list[str]) -> list[str]:
+        """What a preview leaves out of the home: every session folder but the watched."""
+        inside = Path(folder).parent == self.home / "sessions"
+        return [name for name in names if inside and name != WATCHED]
 
     def append_and_time(self, live: ClientConnection, tmp_path: Path, within: float) -> float:
         """Append the frames that move the ring; seconds until the socket showed it."""
