@@ -15,8 +15,10 @@ Three kinds of host answers are compared, each at its own seq, by folding the ho
 
 from __future__ import annotations
 
+import copy
 import io
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -26,6 +28,9 @@ import pytest
 import zstandard
 
 from dshweb.core.fold.index import HomeIndex
+from dshweb.core.fold.session import SessionTracker
+from dshweb.core.log.home import LogFile, session_logs
+from dshweb.core.log.wire import AnyEvent
 from tests.conftest import CORPUS_HOME, REPO, all_homes, host_caches, session_log_paths
 
 PROJECTIONS = ("tokenUsage", "contextPressure", "contextBreakdown")
@@ -62,21 +67,49 @@ class Folded:
     error: object
 
 
+class _Recorder(SessionTracker):
+    """A session's fold that keeps the host's state as it stood after each seq asked for:
+    one pass over the log answers every checkpoint in it (as folding it again through
+    each seq would, ``HomeIndex(home, stop_after_seq=seq)``)."""
+
+    def __init__(self, log: LogFile, wanted: Iterable[int]) -> None:
+        super().__init__(log)
+        self.pending = sorted(set(wanted), reverse=True)
+        self.states: dict[int, tuple[dict[str, Any], tuple[str, ...]]] = {}
+
+    def _fold(self, event: AnyEvent) -> None:
+        while event.seq is not None and self.pending and self.pending[-1] < event.seq:
+            self._keep(self.pending.pop())  # the state through that seq: before this event
+        super()._fold(event)
+
+    def _keep(self, seq: int) -> None:
+        self.states[seq] = (copy.deepcopy(self.meter.host_state()), tuple(self.meter.problems))
+
+    def folded(self) -> dict[int, Folded]:
+        """Every seq asked for, once the log is read (those past its end: its end)."""
+        while self.pending:
+            self._keep(self.pending.pop())
+        return {
+            seq: Folded(state, problems, self.error)
+            for seq, (state, problems) in self.states.items()
+        }
+
+
 @cache
-def _fold(home: Path, seq: int) -> dict[str, Folded]:
-    index = HomeIndex(home, stop_after_seq=seq)
-    index.refresh()
-    folded: dict[str, Folded] = {}
-    for tracker in index.trackers.values():
+def _folds(home: Path) -> dict[str, dict[int, Folded]]:
+    """Each session of ``home`` folded once, at every seq a case asks about in that home."""
+    wanted = _WANTED.get(home, set())
+    folded: dict[str, dict[int, Folded]] = {}
+    for log in session_logs(home):
+        tracker = _Recorder(log, wanted)
+        tracker.refresh()
         assert tracker.session_id not in folded, f"{tracker.session_id} twice in {home}"
-        folded[tracker.session_id] = Folded(
-            tracker.meter.host_state(), tuple(tracker.meter.problems), tracker.error
-        )
+        folded[tracker.session_id] = tracker.folded()
     return folded
 
 
 def _ours(home: Path, session_id: str, seq: int) -> Folded:
-    folded = _fold(home, seq).get(session_id)
+    folded = _folds(home).get(session_id, {}).get(seq)
     assert folded is not None, f"{session_id} not folded in {home}"
     assert folded.problems == ()
     assert folded.error is None
@@ -209,6 +242,11 @@ def _value_cases() -> list[Any]:
 CASES = _final_cases()
 STATE_CASES = _state_cases()
 VALUE_CASES = _value_cases()
+_WANTED: dict[Path, set[int]] = {}
+for _case in [*STATE_CASES, *VALUE_CASES]:
+    _WANTED.setdefault(_case.values[0], set()).add(_case.values[2])
+for _case in CASES:
+    _WANTED.setdefault(_case.values[0], set()).update(r["seq"] for r in _case.values[2].values())
 
 
 def test_there_is_something_to_compare() -> None:
