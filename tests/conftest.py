@@ -129,10 +129,28 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 _DATA_DIR = pytest.StashKey[Path]()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The browser tests last: pytest-playwright's sync API keeps an event loop running
-    in the main thread from its first use to the end of the session, and there Django
-    refuses its sync-only calls (the ORM) and asyncio refuses ``asyncio.run``."""
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--timing-tests",
+        choices=("all", "only", "skip"),
+        default="all",
+        help="run the tests marked timing too (all), alone (only) or not (skip): "
+        "scripts/test runs them after the others, one at a time",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The tests ``--timing-tests`` selects; the browser tests last: pytest-playwright's
+    sync API keeps an event loop running in the main thread from its first use to the end
+    of the session, and there Django refuses its sync-only calls (the ORM) and asyncio
+    refuses ``asyncio.run``."""
+    which = config.getoption("--timing-tests")
+    if which != "all":
+        timed = {item: item.get_closest_marker("timing") is not None for item in items}
+        config.hook.pytest_deselected(
+            items=[item for item in items if timed[item] != (which == "only")]
+        )
+        items[:] = [item for item in items if timed[item] == (which == "only")]
     items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
 
 

@@ -118,6 +118,7 @@ def _rule(name: str, **fields: object) -> str:
     )
 
 
+@pytest.mark.timing
 def test_a_canary_webhook_delivers_beside_broken_and_trickling_receivers(
     tmp_path: Path,
 ) -> None:

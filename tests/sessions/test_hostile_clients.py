@@ -29,6 +29,8 @@ from tests.foldlog import long_session, write_session
 from tests.logbuilder import frame, frames_of, header
 from tests.visitor import Visitor
 
+pytestmark = pytest.mark.timing  # each bounds an update's latency: run alone
+
 WATCHED = "auto-compact"
 LONG = "long-export"
 UPDATE_WITHIN = 1.0
