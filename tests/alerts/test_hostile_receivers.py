@@ -4,7 +4,6 @@ each fold at once beside them; and a webhook is never a way into the network."""
 
 from __future__ import annotations
 
-import json
 import socket
 import threading
 import time
@@ -22,6 +21,7 @@ from dshweb.alerts.models import AlertRule
 from dshweb.alerts.webhooks import TargetRefused, webhook_target
 from tests.alert_receivers import smtp_server, wait_for_first_look
 from tests.sessions.test_hostile_clients import Served
+from tests.stores import query_rows
 
 CANARY_WITHIN = 3.0
 """From the fold's frame on disk to the canary's request: the watcher's reading of the
@@ -199,16 +199,16 @@ def _text(frame: bytes) -> bytes:
 def _deliveries(served: Served, wait_for: tuple[str, ...]) -> dict[str, list[tuple[Any, ...]]]:
     """Each rule's deliveries as (state, attempts, last error), once the ``wait_for``
     rules' first attempts are recorded."""
-    code = (
-        "import json\nfrom dshweb.alerts.models import AlertDelivery\n"
-        "print(json.dumps([[d.firing.rule.name, d.state, d.attempts, d.last_error]"
-        " for d in AlertDelivery.objects.select_related('firing__rule').order_by('pk')]))"
+    sql = (
+        "SELECT r.name, d.state, d.attempts, d.last_error FROM live_alertdelivery d"
+        " JOIN live_alertfiring f ON d.firing_id = f.id JOIN live_alertrule r ON f.rule_id = r.id"
+        " ORDER BY d.id"
     )
     deadline = time.monotonic() + 20
     while True:
         found: dict[str, list[tuple[Any, ...]]] = {}
-        for name, *state in json.loads(served.shell(code).strip().splitlines()[-1]):
-            found.setdefault(name, []).append(tuple(state))
+        for name, *state in query_rows(served.server.data_dir, sql):
+            found.setdefault(str(name), []).append(tuple(state))
         ready = all(
             any(k.startswith(w) and rows[0][1] for k, rows in found.items()) for w in wait_for
         )
