@@ -118,11 +118,16 @@ def wait_for(check: Callable[[], object], timeout: float = 15.0) -> Any:
     raise AssertionError(f"not within {timeout} s: {check}")
 
 
+def first_look_line(rules: int) -> str:
+    """What the alert watcher logs once it has looked at every session under ``rules``
+    rules: what its home held by then is old to them, what is appended next is new."""
+    return f"rules in force: {rules} ("
+
+
 def wait_for_first_look(output: Callable[[], str], rules: int, timeout: float = 60.0) -> None:
-    """Until the alert watcher whose process prints ``output()`` has looked at every
-    session under ``rules`` rules (it logs so): what its home held by then is old to
-    them, and what is appended next is new."""
-    said = f"rules in force: {rules} ("
+    """Until the alert watcher whose process prints ``output()`` has logged its
+    :func:`first_look_line`."""
+    said = first_look_line(rules)
     try:
         wait_for(lambda: said in output(), timeout)
     except AssertionError:

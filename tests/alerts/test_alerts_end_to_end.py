@@ -34,7 +34,7 @@ from dshweb.live import timing
 from dshweb.live.hub import HomeChange, HomeView, SessionView
 from dshweb.live.publisher import stop_publisher
 from dshweb.live.service import current_hub
-from tests.alert_receivers import free_port, smtp_server, webhook_receiver
+from tests.alert_receivers import first_look_line, free_port, smtp_server, webhook_receiver
 from tests.conftest import FIXTURE_HOMES
 from tests.logbuilder import frames_of
 from tests.snapshots import fixture_snapshot
@@ -128,7 +128,7 @@ async def until(check: Any, timeout: float = WAIT) -> Any:
 async def first_look(caplog: pytest.LogCaptureFixture, rules: int, looks: int = 1) -> None:
     """Until the watcher has looked at every session under ``rules`` rules ``looks``
     times (it logs each): what the log held by then is old to them."""
-    said = f"rules in force: {rules} ("
+    said = first_look_line(rules)
     await until(lambda: sum(said in r.getMessage() for r in caplog.records) >= looks)
 
 

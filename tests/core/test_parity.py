@@ -1,7 +1,8 @@
 """Parity: our fold equals the host's own projections, number for number.
 
-Three kinds of host answers are compared, each at its own seq, by folding the home with
-``HomeIndex(home, stop_after_seq=seq)``:
+Three kinds of host answers are compared, each at its own seq: our state through that seq,
+kept while each session is folded once (the views of the final cache, by folding the home
+with ``HomeIndex(home, stop_after_seq=seq)``):
 
 - the projection cache each home holds, folded through its last event (full states);
 - ``live`` checkpoints (``<home>/checkpoints.json``): versions of that cache the host

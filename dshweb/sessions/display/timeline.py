@@ -338,7 +338,7 @@ def _marker_svg(chart: TimelineChart, m: FoldMarker) -> str:
             f"{format_exact(m.before)} → {format_exact(m.after)} tokens</title>"
         )
     else:
-        kinds = ", ".join(f"{n} {escape(k)}" for k, n in m.kinds)
+        kinds = ", ".join(f"{count} {escape(k)}" for k, count in m.kinds)
         also = f" ({m.failed} failed)" if m.failed else ""
         parts.append(
             f"<title>{m.count} folds, #{m.first}–#{m.last}, at seq {m.seq}–{m.end_seq}: "
