@@ -4,6 +4,7 @@ of its own, with this project's settings, on a test made to hang."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -20,7 +21,11 @@ import time
 def test_hangs():
     threading.Thread(target=time.sleep, args=(600,), name="stuck-helper", daemon=True).start()
     print("HANGING NOW", flush=True)
-    time.sleep(600)
+    # Short sleeps: a signal that lands between the print and one long sleep's system call
+    # would not wake it (CPython checks for signals between bytecodes), and under load the
+    # parent's Ctrl-C can land just there.
+    for _ in range(6000):
+        time.sleep(0.1)
 
 
 def test_after_it():
@@ -63,14 +68,19 @@ def test_a_hanging_test_fails_at_the_limit_with_every_thread_and_the_run_goes_on
 def test_ctrl_c_stops_a_run(tmp_path: Path) -> None:
     run = _pytest(tmp_path, "-s")
     assert run.stdout is not None
-    seen = ""
-    while "HANGING NOW" not in seen:  # started, collected, in the sleeping test
-        line = run.stdout.readline()
-        assert line, seen
-        seen += line
-    started = time.monotonic()
-    run.send_signal(signal.SIGINT)
-    output, _ = run.communicate(timeout=60)
+    try:
+        seen = ""
+        while "HANGING NOW" not in seen:  # started, collected, in the sleeping test
+            line = run.stdout.readline()
+            assert line, seen
+            seen += line
+        started = time.monotonic()
+        os.killpg(run.pid, signal.SIGINT)  # as a terminal's Ctrl-C: to the whole group
+        output, _ = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.communicate()
     output = seen + output
     assert time.monotonic() - started < 10, output
     assert run.returncode == 2, output  # pytest's "interrupted"
