@@ -22,8 +22,7 @@ def test_hangs():
     threading.Thread(target=time.sleep, args=(600,), name="stuck-helper", daemon=True).start()
     print("HANGING NOW", flush=True)
     # Short sleeps: a signal that lands between the print and one long sleep's system call
-    # would not wake it (CPython checks for signals between bytecodes), and under load the
-    # parent's Ctrl-C can land just there.
+    # would not wake it (CPython checks for signals between bytecodes).
     for _ in range(6000):
         time.sleep(0.1)
 
@@ -44,6 +43,9 @@ def _pytest(folder: Path, *options: str) -> subprocess.Popen[str]:
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        # As a terminal starts it: a suite started in the background (`cmd &` without job
+        # control) ignores SIGINT, and Python then never turns Ctrl-C into KeyboardInterrupt.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
