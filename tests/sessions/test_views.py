@@ -81,11 +81,14 @@ class TopLevel(HTMLParser):
         super().__init__()
         self.depth = 0
         self.elements: list[tuple[str, dict[str, str]]] = []
+        self.positions: list[tuple[int, int]] = []
+        """Where each element starts: (line from 1, column)."""
         self.feed(html)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if self.depth == 0:
             self.elements.append((tag, {name: value or "" for name, value in attrs}))
+            self.positions.append(self.getpos())
         if tag not in self.VOID:
             self.depth += 1
 
