@@ -26,12 +26,12 @@ from django.dispatch import receiver
 
 from dshweb import secret_key
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME, home_name_problem
-from dshweb.environment import BASE_DIR, DEFAULT_HSTS_SECONDS, DEFAULT_PROFILE
+from dshweb.environment import DEFAULT_HSTS_SECONDS, DEFAULT_PROFILE, data_dir
 
 T = TypeVar("T")
 
 DEFAULTS: Mapping[str, object] = {
-    "DATA_DIR": BASE_DIR / "var",
+    "DATA_DIR": data_dir({}),
     "SECRET_KEY_FILE": True,
     "DSH_HOME": "~/.dsh",
     "DEMO": True,

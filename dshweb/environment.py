@@ -2,29 +2,48 @@
 into its ``DSHWEB`` dict (:mod:`dshweb.config`), and the CLI, which starts no Django, reads
 it here too. Nothing here touches a file but :func:`home_choice`, called on first use.
 
-``DSHWEB_DATA_DIR`` (default ``var/`` in the checkout) holds the database, the secret key
-and the demo home; the DSH home is ``$DSH_HOME`` (else ``~/.dsh``) or, when that does
-not exist and ``DSHWEB_NO_DEMO`` is not ``1``, a writable copy of the bundled demo home.
+``DSHWEB_DATA_DIR`` (default: ``var/`` in a checkout, else ``$XDG_DATA_HOME/dshweb``) holds
+the database, the secret key and the demo home; the DSH home is ``$DSH_HOME`` (else
+``~/.dsh``) or, when that does not exist and ``DSHWEB_NO_DEMO`` is not ``1``, a writable
+copy of the bundled demo home.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME, home_name_problem
 from dshweb.core.log.home import dsh_home
-from dshweb.demo.home import ensure_demo_home
+from dshweb.demo.home import BUNDLED_HOME, ensure_demo_home
 from dshweb.private_data import make_private
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_PROFILE = "sdk"
 
 
-def data_dir() -> Path:
-    return Path(os.environ.get("DSHWEB_DATA_DIR") or BASE_DIR / "var")
+def data_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """``$DSHWEB_DATA_DIR``; else ``var/`` of the checkout this code runs from; else, for an
+    installed package, ``$XDG_DATA_HOME/dshweb`` (``~/.local/share/dshweb``)."""
+    environ = os.environ if environ is None else environ
+    if given := environ.get("DSHWEB_DATA_DIR"):
+        return Path(given)
+    if is_checkout():
+        return BASE_DIR / "var"
+    xdg = environ.get("XDG_DATA_HOME", "")
+    # The XDG spec: a relative value is invalid and is ignored.
+    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".local" / "share"
+    return base / "dshweb"
+
+
+def is_checkout() -> bool:
+    """This code runs from a checkout of dshweb (its ``manage.py`` beside the package), not
+    from an installed package."""
+    return (BASE_DIR / "manage.py").is_file() and (BASE_DIR / "pyproject.toml").is_file()
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,14 +62,21 @@ def demo_allowed() -> bool:
     return os.environ.get("DSHWEB_NO_DEMO") != "1"
 
 
-def home_choice(configured: Path, *, demo: bool, data_dir: Path) -> HomeChoice:
+def home_choice(
+    configured: Path, *, demo: bool, data_dir: Path, prepare: bool = True
+) -> HomeChoice:
     """The DSH home to show: ``configured``, or when it does not exist and ``demo`` is on,
     a writable copy of the bundled demo home in ``data_dir`` (the data folder made private
-    and the copy made now, when missing: call this on first use, never at import)."""
+    and the copy made now, when missing: call this on first use, never at import).
+    ``prepare=False`` makes nothing: the demo home is then the copy if there is one, else
+    the bundled home itself (to read, never to write)."""
     if not demo or configured.exists():
         return HomeChoice(configured, False)
+    copy = data_dir / "demo-home"
+    if not prepare:
+        return HomeChoice(copy if copy.is_dir() else BUNDLED_HOME, True)
     make_private(data_dir)
-    return HomeChoice(ensure_demo_home(data_dir / "demo-home"), True)
+    return HomeChoice(ensure_demo_home(copy), True)
 
 
 def profile() -> str:
@@ -133,10 +159,26 @@ class Stores:
 
 
 def stores() -> Stores:
-    return Stores(
+    found = Stores(
         database_url=database_url(os.environ.get("DATABASE_URL", "")),
         redis_url=redis_url(os.environ.get("DSHWEB_REDIS_URL", "")),
     )
+    for name, given, modules in (
+        ("DATABASE_URL", found.database_url, TEAM_DATABASE_MODULES),
+        ("DSHWEB_REDIS_URL", found.redis_url, TEAM_REDIS_MODULES),
+    ):
+        if missing := [m for m in modules if given and importlib.util.find_spec(m) is None]:
+            raise ConfigurationError(
+                f"{name} is set, but {', '.join(missing)} is not installed: install dshweb "
+                "with its team extra (pip install 'dshweb[team]'), or leave it unset"
+            )
+    return found
+
+
+TEAM_DATABASE_MODULES = ("psycopg", "dj_database_url")
+"""What ``DATABASE_URL`` needs: the ``team`` extra of the package (pyproject.toml)."""
+TEAM_REDIS_MODULES = ("channels_redis", "redis")
+"""What ``DSHWEB_REDIS_URL`` needs: the ``team`` extra too."""
 
 
 def database_url(value: str) -> str:

@@ -2,15 +2,18 @@
 # Sourced by scripts/start and scripts/test: make sure .venv exists and holds what
 # pyproject.toml asks for, then put it first on PATH. Silent when nothing changed.
 #
-# The install is redone only when pyproject.toml's hash differs from the one stored in
-# .venv after the last successful install. DSHWEB_PYTHON picks the interpreter used to
-# create the venv (default: python3, which must be 3.11 or newer).
+# `source scripts/_venv.sh` installs dshweb alone (what the dashboard needs);
+# `source scripts/_venv.sh EXTRA` adds an extra of pyproject.toml (`team`: PostgreSQL and
+# Redis; `dev`: the test toolchain, the DSH runtime and `team`). The install is redone
+# only when pyproject.toml's hash differs from the one .venv recorded after its last
+# successful install, or that install lacked the extra (`dev` holds every other). DSHWEB_PYTHON picks the interpreter used
+# to create the venv (default: python3, which must be 3.11 or newer).
 
 _dshweb_venv_setup() {
-    local root venv python stamp want have
+    local extra="${1:-}" root venv python stamp want have had
     root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
     venv="$root/.venv"
-    stamp="$venv/.dshweb-pyproject.sha256"
+    stamp="$venv/.dshweb-installed"
     python="${DSHWEB_PYTHON:-python3}"
 
     if [ ! -x "$venv/bin/python" ]; then
@@ -31,11 +34,16 @@ _dshweb_venv_setup() {
 print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$root/pyproject.toml")" \
         || return 1
     have="$(cat "$stamp" 2>/dev/null || true)"
-    if [ "$want" != "$have" ]; then
-        echo "dshweb: installing dependencies into .venv (pyproject.toml changed)" >&2
-        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
-            -e "$root[dev]" >&2 || return 1
-        printf '%s\n' "$want" >"$stamp"
+    # The stamp: "<hash> <extra>".
+    had="${have#* }"
+    if [ "${have%% *}" != "$want" ] \
+        || { [ -n "$extra" ] && [ "$had" != "$extra" ] && [ "$had" != dev ]; }; then
+        local target="$root"
+        [ -n "$extra" ] && target="$root[$extra]"
+        echo "dshweb: installing dshweb${extra:+[$extra]} into .venv" >&2
+        "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e "$target" >&2 \
+            || return 1
+        printf '%s %s\n' "$want" "$extra" >"$stamp"
     fi
 
     export VIRTUAL_ENV="$venv"
@@ -46,5 +54,5 @@ print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$root/pyproj
     unset PYTHONHOME
 }
 
-_dshweb_venv_setup || { unset -f _dshweb_venv_setup; return 1 2>/dev/null || exit 1; }
+_dshweb_venv_setup "$@" || { unset -f _dshweb_venv_setup; return 1 2>/dev/null || exit 1; }
 unset -f _dshweb_venv_setup

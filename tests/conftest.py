@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Mapping
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,14 @@ def django_db_modify_db_settings(
     if database["ENGINE"] == "django.db.backends.sqlite3":
         folder = tmp_path_factory.mktemp("database")
         database["TEST"]["NAME"] = str(folder / "test.sqlite3")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """The DSH runtime the tests run (pyproject.toml's ``engine`` extra is a range)."""
+    try:
+        return f"DSH runtime: deepseek-harness-sdk {metadata.version('deepseek-harness-sdk')}"
+    except metadata.PackageNotFoundError:
+        return "DSH runtime: not installed (the tests marked dsh fail)"
 
 
 def pytest_configure(config: pytest.Config) -> None:

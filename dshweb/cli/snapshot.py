@@ -130,8 +130,14 @@ def write(shots: list[SessionSnapshot], out: Out, *, as_json: bool) -> None:
         )
 
 
-def main(argv: Sequence[str], out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
-    parser = argparse.ArgumentParser(prog="manage.py dsh_snapshot", description=HELP)
+def main(
+    argv: Sequence[str],
+    out: TextIO = sys.stdout,
+    err: TextIO = sys.stderr,
+    *,
+    prog: str = "manage.py dsh_snapshot",
+) -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=HELP)
     add_arguments(parser)
     options = parser.parse_args(argv)
 

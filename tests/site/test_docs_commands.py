@@ -125,8 +125,24 @@ RUN_HERE: dict[str, Callable[[Path], None]] = {
 
 # -- run by another test ------------------------------------------------------------------
 
+_INSTALLED = (
+    "tests/browser/test_install.py: the wheel of this checkout installed with pip into a "
+    "fresh venv outside it (what pipx does), served, signed in to in Chromium"
+)
+_PROGRAM = "tests/site/test_program.py (the verbs, their help, and the commands behind them)"
 ELSEWHERE: dict[str, str] = {
     "scripts/test": ".ci/run (the suite itself, on a clean clone)",
+    "pipx install /path/to/dshweb": _INSTALLED,
+    "dshweb serve --open": _INSTALLED,
+    "dshweb serve [--home PATH] [--host 127.0.0.1] [--port 8000] [--open]": _INSTALLED,
+    "dshweb snapshot [--home PATH] [--session ID] [--at-seq N] [--json]": _INSTALLED,
+    "dshweb doctor [--home PATH]": _INSTALLED,
+    "dshweb collect --home PATH --name NAME": (
+        "tests/collect/test_collector.py (manage.py dshweb_collect, the command behind it)"
+    ),
+    "dshweb user add NAME [--staff]": _PROGRAM,
+    "dshweb user passwd NAME [--password-stdin]": _PROGRAM,
+    "dshweb --version": _PROGRAM,
 }
 
 # -- not on a test machine ----------------------------------------------------------------
@@ -140,7 +156,18 @@ _BENCHMARK = (
     "a benchmark: minutes to an hour of load, run by hand; each prints what it did and "
     "fails loudly when it did less (docs/benchmarks.md)"
 )
+_SYSTEMD = (
+    "a machine run by systemd (a test machine has none running): the units are checked by "
+    "systemd-analyze verify in tests/site/test_deploy.py"
+)
 NOT_HERE: dict[str, str] = {
+    "mkdir -p ~/.config/systemd/user && cp deploy/dshweb.service ~/.config/systemd/user/": (
+        _SYSTEMD
+    ),
+    "systemctl --user enable --now dshweb": _SYSTEMD,
+    'loginctl enable-linger "$USER"': _SYSTEMD,
+    "cp deploy/dshweb-collect@.service deploy/dshweb-web@.service /etc/systemd/system/": (_SYSTEMD),
+    "systemctl enable --now dshweb-web@8000 dshweb-web@8001 dshweb-collect@server": _SYSTEMD,
     "sudo -u postgres psql -c \"CREATE USER dshweb PASSWORD 'db-secret'\" "
     '-c "CREATE DATABASE dshweb OWNER dshweb"': _TEAM,
     "redis-server --bind 10.0.0.5 --requirepass redis-secret --daemonize yes": _TEAM,
@@ -173,6 +200,7 @@ NOT_HERE: dict[str, str] = {
     ".venv/bin/python bench/team_bench.py [--collectors 2] [--home-size 2500] [--workers 4] "
     "[--idle-sockets 1000] [--sessions 20] [--seconds 20] [--baseline-size 50]": _BENCHMARK,
     ".venv/bin/python bench/soak.py [--minutes 60]": _BENCHMARK,
+    ".venv/bin/python bench/first_page.py [--budget 40]": _BENCHMARK,
 }
 
 

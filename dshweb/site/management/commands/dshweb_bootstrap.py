@@ -75,5 +75,5 @@ class Command(BaseCommand):
             raise CommandError(f"could not create {USERNAME!r}: {error}") from error
         self.stdout.write(
             f"dshweb: created superuser '{USERNAME}' with password '{password}' "
-            "(shown only this once; change it with 'manage.py changepassword admin')"
+            "(shown only this once; change it with 'dshweb user passwd admin')"
         )

@@ -1,0 +1,116 @@
+"""``dshweb serve`` (``manage.py dshweb_serve``): prepare and serve the dashboard.
+
+It runs ``dshweb_bootstrap`` (data folder, secret key, database, the first admin, whose
+password is printed once), collects the static files, then serves with Daphne on
+loopback. ``--home`` shows another DSH home than ``$DSH_HOME``; ``--open`` opens the
+dashboard in the browser once it answers.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import threading
+import time
+import webbrowser
+from argparse import ArgumentParser
+from pathlib import Path
+from typing import Any
+
+from daphne.cli import CommandLineInterface
+from django.conf import settings
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connections
+
+from dshweb.config import get_config
+
+OPEN_WAIT = 30.0
+"""How long ``--open`` waits for the server to answer before it gives up."""
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def show_home(home: Path) -> None:
+    """Show ``home`` instead of the configured DSH home (this process and its children)."""
+    os.environ["DSH_HOME"] = str(home)
+    settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": home}
+    get_config.cache_clear()
+
+
+def _open_when_up(host: str, port: int, url: str) -> None:
+    deadline = time.monotonic() + OPEN_WAIT
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection((host.strip("[]"), port), timeout=1):
+                webbrowser.open(url)
+                return
+        except OSError:
+            time.sleep(0.2)
+
+
+class Command(BaseCommand):
+    help = (
+        "Prepare the data folder (private, secret key, database, first admin) and serve the "
+        "dashboard with Daphne on loopback."
+    )
+    requires_system_checks = ()  # bootstrap fixes what the checks would warn about
+
+    def add_arguments(self, parser: ArgumentParser) -> None:
+        parser.add_argument(
+            "--home", type=Path, help="the DSH home to show (default: $DSH_HOME, else ~/.dsh)"
+        )
+        parser.add_argument(
+            "--host",
+            default="127.0.0.1",
+            help="address to listen on (default %(default)s: this machine only)",
+        )
+        parser.add_argument("--port", type=int, default=8000, help="default %(default)s")
+        parser.add_argument("--open", action="store_true", help="open the dashboard in the browser")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        host: str = options["host"]
+        port: int = options["port"]
+        if not 0 < port < 65536:
+            raise CommandError(f"--port: {port} is no port (1-65535)")
+        if options["home"] is not None:
+            home = options["home"].expanduser().resolve()
+            if not home.is_dir():
+                raise CommandError(f"--home: {home} is not a folder")
+            show_home(home)
+        verbosity = options["verbosity"]
+        call_command("dshweb_bootstrap", verbosity=verbosity, stdout=self.stdout)
+        call_command("collectstatic", interactive=False, verbosity=0)
+        connections.close_all()  # the server opens its own, in its own threads
+        if not is_loopback(host):
+            self.stderr.write(
+                f"dshweb: listening on {host}: other machines can reach the sign-in page. "
+                "Serve it over HTTPS (docs/https.md) and list its names in "
+                "DSHWEB_ALLOWED_HOSTS."
+            )
+        shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+        url = f"http://{shown}:{port}/"
+        config = get_config()
+        if config.behind_tls_proxy:
+            # dshweb takes the client's address from X-Forwarded-For itself, and only from
+            # DSHWEB_TRUSTED_PROXIES (not Daphne's --proxy-headers, which believes anyone).
+            self.stdout.write(f"dshweb: behind a TLS proxy; it forwards to {url}")
+        else:
+            self.stdout.write(f"dshweb: {url}")
+        self.stdout.write(f"dshweb: showing the DSH home {config.dsh_home}")
+        self.stdout.flush()
+        if options["open"]:
+            threading.Thread(
+                target=_open_when_up, args=(host, port, url), name="open-browser", daemon=True
+            ).start()
+        CommandLineInterface().run(
+            ["--bind", host.strip("[]"), "--port", str(port), "dshweb.asgi:application"]
+        )
