@@ -156,7 +156,7 @@ def _home() -> Finding:
             f"{home}: no session logs yet",
             "run a DSH session; it shows on the dashboard as it writes",
         )
-    return Finding("DSH home", Status.OK, f"{home}: {count} sessions")
+    return Finding("DSH home", Status.OK, f"{home}: {count} session{'s' * (count != 1)}")
 
 
 def _dsh() -> Finding:

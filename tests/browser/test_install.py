@@ -276,7 +276,7 @@ def test_doctor_says_what_it_sees(installed: Installed, tmp_path: Path) -> None:
         check=False,
     )
     print(fixture.stdout)
-    assert re.search(r"^ok +DSH home +\S+told-truth: \d+ sessions$", fixture.stdout, re.M)
+    assert re.search(r"^ok +DSH home +\S+told-truth: 1 session$", fixture.stdout, re.M)
     assert re.search(r"^note +dsh +no dsh on PATH", fixture.stdout, re.M)
     empty = tmp_path / "empty-home"
     empty.mkdir()
