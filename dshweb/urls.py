@@ -1,10 +1,12 @@
-"""URL map: the dashboard at ``/``, sign in and out at ``/accounts/``, the JSON API at
-``/api/v1/``, admin at ``/admin/``."""
+"""URL map: the dashboard at ``/``, sign in and out at ``/accounts/``, the language switch at
+``/i18n/setlang/``, the JSON API at ``/api/v1/``, admin at ``/admin/``."""
 
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
+from django.views.i18n import set_language
 
 from dshweb.accounts.forms import ThrottledAdminAuthenticationForm
 from dshweb.api.metrics import metrics
@@ -19,6 +21,9 @@ handler500 = "dshweb.live.unavailable.server_error"
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("accounts/", include("dshweb.accounts.urls")),
+    # The language switch (POST, CSRF-checked; also on the sign-in page): a cookie, then
+    # back to the page it was on.
+    path("i18n/setlang/", login_not_required(set_language), name="set_language"),
     path("api/v1/", include(*api_urls())),
     path("metrics", metrics),
     path("", include("dshweb.site.urls")),

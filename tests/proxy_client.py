@@ -84,7 +84,8 @@ def sign_in(proxy: HttpsProxy, origin: str) -> tuple[Reply, Reply]:
     """The login page, then its form posted with its token from ``origin``: both replies."""
     page = https_request(proxy, "GET", "/accounts/login/")
     assert page.status == 200, f"HTTP {page.status}\n{page.body[:500]}"
-    (token,) = re.findall(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.body)
+    # Every form of a page (the language switch's too) carries the same token.
+    token = re.findall(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.body)[0]
     form = {"username": USERNAME, "password": PASSWORD, "csrfmiddlewaretoken": token, "next": ""}
     posted = https_request(
         proxy,

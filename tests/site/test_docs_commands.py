@@ -143,6 +143,10 @@ ELSEWHERE: dict[str, str] = {
     "dshweb user add NAME [--staff]": _PROGRAM,
     "dshweb user passwd NAME [--password-stdin]": _PROGRAM,
     "dshweb --version": _PROGRAM,
+    "scripts/messages": (
+        "tests/site/test_translations.py (the catalog it writes: all translated, .mo compiled)"
+    ),
+    "scripts/messages compile": "tests/site/test_translations.py (the .mo is the compiled .po)",
 }
 
 # -- not on a test machine ----------------------------------------------------------------

@@ -100,7 +100,8 @@ def _sign_in_directly(
 
     status, page, cookie = request("GET")
     assert status == 200, page[:300]
-    (token,) = re.findall(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)
+    # Every form of a page (the language switch's too) carries the same token.
+    token = re.findall(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)[0]
     form = {"username": USERNAME, "password": password, "csrfmiddlewaretoken": token}
     status, _, _ = request(
         "POST",

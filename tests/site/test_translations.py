@@ -1,0 +1,65 @@
+"""Languages: English and Simplified Chinese, chosen by Accept-Language or the switch (then
+remembered), with ``<html lang>`` following; and catalogs without a gap: every message of
+each ``.po`` translated and none fuzzy, and each ``.mo`` the compiled ``.po``."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from tests.messages import catalogs, compiled, read
+
+pytestmark = pytest.mark.django_db
+
+
+def test_every_catalog_is_translated_and_compiled() -> None:
+    assert [po.parent.parent.name for po in catalogs()] == ["zh_Hans"]
+    for po in catalogs():
+        catalog = read(po)
+        messages = [m for m in catalog if m.id]
+        assert messages, po
+        untranslated = [m.id for m in messages if not all(_strings(m.string))]
+        assert untranslated == [], f"{po}: untranslated"
+        assert [m.id for m in messages if m.fuzzy] == [], f"{po}: fuzzy"
+        assert po.with_suffix(".mo").read_bytes() == compiled(po), (
+            f"{po.with_suffix('.mo')} is not the compiled .po: run scripts/messages compile"
+        )
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    return tuple(value) if isinstance(value, tuple | list) else (value,)
+
+
+def _lang(html: str) -> str:
+    found = re.search(r'<html lang="([^"]+)"', html)
+    assert found, html[:200]
+    return found[1]
+
+
+def test_accept_language_picks_the_language_and_html_lang_follows(client: Client) -> None:
+    english = client.get("/accounts/login/").content.decode()
+    assert _lang(english) == "en" and "<h1>Sign in</h1>" in english
+    chinese = client.get("/accounts/login/", HTTP_ACCEPT_LANGUAGE="zh-CN,zh;q=0.9").content.decode()
+    assert _lang(chinese) == "zh-hans"
+    assert "<h1>登录</h1>" in chinese and "用户名" in chinese
+    assert "Sign in" not in chinese and "Username" not in chinese
+
+
+def test_the_switch_is_remembered_over_accept_language(client: Client) -> None:
+    page = client.get("/accounts/login/").content.decode()
+    assert 'id="language-switch"' in page and 'value="zh-hans"' in page
+    switched = client.post("/i18n/setlang/", {"language": "zh-hans", "next": "/accounts/login/"})
+    assert switched.status_code == 302 and switched["Location"] == "/accounts/login/"
+    again = client.get("/accounts/login/", HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert _lang(again) == "zh-hans" and "<h1>登录</h1>" in again
+
+
+def test_the_switch_is_a_checked_post_that_goes_back_only_to_this_site() -> None:
+    guarded = Client(enforce_csrf_checks=True)
+    refused = guarded.post("/i18n/setlang/", {"language": "zh-hans", "next": "/"})
+    assert refused.status_code == 403
+    away = Client().post("/i18n/setlang/", {"language": "zh-hans", "next": "https://evil.example/"})
+    assert away.status_code == 302 and away["Location"] == "/"
