@@ -1,6 +1,6 @@
 """What the environment configures, read without Django: ``settings.py`` reads it once
 into its ``DSHWEB`` dict (:mod:`dshweb.config`), and the CLI, which starts no Django, reads
-it here too. Nothing here touches a file but :func:`home_choice`, called on first use.
+it here too. Nothing here writes a file but :func:`home_choice`, called on first use.
 
 ``DSHWEB_DATA_DIR`` (default: ``var/`` in a checkout, else ``$XDG_DATA_HOME/dshweb``) holds
 the database, the secret key and the demo home; the DSH home is ``$DSH_HOME`` (else
