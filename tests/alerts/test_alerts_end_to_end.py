@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import socket
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -34,7 +35,7 @@ from dshweb.live import timing
 from dshweb.live.hub import HomeChange, HomeView, SessionView
 from dshweb.live.publisher import stop_publisher
 from dshweb.live.service import current_hub
-from tests.alert_receivers import first_look_line, free_port, smtp_server, webhook_receiver
+from tests.alert_receivers import first_look_line, smtp_server, webhook_receiver
 from tests.conftest import FIXTURE_HOMES
 from tests.logbuilder import frames_of
 from tests.snapshots import fixture_snapshot
@@ -222,9 +223,14 @@ async def test_a_receiver_that_is_down_gets_retries_then_a_recorded_failure(
 ) -> None:
     log, rest = cut_home(tmp_path, settings, "auto-compact", 0.3)
     user, cookie = user_cookie
-    down = f"http://127.0.0.1:{free_port()}/hook"
+    # A port held bound and never listening refuses every connection, and no other test
+    # can take it meanwhile (a port found free and let go can be another test's server).
+    refusing = socket.socket()
+    refusing.bind(("127.0.0.1", 0))
+    down = f"http://127.0.0.1:{refusing.getsockname()[1]}/hook"
     await database_sync_to_async(make_rule)(user, webhook_url=down, cooldown_seconds=3600)
     with (
+        refusing,
         patch.object(timing, "ALERT_RETRY_FIRST", 0.05),
         patch.object(timing, "ALERT_ATTEMPTS", 3),
     ):
