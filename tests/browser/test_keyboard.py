@@ -14,7 +14,8 @@ pytestmark = pytest.mark.browser
 def test_the_first_tab_is_a_skip_link_to_the_content(page: Page, path: str) -> None:
     page.goto(path)
     skip = page.locator("#skip-link")
-    assert skip.bounding_box() is None or skip.bounding_box()["y"] < 0  # out of sight
+    hidden = skip.bounding_box()
+    assert hidden is None or hidden["y"] < 0  # out of sight
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.id") == "skip-link"
     box = skip.bounding_box()
