@@ -819,6 +819,21 @@ def test_a_ledger_row_is_rendered_again_when_its_fold_changes() -> None:
 
 
 @pytest.mark.django_db
+def test_the_ring_says_in_words_what_it_draws() -> None:
+    from dshweb.core.fold.gauge import context_gauge
+
+    shot = fixture_snapshot("pace-steady")
+    gauge = context_gauge(shot)
+    assert gauge.used and gauge.window and gauge.threshold is not None
+    html = fragments.live_parts_html("local", SessionView(shot, gauge, 1))
+    ring = re.search(r'<svg class="ring"[^>]*role="img"[^>]*aria-label="([^"]*)"', html)
+    assert ring is not None
+    assert ring[1] == (
+        f"{gauge.percent}% of the context window used: {gauge.used:,} of {gauge.window:,} "
+        f"tokens; compaction point {gauge.threshold:,} tokens; band {gauge.band}"
+    )
+
+
 def test_the_ring_says_when_the_next_fold_should_come_and_where_the_next_steps_land() -> None:
     from unittest.mock import patch
 
