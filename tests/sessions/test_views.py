@@ -819,6 +819,7 @@ def test_a_ledger_row_is_rendered_again_when_its_fold_changes() -> None:
 
 
 @pytest.mark.django_db
+@pytest.mark.django_db  # the parts read the session's latest Compact request
 def test_the_ring_says_in_words_what_it_draws() -> None:
     from dshweb.core.fold.gauge import context_gauge
 
@@ -834,6 +835,7 @@ def test_the_ring_says_in_words_what_it_draws() -> None:
     )
 
 
+@pytest.mark.django_db  # the parts read the session's latest Compact request
 def test_the_ring_says_when_the_next_fold_should_come_and_where_the_next_steps_land() -> None:
     from unittest.mock import patch
 
@@ -914,6 +916,7 @@ def test_a_list_row_says_how_soon_its_session_folds() -> None:
 
 
 @pytest.mark.django_db
+@pytest.mark.django_db  # the parts read the session's latest Compact request
 def test_the_ring_of_a_session_whose_point_the_profile_cannot_tell_shows_the_inferred_one() -> None:
     from dshweb.core.fold.gauge import context_gauge
 
@@ -939,6 +942,7 @@ def test_the_ring_of_a_session_whose_point_the_profile_cannot_tell_shows_the_inf
 
 
 @pytest.mark.django_db
+@pytest.mark.django_db  # the parts read the session's latest Compact request
 def test_the_session_page_shows_what_the_model_was_told_beside_the_truth_now() -> None:
     from dshweb.core.fold.gauge import context_gauge
 
