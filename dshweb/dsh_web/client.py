@@ -198,7 +198,7 @@ def _parse_launch_url(launch_url: str) -> _Target:
             f"loopback), not {parts.scheme or 'nothing'}"
         )
     host = parts.hostname or ""
-    if not _is_loopback(host):
+    if not is_loopback(host):
         raise LaunchUrlError(
             f"the launch URL's host must be loopback (127.0.0.1, ::1 or localhost), not {host!r}"
         )
@@ -208,11 +208,12 @@ def _parse_launch_url(launch_url: str) -> _Target:
     return _Target(host=host, port=port or 80, path=parts.path or "/", token=tokens[0])
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
+    """``host`` (a name, an address, or an IPv6 address in brackets) is this machine only."""
     if host == "localhost":
         return True
     try:
-        return ipaddress.ip_address(host).is_loopback
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
 

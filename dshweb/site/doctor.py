@@ -79,9 +79,8 @@ def _database() -> Finding:
         return Finding("database", Status.NOTE, f"{where} not made yet", "dshweb serve makes it")
     try:
         connection.ensure_connection()
-        pending = MigrationExecutor(connection).migration_plan(
-            MigrationExecutor(connection).loader.graph.leaf_nodes()
-        )
+        executor = MigrationExecutor(connection)
+        pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
     except DatabaseError as error:
         return Finding(
             "database",

@@ -61,9 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] not in VERBS:
         # No verb (or an unknown one): argparse prints the help, the version or the error.
-        parsed = _parser().parse_args(args)
-        if parsed.verb is None:
-            _parser().print_help()
+        parser = _parser()
+        if parser.parse_args(args).verb is None:
+            parser.print_help()
             return 2
     verb, rest = args[0], args[1:]
     if verb == "snapshot":

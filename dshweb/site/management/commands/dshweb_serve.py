@@ -8,7 +8,6 @@ dashboard in the browser once it answers.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import socket
 import threading
@@ -25,18 +24,10 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
 from dshweb.config import get_config
+from dshweb.dsh_web.client import is_loopback
 
 OPEN_WAIT = 30.0
 """How long ``--open`` waits for the server to answer before it gives up."""
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def show_home(home: Path) -> None:
