@@ -9,6 +9,8 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 
 from dshweb.accounts.models import ApiToken
@@ -18,7 +20,9 @@ SHOWN_TOKEN = "dshweb-api-token"
 
 
 class TokenForm(forms.Form):
-    name = forms.CharField(max_length=100, help_text="What it is for: a notebook, a script.")
+    name = forms.CharField(
+        max_length=100, help_text=gettext_lazy("What it is for: a notebook, a script.")
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -41,6 +45,6 @@ def api_token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
         pk=token_id, user_id=int(request.user.pk or 0), revoked_at=None
     )
     if not updated.update(revoked_at=timezone.now()):
-        raise Http404("No such token of yours (or it is revoked already).")
-    messages.success(request, "Token revoked: it no longer opens the API.")
+        raise Http404(_("No such token of yours (or it is revoked already)."))
+    messages.success(request, _("Token revoked: it no longer opens the API."))
     return HttpResponseRedirect(reverse("dashboard:api-tokens"))

@@ -15,12 +15,15 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from django import forms
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from dshweb.alerts.deliveries import mail_allowed
-from dshweb.alerts.models import AlertRule
+from dshweb.alerts.models import CONDITIONS, AlertRule
 from dshweb.alerts.webhooks import SCHEMES, TargetRefused, webhook_target
 from dshweb.config import get_config
-from dshweb.core.alerts.conditions import MAX_WINDOW, Condition, ScopeKind
+from dshweb.core.alerts.conditions import ALERT_BANDS, MAX_WINDOW, Condition, ScopeKind
+from dshweb.words import BANDS, named
 
 MAX_STEPS = 100
 MAX_COOLDOWN = 7 * 24 * 3600
@@ -30,6 +33,13 @@ PARAMETERS = {
     Condition.CACHE_LOW: ("ratio", "window"),
 }
 """The parameters each condition reads; the others have none."""
+
+
+SCOPES = {
+    ScopeKind.ALL: gettext_lazy("all"),
+    ScopeKind.FOLDER: gettext_lazy("in a project folder"),
+    ScopeKind.SESSION: gettext_lazy("one session"),
+}
 
 
 def new_secret() -> str:
@@ -57,20 +67,47 @@ class AlertRuleForm(forms.ModelForm[AlertRule]):
             "webhook_format",
             "email_to",
         )
-        labels: ClassVar[dict[str, str]] = {
-            "steps": "Within N steps",
-            "ratio": "Cache-hit ratio below",
-            "window": "Over the last K steps",
-            "scope_home": "Home",
-            "scope_session": "Session id",
-            "cooldown_seconds": "Cooldown (seconds)",
-            "notify_browser": "Browser notification",
-            "email_to": "Email to",
+        labels: ClassVar[dict[str, Any]] = {
+            "name": gettext_lazy("Name"),
+            "enabled": gettext_lazy("On"),
+            "condition": gettext_lazy("Condition"),
+            "band": gettext_lazy("Band"),
+            "steps": gettext_lazy("Within N steps"),
+            "ratio": gettext_lazy("Cache-hit ratio below"),
+            "window": gettext_lazy("Over the last K steps"),
+            "scope": gettext_lazy("Sessions"),
+            "folder": gettext_lazy("Project folder"),
+            "scope_home": gettext_lazy("Home"),
+            "scope_session": gettext_lazy("Session id"),
+            "cooldown_seconds": gettext_lazy("Cooldown (seconds)"),
+            "notify_browser": gettext_lazy("Browser notification"),
+            "webhook_url": gettext_lazy("Webhook URL"),
+            "webhook_format": gettext_lazy("Webhook format"),
+            "email_to": gettext_lazy("Email to"),
         }
-        help_texts: ClassVar[dict[str, str]] = {
-            "cooldown_seconds": "At most one firing per session in this long.",
-            "webhook_url": "A JSON POST for each firing, signed (X-Dshweb-Signature).",
+        help_texts: ClassVar[dict[str, Any]] = {
+            "steps": gettext_lazy("Fires when the forecast puts the next fold this close."),
+            "ratio": gettext_lazy("From 0 to 1: 0.5 is half of the prompt read from the cache."),
+            "window": gettext_lazy("How many recent steps the ratio is taken over."),
+            "folder": gettext_lazy("A project folder, as DSH records it (/home/me/app)."),
+            "cooldown_seconds": gettext_lazy("At most one firing per session in this long."),
+            "webhook_url": gettext_lazy(
+                "A JSON POST for each firing, signed (X-Dshweb-Signature)."
+            ),
         }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # Each choice as a person reads it, in the page's language.
+        self._choices("condition", [(c.value, CONDITIONS[c]) for c in Condition])
+        self._choices("band", [(b.value, named(BANDS, b.value)) for b in ALERT_BANDS])
+        self._choices("scope", [(k.value, SCOPES[k]) for k in ScopeKind])
+        self._choices("webhook_format", [("json", "JSON"), ("slack", _("Slack-compatible"))])
+
+    def _choices(self, name: str, choices: list[tuple[str, Any]]) -> None:
+        field = self.fields[name]
+        assert isinstance(field, forms.ChoiceField)
+        field.choices = choices
 
     def clean_steps(self) -> int:
         return _within(self.cleaned_data.get("steps"), 1, MAX_STEPS, "steps")
@@ -84,7 +121,7 @@ class AlertRuleForm(forms.ModelForm[AlertRule]):
     def clean_ratio(self) -> float:
         ratio = self.cleaned_data.get("ratio")
         if ratio is None or not 0 < ratio <= 1:
-            raise forms.ValidationError("A ratio above 0 and at most 1 (0.5 is half).")
+            raise forms.ValidationError(_("A ratio above 0 and at most 1 (0.5 is half)."))
         return float(ratio)
 
     def clean_webhook_url(self) -> str:
@@ -93,24 +130,26 @@ class AlertRuleForm(forms.ModelForm[AlertRule]):
             try:
                 webhook_target(url, get_config().webhook_allowed_hosts)
             except TargetRefused as refused:
-                raise forms.ValidationError(f"Not a webhook dshweb posts to: {refused}.") from None
+                raise forms.ValidationError(
+                    _("Not a webhook dshweb posts to: %(reason)s.") % {"reason": refused}
+                ) from None
         return url
 
     def clean_email_to(self) -> str:
         address = str(self.cleaned_data.get("email_to") or "").strip()
         owner = self.instance.owner.email if self.instance.owner_id else ""
         if address and not mail_allowed(address, owner):
-            domains = ", ".join(sorted(get_config().mail_allowed_domains)) or "none"
+            domains = ", ".join(sorted(get_config().mail_allowed_domains)) or _("none")
             raise forms.ValidationError(
-                f"Your own address ({owner or 'none set in your account'}), or one in a domain"
-                f" staff allowed ({domains})."
+                _("Your own address (%(owner)s), or one in a domain staff allowed (%(domains)s).")
+                % {"owner": owner or _("none set in your account"), "domains": domains}
             )
         return address
 
     def clean_folder(self) -> str:
         folder = str(self.cleaned_data.get("folder") or "").strip()
         if folder and not PurePosixPath(folder).is_absolute():
-            raise forms.ValidationError("An absolute path, as DSH records it (/home/me/app).")
+            raise forms.ValidationError(_("An absolute path, as DSH records it (/home/me/app)."))
         return folder
 
     def clean(self) -> dict[str, Any]:
@@ -125,14 +164,14 @@ class AlertRuleForm(forms.ModelForm[AlertRule]):
                     data[name] = getattr(self.instance, name)
         scope = data.get("scope")
         if scope == ScopeKind.FOLDER and not data.get("folder"):
-            self.add_error("folder", "Name the project folder this rule watches.")
+            self.add_error("folder", _("Name the project folder this rule watches."))
         if scope == ScopeKind.SESSION:
             for name in ("scope_home", "scope_session"):
                 if not str(data.get(name) or "").strip():
-                    self.add_error(name, "Name the session this rule watches (home and id).")
+                    self.add_error(name, _("Name the session this rule watches (home and id)."))
         if not (data.get("notify_browser") or data.get("webhook_url") or data.get("email_to")):
             raise forms.ValidationError(
-                "Choose at least one way to be told: browser, webhook or email."
+                _("Choose at least one way to be told: browser, webhook or email.")
             )
         return data
 
@@ -147,5 +186,10 @@ class AlertRuleForm(forms.ModelForm[AlertRule]):
 
 def _within(value: int | None, low: int, high: int, unit: str) -> int:
     if value is None or not low <= value <= high:
-        raise forms.ValidationError(f"From {low} to {high:,} {unit}.")
+        said = {"low": low, "high": f"{high:,}"}
+        raise forms.ValidationError(
+            _("From %(low)s to %(high)s steps.") % said
+            if unit == "steps"
+            else _("From %(low)s to %(high)s seconds.") % said
+        )
     return value

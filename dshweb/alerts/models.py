@@ -9,9 +9,21 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.validators import URLValidator
 from django.db import models
+from django.utils.translation import gettext_lazy
 
 from dshweb.core.alerts.conditions import ALERT_BANDS, Condition, RuleSpec, Scope, ScopeKind
 from dshweb.core.fold.gauge import Band
+
+CONDITIONS = {
+    Condition.BAND: gettext_lazy("band reaches"),
+    Condition.FOLD_SOON: gettext_lazy("fold expected within N steps"),
+    Condition.FOLDED: gettext_lazy("a fold happened"),
+    Condition.FOLD_FAILED: gettext_lazy("a fold or its summary failed"),
+    Condition.OVERFLOW: gettext_lazy("overflow recovery"),
+    Condition.CACHE_LOW: gettext_lazy("cache-hit ratio below X over the last K steps"),
+    Condition.READER_ERROR: gettext_lazy("the log cannot be read"),
+}
+"""Each condition as a person reads it (the core's labels, translated)."""
 
 
 class AlertRule(models.Model):
@@ -63,6 +75,10 @@ class AlertRule(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def condition_name(self) -> str:
+        """The condition as a person reads it, in the active language."""
+        return str(CONDITIONS.get(Condition(self.condition), self.condition))
+
     def spec(self) -> RuleSpec:
         return RuleSpec(
             condition=Condition(self.condition),
@@ -102,14 +118,14 @@ class AlertDelivery(models.Model):
     """One way a firing is told (browser, webhook, email): its attempts and last error."""
 
     class Channel(models.TextChoices):
-        BROWSER = "browser"
-        WEBHOOK = "webhook"
-        EMAIL = "email"
+        BROWSER = "browser", gettext_lazy("Browser")
+        WEBHOOK = "webhook", gettext_lazy("Webhook")
+        EMAIL = "email", gettext_lazy("Email")
 
     class State(models.TextChoices):
-        PENDING = "pending"
-        SENT = "sent"
-        FAILED = "failed"
+        PENDING = "pending", gettext_lazy("Pending")
+        SENT = "sent", gettext_lazy("Sent")
+        FAILED = "failed", gettext_lazy("Failed")
 
     firing = models.ForeignKey(AlertFiring, on_delete=models.CASCADE, related_name="deliveries")
     channel = models.CharField(max_length=10, choices=Channel.choices)

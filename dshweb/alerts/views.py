@@ -13,6 +13,7 @@ from django.db.models import Max, Prefetch
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
 from dshweb.alerts.forms import AlertRuleForm, new_secret
@@ -26,7 +27,7 @@ def _own_rule(request: HttpRequest, rule_id: int) -> AlertRule:
     try:
         return AlertRule.objects.get(pk=rule_id, owner_id=request.user.pk)
     except AlertRule.DoesNotExist:
-        raise Http404("No such alert rule of yours.") from None
+        raise Http404(_("No such alert rule of yours.")) from None
 
 
 def _secret_once(request: HttpRequest, rule: AlertRule) -> str | None:
@@ -60,7 +61,7 @@ def alert_new(request: HttpRequest) -> HttpResponse:
         rule = form.save()
         if rule.webhook_url:
             request.session[SHOWN_SECRET] = [rule.pk, rule.webhook_secret]
-        messages.success(request, f"Alert rule “{rule.name}” made.")
+        messages.success(request, _("Alert rule “%(name)s” made.") % {"name": rule.name})
         return HttpResponseRedirect(reverse("dashboard:alert-rule", args=[rule.pk]))
     return render(request, "alerts/rule.html", {"form": form, "rule": None})
 
@@ -71,7 +72,7 @@ def alert_rule(request: HttpRequest, rule_id: int) -> HttpResponse:
     form = AlertRuleForm(request.POST or None, instance=rule)
     if request.method == "POST" and form.is_valid():
         form.save()
-        messages.success(request, f"Alert rule “{rule.name}” saved.")
+        messages.success(request, _("Alert rule “%(name)s” saved.") % {"name": rule.name})
         return HttpResponseRedirect(request.path)
     context = {"form": form, "rule": rule, "secret": _secret_once(request, rule)}
     return render(request, "alerts/rule.html", context)
@@ -83,7 +84,7 @@ def alert_secret(request: HttpRequest, rule_id: int) -> HttpResponse:
     rule.webhook_secret = new_secret()
     rule.save(update_fields=["webhook_secret", "updated_at"])
     request.session[SHOWN_SECRET] = [rule.pk, rule.webhook_secret]
-    messages.success(request, "A new webhook secret: the old one no longer signs.")
+    messages.success(request, _("A new webhook secret: the old one no longer signs."))
     return HttpResponseRedirect(reverse("dashboard:alert-rule", args=[rule.pk]))
 
 
@@ -91,5 +92,7 @@ def alert_secret(request: HttpRequest, rule_id: int) -> HttpResponse:
 def alert_delete(request: HttpRequest, rule_id: int) -> HttpResponse:
     rule = _own_rule(request, rule_id)
     rule.delete()
-    messages.success(request, f"Alert rule “{rule.name}” deleted, with its firings.")
+    messages.success(
+        request, _("Alert rule “%(name)s” deleted, with its firings.") % {"name": rule.name}
+    )
     return HttpResponseRedirect(reverse("dashboard:alerts"))

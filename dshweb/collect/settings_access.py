@@ -11,6 +11,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.translation import gettext as _
 
 from dshweb.collect.shown import shown_homes
 from dshweb.live.service import collecting
@@ -24,7 +25,7 @@ def staff_only(view: View) -> View:
     @wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not request.user.is_staff:
-            raise PermissionDenied("Only staff users may change DSH settings.")
+            raise PermissionDenied(_("Only staff users may change DSH settings."))
         if not collecting():  # the profiles live in each home, on its collector's machine
             homes = [home for home in shown_homes().shown if home.collected]
             return render(request, "settings/homes.html", {"collected_homes": homes})

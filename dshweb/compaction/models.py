@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils.translation import gettext_lazy
 
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME
 
@@ -17,9 +18,9 @@ class DshWebSetting(models.Model):
     holds the DSH web token: it is stored here and never rendered back."""
 
     class Mode(models.TextChoices):
-        OFF = "off", "not configured"
-        URL = "url", "an existing dsh web (launch URL)"
-        MANAGED = "managed", "a dsh web started and supervised by dshweb"
+        OFF = "off", gettext_lazy("not configured")
+        URL = "url", gettext_lazy("an existing dsh web (launch URL)")
+        MANAGED = "managed", gettext_lazy("a dsh web started and supervised by dshweb")
 
     mode = models.CharField(max_length=10, choices=Mode.choices, default=Mode.OFF)
     launch_url = models.CharField(max_length=500, blank=True)

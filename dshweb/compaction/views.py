@@ -8,6 +8,8 @@ from django.contrib import messages
 from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
 from dshweb.collect.settings_access import staff_only
@@ -21,8 +23,10 @@ class DshWebForm(forms.Form):
     launch_url = forms.CharField(
         required=False,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
-        help_text="Printed by `dsh web`: http://127.0.0.1:<port>/?token=… "
-        "Leave empty to keep the one stored.",
+        help_text=gettext_lazy(
+            "Printed by `dsh web`: http://127.0.0.1:<port>/?token=… "
+            "Leave empty to keep the one stored."
+        ),
     )
 
     def clean_launch_url(self) -> str:
@@ -52,7 +56,7 @@ def settings_dsh_web(request: HttpRequest) -> HttpResponse:
             if "test" in request.POST:
                 check = engine.test_connection()
             else:
-                messages.success(request, "Saved how dshweb reaches the DSH engine.")
+                messages.success(request, _("Saved how dshweb reaches the DSH engine."))
                 return HttpResponseRedirect(request.path)
     else:
         form = DshWebForm(initial={"mode": row.mode})

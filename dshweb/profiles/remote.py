@@ -31,6 +31,7 @@ from django.db import close_old_connections
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 
 from dshweb.collect.commands import (
     CollectorNotRunning,
@@ -112,7 +113,7 @@ def settings_page(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespon
 
     def collected(request: HttpRequest, home: str, *args: Any, **kwargs: Any) -> HttpResponse:
         if not request.user.is_staff:
-            raise PermissionDenied("Only staff users may change DSH settings.")
+            raise PermissionDenied(_("Only staff users may change DSH settings."))
         if collecting() and home == own_home_name():  # this process's own home: its pages
             return HttpResponseRedirect(request.get_full_path().removeprefix(f"/homes/{home}"))
         shown = shown_homes().home(home)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import Any
 
@@ -23,7 +23,8 @@ from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer, WebsocketConsumer
 from django.db import close_old_connections
 from django.db.utils import InterfaceError, OperationalError
-from django.http import QueryDict
+from django.http import HttpRequest, QueryDict
+from django.utils import translation
 
 from dshweb.collect.shown import shown_homes, shown_session
 from dshweb.compaction import status as compact_status
@@ -113,11 +114,19 @@ class _PageConsumer(AsyncWebsocketConsumer):
                     raise
                 # Gone with the layer's Redis, or dropped by it after its expiry.
 
+    @cached_property
+    def language(self) -> str:
+        """The page's language, as a page load chooses it: the language switch's cookie,
+        else the browser's Accept-Language, else the default."""
+        return language_of(self.scope)
+
     async def _send_rendered(self, render: Any, *args: Any) -> None:
         """Send what ``render`` returns (HTML, or a list of messages), rendered off the
-        event loop."""
+        event loop in the page's language."""
         try:
-            rendered = await sync_to_async(_rendered, thread_sensitive=False)(render, *args)
+            rendered = await sync_to_async(_rendered, thread_sensitive=False)(
+                self.language, render, *args
+            )
         except (OperationalError, InterfaceError) as error:
             if not database_unreachable(error):
                 raise
@@ -141,9 +150,22 @@ class _PageConsumer(AsyncWebsocketConsumer):
         raise NotImplementedError
 
 
-def _rendered(render: Any, *args: Any) -> Any:
+def language_of(scope: Mapping[str, Any]) -> str:
+    """The language a socket's page is in, by the rule of a page load
+    (:func:`django.utils.translation.get_language_from_request`): its cookie, then its
+    ``Accept-Language``."""
+    request = HttpRequest()
+    request.COOKIES = dict(scope.get("cookies") or {})
+    for name, value in scope.get("headers", ()):
+        if name == b"accept-language":
+            request.META["HTTP_ACCEPT_LANGUAGE"] = value.decode("latin-1")
+    return translation.get_language_from_request(request)
+
+
+def _rendered(language: str, render: Any, *args: Any) -> Any:
     try:
-        return render(*args)
+        with translation.override(language):
+            return render(*args)
     except (OperationalError, InterfaceError):
         # A pool thread's connection is never closed by a request's end: drop a broken one
         # here, or the next render on this thread fails on it after the database is back.

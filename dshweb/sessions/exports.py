@@ -25,6 +25,7 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from django.utils.http import content_disposition_header
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 from django_htmx.middleware import HtmxDetails
 
@@ -68,7 +69,9 @@ def session_ledger(request: HtmxHttpRequest, home: str, session_id: str) -> Http
     try:
         before = int(raw) if raw else None
     except ValueError:
-        reason = f"?before= takes a fold number (1, 2, …), not {raw[:40]!r}."
+        reason = _("?before= takes a fold number (1, 2, …), not %(given)s.") % {
+            "given": repr(raw[:40])
+        }
         return render(request, "400.html", {"reason": reason}, status=400)
     found = _snapshot(request, home, session_id)
     if isinstance(found, HttpResponse):
@@ -81,6 +84,7 @@ def session_ledger(request: HtmxHttpRequest, home: str, session_id: str) -> Http
         "ledger": ledger,
         "page": shown.page,
         "lv": shown,
+        "title_is_data": True,  # the session's own title: <title translate="no">
     }
     if request.htmx and not request.htmx.history_restore_request:
         return render(request, "dashboard/_ledger_page.html", context)

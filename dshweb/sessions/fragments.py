@@ -20,6 +20,7 @@ from django.template import Context
 from django.template.loader import get_template, render_to_string
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import get_language
 
 from dshweb.compaction.status import latest_record
 from dshweb.core.fold.forecast import Forecast
@@ -117,7 +118,7 @@ def compact_status_html(home: str, snapshot: SessionSnapshot) -> str:
 
 
 _rendered_lock = threading.Lock()
-_rows: OrderedDict[tuple[str, str, int, bool, bool], tuple[SessionSnapshot, int, str]] = (
+_rows: OrderedDict[tuple[str, str, int, bool, bool, str], tuple[SessionSnapshot, int, str]] = (
     OrderedDict()
 )
 ROWS_KEPT = 2048
@@ -141,7 +142,7 @@ def row_html(entry: SessionEntry, many: bool) -> str:
     names each row's home (``many`` homes) and minute (its "… ago" moves on by the
     minute)."""
     shot = entry.snapshot
-    key = (entry.home, shot.session_id, entry.depth, entry.orphan, many)
+    key = (entry.home, shot.session_id, entry.depth, entry.orphan, many, get_language())
     minute = int(time.time() // 60)
     with _rendered_lock:
         kept = _rows.get(key)
@@ -158,7 +159,7 @@ def row_html(entry: SessionEntry, many: bool) -> str:
 
 
 LEDGER_ROW_TEMPLATE = "dashboard/_ledger_row.html"
-_ledger_rows: OrderedDict[NumberedFold, str] = OrderedDict()
+_ledger_rows: OrderedDict[tuple[NumberedFold, str], str] = OrderedDict()
 RENDERED_KEPT = 64
 """Sessions whose live parts are kept rendered: a page view or a socket of a session
 renders them once per version, whoever asks."""
@@ -169,15 +170,17 @@ of each session whose live parts are kept."""
 
 
 def ledger_row_html(row: NumberedFold) -> str:
-    """One fold's row of a ledger table, rendered once per fold state (and number)."""
+    """One fold's row of a ledger table, rendered once per fold state (and number) and
+    language."""
+    key = (row, get_language())
     with _rendered_lock:
-        html = _ledger_rows.get(row)
+        html = _ledger_rows.get(key)
         if html is not None:
-            _ledger_rows.move_to_end(row)
+            _ledger_rows.move_to_end(key)
             return html
     html = _render(LEDGER_ROW_TEMPLATE, {"row": row, "fold": row.fold})
     with _rendered_lock:
-        _ledger_rows[row] = html
+        _ledger_rows[key] = html
         while len(_ledger_rows) > LEDGER_ROWS_KEPT:
             _ledger_rows.popitem(last=False)
     return html
@@ -283,16 +286,16 @@ LIVE_PARTS: tuple[tuple[str, Callable[[SessionSnapshot], object] | None], ...] =
 small part of the snapshot (the ledger, the largest nodes: they move far less often than
 the session grows); such a part is rendered again only when that changed."""
 
-_rendered: OrderedDict[tuple[str, str, int, Forecast], tuple[str, ...]] = OrderedDict()
-_steady: OrderedDict[tuple[str, str, str], tuple[object, str]] = OrderedDict()
+_rendered: OrderedDict[tuple[str, str, int, Forecast, str], tuple[str, ...]] = OrderedDict()
+_steady: OrderedDict[tuple[str, str, str, str], tuple[object, str]] = OrderedDict()
 
 
 def live_parts(home: str, view: SessionView) -> tuple[str, ...]:
     """The session page's live parts (:data:`LIVE_PARTS`) for a session of ``home``, each
-    on its own, rendered once per version."""
+    on its own, rendered once per version and language."""
     shot = view.snapshot
     forecast = session_forecast(shot)  # moves with the clock too: idle after a while
-    key = (home, shot.session_id, view.version, forecast)
+    key = (home, shot.session_id, view.version, forecast, get_language())
     with _rendered_lock:
         parts = _rendered.get(key)
         if parts is not None:
@@ -321,7 +324,7 @@ def _part_html(
 ) -> str:
     if shows is None:
         return _render(name, context)
-    key, value = (home, shot.session_id, name), shows(shot)
+    key, value = (home, shot.session_id, name, get_language()), shows(shot)
     with _rendered_lock:
         kept = _steady.get(key)
         if kept is not None and kept[0] == value:
@@ -344,10 +347,7 @@ def session_view_parts(home: str, view: SessionView) -> tuple[str, ...]:
 
 
 def session_gone_html() -> str:
-    return (
-        '<div id="live-status" data-state="gone" class="live-status">'
-        "This session's log is gone from the DSH home.</div>"
-    )
+    return render_to_string("dashboard/_live_status.html", {"gone": True})
 
 
 def alert_toast_html(event: dict[str, Any]) -> str:

@@ -21,6 +21,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import push_url
 from django_htmx.middleware import HtmxDetails
@@ -118,6 +119,7 @@ def session_detail(request: HtmxHttpRequest, home: str, session_id: str) -> Http
     context["live_parts"] = mark_safe(live_parts_html(home, view))  # rendered by our templates
     context["progress"] = progress
     context["shown_home"] = shown
+    context["title_is_data"] = True  # the session's own title: <title translate="no">
     return render(request, "dashboard/session_detail.html", context)
 
 
@@ -158,7 +160,7 @@ def session_compact(request: HtmxHttpRequest, home: str, session_id: str) -> Htt
     request is in flight changes nothing, and the line already says one is.
     """
     if not request.user.has_perm("compaction.compact"):
-        raise PermissionDenied("Your account may not compact sessions.")
+        raise PermissionDenied(_("Your account may not compact sessions."))
     shown = shown_homes().home(home)
     view = shown.view.sessions.get(session_id) if shown is not None else None
     if shown is None or view is None:

@@ -44,6 +44,7 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
 HOST = (b"host", b"127.0.0.1:8000")
+ZH = (b"accept-language", b"zh-CN,zh;q=0.9")
 """The server's own address, as a browser sends it with the handshake."""
 SOURCE = FIXTURE_HOMES / "auto-compact"
 WAIT = 10.0
@@ -522,3 +523,37 @@ def test_list_announcements_merge_their_sessions_and_newest_versions() -> None:
     assert _newer(2, 7) == 7
     assert _newer(2, None) is None  # no version known: read what is there
     assert _newer(None, 2) is None
+
+
+@pytest.mark.asyncio
+async def test_each_socket_speaks_its_pages_language(home: Path, cookie: bytes, stop: None) -> None:
+    """Two pages of the same session, one in Chinese (by Accept-Language, then by the
+    switch's cookie) and one in English: each is sent its parts, and each update, in its
+    own language, though the parts are rendered once per version and language."""
+    path = "/ws/homes/local/sessions/auto-compact/"
+    chinese, _, _ = await _connect(path, ORIGIN, (b"cookie", cookie), ZH)
+    english, _, _ = await _connect(path, ORIGIN, (b"cookie", cookie), (b"accept-language", b"en"))
+    switched, _, _ = await _connect(
+        path,
+        ORIGIN,
+        (b"cookie", cookie + b"; django_language=zh-hans"),
+        (b"accept-language", b"en"),
+    )
+    firsts = [await _receive(c) for c in (chinese, english, switched)]
+    assert "压缩账本" in firsts[0] and "Compaction ledger" not in firsts[0]
+    assert "Compaction ledger" in firsts[1] and "压缩账本" not in firsts[1]
+    assert "压缩账本" in firsts[2]
+    log, rest = _rest_of_log(home)
+    with log.open("ab") as handle:
+        for frame in rest:
+            handle.write(frame)
+
+    def final(html: str) -> bool:
+        return "context-ring" in html and _attr(html, "context-ring", "data-used") == "9771"
+
+    zh_update = await _receive_until(chinese, final)
+    en_update = await _receive_until(english, final)
+    assert "of the context window used" in en_update and "上下文窗口" not in en_update
+    assert "上下文窗口已用" in zh_update and "of the context window used" not in zh_update
+    for communicator in (chinese, english, switched):
+        await communicator.disconnect()

@@ -25,7 +25,7 @@ def _signed_in(*, staff: bool = False, may_compact: bool = False) -> Client:
 def _page(page: str, section: str, *, signed_in: bool = True) -> str:
     """The text of the page's ``section`` notice, after checking it sits in the layout."""
     assert 'id="site-header"' in page
-    assert ("Sign out someone" in page) is signed_in
+    assert ('Sign out <span translate="no">someone</span>' in page) is signed_in
     found = re.search(rf'<section [^>]*id="{section}"[^>]*>(.*?)</section>', page, re.DOTALL)
     assert found is not None, page[:500]
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", found.group(1))).strip()

@@ -66,3 +66,26 @@ def test_the_check_sees_a_crossing_import() -> None:
     ]
     ready = source.replace("def f()", "def ready()")
     assert crossing_local_imports(Path("alerts/apps.py"), ready) == []
+
+
+def django_imports(source: str) -> set[str]:
+    """The modules of Django a module's source imports."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+    return {name for name in found if name == "django" or name.startswith("django.")}
+
+
+def test_the_page_layout_takes_only_translation_from_django() -> None:
+    """[tool.importlinter] lets sessions/display and dshweb/words.py import Django, which
+    it sees as one module: only its translation functions, for the words a person reads."""
+    modules = [*sorted((PACKAGE / "sessions" / "display").glob("*.py")), PACKAGE / "words.py"]
+    used = {path.name: django_imports(path.read_text()) for path in modules}
+    assert {name for found in used.values() for name in found} == {"django.utils.translation"}
+    assert django_imports("from django.db import models\nimport django.conf") == {
+        "django.db",
+        "django.conf",
+    }

@@ -12,6 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy, ngettext
+
 from dshweb.compaction.records import RequestRecord
 from dshweb.core.fold.folds import Fold
 from dshweb.core.fold.ledger import Ledger
@@ -21,16 +24,22 @@ State = Literal["idle", "requested", "running", "done", "failed"]
 
 _COMPACTED = re.compile(r"Compacted (\d+) history items? \(~(\d+) tokens?\)")
 
-FAILURES = {
-    "busy": "The session is busy: its agent is not idle. Try again when it is idle.",
-    "owned_elsewhere": "Another DSH process owns this session; ask that process to compact it.",
-    "unreachable": "The DSH engine is unreachable",
-    "token_rejected": "The DSH engine rejected the launch token; paste a fresh launch URL.",
-    "timeout": "The DSH engine did not answer in time",
-    "engine_error": "The DSH engine refused",
-    "abandoned": "dshweb stopped while this ran; the session log shows whether DSH folded it.",
-    "collector_offline": "Not sent",
-    "collector_unreachable": "Not sent",
+FAILURES = {  # translated when read (gettext_lazy)
+    "busy": gettext_lazy("The session is busy: its agent is not idle. Try again when it is idle."),
+    "owned_elsewhere": gettext_lazy(
+        "Another DSH process owns this session; ask that process to compact it."
+    ),
+    "unreachable": gettext_lazy("The DSH engine is unreachable"),
+    "token_rejected": gettext_lazy(
+        "The DSH engine rejected the launch token; paste a fresh launch URL."
+    ),
+    "timeout": gettext_lazy("The DSH engine did not answer in time"),
+    "engine_error": gettext_lazy("The DSH engine refused"),
+    "abandoned": gettext_lazy(
+        "dshweb stopped while this ran; the session log shows whether DSH folded it."
+    ),
+    "collector_offline": gettext_lazy("Not sent"),
+    "collector_unreachable": gettext_lazy("Not sent"),
 }
 
 
@@ -49,18 +58,23 @@ def _fold_after(ledger: Ledger | None, seq: int) -> Fold | None:
 def result_line(message: str, fold: Fold | None) -> str:
     """``Compacted N history items (~T tokens); context M → P (freed X)``."""
     found = _COMPACTED.search(message)
-    head = (
-        f"Compacted {int(found.group(1)):,} history items (~{int(found.group(2)):,} tokens)"
-        if found
-        else message.rstrip(".") or "Compacted"
-    )
+    if found:
+        items = int(found.group(1))
+        head = ngettext(
+            "Compacted %(items)s history item (~%(tokens)s tokens)",
+            "Compacted %(items)s history items (~%(tokens)s tokens)",
+            items,
+        ) % {"items": f"{items:,}", "tokens": f"{int(found.group(2)):,}"}
+    else:
+        head = message.rstrip(".") or str(_("Compacted"))
     if fold is None or fold.before is None or fold.after is None:
         return head
-    freed = fold.before - fold.after
-    return (
-        f"{head}; context {format_page_tokens(fold.before)} → {format_page_tokens(fold.after)} "
-        f"(freed {format_page_tokens(freed)})"
-    )
+    return _("%(head)s; context %(before)s → %(after)s (freed %(freed)s)") % {
+        "head": head,
+        "before": format_page_tokens(fold.before),
+        "after": format_page_tokens(fold.after),
+        "freed": format_page_tokens(fold.before - fold.after),
+    }
 
 
 def compact_view(record: RequestRecord | None, ledger: Ledger | None) -> CompactView:
@@ -69,18 +83,22 @@ def compact_view(record: RequestRecord | None, ledger: Ledger | None) -> Compact
     fold = _fold_after(ledger, record.seq_at_request)
     if record.state in ("requested", "running"):
         if fold is None:
-            return CompactView("requested", "Compaction requested…")
+            return CompactView("requested", _("Compaction requested…"))
         if fold.end_seq is None:
-            return CompactView("running", "Compacting: DSH's engine is summarising…")
+            return CompactView("running", _("Compacting: DSH's engine is summarising…"))
         if fold.error is not None:
-            return CompactView("failed", f"The compaction failed: {fold.error}")
+            return _failed(fold.error)
         return CompactView("done", result_line(fold.command_text or "", fold))
     if record.state == "done":
         return CompactView("done", result_line(record.message, fold))
     if fold is not None and fold.error is not None:
-        return CompactView("failed", f"The compaction failed: {fold.error}")
-    reason = FAILURES.get(record.outcome, "The compaction failed")
+        return _failed(fold.error)
+    reason = str(FAILURES.get(record.outcome, _("The compaction failed")))
     detail = record.message.strip()
     if record.outcome in ("busy", "abandoned") or not detail:
         return CompactView("failed", reason)  # DSH's own busy text says the same
     return CompactView("failed", f"{reason.rstrip('.')} — {detail}")
+
+
+def _failed(error: str) -> CompactView:
+    return CompactView("failed", _("The compaction failed: %(error)s") % {"error": error})

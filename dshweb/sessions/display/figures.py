@@ -9,6 +9,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+
+from dshweb import words
 from dshweb.core.fold.forecast import Forecast
 from dshweb.core.fold.gauge import round_half_up
 from dshweb.core.fold.meter import cache_and_prompt
@@ -76,39 +80,48 @@ def dom_id(prefix: str, key: str) -> str:
 
 def forecast_text(forecast: Forecast) -> str:
     """``Fold in about 6 steps (4–9), about 3 min`` / ``Fold due at the next step`` /
-    ``No fold forecast: too few steps``."""
+    ``No fold forecast: too few steps``, in the active language."""
     steps, low, high = forecast.steps, forecast.steps_low, forecast.steps_high
     if steps is None or low is None:
-        return f"No fold forecast: {forecast.reason or 'unknown'}"
+        reason = words.named(words.NO_FORECAST, forecast.reason or "unknown")
+        return _("No fold forecast: %(reason)s") % {"reason": reason}
     if high == 1:
-        return "Fold due at the next step"
+        return _("Fold due at the next step")
     shown = _whole_steps(steps)
-    text = f"Fold in about {shown} step{'s' if shown != 1 else ''}"
+    text = ngettext("Fold in about %(steps)d step", "Fold in about %(steps)d steps", shown) % {
+        "steps": shown
+    }
     if high is not None and (low, high) != (shown, shown):
         text += f" ({low}–{high})"
     minutes = forecast.minutes
     if minutes is not None:
-        text += ", under a minute" if minutes < 1 else f", about {_duration(minutes)}"
+        text += (
+            _(", under a minute")
+            if minutes < 1
+            else _(", about %(duration)s") % {"duration": _duration(minutes)}
+        )
     return text
 
 
 def _duration(minutes: float) -> str:
     if minutes < 90:
-        return f"{round(minutes)} min"
+        return _("%(minutes)d min") % {"minutes": round(minutes)}
     hours = minutes / 60
-    return f"{hours:.1f} h" if hours < 48 else f"{hours / 24:.1f} days"
+    if hours < 48:
+        return _("%(hours).1f h") % {"hours": hours}
+    return _("%(days).1f days") % {"days": hours / 24}
 
 
 def fold_in(forecast: Forecast) -> str:
     """The list's short form: ``fold in ~6 steps``, ``fold at the next step``, or
-    ``no fold forecast``."""
+    ``no fold forecast``, in the active language."""
     steps, high = forecast.steps, forecast.steps_high
     if steps is None:
-        return "no fold forecast"
+        return _("no fold forecast")
     if high == 1:
-        return "fold at the next step"
+        return _("fold at the next step")
     shown = _whole_steps(steps)
-    return f"fold in ~{shown} step{'s' if shown != 1 else ''}"
+    return ngettext("fold in ~%(steps)d step", "fold in ~%(steps)d steps", shown) % {"steps": shown}
 
 
 def _whole_steps(steps: float) -> int:

@@ -23,6 +23,9 @@ from dataclasses import dataclass
 from html import escape
 from typing import Literal, Protocol
 
+from django.utils.translation import gettext as _
+
+from dshweb import words
 from dshweb.core.fold.folds import Fold, FoldKind, TimelinePoint
 from dshweb.sessions.display.figures import format_exact, svg_number
 
@@ -331,19 +334,41 @@ def _marker_svg(chart: TimelineChart, m: FoldMarker) -> str:
         f'<g class="timeline-fold fold-{kind} is-{status}" data-kind="{kind}" '
         f'data-seq="{m.seq}" data-first="{m.first}" data-last="{m.last}" data-count="{m.count}">'
     ]
-    failed = " (failed)" if m.status == "failed" else ""
     if m.count == 1:
-        parts.append(
-            f"<title>#{m.number} {kind} fold at seq {m.seq}{failed}: "
-            f"{format_exact(m.before)} → {format_exact(m.after)} tokens</title>"
+        said = {
+            "number": m.number,
+            "kind": escape(words.named(words.FOLD_KINDS, m.kind)),
+            "seq": m.seq,
+            "before": format_exact(m.before),
+            "after": format_exact(m.after),
+        }
+        title = (
+            _("#%(number)s %(kind)s fold at seq %(seq)s (failed): %(before)s → %(after)s tokens")
+            if m.status == "failed"
+            else _("#%(number)s %(kind)s fold at seq %(seq)s: %(before)s → %(after)s tokens")
         )
+        parts.append(f"<title>{title % said}</title>")
     else:
-        kinds = ", ".join(f"{count} {escape(k)}" for k, count in m.kinds)
-        also = f" ({m.failed} failed)" if m.failed else ""
+        kinds = ", ".join(
+            f"{count} {escape(words.named(words.FOLD_KINDS, k))}" for k, count in m.kinds
+        )
+        also = (_(" (%(failed)s failed)") % {"failed": m.failed}) if m.failed else ""
+        title = _(
+            "%(count)s folds, #%(first)s–#%(last)s, at seq %(seq)s–%(end)s: %(kinds)s%(also)s; "
+            "highest before %(before)s, lowest after %(after)s tokens"
+        ) % {
+            "count": m.count,
+            "first": m.first,
+            "last": m.last,
+            "seq": m.seq,
+            "end": m.end_seq,
+            "kinds": kinds,
+            "also": also,
+            "before": format_exact(m.before),
+            "after": format_exact(m.after),
+        }
         parts.append(
-            f"<title>{m.count} folds, #{m.first}–#{m.last}, at seq {m.seq}–{m.end_seq}: "
-            f"{kinds}{also}; highest before {format_exact(m.before)}, lowest after "
-            f"{format_exact(m.after)} tokens</title>"
+            f"<title>{title}</title>"
             f'<rect class="fold-span" x="{n(m.x_start)}" y="{top}" width="{n(m.width)}" '
             f'height="{n(chart.plot_height)}"></rect>'
         )

@@ -103,16 +103,18 @@
     return document.getElementById("live-status");
   }
 
-  function setStatus(state, text, { force = false } = {}) {
+  // `word` names the status's text, which the page gives in its language as a data-*
+  // attribute of #live-status (dashboard/_live_status.html): data-connected="…".
+  function setStatus(state, word, { force = false } = {}) {
     const status = liveStatus();
     if (!status || (status.dataset.state === "gone" && !force)) return;
     status.hidden = false;
     status.dataset.state = state;
-    status.textContent = text;
+    status.textContent = status.dataset[word] || word;
   }
 
   function onConnecting() {
-    setStatus("connecting", opened ? "reconnecting…" : "connecting…");
+    setStatus("connecting", opened ? "reconnecting" : "connecting");
   }
 
   function onOpen() {
@@ -125,11 +127,11 @@
     const code = event.detail.event.code;
     if (!document.body.contains(elt)) return; // the page moved on (or htmx replaced the list)
     if (EXTENSION_RECONNECTS.includes(code)) {
-      setStatus("closed", "reconnecting…");
+      setStatus("closed", "reconnecting");
       return;
     }
     if (code === STORE_UNAVAILABLE) {
-      setStatus("closed", "store unavailable, reconnecting…");
+      setStatus("closed", "unavailable");
       window.setTimeout(() => {
         if (document.body.contains(elt)) socketWrapper.reconnect();
       }, reconnectDelay());
@@ -139,7 +141,7 @@
       setStatus("closed", "disconnected");
       return;
     }
-    setStatus("closed", "reconnecting…");
+    setStatus("closed", "reconnecting");
     window.setTimeout(() => {
       if (document.body.contains(elt)) socketWrapper.reconnect();
     }, reconnectDelay());
@@ -209,6 +211,6 @@
   document.addEventListener("htmx:wsConnecting", onConnecting);
   document.addEventListener("htmx:wsOpen", onOpen);
   document.addEventListener("htmx:wsClose", onClose);
-  document.addEventListener("htmx:wsError", () => setStatus("closed", "reconnecting…"));
+  document.addEventListener("htmx:wsError", () => setStatus("closed", "reconnecting"));
   document.addEventListener("htmx:wsAfterMessage", onMessage);
 })();

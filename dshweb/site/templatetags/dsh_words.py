@@ -1,0 +1,29 @@
+"""``{% load dsh_words %}``: DSH's own words (bands, context parts, fold kinds) as a person
+reads them, in the page's language (:mod:`dshweb.words`), for the templates of every app
+(each extends this app's ``base.html``)."""
+
+from __future__ import annotations
+
+from django import template
+
+from dshweb.words import BANDS, FOLD_KINDS, PARTS, named
+
+register = template.Library()
+
+
+@register.filter
+def band_name(band: object) -> str:
+    """``{{ gauge.band|band_name }}``: the band as a person reads it, in the page's language."""
+    return named(BANDS, band)
+
+
+@register.filter
+def part_name(part: object) -> str:
+    """``{{ part.kind|part_name }}``: system, tools or messages, in the page's language."""
+    return named(PARTS, part)
+
+
+@register.filter
+def fold_kind_name(kind: object) -> str:
+    """``{{ fold.kind|fold_kind_name }}``: automatic, manual, overflow or prune, translated."""
+    return named(FOLD_KINDS, kind)
