@@ -89,7 +89,6 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
-    "ninja",  # the API page's Swagger UI, served from its own static files
 ]
 
 MIDDLEWARE = [

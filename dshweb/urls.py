@@ -9,6 +9,7 @@ from django.urls import include, path
 from django.views.i18n import set_language
 
 from dshweb.accounts.forms import ThrottledAdminAuthenticationForm
+from dshweb.api.docs import api_docs
 from dshweb.api.metrics import metrics
 from dshweb.api.v1 import api_urls
 
@@ -24,6 +25,7 @@ urlpatterns = [
     # The language switch (POST, CSRF-checked; also on the sign-in page): a cookie, then
     # back to the page it was on.
     path("i18n/setlang/", login_not_required(set_language), name="set_language"),
+    path("api/v1/docs", api_docs, name="api-docs"),  # a page of the site, not Swagger's
     path("api/v1/", include(*api_urls())),
     path("metrics", metrics),
     path("", include("dshweb.site.urls")),

@@ -1,7 +1,7 @@
 """The read-only JSON API, ``/api/v1/``: what the pages show, for scripts and notebooks.
 
-django-ninja serves it and generates its OpenAPI document (``/api/v1/openapi.json``, a
-browsable page at ``/api/v1/docs``) from the schemas here. It reads the homes shown as
+django-ninja serves it and generates its OpenAPI document (``/api/v1/openapi.json``; its page,
+``/api/v1/docs``, is :mod:`dshweb.api.docs`) from the schemas here. It reads the homes shown as
 the pages do (:mod:`dshweb.live.service`: nothing is folded for a request) and never
 changes anything. Every call needs the browser's session or a personal token
 (``Authorization: Bearer dshweb_…``, :mod:`dshweb.accounts.tokens`), with the
@@ -48,7 +48,7 @@ api = NinjaAPI(
     description="The context of DeepSeek Harness sessions, read-only.",
     urls_namespace="api",
     auth=[django_auth, BearerToken()],
-    docs_url="/docs",
+    docs_url=None,  # the page is dshweb.api.docs
 )
 
 BandName = Literal["ample", "moderate", "tight", "critical", "unknown"]
@@ -370,10 +370,9 @@ def profiles(request: HttpRequest) -> dict[str, Any]:
 def api_urls() -> tuple[tuple[list[URLPattern], str], str]:
     """The API's URL patterns for ``include()``: its calls answer 401 themselves (a JSON
     body, not the sign-in page's redirect), and so does the OpenAPI document (it holds
-    no data); the browsable page is a page, behind the sign-in like every other."""
+    no data)."""
     patterns, app_name, namespace = api.urls
     found = [pattern for pattern in patterns if isinstance(pattern, URLPattern)]
     for pattern in found:
-        if pattern.name != "openapi-view":
-            setattr(pattern.callback, "login_required", False)  # noqa: B010 (login_not_required)
+        setattr(pattern.callback, "login_required", False)  # noqa: B010 (login_not_required)
     return (found, app_name), namespace

@@ -198,7 +198,11 @@ def test_the_openapi_document_and_its_page(home: Path) -> None:
     assert Client().get("/api/v1/docs").status_code == 302  # a page: behind the sign-in
     client, _ = signed_in()
     docs = client.get("/api/v1/docs").content.decode()
-    assert "swagger-ui-bundle.js" in docs and "cdn." not in docs  # served here, not fetched
+    # A page of the site: every call of the document, how to get a token, no outside script
+    for path in paths:
+        assert f"<code>GET {path}</code>" in docs
+    assert 'href="/tokens/"' in docs and 'href="/api/v1/openapi.json"' in docs
+    assert 'id="site-header"' in docs and '<script src="http' not in docs
 
 
 def test_every_step_streams_from_the_log_as_json_and_csv(home: Path) -> None:

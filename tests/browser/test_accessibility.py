@@ -1,0 +1,145 @@
+"""WCAG 2.1 AA on every page, in both themes and both languages: axe-core (the engine of
+the browsers' own accessibility checkers, bundled by the ``axe-playwright-python``
+package) run in real Chromium finds no violation of its WCAG 2.0/2.1 A and AA rules.
+
+Pages: the sessions list, a session, its ledger, the settings index, a settings form with
+its preview, the engine settings, the alerts, a new rule, the API tokens, the API docs,
+the sign-in page, and the error pages (403, a refused form, 404, 500).
+"""
+
+from __future__ import annotations
+
+import json
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import AnonymousUser
+from django.template.loader import render_to_string
+from django.test import RequestFactory
+from django.utils import translation
+from playwright.sync_api import Page
+from pytest_playwright.pytest_playwright import CreateContextCallback
+
+pytestmark = pytest.mark.browser
+
+AXE = Path(str(files("axe_playwright_python") / "axe.min.js"))
+WCAG_AA = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+
+PAGES = {
+    "list": "/",
+    "session": "/homes/local/sessions/manual-compact/",
+    "ledger": "/homes/local/sessions/auto-compact/ledger.html",
+    "settings": "/settings/",
+    "settings-form": "/settings/sdk/context-truth/",
+    "engine": "/settings/engine/",
+    "alerts": "/alerts/",
+    "new-rule": "/alerts/new/",
+    "tokens": "/tokens/",
+    "api-docs": "/api/v1/docs",
+    "not-found": "/no/such/page/",
+}
+THEMES = ("light", "dark")
+LANGUAGES = {"en": "en-US", "zh-hans": "zh-CN"}
+
+
+def violations(page: Page) -> list[dict[str, Any]]:
+    """What axe-core finds against WCAG 2.1 A and AA in ``page`` as it is now."""
+    page.add_script_tag(path=str(AXE))
+    found = page.evaluate(
+        "async (tags) => (await axe.run(document, {runOnly: {type: 'tag', values: tags}}))"
+        ".violations.map(v => ({id: v.id, impact: v.impact, help: v.help,"
+        " nodes: v.nodes.map(n => ({target: n.target, summary: n.failureSummary}))}))",
+        WCAG_AA,
+    )
+    return list(found)
+
+
+def _said(found: list[dict[str, Any]]) -> str:
+    """Each violation once, with its first node and how many more share its failure."""
+    lines = []
+    for violation in found:
+        by_failure: dict[str, list[str]] = {}
+        for node in violation["nodes"]:
+            by_failure.setdefault(node["summary"], []).append(json.dumps(node["target"]))
+        for summary, targets in by_failure.items():
+            lines.append(
+                f"{violation['id']}: {targets[0]} (+{len(targets) - 1} more) — "
+                + " ".join(summary.split())
+            )
+    return "\n".join(lines)
+
+
+def _page(new_context: CreateContextCallback, language: str, theme: str) -> Page:
+    """A signed-in page whose browser asks for ``language`` and prefers ``theme``."""
+    page = new_context(locale=LANGUAGES[language]).new_page()
+    page.emulate_media(color_scheme=theme)  # type: ignore[arg-type]
+    return page
+
+
+def _settled(page: Page) -> None:
+    page.wait_for_load_state("networkidle")
+    page.wait_for_timeout(200)  # the socket's first push replaces the live parts
+
+
+@pytest.mark.parametrize("theme", THEMES)
+@pytest.mark.parametrize("language", LANGUAGES)
+@pytest.mark.parametrize("name", PAGES)
+def test_a_page_has_no_wcag_violation(
+    new_context: CreateContextCallback, name: str, language: str, theme: str
+) -> None:
+    page = _page(new_context, language, theme)
+    page.goto(PAGES[name])
+    _settled(page)
+    assert page.evaluate("document.documentElement.lang") == language
+    found = violations(page)
+    assert found == [], f"{name} ({language}, {theme}):\n{_said(found)}"
+
+
+@pytest.mark.parametrize("theme", THEMES)
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_the_sign_in_page_has_no_wcag_violation(
+    new_context: CreateContextCallback, language: str, theme: str
+) -> None:
+    page = _page(new_context, language, theme)
+    page.context.clear_cookies()  # signed out
+    page.goto("/accounts/login/")
+    found = violations(page)
+    assert found == [], f"sign-in ({language}, {theme}):\n{_said(found)}"
+
+
+@pytest.mark.parametrize("theme", THEMES)
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_a_refused_form_has_no_wcag_violation(
+    new_context: CreateContextCallback, language: str, theme: str
+) -> None:
+    page = _page(new_context, language, theme)
+    page.goto("/alerts/")
+    # A form without its CSRF token: Django refuses it with the site's 403 page.
+    page.evaluate(
+        "() => { const f = document.createElement('form'); f.method = 'post';"
+        " f.action = '/alerts/new/'; document.body.append(f); f.submit(); }"
+    )
+    page.wait_for_selector("#forbidden")
+    found = violations(page)
+    assert found == [], f"403 csrf ({language}, {theme}):\n{_said(found)}"
+
+
+@pytest.mark.parametrize("theme", THEMES)
+@pytest.mark.parametrize("language", LANGUAGES)
+@pytest.mark.parametrize("template", ["403.html", "500.html"])
+def test_an_error_page_has_no_wcag_violation(
+    new_context: CreateContextCallback, template: str, language: str, theme: str
+) -> None:
+    """The pages dshweb answers with when it refuses (403) or fails (500), rendered as the
+    server renders them, shown at the server's address (its styles load)."""
+    request = RequestFactory().get("/settings/")
+    request.user = AnonymousUser()
+    with translation.override(language):
+        html = render_to_string(template, {"request": request}, request=request)
+    page = _page(new_context, language, theme)
+    page.goto("/accounts/login/")
+    page.set_content(html)
+    found = violations(page)
+    assert found == [], f"{template} ({language}, {theme}):\n{_said(found)}"
