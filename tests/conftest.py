@@ -189,3 +189,15 @@ def _hub_for_tests() -> None:
     from dshweb.live import timing
 
     timing.FIRST_PAGE_WAIT = 60.0
+
+
+@pytest.fixture(autouse=True)
+def _default_language() -> Iterator[None]:
+    """Each test starts in the default language: Django's LocaleMiddleware leaves the
+    language of a request's page active in its thread (a test that asked for a page in
+    Chinese would leave the next test's words in Chinese)."""
+    from django.utils import translation
+
+    translation.deactivate()
+    yield
+    translation.deactivate()

@@ -61,6 +61,7 @@ LIVE_PART_IDS = (
     "timeline",
     "ledger",
     "largest-nodes",
+    "session-facts",
     "session-errors",
 )
 """The ids of a session page's live parts, in page order (what its socket replaces)."""

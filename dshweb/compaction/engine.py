@@ -77,6 +77,21 @@ def dsh_web_choice(home: Path | None = None, *, stored: bool = True) -> tuple[st
     return "off", None, "no DSH engine is configured (Settings → Engine)"
 
 
+def engine_configured() -> bool:
+    """Whether this process has a ``dsh web`` to ask (set by the environment, or a stored
+    launch URL, or a managed one), without starting one: the Compact button of a home this
+    process reads is disabled, saying why, when it has none."""
+    config = get_config()
+    if config.engine_url or config.engine == "managed":
+        return True
+    row = DshWebSetting.objects.first()
+    if row is None:
+        return False
+    return row.mode == DshWebSetting.Mode.MANAGED or (
+        row.mode == DshWebSetting.Mode.URL and bool(row.launch_url)
+    )
+
+
 def dsh_web_from_environment() -> str | None:
     """How the environment sets ``dsh web``, if it does (it wins over the stored row)."""
     config = get_config()

@@ -22,9 +22,10 @@ the start). Every later frame is appended on its own (``O_APPEND``, one write, f
 By default the events' ``time`` (and the header's ``createdAt``) are moved so that a
 frame's last event reads as the moment it is written, its other events keeping their
 recorded spacing; that frame is then recompressed. :func:`play_recording` loops until a
-stop event is set, holding a replay lock of its own (``.dshweb-replay.lock`` beside the
+stop event is set, holding a replay lock of its own (``.dshweb-replay.lock`` in the
 session folder; never the lock file DSH owns) so two processes never replay into the
-same file. The replayed session therefore shows as idle: no DSH owns it. It only waits
+same file. While it is held the replayed session shows live, as a session DSH writes
+does (:data:`~dshweb.core.log.home.REPLAY_LOCK_NAME`). It only waits
 through the ``wait`` it is given (``threading.Event.wait`` by default), never spins.
 """
 
@@ -46,7 +47,7 @@ import zstandard
 
 from dshweb.core.errors import DshError, LogError
 from dshweb.core.log.frames import split_frames
-from dshweb.core.log.home import encode_segment, project_folder
+from dshweb.core.log.home import REPLAY_LOCK_NAME, encode_segment, project_folder
 
 
 class ReplayError(DshError):
@@ -313,7 +314,7 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-REPLAY_LOCK = ".dshweb-replay.lock"
+REPLAY_LOCK = REPLAY_LOCK_NAME
 
 
 @contextlib.contextmanager
@@ -323,7 +324,7 @@ def replay_lock(session_dir: Path) -> Iterator[None]:
     Raises :class:`ReplayBusyError` when another process (or replay) holds it.
     """
     session_dir.mkdir(parents=True, exist_ok=True)
-    path = session_dir.parent / REPLAY_LOCK
+    path = session_dir / REPLAY_LOCK
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:

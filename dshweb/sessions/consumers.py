@@ -36,6 +36,7 @@ from dshweb.live.publisher import start_publisher
 from dshweb.live.subscriptions import subscriptions
 from dshweb.live.unavailable import STORE_UNAVAILABLE_CLOSE, say_unavailable
 from dshweb.sessions import fragments
+from dshweb.sessions.display.news import Told
 
 log = logging.getLogger("dshweb.dashboard")
 
@@ -185,6 +186,11 @@ class SessionsConsumer(_PageConsumer):
 
     shown: ListPage | None = None
 
+    @cached_property
+    def heard(self) -> dict[tuple[str, str], Told]:
+        """What the page was last told of each of its sessions (its announcements)."""
+        return {}
+
     def group_name(self) -> str:
         return SESSIONS_GROUP
 
@@ -195,6 +201,7 @@ class SessionsConsumer(_PageConsumer):
 
     def current_html(self) -> list[str]:
         self.shown = shown_homes().listing.page(self.query)
+        fragments.rows_news(self.heard, self.shown.rows)  # what the page shows: nothing to say
         return fragments.list_page_messages(self.shown)
 
     async def sessions_changed(self, event: dict[str, Any]) -> None:
@@ -207,11 +214,12 @@ class SessionsConsumer(_PageConsumer):
         wanted, fresh = change
         page = shown_homes(fresh=fresh or None).listing.page(self.query)
         before, self.shown = self.shown, page
+        said = fragments.rows_news(self.heard, [e for e in page.rows if e.key in wanted])
         if before is None or page.layout != before.layout:
-            return fragments.list_page_messages(page)
+            return [*fragments.list_page_messages(page), said]
         rows = [entry for entry in page.rows if entry.key in wanted]
         moved = page.counts != before.counts or page.matched != before.matched
-        return fragments.list_update_messages(rows, page, moved)
+        return [*fragments.list_update_messages(rows, page, moved), said]
 
 
 class SessionConsumer(_PageConsumer):
@@ -234,6 +242,8 @@ class SessionConsumer(_PageConsumer):
 
     shown_parts: tuple[str, ...] = ()
     """The parts the page holds: what this socket sent last, part by part."""
+    heard: Told | None = None
+    """What the page was last told of the session's band and folds (its announcements)."""
 
     def current_html(self, version: int | None = None) -> str:
         """The parts that differ from what the page holds (all of them, the first time):
@@ -244,9 +254,11 @@ class SessionConsumer(_PageConsumer):
             return fragments.session_gone_html()
         parts = fragments.session_view_parts(self.home, view)
         before, self.shown_parts = self.shown_parts, parts
+        self.heard, said = fragments.session_news(self.heard, view)
         if len(before) != len(parts):
-            return "".join(parts)
-        return "".join(part for part, held in zip(parts, before, strict=True) if part != held)
+            return "".join(parts) + said
+        changed = (part for part, held in zip(parts, before, strict=True) if part != held)
+        return "".join(changed) + said
 
     async def session_changed(self, event: dict[str, Any]) -> None:
         self._render_soon("current_html", event.get("version"), _newer)

@@ -8,6 +8,7 @@ as its frame (counts, pager, no rows) followed by its rows a few at a time.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import OrderedDict
@@ -33,7 +34,7 @@ from dshweb.core.listing.query import ListQuery
 from dshweb.core.listing.tree import SessionEntry
 from dshweb.live.hub import SessionView
 from dshweb.sessions.display.compact_status import CompactView, compact_view
-from dshweb.sessions.display.figures import cache_hit_ratio
+from dshweb.sessions.display.figures import cache_hit_ratio, dom_id
 from dshweb.sessions.display.ledger_pages import (
     LEDGER_PAGE_SIZE,
     LedgerPage,
@@ -42,6 +43,7 @@ from dshweb.sessions.display.ledger_pages import (
     ledger_page,
     refused_tail,
 )
+from dshweb.sessions.display.news import News, Told, news, told
 from dshweb.sessions.display.ring import breakdown_parts, ring_arcs
 from dshweb.sessions.display.timeline import TimelineChart, timeline_chart
 
@@ -127,12 +129,13 @@ per session and place (the newest rendering: an older snapshot is not kept alive
 
 
 def row_context(entry: SessionEntry, many: bool) -> dict[str, Any]:
+    now_ms = int(time.time() * 1000)
     return {
         "entry": entry,
         "many_homes": many,
         # as of now: a row is rendered again every minute, so an idle session's forecast
         # goes within one
-        "forecast": entry.snapshot.forecast(now_ms=int(time.time() * 1000)),
+        "forecast": entry.snapshot.forecast(now_ms=now_ms),
         "threshold_at": window_share(entry.gauge.threshold, entry.gauge.window),
     }
 
@@ -150,7 +153,7 @@ def row_html(entry: SessionEntry, many: bool) -> str:
         if kept is not None and kept[0] is shot and kept[1] == minute:
             _rows.move_to_end(key)
             return kept[2]
-    html = _render(ROW_TEMPLATE, row_context(entry, many))
+    html = _compact_whitespace(_render(ROW_TEMPLATE, row_context(entry, many)))
     with _rendered_lock:
         _rows[key] = (shot, minute, html)
         while len(_rows) > ROWS_KEPT:
@@ -184,6 +187,16 @@ def ledger_row_html(row: NumberedFold) -> str:
         while len(_ledger_rows) > LEDGER_ROWS_KEPT:
             _ledger_rows.popitem(last=False)
     return html
+
+
+_LINE_BREAKS = re.compile(r"\n\s*")
+
+
+def _compact_whitespace(html: str) -> str:
+    """``html`` with each run of white space that holds a line break (a template's
+    indentation and blank lines) as one line break: the same page (a row holds no
+    ``<pre>``), and a page of 100 rows stays well inside one socket message."""
+    return _LINE_BREAKS.sub("\n", html).strip()
 
 
 def rows_html(entries: list[SessionEntry], many: bool) -> str:
@@ -280,6 +293,7 @@ LIVE_PARTS: tuple[tuple[str, Callable[[SessionSnapshot], object] | None], ...] =
     ("dashboard/_timeline.html", None),
     ("dashboard/_ledger.html", lambda shot: (shot.ledger.folds, shot.ledger.refused)),
     ("dashboard/_largest_nodes.html", lambda shot: shot.largest_nodes),
+    ("dashboard/_session_facts.html", None),
     ("dashboard/_session_errors.html", None),
 )
 """The session page's live parts, in page order, each with what it shows when that is a
@@ -315,6 +329,19 @@ def live_parts_html(home: str, view: SessionView) -> str:
     return "".join(live_parts(home, view))
 
 
+HEADLINE_PARTS = 2
+"""The first live parts, the headline (the title, then the ring): the Compact card follows
+them on the page, before the other parts, so the keyboard reaches it in the order it is
+seen."""
+
+
+def page_parts(home: str, view: SessionView) -> tuple[SafeString, SafeString]:
+    """The live parts of a page load, as the headline and the rest (both our own HTML)."""
+    parts = live_parts(home, view)
+    head, rest = parts[:HEADLINE_PARTS], parts[HEADLINE_PARTS:]
+    return mark_safe("".join(head)), mark_safe("".join(rest))
+
+
 def _part_html(
     home: str,
     shot: SessionSnapshot,
@@ -348,6 +375,43 @@ def session_view_parts(home: str, view: SessionView) -> tuple[str, ...]:
 
 def session_gone_html() -> str:
     return render_to_string("dashboard/_live_status.html", {"gone": True})
+
+
+NEWS_TEMPLATE = "dashboard/_news.html"
+
+
+def session_news(heard: Told | None, view: SessionView) -> tuple[Told, str]:
+    """What a session's page is to hear after ``heard``: the words of its
+    ``#announcements`` and, for a fold, the note on its ring (HTML put in place by id; empty
+    when nothing changed); and what it will then have heard."""
+    ledger, gauge = view.snapshot.ledger, view.gauge
+    said = news(heard, ledger, gauge)
+    if said is None:
+        return told(ledger, gauge), ""
+    notes = [("fold-note", said.fold)] if said.fold is not None else []
+    return told(ledger, gauge), _news_html(said.sentence, notes)
+
+
+def rows_news(heard: dict[tuple[str, str], Told], rows: Sequence[SessionEntry]) -> str:
+    """What a list page is to hear of its ``rows`` (``heard`` is updated): a note in the
+    row of each that folded, and the words of its ``#announcements``, each session named
+    by its title (three at most: a page of folding sessions is not read out whole)."""
+    sentences: list[str] = []
+    notes: list[tuple[str, Any]] = []
+    for entry in rows:
+        shot = entry.snapshot
+        said: News | None = news(heard.get(entry.key), shot.ledger, entry.gauge)
+        heard[entry.key] = told(shot.ledger, entry.gauge)
+        if said is None:
+            continue
+        sentences.append(f"{shot.title or shot.session_id}: {said.sentence}")
+        if said.fold is not None:
+            notes.append((dom_id("fold-note", f"{entry.home}/{shot.session_id}"), said.fold))
+    return _news_html("; ".join(sentences[:3]), notes) if sentences else ""
+
+
+def _news_html(sentence: str, notes: list[tuple[str, Any]]) -> str:
+    return render_to_string(NEWS_TEMPLATE, {"sentence": sentence, "notes": notes})
 
 
 def alert_toast_html(event: dict[str, Any]) -> str:

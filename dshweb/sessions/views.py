@@ -20,7 +20,6 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
-from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import push_url
@@ -28,13 +27,14 @@ from django_htmx.middleware import HtmxDetails
 
 from dshweb.collect.shown import shown_homes
 from dshweb.compaction import service as compact
+from dshweb.compaction.engine import engine_configured
 from dshweb.compaction.status import latest_record
 from dshweb.core.fold.progress import FoldProgress
 from dshweb.core.listing.query import list_query
 from dshweb.live.homes import Homes, ShownHome
 from dshweb.live.hub import SessionView
 from dshweb.sessions import fragments
-from dshweb.sessions.fragments import live_parts_html, session_context
+from dshweb.sessions.fragments import page_parts, session_context
 from dshweb.sessions.selectors import HOME_UNAVAILABLE, Found, find_session
 
 NOT_ON_A_WORKER = 503
@@ -116,10 +116,12 @@ def session_detail(request: HtmxHttpRequest, home: str, session_id: str) -> Http
     shown, view, progress = found
     latest_record(home, session_id, fresh=True)  # its Compact status as the database has it now
     context = session_context(home, view.snapshot, view.gauge)
-    context["live_parts"] = mark_safe(live_parts_html(home, view))  # rendered by our templates
+    context["live_head"], context["live_rest"] = page_parts(home, view)
     context["progress"] = progress
     context["shown_home"] = shown
     context["title_is_data"] = True  # the session's own title: <title translate="no">
+    # A collected home's collector has its own engine; this process's is known here.
+    context["engine_missing"] = not shown.collected and not engine_configured()
     return render(request, "dashboard/session_detail.html", context)
 
 

@@ -1,4 +1,5 @@
-"""The session page follows its log live: DSH appends, the ring changes, no reload."""
+"""The session page follows its log live: DSH appends, the ring changes, no reload; a
+fold that lands is noted and announced."""
 
 from __future__ import annotations
 
@@ -6,10 +7,14 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page, expect
+from pytest_playwright.pytest_playwright import CreateContextCallback
 
+from dshweb.sessions.display.figures import format_page_tokens
 from tests.browser.conftest import WAIT_MS, BrowserHome, SameDocument
-from tests.browser.homes import append_frames
+from tests.browser.homes import append_frames, fixture_log
 from tests.browser.server import DshwebServer
+from tests.homecopies import copy_as
+from tests.logbuilder import frames_of
 
 pytestmark = pytest.mark.browser
 
@@ -40,3 +45,64 @@ def test_ring_follows_appended_frames_without_reload(
     expect(page.locator("#live-status")).to_have_attribute("data-state", "open")
     same.check()
     page.screenshot(path=artifacts / "session.png", full_page=True)
+
+
+def test_a_fold_that_lands_is_noted_on_the_ring_and_announced(
+    page: Page, home: BrowserHome, artifacts: Path
+) -> None:
+    """A fold appended to a session while its page and the list are open: a note on the
+    ring and in the list row says what it freed, and each page's live region says it."""
+    log = fixture_log("auto-compact")
+    frames = frames_of(log.path)
+    target = copy_as(home.path, log, "fold-news", frames=len(frames) // 3)
+    listing = page.context.new_page()
+    listing.goto("/")
+    page.goto("/homes/local/sessions/fold-news/")
+    for shown in (page, listing):
+        expect(shown.locator("#live-status")).to_have_attribute("data-state", "open")
+    expect(page.locator("#announcements")).to_have_text("")
+
+    append_frames(target, frames[len(frames) // 3 :])
+
+    note = page.locator("#fold-note")
+    expect(note).to_contain_text("Folded just now: ", timeout=WAIT_MS)
+    before, after = note.get_attribute("data-before"), note.get_attribute("data-after")
+    assert before and after
+    words = f"Folded just now: {format_page_tokens(int(before))} → {format_page_tokens(int(after))}"
+    expect(note).to_have_text(words)
+    expect(note).to_be_visible()
+    expect(page.locator("#announcements")).to_have_text(words)
+    assert page.locator("#announcements").get_attribute("aria-live") == "polite"
+    page.screenshot(path=artifacts / "fold-note.png")
+    row_note = listing.locator("#fold-note-local_2f_fold-news")
+    expect(row_note).to_contain_text("Folded just now: ", timeout=WAIT_MS)
+    expect(listing.locator("#announcements")).to_contain_text("Folded just now: ")
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "whole"),
+    [
+        (1440, 900, ("#context-ring svg", ".band-pill", "#forecast")),
+        (390, 844, ("#context-ring svg",)),
+    ],
+)
+def test_the_page_leads_with_its_headline(
+    new_context: CreateContextCallback, width: int, height: int, whole: tuple[str, ...]
+) -> None:
+    """The ring (and on a desktop its band, the point and the forecast) is in the first
+    screen of the session page, before the session's details."""
+    page = new_context().new_page()
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto("/homes/local/sessions/manual-compact/")
+    expect(page.locator("#live-status")).to_have_attribute("data-state", "open")
+    # Read at once in the page (a pushed update may replace a part between two reads).
+    boxes = page.evaluate(
+        "(selectors) => Object.fromEntries(selectors.map(s => {"
+        " const r = document.querySelector(s).getBoundingClientRect();"
+        " return [s, [r.top, r.bottom]]; }))",
+        [*whole, "#context-ring", "#session-facts"],
+    )
+    for selector in whole:
+        top, bottom = boxes[selector]
+        assert 0 <= top and bottom <= height, f"{selector} from {top} to {bottom}"
+    assert boxes["#context-ring"][0] < boxes["#session-facts"][0]

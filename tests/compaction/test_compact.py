@@ -168,12 +168,29 @@ def test_the_button_needs_csrf(home: Path) -> None:
     assert CompactionRequest.objects.count() == 0
 
 
+def test_without_an_engine_the_button_is_disabled_and_says_where_to_set_one(home: Path) -> None:
+    page = _user("boss", may_compact=True).get(PAGE).content.decode()
+    button = re.search(r'<button [^>]*id="compact-button"[^>]*>', page)
+    assert button is not None and 'aria-disabled="true"' in button.group(0)
+    assert 'type="button"' in button.group(0)  # it submits nothing
+    assert 'aria-describedby="compact-why"' in button.group(0)
+    why = re.search(r'<small [^>]*id="compact-why"[^>]*>(.*?)</small>', page, re.S)
+    assert why is not None and "No DSH engine is set up for this home" in why.group(1)
+    assert "href=" not in why.group(1)  # not staff: an administrator sets it up
+    staff = User.objects.create_user("admin2", password="x-x-x-x-1", is_staff=True)
+    staff.user_permissions.add(Permission.objects.get(codename="compact"))
+    client = Client()
+    client.force_login(staff)
+    assert 'href="/settings/engine/"' in client.get(PAGE).content.decode()
+    DshWebSetting.objects.create(mode="url", launch_url="http://127.0.0.1:9/?token=x")
+    button = re.search(r'<button [^>]*id="compact-button"[^>]*>', client.get(PAGE).content.decode())
+    assert button is not None and "disabled" not in button.group(0)
+    assert 'type="submit"' in button.group(0)
+
+
 def test_without_an_engine_the_request_fails_with_the_reason(home: Path) -> None:
     client = _user("boss", may_compact=True)
-    assert (
-        'id="compact-button"'
-        in client.get("/homes/local/sessions/manual-compact/").content.decode()
-    )
+    assert 'id="compact-button"' in client.get(PAGE).content.decode()
     assert client.post(URL, HTTP_HX_REQUEST="true").status_code == 204
     request = _wait_finished()
     assert (request.state, request.outcome) == ("failed", "engine_error")

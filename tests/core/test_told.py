@@ -193,7 +193,7 @@ def test_a_session_without_the_plugin_was_told_nothing() -> None:
     assert shot.told.line is None and shot.told.lines == 0
     assert shot.told.snapshots > 0  # runtime context, but not the plugin's
     gap = told_gap(shot.told, "ample")
-    assert gap is not None and (gap.told, gap.disagrees) == ("nothing", True)
+    assert gap is not None and (gap.told, gap.disagrees) == ("nothing", False)  # nothing stale
     assert told_gap(shot.told, "unknown") is None  # nothing known to disagree with
     assert told_gap(Told(), "tight") == gap.__class__("nothing", "tight", 1)
 

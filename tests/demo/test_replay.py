@@ -358,7 +358,9 @@ def test_looping_replaces_the_file_and_a_follower_starts_over(
 
 
 def test_one_replay_per_target_and_never_dsh_lock(recording: Recording, tmp_path: Path) -> None:
-    """A second replay into the same folder is refused; DSH's session.lock stays free."""
+    """A second replay into the same folder is refused; the session shows live while it
+    is replayed (by the replay's own lock) and idle after; DSH's session.lock is never
+    made or taken."""
     live: list[bool] = []
     busy: list[bool] = []
 
@@ -371,8 +373,9 @@ def test_one_replay_per_target_and_never_dsh_lock(recording: Recording, tmp_path
 
     clock = FakeClock(on_wait=observe, stop_after=3)
     play_recording(recording, tmp_path, threading.Event(), wait=clock.wait, clock=clock.time)
-    assert live == [False] * 3 and busy == [True] * 3
+    assert live == [True] * 3 and busy == [True] * 3
     assert not is_live(tmp_path, locked_files())
+    assert not (tmp_path / "session.lock").exists()
 
 
 def test_stop_during_a_play_stops_at_once(recording: Recording, tmp_path: Path) -> None:

@@ -35,17 +35,20 @@ from dshweb.live.publisher import stop_publisher
 from dshweb.live.service import sync_home
 from dshweb.sessions import fragments
 from dshweb.sessions.consumers import SessionConsumer, _merged_changes, _newer
+from dshweb.sessions.display.figures import format_page_tokens
 from tests.conftest import FIXTURE_HOMES
 from tests.homecopies import copy_as, home_of_copies
 from tests.logbuilder import frames_of
 from tests.sessions.test_views import TopLevel, make_snapshot
+from tests.snapshots import fixture_snapshot
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 ORIGIN = (b"origin", b"http://127.0.0.1:8000")
 HOST = (b"host", b"127.0.0.1:8000")
-ZH = (b"accept-language", b"zh-CN,zh;q=0.9")
 """The server's own address, as a browser sends it with the handshake."""
+ZH = (b"accept-language", b"zh-CN,zh;q=0.9")
+NEWS_IDS = {"announcements", "fold-note"}
 SOURCE = FIXTURE_HOMES / "auto-compact"
 WAIT = 10.0
 
@@ -282,6 +285,8 @@ async def test_a_session_update_holds_only_the_parts_that_changed(
     held = _parts(first)
     for update in updates:
         for part_id, part in _parts(update).items():
+            if part_id in NEWS_IDS:
+                continue  # what the page hears of a fold or a band (not a part)
             assert part != held[part_id], f"#{part_id} sent again unchanged"
             held[part_id] = part
     assert not any('id="session-errors"' in update for update in updates)
@@ -426,7 +431,7 @@ async def test_list_socket_sends_only_its_page(
 async def test_no_list_message_is_over_the_limit(big_home: Path, cookie: bytes, stop: None) -> None:
     view = sync_home()
     # The whole list at once (what the socket sent before it paged) would be far over it.
-    assert _size(fragments.rows_html(list(view.tree), False)) > 4 * MESSAGE_LIMIT
+    assert _size(fragments.rows_html(list(view.tree), False)) > 3 * MESSAGE_LIMIT
     communicator, first = await _signed_in("/ws/sessions/?per_page=100", cookie)
     assert _size(first) < MESSAGE_LIMIT
     assert _row_ids(first) == _copies(0, 100)
@@ -556,4 +561,46 @@ async def test_each_socket_speaks_its_pages_language(home: Path, cookie: bytes, 
     assert "of the context window used" in en_update and "上下文窗口" not in en_update
     assert "上下文窗口已用" in zh_update and "of the context window used" not in zh_update
     for communicator in (chinese, english, switched):
+        await communicator.disconnect()
+
+
+def _announced(html: str) -> str | None:
+    found = re.search(r'<div id="announcements" hx-swap-oob="innerHTML">([^<]*)</div>', html)
+    return None if found is None else found.group(1)
+
+
+@pytest.mark.asyncio
+async def test_a_fold_that_lands_is_noted_and_announced(
+    home: Path, cookie: bytes, stop: None
+) -> None:
+    """While a session page and the list are open, each fold that lands puts a note on the
+    ring (and in the row) saying what it freed, and the live region says it; the figures
+    are the fold's own, as the whole log's ledger has them."""
+    final = {f.seq: f for f in fixture_snapshot("auto-compact").ledger.folds}
+    page, first = await _signed_in("/ws/homes/local/sessions/auto-compact/", cookie)
+    listing, _ = await _signed_in("/ws/sessions/", cookie)
+    assert _announced(first) is None  # a page load hears nothing
+    log, rest = _rest_of_log(home)
+    for frame in rest:
+        with log.open("ab") as handle:
+            handle.write(frame)
+        await asyncio.sleep(0.01)
+    said = await _receive_until(page, lambda html: "Folded just now" in (_announced(html) or ""))
+    note = re.search(
+        r'<p class="fold-landed" id="fold-note" data-fold-seq="(\d+)" '
+        r'data-before="(\d+)" data-after="(\d+)">([^<]*)</p>',
+        said,
+    )
+    assert note is not None, said
+    fold = final[int(note[1])]  # the fold as the whole log's ledger has it
+    assert (int(note[2]), int(note[3])) == (fold.before, fold.after)
+    assert fold.before is not None and fold.after is not None
+    words = f"Folded just now: {format_page_tokens(fold.before)} → {format_page_tokens(fold.after)}"
+    assert note[4] == words and _announced(said) == words
+    row_said = await _receive_until(
+        listing, lambda html: "Folded just now" in (_announced(html) or "")
+    )
+    assert re.fullmatch(r"[^:]+: Folded just now: \S+ → \S+", _announced(row_said) or "")
+    assert 'id="fold-note-local_2f_auto-compact"' in row_said
+    for communicator in (page, listing):
         await communicator.disconnect()

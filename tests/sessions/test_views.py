@@ -515,10 +515,18 @@ def test_session_page_is_its_live_parts(
     user_client: Client, home: Path, snapshots: dict[str, SessionSnapshot]
 ) -> None:
     html = user_client.get("/homes/local/sessions/plain-turns/").content.decode()
-    # The socket sends the live parts; the first render is the very same markup.
-    live = _live_parts(snapshots["plain-turns"])
-    assert live.strip() in html
+    # The socket sends the live parts; the first render is the very same markup, part by
+    # part, with the Compact card after the headline (the title and the ring).
+    shot = snapshots["plain-turns"]
+    parts = [render_to_string(name, session_context(shot)) for name, _ in fragments.LIVE_PARTS]
+    for part in parts:
+        assert part.strip() in html
+    live = "".join(parts)
     assert [attrs.get("id") for _, attrs in TopLevel(live).elements] == list(LIVE_PART_IDS)
+    order = [html.index(f'id="{part_id}"') for part_id in LIVE_PART_IDS]
+    assert order == sorted(order)
+    compact = html.index('id="compact-card"')
+    assert order[fragments.HEADLINE_PARTS - 1] < compact < order[fragments.HEADLINE_PARTS]
     elements = Elements(html).by_id
     article = elements[dom_id("session", "plain-turns")]
     assert article["ws-connect"] == "/ws/homes/local/sessions/plain-turns/"
@@ -968,9 +976,11 @@ def test_the_session_page_shows_what_the_model_was_told_beside_the_truth_now() -
     card = Elements(html).by_id["told"]
     assert (card["data-told-band"], card["data-disagrees"]) == ("moderate", "false")
     assert "told-flag" not in Elements(html).by_id and "told-point" not in Elements(html).by_id
-    # Without the plugin the model was told nothing, and the page says so.
+    # Without the plugin the model was told nothing, and the page says so, without a
+    # warning: it holds no band that could be stale.
     plain = fixture_snapshot("auto-compact")
     html = fragments.live_parts_html("local", SessionView(plain, context_gauge(plain), 3))
     card = Elements(html).by_id["told"]
-    assert (card["data-told-band"], card["data-disagrees"]) == ("nothing", "true")
+    assert (card["data-told-band"], card["data-disagrees"]) == ("nothing", "false")
     assert "The model was told nothing about its context" in html
+    assert 'class="empty" id="told-flag"' in html and "card-warn" not in card.get("class", "")

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from dshweb.core.fold.session import SessionSnapshot, SessionTracker, take_snapshot
 from dshweb.core.log.home import (
-    LOCK_NAME,
+    LIVE_LOCK_NAMES,
     LogFile,
     check_home,
     locked_files,
@@ -49,12 +49,15 @@ def log_signature(path: Path) -> Signature | None:
 
 
 def lock_identity(folder: Path) -> Identity | None:
-    """The (device, inode) of a session's ``session.lock``, never opened or taken."""
-    try:
-        st = os.stat(os.path.join(folder, LOCK_NAME))
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino)
+    """The (device, inode) of a session's ``session.lock`` (or, in dshweb's demo home, of
+    its replay's lock), never opened or taken."""
+    for name in LIVE_LOCK_NAMES:
+        try:
+            st = os.stat(os.path.join(folder, name))
+        except OSError:
+            continue
+        return (st.st_dev, st.st_ino)
+    return None
 
 
 @dataclass(slots=True)

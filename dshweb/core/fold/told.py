@@ -234,7 +234,10 @@ class ToldGap:
 
     @property
     def disagrees(self) -> bool:
-        return self.bands >= 1
+        """The model holds a band that is not the context's now. Told nothing (no
+        ``dsh-context-truth`` in the session's profile, the normal case) it holds none:
+        nothing stale to warn of."""
+        return self.told != "nothing" and self.bands >= 1
 
 
 def format_tokens(value: int) -> str:
@@ -250,7 +253,8 @@ def told_gap(told: Told, now: str, threshold: int | None = None) -> ToldGap | No
     """What the model was told against the band ``now`` and the compaction point the
     dashboard goes by (None when the band now is not known). A line that says there is
     no reading yet tells the model its context is not scarce: it counts as ``ample``; no
-    line at all is as far from any band as one band."""
+    line at all is as far from any band as one band, but holds no band to be stale
+    (:attr:`ToldGap.disagrees`)."""
     if now not in BANDS:
         return None
     line = told.line

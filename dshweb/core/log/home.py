@@ -16,6 +16,12 @@ from dshweb.core.errors import HomeError
 
 _LOG_NAME = re.compile(r"^session(?:\.v(\d+))?\.jsonl(\.zstd)?$")
 LOCK_NAME = "session.lock"
+REPLAY_LOCK_NAME = ".dshweb-replay.lock"
+"""The lock dshweb's demo holds in a session folder of its own demo home while it replays a
+recorded session into it (:mod:`dshweb.demo.replay`): that session shows live while it
+grows, as it would under DSH. No folder of a DSH home has one; DSH's ``session.lock``
+is never taken."""
+LIVE_LOCK_NAMES = (LOCK_NAME, REPLAY_LOCK_NAME)
 PROC_LOCKS = Path("/proc/locks")
 
 
@@ -176,8 +182,10 @@ def locked_files(proc_locks: Path = PROC_LOCKS) -> frozenset[tuple[int, int]]:
 
 def is_live(session_dir: Path, held: frozenset[tuple[int, int]]) -> bool:
     """True while some process holds the session's lock (checked without taking it)."""
-    try:
-        st = os.stat(session_dir / LOCK_NAME)
-    except OSError:
-        return False
-    return (st.st_dev, st.st_ino) in held or any(ino == st.st_ino for _, ino in held)
+    for name in LIVE_LOCK_NAMES:
+        try:
+            st = os.stat(session_dir / name)
+        except OSError:
+            continue
+        return (st.st_dev, st.st_ino) in held or any(ino == st.st_ino for _, ino in held)
+    return False

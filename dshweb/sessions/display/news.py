@@ -1,0 +1,85 @@
+"""What a page says when a session's context moves while it is open: a fold that lands
+(a note on the ring and in the list row, until the next update, faded out after a few
+seconds) and, for a screen reader, the sentence its ``#announcements`` live region reads
+when a fold lands or the band changes.
+
+Pure: a page's socket keeps what it last told (:class:`Told`) and asks :func:`news` what
+the new state brings, if anything. A page load says nothing: news is what changes while
+a person watches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.utils.translation import gettext as _
+
+from dshweb import words
+from dshweb.core.fold.folds import Fold
+from dshweb.core.fold.gauge import ContextGauge
+from dshweb.core.fold.ledger import Ledger
+from dshweb.sessions.display.figures import format_page_tokens
+
+
+@dataclass(frozen=True, slots=True)
+class Told:
+    """What a page was last told of a session: its band and its newest finished fold."""
+
+    band: str
+    fold_seq: int | None
+
+
+def told(ledger: Ledger, gauge: ContextGauge) -> Told:
+    fold = newest_fold(ledger)
+    return Told(str(gauge.band), None if fold is None else fold.seq)
+
+
+def newest_fold(ledger: Ledger) -> Fold | None:
+    """The newest finished fold that says what it freed (its before and after)."""
+    for fold in reversed(ledger.folds):
+        if fold.before is not None and fold.after is not None and fold.status == "done":
+            return fold
+    return None
+
+
+def fold_sentence(fold: Fold) -> str:
+    """``Folded just now: 13.1K → 9.1K`` (``Pruned …`` for a prune pass)."""
+    said = {
+        "before": format_page_tokens(fold.before or 0),
+        "after": format_page_tokens(fold.after or 0),
+    }
+    if fold.kind == "prune":
+        return _("Pruned just now: %(before)s → %(after)s") % said
+    return _("Folded just now: %(before)s → %(after)s") % said
+
+
+def band_sentence(gauge: ContextGauge) -> str:
+    """``Band now tight: 10.2K used, compaction point 12K``."""
+    said = {
+        "band": words.named(words.BANDS, gauge.band),
+        "used": format_page_tokens(gauge.used or 0),
+    }
+    if gauge.threshold is None:
+        return _("Band now %(band)s: %(used)s used") % said
+    said["point"] = format_page_tokens(gauge.threshold)
+    return _("Band now %(band)s: %(used)s used, compaction point %(point)s") % said
+
+
+@dataclass(frozen=True, slots=True)
+class News:
+    sentence: str
+    fold: Fold | None = None
+    """The fold that landed (its note is shown), or None for a change of band."""
+
+
+def news(before: Told | None, ledger: Ledger, gauge: ContextGauge) -> News | None:
+    """What changed since ``before`` that a person should hear: a new fold (what it
+    freed), else a new band; nothing on a first look or when neither moved."""
+    if before is None:
+        return None
+    fold = newest_fold(ledger)
+    if fold is not None and fold.seq != before.fold_seq:
+        return News(fold_sentence(fold), fold)
+    if str(gauge.band) != before.band:
+        return News(band_sentence(gauge))
+    return None

@@ -1,0 +1,68 @@
+"""What an open page hears (sessions/display/news.py): a fold that lands, with what it
+freed, else a change of band; nothing on a first look, nothing when neither moved."""
+
+from __future__ import annotations
+
+from dshweb.core.fold.folds import Fold
+from dshweb.core.fold.gauge import Band, ContextGauge
+from dshweb.core.fold.ledger import Ledger
+from dshweb.sessions.display.news import News, news, told
+
+
+def _gauge(used: int, band: Band, threshold: int | None = 12_000) -> ContextGauge:
+    headroom = None if threshold is None else threshold - used
+    return ContextGauge(used, 24_000, round(used * 100 / 24_000), threshold, headroom, band)
+
+
+def _ledger(*folds: Fold) -> Ledger:
+    return Ledger(folds=folds)
+
+
+def _fold(seq: int, before: int | None, after: int | None, kind: str = "automatic") -> Fold:
+    """A fold as the ledger keeps it: finished (an end) once it has an after."""
+    end = None if after is None else seq + 3
+    return Fold(kind=kind, seq=seq, time=seq * 1000, before=before, after=after, end_seq=end)  # type: ignore[arg-type]
+
+
+def test_a_first_look_hears_nothing() -> None:
+    assert news(None, _ledger(_fold(5, 13_100, 9_100)), _gauge(9_100, Band.MODERATE)) is None
+
+
+def test_nothing_moved_nothing_heard() -> None:
+    ledger, gauge = _ledger(_fold(5, 13_100, 9_100)), _gauge(9_100, Band.MODERATE)
+    assert news(told(ledger, gauge), ledger, gauge) is None
+
+
+def test_a_fold_that_lands_is_heard_with_what_it_freed() -> None:
+    gauge = _gauge(11_000, Band.TIGHT)
+    before = told(_ledger(_fold(5, 13_100, 9_100)), gauge)
+    landed = _fold(40, 13_149, 9_051)
+    heard = news(before, _ledger(_fold(5, 13_100, 9_100), landed), _gauge(9_051, Band.MODERATE))
+    assert heard == News("Folded just now: 13K → 9.1K", landed)  # the fold before the band
+
+
+def test_a_prune_pass_is_heard_as_a_prune() -> None:
+    gauge = _gauge(11_000, Band.TIGHT)
+    pruned = _fold(7, 11_000, 8_400, kind="prune")
+    heard = news(
+        told(Ledger(), gauge),
+        _ledger(
+            pruned,
+        ),
+        gauge,
+    )
+    assert heard is not None and heard.sentence == "Pruned just now: 11K → 8.4K"
+
+
+def test_a_fold_still_running_is_not_heard_yet() -> None:
+    gauge = _gauge(11_000, Band.TIGHT)
+    running = _ledger(_fold(9, 13_000, None))
+    assert news(told(Ledger(), gauge), running, gauge) is None
+
+
+def test_a_new_band_is_heard_with_the_point() -> None:
+    before = told(Ledger(), _gauge(8_000, Band.MODERATE))
+    heard = news(before, Ledger(), _gauge(9_200, Band.TIGHT))
+    assert heard == News("Band now tight: 9.2K used, compaction point 12K")
+    without = news(before, Ledger(), _gauge(9_200, Band.UNKNOWN, threshold=None))
+    assert without == News("Band now unknown: 9.2K used")
