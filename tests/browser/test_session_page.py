@@ -104,5 +104,5 @@ def test_the_page_leads_with_its_headline(
     )
     for selector in whole:
         top, bottom = boxes[selector]
-        assert 0 <= top and bottom <= height, f"{selector} from {top} to {bottom}"
+        assert top >= 0 and bottom <= height, f"{selector} from {top} to {bottom}"
     assert boxes["#context-ring"][0] < boxes["#session-facts"][0]
