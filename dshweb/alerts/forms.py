@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from django import forms
+from django.forms import BoundField
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
@@ -33,6 +34,22 @@ PARAMETERS = {
     Condition.CACHE_LOW: ("ratio", "window"),
 }
 """The parameters each condition reads; the others have none."""
+SCOPE_FIELDS = {
+    ScopeKind.FOLDER.value: ("folder",),
+    ScopeKind.SESSION.value: ("scope_home", "scope_session"),
+}
+"""What each scope names (every session: nothing)."""
+ALWAYS_SHOWN = (
+    "name",
+    "enabled",
+    "condition",
+    "scope",
+    "cooldown_seconds",
+    "notify_browser",
+    "webhook_url",
+    "webhook_format",
+    "email_to",
+)
 
 
 SCOPES = {
@@ -103,6 +120,32 @@ class AlertRuleForm(forms.ModelForm[AlertRule]):
         self._choices("band", [(b.value, named(BANDS, b.value)) for b in ALERT_BANDS])
         self._choices("scope", [(k.value, SCOPES[k]) for k in ScopeKind])
         self._choices("webhook_format", [("json", "JSON"), ("slack", _("Slack-compatible"))])
+
+    def _value(self, name: str) -> str:
+        """What the form holds for ``name`` now: as posted, else as asked for, else saved."""
+        if self.is_bound:
+            return str(self.data.get(name) or "")
+        return str(self.initial.get(name) or self.fields[name].initial or "")
+
+    def shown(self) -> list[BoundField]:
+        """The fields a person fills in for the chosen condition and scope (a band rule has
+        no cache window; a rule on every session names no folder)."""
+        used = self.used_fields()
+        return [field for field in self if field.name in used]
+
+    def kept(self) -> list[BoundField]:
+        """The other fields: sent along unseen, so a change of condition loses nothing."""
+        used = self.used_fields()
+        return [field for field in self if field.name not in used]
+
+    def used_fields(self) -> set[str]:
+        try:
+            condition = Condition(self._value("condition"))
+        except ValueError:
+            condition = Condition.BAND
+        used = set(ALWAYS_SHOWN) | set(PARAMETERS.get(condition, ()))
+        used |= set(SCOPE_FIELDS.get(self._value("scope"), ()))
+        return used
 
     def _choices(self, name: str, choices: list[tuple[str, Any]]) -> None:
         field = self.fields[name]

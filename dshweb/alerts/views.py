@@ -52,10 +52,22 @@ def alerts_index(request: HttpRequest) -> HttpResponse:
     return render(request, "alerts/index.html", {"rules": rules, "firings": firings})
 
 
+def _chosen(request: HttpRequest) -> dict[str, str]:
+    """The values a GET of the form carries (a change of condition or scope, which shows
+    that condition's fields): the form again, filled in as it was, nothing saved."""
+    return {
+        key: str(request.GET.get(key, ""))
+        for key in request.GET
+        if key in AlertRuleForm.base_fields
+    }
+
+
 @require_http_methods(["GET", "POST"])
 def alert_new(request: HttpRequest) -> HttpResponse:
     form = AlertRuleForm(
-        request.POST or None, instance=AlertRule(owner_id=int(request.user.pk or 0))
+        request.POST or None,
+        instance=AlertRule(owner_id=int(request.user.pk or 0)),
+        initial=_chosen(request),
     )
     if request.method == "POST" and form.is_valid():
         rule = form.save()
@@ -69,7 +81,7 @@ def alert_new(request: HttpRequest) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def alert_rule(request: HttpRequest, rule_id: int) -> HttpResponse:
     rule = _own_rule(request, rule_id)
-    form = AlertRuleForm(request.POST or None, instance=rule)
+    form = AlertRuleForm(request.POST or None, instance=rule, initial=_chosen(request))
     if request.method == "POST" and form.is_valid():
         form.save()
         messages.success(request, _("Alert rule “%(name)s” saved.") % {"name": rule.name})

@@ -24,6 +24,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import get_language
 
 from dshweb.compaction.status import latest_record
+from dshweb.core.fold.folds import Fold
 from dshweb.core.fold.forecast import Forecast
 from dshweb.core.fold.gauge import ContextGauge, window_share
 from dshweb.core.fold.ledger import Ledger
@@ -96,13 +97,22 @@ class LedgerView:
     page: LedgerPage
     rows_html: SafeString
     refused: RefusedTail
+    has_outcomes: bool
+    """Some fold of the page was asked for or has more to say (a command, an overflow, an
+    error, still running): the table has that column only then."""
+
+
+def has_outcome(fold: Fold) -> bool:
+    return bool(fold.command) or fold.kind == "overflow" or fold.status != "done"
 
 
 def ledger_view(ledger: Ledger, before: int | None = None) -> LedgerView:
     """The ledger's folds numbered below ``before`` (the newest page without it)."""
     page = ledger_page(ledger.folds, before=before, first=ledger.first)
-    rows = mark_safe("".join(ledger_row_html(row) for row in page.rows))  # our own rows
-    return LedgerView(page, rows, refused_tail(ledger.refused, earlier=ledger.refused_earlier))
+    outcomes = any(has_outcome(row.fold) for row in page.rows)
+    rows = mark_safe("".join(ledger_row_html(row, outcomes) for row in page.rows))  # ours
+    tail = refused_tail(ledger.refused, earlier=ledger.refused_earlier)
+    return LedgerView(page, rows, tail, outcomes)
 
 
 def session_forecast(snapshot: SessionSnapshot) -> Forecast:
@@ -162,7 +172,7 @@ def row_html(entry: SessionEntry, many: bool) -> str:
 
 
 LEDGER_ROW_TEMPLATE = "dashboard/_ledger_row.html"
-_ledger_rows: OrderedDict[tuple[NumberedFold, str], str] = OrderedDict()
+_ledger_rows: OrderedDict[tuple[NumberedFold, bool, str], str] = OrderedDict()
 RENDERED_KEPT = 64
 """Sessions whose live parts are kept rendered: a page view or a socket of a session
 renders them once per version, whoever asks."""
@@ -172,16 +182,16 @@ session's ledger card is rendered again at every fold of it. Enough for the newe
 of each session whose live parts are kept."""
 
 
-def ledger_row_html(row: NumberedFold) -> str:
-    """One fold's row of a ledger table, rendered once per fold state (and number) and
-    language."""
-    key = (row, get_language())
+def ledger_row_html(row: NumberedFold, outcomes: bool = True) -> str:
+    """One fold's row of a ledger table (with its outcome cell when the table has that
+    column), rendered once per fold state (and number) and language."""
+    key = (row, outcomes, get_language())
     with _rendered_lock:
         html = _ledger_rows.get(key)
         if html is not None:
             _ledger_rows.move_to_end(key)
             return html
-    html = _render(LEDGER_ROW_TEMPLATE, {"row": row, "fold": row.fold})
+    html = _render(LEDGER_ROW_TEMPLATE, {"row": row, "fold": row.fold, "outcomes": outcomes})
     with _rendered_lock:
         _ledger_rows[key] = html
         while len(_ledger_rows) > LEDGER_ROWS_KEPT:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -251,3 +252,48 @@ def test_of_two_watchers_trying_one_delivery_at_once_one_sends(mailoutbox: list[
     due, wait = deliveries.due_deliveries("local")
     assert due == [] and wait is not None
     assert timing.ALERT_CLAIM - 5 < wait <= timing.ALERT_CLAIM
+
+
+def _field_names(html: str) -> tuple[set[str], set[str]]:
+    """The names of the fields a person sees, and of those sent along hidden."""
+    shown = set(re.findall(r'<div class="field[^"]*" data-key="(\w+)">', html))
+    hidden = set(re.findall(r'<input type="hidden" name="(\w+)"', html)) - {"csrfmiddlewaretoken"}
+    return shown, hidden
+
+
+def test_the_form_shows_only_the_fields_its_condition_and_scope_use() -> None:
+    client, _ = signed_in()
+    shown, hidden = _field_names(client.get("/alerts/new/").content.decode())
+    assert {"band"} <= shown and not {"steps", "ratio", "window", "folder"} & shown
+    assert {"steps", "ratio", "window", "folder", "scope_home", "scope_session"} <= hidden
+    page = client.get("/alerts/new/?condition=cache-low&scope=folder&name=mine").content.decode()
+    shown, hidden = _field_names(page)
+    assert {"ratio", "window", "folder"} <= shown and not {"band", "steps"} & shown
+    assert {"band", "steps"} <= hidden and 'value="mine"' in page  # kept as typed
+    shown, _ = _field_names(
+        client.get("/alerts/new/?condition=folded&scope=session").content.decode()
+    )
+    assert {"scope_home", "scope_session"} <= shown
+    assert not {"band", "steps", "ratio", "window", "folder"} & shown
+    # Posted as shown (the unseen fields along), the rule is made.
+    made = client.post(
+        "/alerts/new/",
+        {
+            "name": "cache",
+            "enabled": "on",
+            "condition": "cache-low",
+            "band": "tight",
+            "steps": "3",
+            "ratio": "0.4",
+            "window": "8",
+            "scope": "all",
+            "cooldown_seconds": "600",
+            "notify_browser": "on",
+            "webhook_format": "json",
+        },
+    )
+    assert made.status_code == 302
+    rule = AlertRule.objects.get(name="cache")
+    assert (rule.condition, rule.ratio, rule.window) == ("cache-low", 0.4, 8)
+    edit = client.get(f"/alerts/{rule.pk}/").content.decode()
+    assert {"ratio", "window"} <= _field_names(edit)[0]

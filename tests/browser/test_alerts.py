@@ -88,7 +88,13 @@ def test_a_rule_made_here_notifies_a_background_tab_when_the_session_folds(
 
     page.goto("/alerts/new/")
     page.fill("#id_name", "folds")
+    expect(page.locator("#id_band")).to_be_visible()  # a new rule starts as a band rule
     page.select_option("#id_condition", "folded")
+    # The server sends the form again with the fields a "folded" rule uses: no band, no
+    # steps; what was typed is kept.
+    expect(page.locator("#alert-form")).to_have_attribute("data-condition", "folded")
+    expect(page.locator("#id_band")).to_be_hidden()
+    expect(page.locator("#id_name")).to_have_value("folds")
     page.fill("#id_cooldown_seconds", "0")
     expect(page.locator("#id_notify_browser")).to_be_checked()
     page.click("#alert-save")

@@ -638,7 +638,8 @@ def test_session_page_counts_compactions_and_prunes(
 @pytest.mark.django_db
 def test_prune_passes_show_their_pruned_results(user_client: Client, home: Path) -> None:
     html = user_client.get("/homes/local/sessions/cjk-emoji/").content.decode()
-    assert re.search(r"<dt>Prune passes</dt><dd>[^\n]*<span class=\"muted\">2 results</span>", html)
+    pruned = r"<dt>Prune passes</dt><dd>[^\n]*<span class=\"muted\">\(cut 2 tool results\)</span>"
+    assert re.search(pruned, html)
 
 
 @pytest.mark.django_db
@@ -793,13 +794,13 @@ def test_a_profile_dsh_refuses_is_named_on_the_session_page(
     assert Elements(html).by_id["session-errors"]["data-count"] == "1"
     where = f"{patch}: duplicated mapping key at line 4, column 5"
     assert f"DSH cannot load profile &#x27;sdk&#x27;: {where}" in html
-    threshold = html.split("<dt>Threshold</dt>", 1)[1].split("</dd>", 1)[0]
+    threshold = html.split("<dt>Compaction point</dt>", 1)[1].split("</dd>", 1)[0]
     assert "<data" not in threshold  # no compaction point: dsh would not start
     patch.write_text("- id: compaction-basic\n  config: {headroomTokens: 4096}\n")
     sync_home()
     html = user_client.get("/homes/local/sessions/plain-turns/").content.decode()
     assert Elements(html).by_id["session-errors"]["data-count"] == "0"
-    assert "<data" in html.split("<dt>Threshold</dt>", 1)[1].split("</dd>", 1)[0]
+    assert "<data" in html.split("<dt>Compaction point</dt>", 1)[1].split("</dd>", 1)[0]
 
 
 def test_every_response_says_the_server_time_it_took(user_client: Client) -> None:
