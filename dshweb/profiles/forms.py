@@ -38,12 +38,13 @@ def _form_field(spec: Field) -> forms.Field:
         )
     if spec.kind is Kind.FLOAT:
         return forms.FloatField(required=not spec.nullable, min_value=low, max_value=high, **common)
-    if spec.kind is Kind.CHOICE:
-        return forms.ChoiceField(choices=[(c, c) for c in spec.choices], **common)
+    if spec.kind is Kind.CHOICE:  # the plugin's own words, the same in every language
+        widget = forms.Select(attrs={"translate": "no"})
+        return forms.ChoiceField(choices=[(c, c) for c in spec.choices], widget=widget, **common)
     if spec.kind is Kind.STRINGS:
         return forms.CharField(
             required=False,
-            widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
+            widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false", "translate": "no"}),
             strip=False,
             max_length=MAX_TEXT,
             **common,
@@ -58,6 +59,8 @@ class ConfigForm(forms.Form):
     """A plugin row's config; ``schema`` is set on each generated subclass."""
 
     schema: Schema
+    fixed_keys: frozenset[str] = frozenset()
+    """Keys the page shows but cannot change (``!!js`` values, keys the schema lacks)."""
     sha256 = forms.CharField(widget=forms.HiddenInput, required=False, max_length=64)
     """The patch file's hash when the form was shown: a save checks it has not changed."""
     base_text = forms.CharField(

@@ -115,6 +115,7 @@ class SaveOutcome(TypedDict):
 
 class PreviewPage(TypedDict):
     line: dict[str, Any] | None
+    engine_point: int | None
     ring: dict[str, float | None] | None
     language: str
     errors: dict[str, str]
@@ -229,8 +230,10 @@ class _Row:
                 for t in (self.targets.presets if self.targets is not None else ())
             ],
             "sources": self._value_sources(),
+            # The most recent first: the preview starts with it.
             "sessions": [
-                {"session_id": s.session_id, "title": s.title or ""} for s in home_view().snapshots
+                {"session_id": s.session_id, "title": s.title or ""}
+                for s in sorted(home_view().snapshots, key=lambda s: -(s.last_time or 0))
             ],
         }
 
@@ -342,6 +345,8 @@ def preview(profile: str, config: dict[str, Any], session_id: str) -> PreviewPag
         )
     return {
         "line": _line(line) if line is not None else None,
+        # The point the engine folds this session at, which the line should name.
+        "engine_point": None if snapshot is None else snapshot.threshold,
         "ring": preview_ring(line) if line is not None else None,
         "language": str(checked.config.get("language", "en")),
         "errors": dict(checked.errors),

@@ -10,19 +10,25 @@ session under the typed settings.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.contrib import messages
+from django.forms import BoundField
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.utils.functional import Promise
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_http_methods, require_POST
 
 from dshweb.core.profile.plugins import CONTEXT_TRUTH_SCHEMA, SCHEMAS
 from dshweb.core.profile.profile import CONTEXT_TRUTH_ID
-from dshweb.core.profile.schema import NON_FIELD
+from dshweb.core.profile.schema import NON_FIELD, Kind
 from dshweb.core.settings.patchfile import unified_diff
 from dshweb.profiles.forms import ConfigForm, config_form
+from dshweb.profiles.labels import GROUPS, LABELS, OTHER
 from dshweb.profiles.models import PatchRevision
 from dshweb.profiles.remote import Place, settings_page
 from dshweb.profiles.service import NotFound, RowPage
@@ -90,7 +96,7 @@ def _row_page(
         if key in form.fields:
             form.fields[key].disabled = True
             form.fields[key].help_text = FIXED_HELP
-    sources = row["sources"]
+    form.fixed_keys = frozenset(row["fixed"])
     return render(
         request,
         "settings/row.html",
@@ -100,9 +106,59 @@ def _row_page(
             form=form,
             conflict=conflict,
             preview=row["section"] == CONTEXT_TRUTH_ID,
-            fields=[(field, sources.get(field.name)) for field in form.visible_fields()],
+            groups=field_groups(row["section"], form, row["sources"]),
+            title_is_data=True,  # the row's id and the profile's name
+            **first_preview(place, row, form),
         ),
     )
+
+
+def first_preview(place: Place, row: RowPage, form: ConfigForm) -> dict[str, Any]:
+    """The preview a page of the ``context-truth`` row opens with: the line for the most
+    recent session under the settings as they are (nothing for another row, or while the
+    form shows errors)."""
+    sessions = row.get("sessions") or []
+    if row["section"] != CONTEXT_TRUTH_ID or not sessions or form.errors:
+        return {}
+    lines_of = {spec.key for spec in CONTEXT_TRUTH_SCHEMA.fields if spec.kind is not Kind.STRINGS}
+    config = {key: value for key, value in (row.get("initial") or {}).items() if key in lines_of}
+    session_id = sessions[0]["session_id"]
+    shown = place.ask("preview", profile=row["profile"], config=config, session_id=session_id)
+    return {**shown, "errors": shown["errors"]}
+
+
+@dataclass(frozen=True, slots=True)
+class ShownField:
+    field: BoundField
+    source: str | None
+    """Where its current value comes from (None: the plugin's default)."""
+    unit: Promise | None
+
+
+def field_groups(
+    section: str, form: ConfigForm, sources: Mapping[str, str]
+) -> list[tuple[Promise, list[ShownField]]]:
+    """The form's fields by what they change (:data:`dshweb.profiles.labels.GROUPS`), each
+    with its label and help in words (the key shown beside), its unit and its source."""
+    labels = LABELS.get(section, {})
+    visible = {field.name: field for field in form.visible_fields()}
+    for name, field in visible.items():
+        shown = labels.get(name)
+        if shown is not None:
+            field.label = str(shown.label)
+            if name not in form.fixed_keys:
+                field.help_text = mark_safe(str(shown.help))
+
+    def fields(names: Iterable[str]) -> list[ShownField]:
+        found = [visible.pop(name) for name in names if name in visible]
+        return [
+            ShownField(f, sources.get(f.name), getattr(labels.get(f.name), "unit", None))
+            for f in found
+        ]
+
+    groups = [(title, fields(names)) for title, names in GROUPS.get(section, ())]
+    rest = fields(list(visible))
+    return [(title, shown) for title, shown in [*groups, (OTHER, rest)] if shown]
 
 
 @settings_page

@@ -4,6 +4,7 @@ and history with restore."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -314,9 +315,9 @@ def test_initial_values_show_lists_as_lines() -> None:
 @needs_dsh
 def test_each_value_says_where_it_comes_from(home: Path, staff: Client) -> None:
     page = staff.get("/settings/sdk/compaction-basic/").content.decode()
-    profile_patch = 'data-source-of="thresholdRatio">Now: profile patch'
+    profile_patch = 'data-source-of="thresholdRatio">Now from <span translate="no">profile patch'
     assert profile_patch in page
-    assert 'data-source-of="retainRatio">Now: default' in page
+    assert 'data-source-of="retainRatio"' not in page  # a default says nothing
 
 
 @needs_dsh
@@ -332,7 +333,7 @@ def test_dump_config_runs_again_only_when_a_patch_file_changed(
     monkeypatch.setattr("dshweb.profiles.composed.dump_config", counted)
     for _ in range(3):
         page = staff.get("/settings/sdk/compaction-basic/").content.decode()
-        assert 'data-source-of="thresholdRatio">Now: profile patch' in page
+        assert 'data-source-of="thresholdRatio">Now from <span translate="no">profile patch' in page
     assert runs == ["sdk"]  # three GETs, one run
     url = "/settings/sdk/compaction-basic/"
     saved = staff.post(url, _form_data(staff, url, thresholdRatio="0.6"))
@@ -349,9 +350,10 @@ def test_without_dsh_sources_come_from_the_visible_file(
     monkeypatch.setattr("dshweb.profiles.service.find_dsh", lambda: None)
     page = staff.get("/settings/sdk/compaction-basic/").content.decode()
     assert (
-        'data-source-of="headroomTokens">Now: profile patch profiles/sdk/cordis.patch.yml' in page
+        'data-source-of="headroomTokens">Now from <span translate="no">profile patch '
+        "profiles/sdk/cordis.patch.yml</span>" in page
     )
-    assert 'data-source-of="retainRatio">Now: default' in page
+    assert 'data-source-of="retainRatio"' not in page  # a default says nothing
 
 
 def test_django_admin_links_to_the_settings(home: Path) -> None:
@@ -465,3 +467,27 @@ def test_a_profile_that_does_not_exist_is_not_found(
     response = staff.post(url, data) if page == "preview/" else staff.get(url)
     assert response.status_code == 404
     assert staff.post("/settings/sdk/preview/", data).status_code == 200  # the real one is
+
+
+def test_the_form_groups_its_fields_and_opens_with_a_preview(home: Path, staff: Client) -> None:
+    page = staff.get("/settings/sdk/context-truth/").content.decode()
+    legends = re.findall(r"<legend>([^<]+)</legend>", page)
+    assert legends[:3] == [
+        "The line the model reads",
+        "Bands",
+        "The compaction point, as the line names it",
+    ]
+    # Each key under a label in words, the key itself small, its unit beside the input.
+    moderate = page.split('data-key="moderateAt"', 1)[1].split("</div>\n", 3)
+    block = "".join(moderate[:3])
+    assert 'Moderate from <code class="key">moderateAt</code>' in block
+    assert '<span class="unit">fraction of the compaction point, 0–1</span>' in block
+    quantum = page.split('data-key="quantumPercent"', 1)[1][:600]
+    assert '<span class="unit">percent of the window</span>' in quantum
+    # The picker first, the most recent session picked, and its line already shown.
+    assert page.index('id="preview-session"') < page.index("<legend>")
+    assert 'id="occupancy-line"' in page
+    other = staff.get("/settings/sdk/tool-result-pruner/").content.decode()
+    assert re.findall(r"<legend>([^<]+)</legend>", other) == [
+        "Which tool results are cut, and what stays"
+    ]

@@ -40,6 +40,7 @@ NAMES = re.compile(
     r"|\bX-Dshweb-Signature\b|\bPOST\b"  # a header and the method a webhook uses
     r"|\b[KNX]\b"  # the letters of a formula: within N steps, below X
     r"|\?\w+=|'[^']*'"  # a query parameter, and a value the person typed: ?before= 'abc'
+    r"|\b[a-z]+[A-Z]\w*"  # a config key, as the plugin spells it: thresholdRatio
 )
 """Names and formulas a sentence quotes, the same in every language."""
 
@@ -56,6 +57,9 @@ PAGES = {
     "/tokens/": 200,
     "/settings/": 200,
     "/settings/engine/": 200,
+    "/settings/sdk/context-truth/": 200,
+    "/settings/sdk/compaction-basic/": 200,
+    "/settings/sdk/tool-result-pruner/": 200,
     "/api/v1/docs": 200,
     "/no/such/page/": 404,
 }
