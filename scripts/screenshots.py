@@ -9,6 +9,7 @@ picture it wrote and fails when a page did not show what it should.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tempfile
@@ -32,7 +33,7 @@ PAGES = {
 }
 
 
-@dataclass(slots=True)
+@dataclass  # not slots: a slotted subclass breaks super() in its methods
 class DemoServer(DshwebServer):
     """dshweb as a new user starts it: no DSH_HOME, so the demo home with its replay."""
 
@@ -49,11 +50,14 @@ def shoot(page: Page, path: str, ready: str, target: Path) -> None:
     page.wait_for_selector('#live-status[data-state="open"]')
     page.wait_for_timeout(500)  # the socket's first push
     page.screenshot(path=target)
-    print(f"wrote {target.relative_to(REPO)}")
+    print(f"wrote {target}")
 
 
-def main() -> None:
-    IMAGES.mkdir(parents=True, exist_ok=True)
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=IMAGES, help="where the pictures go")
+    out: Path = parser.parse_args(argv).out
+    out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="dshweb-screenshots-") as scratch:
         server = DemoServer(home=Path(scratch) / "unused", data_dir=Path(scratch) / "data")
         server.prepare()
@@ -75,7 +79,7 @@ def main() -> None:
                         )
                         page = context.new_page()
                         for name, (path, ready) in PAGES.items():
-                            target = IMAGES / f"{name}-{language}-{size}.png"
+                            target = out / f"{name}-{language}-{size}.png"
                             shoot(page, path, ready, target)
                         context.close()
                 browser.close()

@@ -147,6 +147,7 @@ ELSEWHERE: dict[str, str] = {
         "tests/site/test_translations.py (the catalog it writes: all translated, .mo compiled)"
     ),
     "scripts/messages compile": "tests/site/test_translations.py (the .mo is the compiled .po)",
+    "scripts/screenshots": "tests/browser/test_screenshots.py (its pictures, made again)",
 }
 
 # -- not on a test machine ----------------------------------------------------------------
