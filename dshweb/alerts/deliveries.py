@@ -36,9 +36,11 @@ from urllib.parse import quote
 from django.core.mail import send_mail
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from dshweb.alerts.models import AlertDelivery, AlertFiring, AlertRule
 from dshweb.alerts.webhooks import PostFailed, TargetRefused, post, webhook_target
+from dshweb.alerts.words import in_language
 from dshweb.config import get_config
 from dshweb.core.log.jsjson import printable
 from dshweb.live import timing
@@ -98,7 +100,9 @@ def signature(secret: str, timestamp: int, body: bytes) -> str:
 def webhook_body(rule: AlertRule, firing: AlertFiring) -> bytes:
     if rule.webhook_format == AlertRule.WebhookFormat.SLACK:
         url = session_url(firing.home, firing.session_id)
-        text = f"*{headline(firing)}*\n{firing.summary}\n<{url}|Open the session>"
+        with in_language(rule.language):
+            link = _("Open the session")
+        text = f"*{headline(firing)}*\n{firing.summary}\n<{url}|{link}>"
         return json.dumps({"text": text}).encode()
     return json.dumps(firing_payload(firing)).encode()
 
@@ -129,13 +133,15 @@ def mail_allowed(address: str, owner_email: str) -> bool:
 def send_email(rule: AlertRule, firing: AlertFiring) -> None:
     if not mail_allowed(rule.email_to, rule.owner.email):
         raise DeliveryError("could not deliver (the address is not yours, nor in a domain allowed)")
-    body = "\n\n".join(
-        [
-            firing.summary,
-            f"Session: {session_url(firing.home, firing.session_id)}",
-            f"Rule: {rule.name} ({rule.get_condition_display()})",
-        ]
-    )
+    with in_language(rule.language):
+        body = "\n\n".join(
+            [
+                firing.summary,
+                _("Session: %(url)s") % {"url": session_url(firing.home, firing.session_id)},
+                _("Rule: %(name)s (%(condition)s)")
+                % {"name": rule.name, "condition": rule.condition_name()},
+            ]
+        )
     try:
         send_mail(f"[dshweb] {headline(firing)}", body, None, [rule.email_to])
     except Exception as error:

@@ -65,6 +65,11 @@ class AlertRule(models.Model):
         max_length=64, help_text="Signs each webhook body (HMAC-SHA256); shown once."
     )
     email_to = models.EmailField(blank=True)
+    language = models.CharField(
+        max_length=16,
+        blank=True,
+        help_text="The language its owner saved it in: its alerts' words (empty: the default).",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -13,6 +13,7 @@ from django.db.models import Max, Prefetch
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
@@ -70,6 +71,7 @@ def alert_new(request: HttpRequest) -> HttpResponse:
         initial=_chosen(request),
     )
     if request.method == "POST" and form.is_valid():
+        form.instance.language = get_language()  # its alerts speak the page's language
         rule = form.save()
         if rule.webhook_url:
             request.session[SHOWN_SECRET] = [rule.pk, rule.webhook_secret]
@@ -83,6 +85,7 @@ def alert_rule(request: HttpRequest, rule_id: int) -> HttpResponse:
     rule = _own_rule(request, rule_id)
     form = AlertRuleForm(request.POST or None, instance=rule, initial=_chosen(request))
     if request.method == "POST" and form.is_valid():
+        form.instance.language = get_language()
         form.save()
         messages.success(request, _("Alert rule “%(name)s” saved.") % {"name": rule.name})
         return HttpResponseRedirect(request.path)

@@ -39,6 +39,7 @@ from django.utils import timezone
 
 from dshweb.alerts import deliveries
 from dshweb.alerts.models import AlertFiring, AlertRule
+from dshweb.alerts.words import summary_in
 from dshweb.core.alerts.conditions import Condition, RuleSpec, condition_reading
 from dshweb.core.alerts.firing import Armed, decide
 from dshweb.live import timing
@@ -179,7 +180,7 @@ class AlertWatcher:
                             session_id=session_id,
                             title=snapshot.title or "",
                             key=reading.key,
-                            summary=reading.summary,
+                            summary=summary_in(rule.row.language, reading),
                         )
                     except IntegrityError:  # the rule was deleted since it was read
                         self._rules_read_at = -float("inf")

@@ -73,10 +73,18 @@ def test_failed_folds_and_overflow_recoveries_are_their_own_conditions() -> None
     snapshot = session_snapshot("s", ledger=Ledger(folds=(failed, overflow)))
     read = {c: condition_reading(RuleSpec(c), snapshot, gauge(Band.AMPLE)) for c in Condition}
     assert read[Condition.FOLD_FAILED] == Reading(
-        "40", "manual compaction failed: summary is not smaller (…)", 1_000
+        "40",
+        "manual compaction failed: summary is not smaller (…)",
+        1_000,
+        "fold-failed",
+        (("kind", "manual"), ("error", "summary is not smaller (…)")),
     )
     assert read[Condition.OVERFLOW] == Reading(
-        "60", "overflow compaction: 30,000 → 9,000 tokens", 2_000
+        "60",
+        "overflow compaction: 30,000 → 9,000 tokens",
+        2_000,
+        "fold",
+        (("kind", "overflow"), ("before", "30,000"), ("after", "9,000")),
     )
     assert read[Condition.FOLDED].key == "60"  # the newest that ended well
     assert read[Condition.READER_ERROR].key is None

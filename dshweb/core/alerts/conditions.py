@@ -107,8 +107,13 @@ class Reading:
     key: str | None
     """``None``: the condition does not hold; ``"on"`` (a level) or the event's seq."""
     summary: str = ""
+    """In English words (the CLI's, a log's)."""
     time: int | None = None
     """When the event happened, or a level's session last changed (epoch ms)."""
+    said: str = ""
+    """Which sentence ``summary`` is, for a person in another language: a key of
+    :data:`dshweb.alerts.words.SUMMARIES`, with ``figures`` to fill it."""
+    figures: tuple[tuple[str, object], ...] = ()
 
 
 NOT_HOLDING = Reading(None)
@@ -126,7 +131,8 @@ def condition_reading(
     fold = _newest(snapshot.ledger.folds, condition)
     if fold is None:
         return NOT_HOLDING
-    return Reading(str(fold.seq), _fold_summary(fold), fold.time)
+    said, figures = _fold_words(fold)
+    return Reading(str(fold.seq), _fold_summary(fold), fold.time, said, figures)
 
 
 def _level(
@@ -141,17 +147,28 @@ def _level(
             return NOT_HOLDING
         steps = math.ceil(forecast.steps)
         within = f"{forecast.steps_low}–{forecast.steps_high}"
-        return Reading(ON, f"fold expected in ~{steps} step{'s' * (steps != 1)} ({within})")
+        return Reading(
+            ON,
+            f"fold expected in ~{steps} step{'s' * (steps != 1)} ({within})",
+            said="fold-soon",
+            figures=(("steps", steps), ("within", within)),
+        )
     if condition is Condition.CACHE_LOW:
         ratio = cache_hit_ratio(snapshot, spec.window)
         if ratio is None or ratio >= spec.ratio:
             return NOT_HOLDING
         return Reading(
-            ON, f"cache hits {ratio:.0%} of prompt tokens over the last {spec.window} steps"
+            ON,
+            f"cache hits {ratio:.0%} of prompt tokens over the last {spec.window} steps",
+            said="cache-low",
+            figures=(("percent", f"{ratio:.0%}"), ("window", spec.window)),
         )
     if not snapshot.errors:
         return NOT_HOLDING
-    return Reading(ON, f"the log cannot be read: {snapshot.errors[0]}")
+    error = snapshot.errors[0]
+    return Reading(
+        ON, f"the log cannot be read: {error}", said="reader-error", figures=(("error", error),)
+    )
 
 
 def _band(band: Band, gauge: ContextGauge) -> Reading:
@@ -162,7 +179,19 @@ def _band(band: Band, gauge: ContextGauge) -> Reading:
     if gauge.headroom is not None:
         place = "below" if gauge.headroom > 0 else "past"
         figures += f", {abs(gauge.headroom):,} {place} the compaction point"
-    return Reading(ON, f"context {gauge.band.value}: {gauge.percent}% ({figures})")
+    said = "band" if gauge.headroom is None else f"band-{place}"
+    return Reading(
+        ON,
+        f"context {gauge.band.value}: {gauge.percent}% ({figures})",
+        said=said,
+        figures=(
+            ("band", gauge.band.value),
+            ("percent", gauge.percent),
+            ("used", f"{gauge.used or 0:,}"),
+            ("window", f"{gauge.window or 0:,}"),
+            ("headroom", f"{abs(gauge.headroom or 0):,}"),
+        ),
+    )
 
 
 def _newest(folds: tuple[Fold, ...], condition: Condition) -> Fold | None:
@@ -183,6 +212,15 @@ def _fold_summary(fold: Fold) -> str:
     if fold.before is not None and fold.after is not None:
         return f"{kind}: {fold.before:,} → {fold.after:,} tokens"
     return kind
+
+
+def _fold_words(fold: Fold) -> tuple[str, tuple[tuple[str, object], ...]]:
+    kind = ("kind", fold.kind)
+    if fold.status == "failed":
+        return "fold-failed", (kind, ("error", fold.error))
+    if fold.before is not None and fold.after is not None:
+        return "fold", (kind, ("before", f"{fold.before:,}"), ("after", f"{fold.after:,}"))
+    return "fold-kind", (kind,)
 
 
 def cache_hit_ratio(snapshot: SessionSnapshot, steps: int) -> float | None:
