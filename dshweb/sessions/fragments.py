@@ -398,7 +398,7 @@ def session_news(heard: Told | None, view: SessionView) -> tuple[Told, str]:
     said = news(heard, ledger, gauge)
     if said is None:
         return told(ledger, gauge), ""
-    notes = [("fold-note", said.fold)] if said.fold is not None else []
+    notes = [("fold-note", said.fold, said.sentence)] if said.fold is not None else []
     return told(ledger, gauge), _news_html(said.sentence, notes)
 
 
@@ -416,7 +416,8 @@ def rows_news(heard: dict[tuple[str, str], Told], rows: Sequence[SessionEntry]) 
             continue
         sentences.append(f"{shot.title or shot.session_id}: {said.sentence}")
         if said.fold is not None:
-            notes.append((dom_id("fold-note", f"{entry.home}/{shot.session_id}"), said.fold))
+            note_id = dom_id("fold-note", f"{entry.home}/{shot.session_id}")
+            notes.append((note_id, said.fold, said.sentence))
     return _news_html("; ".join(sentences[:3]), notes) if sentences else ""
 
 

@@ -47,36 +47,46 @@ def test_ring_follows_appended_frames_without_reload(
     page.screenshot(path=artifacts / "session.png", full_page=True)
 
 
+FOLDED = {"en-US": "Folded just now: {} → {}", "zh-CN": "刚刚折叠：{} → {}"}
+"""What a page says of a fold that lands, in each language (the figures as the ring's)."""
+
+
+@pytest.mark.parametrize("locale", FOLDED)
 def test_a_fold_that_lands_is_noted_on_the_ring_and_announced(
-    page: Page, home: BrowserHome, artifacts: Path
+    new_context: CreateContextCallback, home: BrowserHome, artifacts: Path, locale: str
 ) -> None:
     """A fold appended to a session while its page and the list are open: a note on the
-    ring and in the list row says what it freed, and each page's live region says it."""
+    ring and in the list row says what it freed, and each page's live region says it, in
+    the page's language."""
     log = fixture_log("auto-compact")
     frames = frames_of(log.path)
-    target = copy_as(home.path, log, "fold-news", frames=len(frames) // 3)
-    listing = page.context.new_page()
+    name = f"fold-news-{locale}"
+    target = copy_as(home.path, log, name, frames=len(frames) // 3)
+    context = new_context(locale=locale)
+    page, listing = context.new_page(), context.new_page()
     listing.goto("/")
-    page.goto("/homes/local/sessions/fold-news/")
+    page.goto(f"/homes/local/sessions/{name}/")
     for shown in (page, listing):
         expect(shown.locator("#live-status")).to_have_attribute("data-state", "open")
     expect(page.locator("#announcements")).to_have_text("")
+    said = FOLDED[locale]
+    head = said.split("{}")[0]
 
     append_frames(target, frames[len(frames) // 3 :])
 
     note = page.locator("#fold-note")
-    expect(note).to_contain_text("Folded just now: ", timeout=WAIT_MS)
+    expect(note).to_contain_text(head, timeout=WAIT_MS)
     before, after = note.get_attribute("data-before"), note.get_attribute("data-after")
     assert before and after
-    words = f"Folded just now: {format_page_tokens(int(before))} → {format_page_tokens(int(after))}"
+    words = said.format(format_page_tokens(int(before)), format_page_tokens(int(after)))
     expect(note).to_have_text(words)
     expect(note).to_be_visible()
     expect(page.locator("#announcements")).to_have_text(words)
     assert page.locator("#announcements").get_attribute("aria-live") == "polite"
-    page.screenshot(path=artifacts / "fold-note.png")
-    row_note = listing.locator("#fold-note-local_2f_fold-news")
-    expect(row_note).to_contain_text("Folded just now: ", timeout=WAIT_MS)
-    expect(listing.locator("#announcements")).to_contain_text("Folded just now: ")
+    page.screenshot(path=artifacts / f"fold-note-{locale}.png")
+    row_note = listing.locator(f"#fold-note-local_2f_{name}")
+    expect(row_note).to_contain_text(head, timeout=WAIT_MS)
+    expect(listing.locator("#announcements")).to_contain_text(head)
 
 
 @pytest.mark.parametrize(
