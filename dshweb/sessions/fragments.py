@@ -407,7 +407,7 @@ def rows_news(heard: dict[tuple[str, str], Told], rows: Sequence[SessionEntry]) 
     row of each that folded, and the words of its ``#announcements``, each session named
     by its title (three at most: a page of folding sessions is not read out whole)."""
     sentences: list[str] = []
-    notes: list[tuple[str, Any]] = []
+    notes: list[tuple[str, Fold, str]] = []
     for entry in rows:
         shot = entry.snapshot
         said: News | None = news(heard.get(entry.key), shot.ledger, entry.gauge)
@@ -421,7 +421,8 @@ def rows_news(heard: dict[tuple[str, str], Told], rows: Sequence[SessionEntry]) 
     return _news_html("; ".join(sentences[:3]), notes) if sentences else ""
 
 
-def _news_html(sentence: str, notes: list[tuple[str, Any]]) -> str:
+def _news_html(sentence: str, notes: list[tuple[str, Fold, str]]) -> str:
+    """The live region's next words, and each note (its id, its fold, its words)."""
     return render_to_string(NEWS_TEMPLATE, {"sentence": sentence, "notes": notes})
 
 
