@@ -286,7 +286,10 @@ async def test_a_band_rule_fires_once_each_time_the_band_is_reached(
     firings = await database_sync_to_async(
         lambda: list(AlertFiring.objects.order_by("id").values_list("summary", "cleared_at"))
     )()
-    assert firings and all(summary.startswith("context tight: ") for summary, _ in firings)
+    # A "tight" rule holds in tight and past it (critical): which one a look finds depends on
+    # how the appended frames were batched.
+    said = ("context tight: ", "context critical: ")
+    assert firings and all(summary.startswith(said) for summary, _ in firings), firings
     if once:
         assert len(firings) == 1
     else:
