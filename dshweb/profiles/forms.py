@@ -13,6 +13,7 @@ from functools import cache
 from typing import Any
 
 from django import forms
+from django.utils.translation import gettext as _
 
 from dshweb.core.profile.dshyaml import JsExpr
 from dshweb.core.profile.schema import (
@@ -24,6 +25,7 @@ from dshweb.core.profile.schema import (
     Schema,
     validate,
 )
+from dshweb.profiles.labels import problem_text
 
 
 def _form_field(spec: Field) -> forms.Field:
@@ -73,7 +75,7 @@ class ConfigForm(forms.Form):
         if not _SHA256.fullmatch(str(cleaned.get("sha256") or "")):
             # A hidden field: its error is shown with the form's own errors.
             self.add_error(
-                None, "The form lost the file's version; reload the page and save again."
+                None, _("The form lost the file's version; reload the page and save again.")
             )
         raw = {
             spec.key: _config_value(spec, cleaned[spec.key])
@@ -82,7 +84,7 @@ class ConfigForm(forms.Form):
         }
         checked = validate(self.schema, raw)
         for key, message in checked.errors.items():
-            self.add_error(None if key == NON_FIELD else key, message)
+            self.add_error(None if key == NON_FIELD else key, problem_text(message))
         cleaned["config"] = {k: checked.config[k] for k in raw}
         return cleaned
 

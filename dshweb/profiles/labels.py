@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
+from dshweb.core.profile.schema import Problem
+
 
 @dataclass(frozen=True, slots=True)
 class Shown:
@@ -236,3 +238,53 @@ GROUPS: dict[str, tuple[tuple[Promise, tuple[str, ...]], ...]] = {
     ),
 }
 OTHER = _("Other settings")
+
+PROBLEMS: dict[str, Promise] = {
+    "unset": _("must be set (leave the key out to use the default)"),
+    "bool": _("must be true or false"),
+    "text": _("must be a non-empty text"),
+    "text-long": _("must be at most %(limit)s characters"),
+    "choice": _("must be one of %(choices)s"),
+    "texts": _("must be a list of texts"),
+    "texts-empty": _("every entry must be a non-empty text"),
+    "texts-long": _("must be at most %(limit)s characters in all"),
+    "safe": _("must be between -%(limit)s and %(limit)s"),
+    "number": _("must be a number"),
+    "whole": _("must be a whole number"),
+    "range-gt-lt": _("must be between %(low)s and %(high)s, exclusive"),
+    "range-gt-le": _("must be above %(low)s and at most %(high)s"),
+    "range-ge-lt": _("must be at least %(low)s and below %(high)s"),
+    "range-ge-le": _("must be between %(low)s and %(high)s"),
+    "int-gt": _("must be a whole number greater than %(low)s"),
+    "int-ge": _("must be a whole number of at least %(low)s"),
+    "int-le": _("must be a whole number of at most %(high)s"),
+    "number-gt": _("must be a number greater than %(low)s"),
+    "number-ge": _("must be a number of at least %(low)s"),
+    "number-le": _("must be a number of at most %(high)s"),
+    "edges": _("moderateAt must be below tightAt."),
+    "pace-samples": _(
+        "paceMinSamples must not exceed paceSamples, or the pace estimate never shows."
+    ),
+    "retain-one-way": _("Set retainRatio or retainTokens, not both."),
+    "summarizer-pair": _(
+        "summarizationProvider and summarizationModel go together: set both or neither."
+    ),
+    "pruned-fits": _(
+        "headChars + tailChars + the %(marker)s-character marker is %(kept)s, more than "
+        "thresholdChars (%(limit)s): a pruned result would not be smaller."
+    ),
+}
+"""The core schema's problems (:class:`~dshweb.core.profile.schema.Problem`) in words a
+person reads in their language."""
+
+
+def problem_text(message: str) -> str:
+    """A schema's message in the active language (as it is when its sentence is unknown)."""
+    if not isinstance(message, Problem):
+        return message
+    if message.said == "several":
+        several = dict(message.figures)["problems"]
+        assert isinstance(several, tuple)
+        return " ".join(problem_text(problem) for problem in several)
+    sentence = PROBLEMS.get(message.said)
+    return message if sentence is None else str(sentence) % dict(message.figures)

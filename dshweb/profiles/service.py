@@ -108,6 +108,8 @@ class SaveOutcome(TypedDict):
     """``saved`` (the message to show) or, not saved, why, with the row as it is now."""
 
     saved: str | None
+    path: NotRequired[str]
+    """The file saved (the page words its message in its own language)."""
     row: NotRequired[RowPage]
     conflict: NotRequired[str]
     errors: NotRequired[dict[str, str]]
@@ -125,6 +127,8 @@ class Restored(TypedDict):
     profile: str
     error: str | None
     message: str
+    path: NotRequired[str]
+    which: NotRequired[str]
 
 
 def _profile(name: str) -> Profile:
@@ -326,7 +330,7 @@ def save(
         return {"saved": None, "row": read.page(unwritable=str(refused))}
     except DshError as problem:
         return {"saved": None, "row": read.page(), "errors": {NON_FIELD: str(problem)}}
-    return {"saved": f"Saved {section} in {read.relative_path}."}
+    return {"saved": f"Saved {section} in {read.relative_path}.", "path": str(read.relative_path)}
 
 
 def preview(profile: str, config: dict[str, Any], session_id: str) -> PreviewPage:
@@ -388,7 +392,13 @@ def restore(revision_id: int, which: str, user_id: int | None) -> Restored:
     except DshError as problem:
         return {"profile": revision.profile, "error": str(problem), "message": ""}
     message = f"Restored {revision.path} as it was {which} that save."
-    return {"profile": revision.profile, "error": None, "message": message}
+    return {
+        "profile": revision.profile,
+        "error": None,
+        "message": message,
+        "path": str(revision.path),
+        "which": which,
+    }
 
 
 ACTIONS: dict[str, Callable[..., Any]] = {

@@ -21,6 +21,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.utils.functional import Promise
 from django.utils.safestring import mark_safe
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from dshweb.core.profile.plugins import CONTEXT_TRUTH_SCHEMA, SCHEMAS
@@ -69,7 +70,8 @@ def settings_row(request: HttpRequest, place: Place, profile: str, section: str)
                 user_id=request.user.pk,
             )
             if outcome["saved"]:
-                messages.success(request, outcome["saved"])
+                said = {"section": section, "path": outcome.get("path", "")}
+                messages.success(request, _("Saved %(section)s in %(path)s.") % said)
                 return HttpResponseRedirect(request.path)
             row: RowPage = outcome["row"]
             conflict = outcome.get("conflict")
@@ -198,9 +200,15 @@ def settings_restore(request: HttpRequest, place: Place, revision_id: int) -> Ht
     which = "before" if request.POST.get("which") == "before" else "after"
     restored = place.ask("restore", revision_id=revision_id, which=which, user_id=request.user.pk)
     if restored["error"]:
-        messages.error(request, f"Not restored: {restored['error']}")
+        messages.error(request, _("Not restored: %(error)s") % {"error": restored["error"]})
     else:
-        messages.success(request, restored["message"])
+        said = {"path": restored.get("path", "")}
+        messages.success(
+            request,
+            _("Restored %(path)s as it was before that save.") % said
+            if restored.get("which") == "before"
+            else _("Restored %(path)s as it was after that save.") % said,
+        )
     return HttpResponseRedirect(place.url("settings-history", restored["profile"]))
 
 

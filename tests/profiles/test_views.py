@@ -491,3 +491,15 @@ def test_the_form_groups_its_fields_and_opens_with_a_preview(home: Path, staff: 
     assert re.findall(r"<legend>([^<]+)</legend>", other) == [
         "Which tool results are cut, and what stays"
     ]
+
+
+def test_a_refused_value_is_said_in_the_pages_language(home: Path, staff: Client) -> None:
+    url = "/settings/sdk/context-truth/"
+    bad = _form_data(staff, url, moderateAt="1.5")
+    english = staff.post(url, bad, HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "must be between 0 and 1, exclusive" in english  # the schema's own words
+    chinese = staff.post(url, bad, HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()
+    assert "须在 0 到 1 之间（不含两端）" in chinese and "must be between" not in chinese
+    crossed = _form_data(staff, url, moderateAt="0.9", tightAt="0.8")
+    chinese = staff.post(url, crossed, HTTP_ACCEPT_LANGUAGE="zh-CN").content.decode()
+    assert "moderateAt 须小于 tightAt。" in chinese

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from dshweb.core.profile.profile import CONTEXT_TRUTH_ID
-from dshweb.core.profile.schema import Config, Field, Kind, Schema
+from dshweb.core.profile.schema import Config, Field, Kind, Problem, Schema
 
 PRUNE_MARKER = "\n\n[... tool result middle pruned ...]\n\n"
 """What the tool-result pruner puts between the head and the tail it keeps (39 code points)."""
@@ -50,17 +50,20 @@ def _bool(key: str, default: bool, help: str) -> Field:
     return Field(key, Kind.BOOL, default, help)
 
 
-def _edges_ordered(config: Config, given: frozenset[str]) -> str | None:
+def _edges_ordered(config: Config, given: frozenset[str]) -> Problem | None:
     moderate, tight = config["moderateAt"], config["tightAt"]
     if isinstance(moderate, int | float) and isinstance(tight, int | float) and moderate >= tight:
-        return "moderateAt must be below tightAt."
+        return Problem("moderateAt must be below tightAt.", "edges")
     return None
 
 
-def _pace_samples(config: Config, given: frozenset[str]) -> str | None:
+def _pace_samples(config: Config, given: frozenset[str]) -> Problem | None:
     need, keep = config["paceMinSamples"], config["paceSamples"]
     if isinstance(need, int) and isinstance(keep, int) and need > keep:
-        return "paceMinSamples must not exceed paceSamples, or the pace estimate never shows."
+        return Problem(
+            "paceMinSamples must not exceed paceSamples, or the pace estimate never shows.",
+            "pace-samples",
+        )
     return None
 
 
@@ -204,16 +207,19 @@ CONTEXT_TRUTH_SCHEMA = Schema(
 # -- compaction-basic (DSH_FACTS §7) -------------------------------------------------------
 
 
-def _retain_one_way(config: Config, given: frozenset[str]) -> str | None:
+def _retain_one_way(config: Config, given: frozenset[str]) -> Problem | None:
     if "retainRatio" in given and "retainTokens" in given and config["retainTokens"] is not None:
-        return "Set retainRatio or retainTokens, not both."
+        return Problem("Set retainRatio or retainTokens, not both.", "retain-one-way")
     return None
 
 
-def _summarizer_pair(config: Config, given: frozenset[str]) -> str | None:
+def _summarizer_pair(config: Config, given: frozenset[str]) -> Problem | None:
     provider, model = config["summarizationProvider"], config["summarizationModel"]
     if (provider is None) != (model is None):
-        return "summarizationProvider and summarizationModel go together: set both or neither."
+        return Problem(
+            "summarizationProvider and summarizationModel go together: set both or neither.",
+            "summarizer-pair",
+        )
     return None
 
 
@@ -290,14 +296,16 @@ COMPACTION_BASIC_SCHEMA = Schema(
 # -- tool-result-pruner --------------------------------------------------------------------
 
 
-def _pruned_fits(config: Config, given: frozenset[str]) -> str | None:
+def _pruned_fits(config: Config, given: frozenset[str]) -> Problem | None:
     head, tail, limit = config["headChars"], config["tailChars"], config["thresholdChars"]
     if isinstance(head, int) and isinstance(tail, int) and isinstance(limit, int):
         kept = head + len(PRUNE_MARKER) + tail
         if kept > limit:
-            return (
+            return Problem(
                 f"headChars + tailChars + the {len(PRUNE_MARKER)}-character marker is {kept}, "
-                f"more than thresholdChars ({limit}): a pruned result would not be smaller."
+                f"more than thresholdChars ({limit}): a pruned result would not be smaller.",
+                "pruned-fits",
+                (("marker", len(PRUNE_MARKER)), ("kept", kept), ("limit", limit)),
             )
     return None
 

@@ -54,7 +54,23 @@ class Field:
 
 
 Config = Mapping[str, object]
-Rule = Callable[[Config, frozenset[str]], str | None]
+
+
+class Problem(str):
+    """What is wrong with a value, in English words (it is a ``str``), naming its sentence
+    (``said``) and the figures that fill it, so that a page can say it in another language
+    (:mod:`dshweb.profiles.labels`)."""
+
+    said: str
+    figures: tuple[tuple[str, object], ...]
+
+    def __new__(cls, text: str, said: str, figures: tuple[tuple[str, object], ...] = ()) -> Problem:
+        problem = super().__new__(cls, text)
+        problem.said, problem.figures = said, figures
+        return problem
+
+
+Rule = Callable[[Config, frozenset[str]], Problem | None]
 """A cross-field check: the clean config and the keys the raw config set; a message or None."""
 
 
@@ -115,8 +131,12 @@ def validate(schema: Schema, raw: Mapping[str, object]) -> Validated:
             config[spec.key] = _plain(spec.default)
     if not errors:
         problems = [m for rule in schema.rules if (m := rule(config, given)) is not None]
-        if problems:
-            errors[NON_FIELD] = " ".join(problems)
+        if len(problems) == 1:
+            errors[NON_FIELD] = problems[0]
+        elif problems:
+            errors[NON_FIELD] = Problem(
+                " ".join(problems), "several", (("problems", tuple(problems)),)
+            )
     unknown = {k: v for k, v in raw.items() if k not in schema.keys}
     config.update(unknown)
     return Validated(config=config, errors=errors, unknown=unknown, given=given)
@@ -160,43 +180,49 @@ MAX_TEXT = 20_000
 """The longest text a config value (or one entry of a list) may be, in characters."""
 
 
-def _check(spec: Field, value: object) -> tuple[object, str | None]:
+def _check(spec: Field, value: object) -> tuple[object, Problem | None]:
     if value is None:
         if spec.nullable:
             return None, None
-        return None, "must be set (leave the key out to use the default)"
+        return None, Problem("must be set (leave the key out to use the default)", "unset")
     if spec.kind is Kind.BOOL:
-        return (value, None) if isinstance(value, bool) else (None, "must be true or false")
+        if isinstance(value, bool):
+            return value, None
+        return None, Problem("must be true or false", "bool")
+    limit = (("limit", f"{MAX_TEXT:,}"),)
     if spec.kind is Kind.STRING:
         if not isinstance(value, str) or not value.strip():
-            return None, "must be a non-empty text"
+            return None, Problem("must be a non-empty text", "text")
         if len(value) > MAX_TEXT:
-            return None, f"must be at most {MAX_TEXT:,} characters"
+            return None, Problem(f"must be at most {MAX_TEXT:,} characters", "text-long", limit)
         return value, None
     if spec.kind is Kind.CHOICE:
         if value in spec.choices:
             return value, None
-        return None, "must be one of " + ", ".join(spec.choices)
+        choices = ", ".join(spec.choices)
+        return None, Problem(f"must be one of {choices}", "choice", (("choices", choices),))
     if spec.kind is Kind.STRINGS:
         if not isinstance(value, list | tuple):
-            return None, "must be a list of texts"
+            return None, Problem("must be a list of texts", "texts")
         if not all(isinstance(item, str) and item.strip() for item in value):
-            return None, "every entry must be a non-empty text"
+            return None, Problem("every entry must be a non-empty text", "texts-empty")
         if sum(len(item) for item in value) > MAX_TEXT:
-            return None, f"must be at most {MAX_TEXT:,} characters in all"
+            text = f"must be at most {MAX_TEXT:,} characters in all"
+            return None, Problem(text, "texts-long", limit)
         return list(value), None
     return _check_number(spec, value)
 
 
-def _check_number(spec: Field, value: object) -> tuple[object, str | None]:
+def _check_number(spec: Field, value: object) -> tuple[object, Problem | None]:
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
-        return None, f"must be between -{MAX_SAFE_INTEGER} and {MAX_SAFE_INTEGER}"
+        text = f"must be between -{MAX_SAFE_INTEGER} and {MAX_SAFE_INTEGER}"
+        return None, Problem(text, "safe", (("limit", MAX_SAFE_INTEGER),))
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        return None, "must be a number"
+        return None, Problem("must be a number", "number")
     number: int | float = value
     if spec.kind is Kind.INT and isinstance(value, float):
         if not value.is_integer():
-            return None, "must be a whole number"
+            return None, Problem("must be a whole number", "whole")
         number = int(value)
     low, high = spec.minimum, spec.maximum
     below = low is not None and (number <= low if spec.exclusive_minimum else number < low)
@@ -210,21 +236,30 @@ def _num(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
-def _range_message(spec: Field) -> str:
+def _range_message(spec: Field) -> Problem:
     low, high = spec.minimum, spec.maximum
     whole = "a whole number" if spec.kind is Kind.INT else "a number"
+    kind = "int" if spec.kind is Kind.INT else "number"
+    above, below = spec.exclusive_minimum, spec.exclusive_maximum
+    said = f"{'gt' if above else 'ge'}-{'lt' if below else 'le'}"
+    figures: tuple[tuple[str, object], ...]
     if low is not None and high is not None:
-        if spec.exclusive_minimum and spec.exclusive_maximum:
-            return f"must be between {_num(low)} and {_num(high)}, exclusive"
-        if spec.exclusive_minimum or spec.exclusive_maximum:
-            return (
-                f"must be {'above' if spec.exclusive_minimum else 'at least'} {_num(low)} "
-                f"and {'below' if spec.exclusive_maximum else 'at most'} {_num(high)}"
+        figures = (("low", _num(low)), ("high", _num(high)))
+        if above and below:
+            text = f"must be between {_num(low)} and {_num(high)}, exclusive"
+        elif above or below:
+            text = (
+                f"must be {'above' if above else 'at least'} {_num(low)} "
+                f"and {'below' if below else 'at most'} {_num(high)}"
             )
-        return f"must be between {_num(low)} and {_num(high)}"
+        else:
+            text = f"must be between {_num(low)} and {_num(high)}"
+        return Problem(text, f"range-{said}", figures)
     if low is not None:
-        if spec.exclusive_minimum:
-            return f"must be {whole} greater than {_num(low)}"
-        return f"must be {whole} of at least {_num(low)}"
+        figures = (("low", _num(low)),)
+        if above:
+            return Problem(f"must be {whole} greater than {_num(low)}", f"{kind}-gt", figures)
+        return Problem(f"must be {whole} of at least {_num(low)}", f"{kind}-ge", figures)
     assert high is not None
-    return f"must be {whole} of at most {_num(high)}"
+    figures = (("high", _num(high)),)
+    return Problem(f"must be {whole} of at most {_num(high)}", f"{kind}-le", figures)
