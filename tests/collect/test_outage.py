@@ -168,7 +168,7 @@ def test_a_page_says_the_store_is_unavailable(
     assert response["Retry-After"] == "10"
     page = response.content.decode()
     text = _notice(page)
-    assert text.startswith("Store unavailable dshweb cannot reach its store, the PostgreSQL")
+    assert text.startswith("Store unavailable dshweb cannot reach its store ( PostgreSQL")
     assert "PostgreSQL database dshweb_shared at db.internal:5433" in text
     assert PASSWORD_IN_URL not in page and "Sign out" not in page
     assert PASSWORD_IN_URL not in caplog.text
