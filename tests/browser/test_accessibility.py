@@ -1,4 +1,5 @@
-"""WCAG 2.1 AA on every page, in both themes and both languages: axe-core (the engine of
+"""WCAG 2.1 AA on every page, in both themes and both languages (and in Chinese, no English
+word left as the browser shows the page): axe-core (the engine of
 the browsers' own accessibility checkers, bundled by the ``axe-playwright-python``
 package) run in real Chromium finds no violation of its WCAG 2.0/2.1 A and AA rules.
 
@@ -21,6 +22,8 @@ from django.test import RequestFactory
 from django.utils import translation
 from playwright.sync_api import Page
 from pytest_playwright.pytest_playwright import CreateContextCallback
+
+from tests.site.test_chinese_pages import english_words
 
 pytestmark = pytest.mark.browser
 
@@ -93,6 +96,9 @@ def test_a_page_has_no_wcag_violation(
     page.goto(PAGES[name])
     _settled(page)
     assert page.evaluate("document.documentElement.lang") == language
+    if language == "zh-hans":  # as the browser shows it, live updates included
+        english = english_words(page.content())
+        assert not english, f"{name} in Chinese has English words: {english}"
     found = violations(page)
     assert found == [], f"{name} ({language}, {theme}):\n{_said(found)}"
 
