@@ -153,13 +153,13 @@ class AlertRuleForm(forms.ModelForm[AlertRule]):
         field.choices = choices
 
     def clean_steps(self) -> int:
-        return _within(self.cleaned_data.get("steps"), 1, MAX_STEPS, "steps")
+        return _within(self.cleaned_data.get("steps"), 1, MAX_STEPS, IN_STEPS)
 
     def clean_window(self) -> int:
-        return _within(self.cleaned_data.get("window"), 1, MAX_WINDOW, "steps")
+        return _within(self.cleaned_data.get("window"), 1, MAX_WINDOW, IN_STEPS)
 
     def clean_cooldown_seconds(self) -> int:
-        return _within(self.cleaned_data.get("cooldown_seconds"), 0, MAX_COOLDOWN, "seconds")
+        return _within(self.cleaned_data.get("cooldown_seconds"), 0, MAX_COOLDOWN, IN_SECONDS)
 
     def clean_ratio(self) -> float:
         ratio = self.cleaned_data.get("ratio")
@@ -227,12 +227,12 @@ class AlertRuleForm(forms.ModelForm[AlertRule]):
         return rule
 
 
-def _within(value: int | None, low: int, high: int, unit: str) -> int:
+IN_STEPS = gettext_lazy("From %(low)s to %(high)s steps.")
+IN_SECONDS = gettext_lazy("From %(low)s to %(high)s seconds.")
+
+
+def _within(value: int | None, low: int, high: int, bounds: Any) -> int:
+    """``value`` if it is from ``low`` to ``high``; else ``bounds``, the refusal that says so."""
     if value is None or not low <= value <= high:
-        said = {"low": low, "high": f"{high:,}"}
-        raise forms.ValidationError(
-            _("From %(low)s to %(high)s steps.") % said
-            if unit == "steps"
-            else _("From %(low)s to %(high)s seconds.") % said
-        )
+        raise forms.ValidationError(str(bounds) % {"low": low, "high": f"{high:,}"})
     return value

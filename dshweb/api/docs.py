@@ -7,6 +7,7 @@ texts are the document's, in English like its keys; the page around them is tran
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -109,16 +110,23 @@ def shapes(document: dict[str, Any]) -> list[Shape]:
     return found
 
 
+@cache
+def laid_out() -> tuple[list[Operation], list[Shape]]:
+    """The API's calls and answers, laid out once (the document is the code's: it does not
+    change while the process runs)."""
+    document = api.get_openapi_schema()
+    return operations(document), shapes(document)
+
+
 @require_safe
 def api_docs(request: HttpRequest) -> HttpResponse:
-    document = api.get_openapi_schema()
+    calls, answers = laid_out()
     return render(
         request,
         "api/docs.html",
         {
-            "document": document,
-            "operations": operations(document),
-            "shapes": shapes(document),
+            "operations": calls,
+            "shapes": answers,
             "origin": request.build_absolute_uri("/").rstrip("/"),
         },
     )

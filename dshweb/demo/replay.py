@@ -56,7 +56,7 @@ class ReplayError(DshError):
 
 class ReplayBusyError(ReplayError):
     """Another process already replays into this session (it holds the replay's own
-    lock, :data:`REPLAY_LOCK`; DSH's ``session.lock`` is never taken)."""
+    lock, :data:`~dshweb.core.log.home.REPLAY_LOCK_NAME`; DSH's ``session.lock`` is never taken)."""
 
 
 LOG_NAME = "session.v4.jsonl.zstd"
@@ -314,9 +314,6 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-REPLAY_LOCK = REPLAY_LOCK_NAME
-
-
 @contextlib.contextmanager
 def replay_lock(session_dir: Path) -> Iterator[None]:
     """Hold this replay's own lock file (non-blocking), never the one DSH owns.
@@ -324,7 +321,7 @@ def replay_lock(session_dir: Path) -> Iterator[None]:
     Raises :class:`ReplayBusyError` when another process (or replay) holds it.
     """
     session_dir.mkdir(parents=True, exist_ok=True)
-    path = session_dir / REPLAY_LOCK
+    path = session_dir / REPLAY_LOCK_NAME
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:

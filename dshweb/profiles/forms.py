@@ -61,8 +61,6 @@ class ConfigForm(forms.Form):
     """A plugin row's config; ``schema`` is set on each generated subclass."""
 
     schema: Schema
-    fixed_keys: frozenset[str] = frozenset()
-    """Keys the page shows but cannot change (``!!js`` values, keys the schema lacks)."""
     sha256 = forms.CharField(widget=forms.HiddenInput, required=False, max_length=64)
     """The patch file's hash when the form was shown: a save checks it has not changed."""
     base_text = forms.CharField(

@@ -28,8 +28,10 @@ class Shown:
 FRACTION_OF_POINT = _("fraction of the compaction point, 0–1")
 FRACTION_OF_WINDOW = _("fraction of the window, 0–1")
 PERCENT_OF_WINDOW = _("percent of the window")
+FRACTION = _("fraction, 0–1")
 TOKENS = _("tokens")
 CHARACTERS = _("characters")
+STEPS = _("steps")
 
 LABELS: dict[str, dict[str, Shown]] = {
     "context-truth": {
@@ -89,17 +91,17 @@ LABELS: dict[str, dict[str, Shown]] = {
         "paceSamples": Shown(
             _("Steps the pace is taken over"),
             _("The median of this many recent steps."),
-            _("steps"),
+            STEPS,
         ),
         "paceMinSamples": Shown(
             _("Steps before a pace is said"),
             _("No estimate until this many steps were seen."),
-            _("steps"),
+            STEPS,
         ),
         "paceMargin": Shown(
             _("Margin of the pace estimate"),
             _("How far a longer estimate must be clear before the line promises it."),
-            _("fraction, 0–1"),
+            FRACTION,
         ),
         "authoritative": Shown(
             _("Say the line is the only authority"), _("The model should not estimate on its own.")
@@ -158,7 +160,7 @@ LABELS: dict[str, dict[str, Shown]] = {
         "retainRatio": Shown(
             _("Kept after a fold (share)"),
             _("The newest part of the messages a fold leaves as it is."),
-            _("fraction, 0–1"),
+            FRACTION,
         ),
         "retainTokens": Shown(
             _("Kept after a fold (tokens)"),

@@ -98,7 +98,6 @@ def _row_page(
         if key in form.fields:
             form.fields[key].disabled = True
             form.fields[key].help_text = FIXED_HELP
-    form.fixed_keys = frozenset(row["fixed"])
     return render(
         request,
         "settings/row.html",
@@ -125,8 +124,7 @@ def first_preview(place: Place, row: RowPage, form: ConfigForm) -> dict[str, Any
     lines_of = {spec.key for spec in CONTEXT_TRUTH_SCHEMA.fields if spec.kind is not Kind.STRINGS}
     config = {key: value for key, value in (row.get("initial") or {}).items() if key in lines_of}
     session_id = sessions[0]["session_id"]
-    shown = place.ask("preview", profile=row["profile"], config=config, session_id=session_id)
-    return {**shown, "errors": shown["errors"]}
+    return dict(place.ask("preview", profile=row["profile"], config=config, session_id=session_id))
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +146,7 @@ def field_groups(
         shown = labels.get(name)
         if shown is not None:
             field.label = str(shown.label)
-            if name not in form.fixed_keys:
+            if not field.field.disabled:  # a fixed value keeps its FIXED_HELP
                 field.help_text = mark_safe(str(shown.help))
 
     def fields(names: Iterable[str]) -> list[ShownField]:

@@ -214,10 +214,10 @@ class SessionsConsumer(_PageConsumer):
         wanted, fresh = change
         page = shown_homes(fresh=fresh or None).listing.page(self.query)
         before, self.shown = self.shown, page
-        said = fragments.rows_news(self.heard, [e for e in page.rows if e.key in wanted])
+        rows = [entry for entry in page.rows if entry.key in wanted]
+        said = fragments.rows_news(self.heard, rows)
         if before is None or page.layout != before.layout:
             return [*fragments.list_page_messages(page), said]
-        rows = [entry for entry in page.rows if entry.key in wanted]
         moved = page.counts != before.counts or page.matched != before.matched
         return [*fragments.list_update_messages(rows, page, moved), said]
 

@@ -139,13 +139,12 @@ per session and place (the newest rendering: an older snapshot is not kept alive
 
 
 def row_context(entry: SessionEntry, many: bool) -> dict[str, Any]:
-    now_ms = int(time.time() * 1000)
     return {
         "entry": entry,
         "many_homes": many,
         # as of now: a row is rendered again every minute, so an idle session's forecast
         # goes within one
-        "forecast": entry.snapshot.forecast(now_ms=now_ms),
+        "forecast": entry.snapshot.forecast(now_ms=int(time.time() * 1000)),
         "threshold_at": window_share(entry.gauge.threshold, entry.gauge.window),
     }
 

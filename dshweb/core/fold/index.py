@@ -23,9 +23,9 @@ from pathlib import Path
 
 from dshweb.core.fold.session import SessionSnapshot, SessionTracker, take_snapshot
 from dshweb.core.log.home import (
-    LIVE_LOCK_NAMES,
     LogFile,
     check_home,
+    lock_stat,
     locked_files,
     newest_log,
     session_logs,
@@ -49,15 +49,9 @@ def log_signature(path: Path) -> Signature | None:
 
 
 def lock_identity(folder: Path) -> Identity | None:
-    """The (device, inode) of a session's ``session.lock`` (or, in dshweb's demo home, of
-    its replay's lock), never opened or taken."""
-    for name in LIVE_LOCK_NAMES:
-        try:
-            st = os.stat(os.path.join(folder, name))
-        except OSError:
-            continue
-        return (st.st_dev, st.st_ino)
-    return None
+    """The (device, inode) of a session's lock (:func:`~dshweb.core.log.home.lock_stat`)."""
+    st = lock_stat(folder)
+    return None if st is None else (st.st_dev, st.st_ino)
 
 
 @dataclass(slots=True)

@@ -180,12 +180,20 @@ def locked_files(proc_locks: Path = PROC_LOCKS) -> frozenset[tuple[int, int]]:
     return frozenset(held)
 
 
-def is_live(session_dir: Path, held: frozenset[tuple[int, int]]) -> bool:
-    """True while some process holds the session's lock (checked without taking it)."""
+def lock_stat(session_dir: Path | str) -> os.stat_result | None:
+    """The ``stat`` of a session's ``session.lock`` (or, in dshweb's demo home, of its
+    replay's lock): never opened or taken; None without one."""
     for name in LIVE_LOCK_NAMES:
         try:
-            st = os.stat(session_dir / name)
+            return os.stat(os.path.join(session_dir, name))
         except OSError:
             continue
-        return (st.st_dev, st.st_ino) in held or any(ino == st.st_ino for _, ino in held)
-    return False
+    return None
+
+
+def is_live(session_dir: Path, held: frozenset[tuple[int, int]]) -> bool:
+    """True while some process holds the session's lock (checked without taking it)."""
+    st = lock_stat(session_dir)
+    if st is None:
+        return False
+    return (st.st_dev, st.st_ino) in held or any(ino == st.st_ino for _, ino in held)
