@@ -18,6 +18,8 @@ admin.site.login_form = ThrottledAdminAuthenticationForm
 
 # A database that cannot be reached is a 503 "store unavailable" page, not a 500.
 handler500 = "dshweb.live.unavailable.server_error"
+# The API's unknown paths answer in its JSON, the site's with its page.
+handler404 = "dshweb.api.v1.not_found"
 
 urlpatterns = [
     path("admin/", admin.site.urls),

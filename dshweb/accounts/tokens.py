@@ -14,10 +14,11 @@ import secrets
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.http import HttpRequest
 from django.utils import timezone
-from ninja.security import HttpBearer
+from ninja.security import HttpBearer, SessionAuth
 
 from dshweb.accounts.models import ApiToken
 
@@ -55,11 +56,40 @@ def token_user(token: str) -> User | None:
     return row.user
 
 
+def _bearer(request: HttpRequest) -> str | None:
+    """The token of the request's ``Authorization: Bearer`` header, if it has one."""
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else None
+
+
+def _stale_session(request: HttpRequest) -> bool:
+    """The request presents a session cookie that signs no one in."""
+    user = getattr(request, "user", None)
+    return settings.SESSION_COOKIE_NAME in request.COOKIES and not (
+        user is not None and user.is_authenticated
+    )
+
+
 class BearerToken(HttpBearer):
-    """django-ninja's bearer scheme, by a personal token."""
+    """django-ninja's bearer scheme, by a personal token. A request that also presents
+    a session cookie signing no one in is refused: every credential presented must hold."""
 
     def authenticate(self, request: HttpRequest, token: str) -> Any:
+        if _stale_session(request):
+            return None
         user = token_user(token)
         if user is not None:
             request.user = user
         return user
+
+
+class BrowserSession(SessionAuth):
+    """The browser's session (django-ninja's), unless the request also presents a bearer
+    token that does not hold: every credential presented must hold."""
+
+    def authenticate(self, request: HttpRequest, key: str | None) -> Any:
+        token = _bearer(request)
+        if token is not None and token_user(token) is None:
+            return None
+        return super().authenticate(request, key)

@@ -15,14 +15,14 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.http.response import HttpResponseBase
 from django.urls import URLPattern
+from django.views import defaults
 from ninja import NinjaAPI, Query, Schema
 from ninja.errors import HttpError
-from ninja.security import django_auth
 
-from dshweb.accounts.tokens import BearerToken
+from dshweb.accounts.tokens import BearerToken, BrowserSession
 from dshweb.collect.shown import shown_homes
 from dshweb.core.fold.gauge import Band, ContextGauge, context_percent
 from dshweb.core.fold.session import SessionSnapshot
@@ -47,7 +47,7 @@ api = NinjaAPI(
     version="1",
     description="The context of DeepSeek Harness sessions, read-only.",
     urls_namespace="api",
-    auth=[django_auth, BearerToken()],
+    auth=[BrowserSession(), BearerToken()],
     docs_url=None,  # the page is dshweb.api.docs
 )
 
@@ -59,8 +59,23 @@ class Problem(Schema):
     detail: str
 
 
+class Invalid(Schema):
+    """One value the call refused: where (``loc``) and why (``msg``)."""
+
+    type: str
+    loc: list[str | int]
+    msg: str
+    ctx: dict[str, Any] | None = None
+
+
+class Refused(Schema):
+    """422: a query value of the wrong kind (``sort=null``), each named."""
+
+    detail: list[Invalid]
+
+
 class Forecast(Schema):
-    steps: float | None
+    steps: int | None
     stepsLow: int | None
     stepsHigh: int | None
     minutes: float | None
@@ -212,7 +227,7 @@ def _session(home: str, session_id: str) -> SessionView:
 ERRORS: dict[int, type[Schema]] = {401: Problem, 404: Problem, 503: Problem}
 
 
-@api.get("/sessions", response={200: SessionPage, 401: Problem, 503: Problem})
+@api.get("/sessions", response={200: SessionPage, 401: Problem, 422: Refused, 503: Problem})
 def sessions(request: HttpRequest, filters: Query[SessionFilter]) -> dict[str, Any]:
     """Sessions, newest activity first (or by ``sort``), filtered and paged as the list."""
     homes = shown_homes()
@@ -365,6 +380,14 @@ def profiles(request: HttpRequest) -> dict[str, Any]:
                 )
     elsewhere = [] if collecting() else list(homes.names)
     return {"profiles": found, "elsewhere": elsewhere}
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """404 for a path no view answers: under ``/api/`` the API's JSON ``{"detail"}`` (a
+    session id holding a newline matches no route), elsewhere the site's page."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Not Found"}, status=404)
+    return defaults.page_not_found(request, exception)
 
 
 def api_urls() -> tuple[tuple[list[URLPattern], str], str]:

@@ -83,3 +83,42 @@ def test_every_answer_matches_the_document(server: DshwebServer, token: str) -> 
         "/api/v1/profiles",
     }
     assert len(checked) >= 3 * MAX_EXAMPLES
+
+
+SCHEMATHESIS_TIMEOUT = 420
+
+
+def test_schemathesis_in_its_default_mode_finds_nothing(server: DshwebServer, token: str) -> None:
+    """``st run`` as a person runs it: valid and invalid data (``--mode all``, its
+    default), every check, every phase; a personal token in the header."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    st = Path(sys.executable).parent / "st"
+    answer = subprocess.run(
+        [
+            str(st),
+            "run",
+            f"{server.url}/api/v1/openapi.json",
+            "--mode",
+            "all",
+            "--checks",
+            "all",
+            "--header",
+            f"Authorization: Bearer {token}",
+            "--max-examples",
+            str(MAX_EXAMPLES),
+            "--seed",
+            "20261204",
+            "--generation-deterministic",
+            "--request-timeout",
+            "30",
+            "--no-color",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=SCHEMATHESIS_TIMEOUT,
+        env={**__import__("os").environ, "SCHEMATHESIS_TELEMETRY": "false"},
+    )
+    assert answer.returncode == 0, answer.stdout[-6000:] + answer.stderr[-2000:]

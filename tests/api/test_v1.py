@@ -15,6 +15,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from dshweb.accounts.models import ApiToken
+from dshweb.accounts.tokens import token_create
 from dshweb.core.fold.steps import STEP_COLUMNS, StepRow, fold_steps
 from dshweb.core.log.home import session_logs
 from dshweb.core.profile.effective import EngineConfig
@@ -143,6 +144,43 @@ def test_unknown_homes_and_sessions_are_404s_that_say_which(home: Path) -> None:
         {"detail": "no session 'nope' in home 'local'"},
     )
     assert get(client, "/api/v1/homes/elsewhere/sessions/auto-compact")[0] == 404
+
+
+def test_a_path_no_call_answers_is_a_json_404_even_with_a_newline(home: Path) -> None:
+    client, _ = signed_in()
+    for path in ("/api/v1/homes/local/sessions/a%0Ab", "/api/v1/nothing", "/api/v2/sessions"):
+        answer = client.get(path)
+        assert answer.status_code == 404, path
+        assert answer["Content-Type"] == "application/json"
+        assert json.loads(answer.content) == {"detail": "Not Found"}
+    page = client.get("/no-such-page/")  # the site's own 404 stays a page
+    assert page.status_code == 404 and page["Content-Type"].startswith("text/html")
+
+
+def test_a_query_value_of_the_wrong_kind_is_a_documented_422(home: Path) -> None:
+    client, _ = signed_in()
+    status, body = get(client, "/api/v1/sessions?sort=null&live=null")
+    assert status == 422
+    assert {tuple(item["loc"]) for item in body["detail"]} == {("query", "sort"), ("query", "live")}
+    _, document = get(Client(), "/api/v1/openapi.json")
+    listed = document["paths"]["/api/v1/sessions"]["get"]["responses"]
+    assert set(listed) == {"200", "401", "422", "503"}
+    refused = listed["422"]["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
+    assert set(document["components"]["schemas"][refused]["properties"]) == {"detail"}
+
+
+def test_every_credential_presented_must_hold(home: Path) -> None:
+    client, user = signed_in()
+    _, token = token_create(user=user, name="both")
+    good = {"Authorization": f"Bearer {token}"}
+    assert get(client, "/api/v1/sessions", **good)[0] == 200  # both hold
+    # A signed-in browser with a token that does not hold beside its session: refused.
+    assert get(client, "/api/v1/sessions", Authorization=f"Bearer {token}x")[0] == 401
+    # A good token beside a session cookie that signs no one in: refused.
+    stale = Client()
+    stale.cookies["sessionid"] = "not-a-session"
+    assert get(stale, "/api/v1/sessions", **good)[0] == 401
+    assert get(Client(), "/api/v1/sessions", **good)[0] == 200  # the token alone
 
 
 def test_profiles_give_the_effective_engine_and_bands(home: Path) -> None:

@@ -104,6 +104,34 @@ def test_the_forecast_is_the_sessions_pace_over_what_is_left() -> None:
     }
 
 
+def test_at_seq_judges_time_as_of_that_event_on_a_log_days_old() -> None:
+    from tests.conftest import FIXTURE_HOMES
+    from tests.snapshots import fixture_snapshot
+
+    home = FIXTURE_HOMES / "pace-steady"
+    whole = fixture_snapshot("pace-steady")
+    (now,) = _manage_json("--home", str(home), "--session", "pace-steady")
+    assert now["forecast"]["reason"] == "idle"  # its last step was days before today
+    # Every step boundary of its second half, replayed: the forecast as of that event.
+    cuts = [seq for seq in range(whole.last_seq // 2, whole.last_seq, 17)]
+    said = []
+    for seq in cuts:
+        (shot,) = _snapshot("--home", str(home), "--session", "pace-steady", "--at-seq", str(seq))
+        past = fixture_snapshot("pace-steady", seq)
+        assert shot["lastSeq"] == seq and past.last_time is not None
+        assert shot["forecast"] == past.forecast(past.last_time).as_json()
+        said.append(shot["forecast"])
+    assert all(f["reason"] is None for f in said), said
+    assert all(type(f["steps"]) is int and f["stepsLow"] <= f["steps"] for f in said)
+
+
+def _manage_json(*args: str) -> list[dict[str, Any]]:
+    done = _manage(*args, "--json")
+    assert done.returncode == 0, done.stderr
+    result: list[dict[str, Any]] = json.loads(done.stdout)
+    return result
+
+
 def test_session_and_at_seq(home: Path) -> None:
     session_id, rows = next(iter(host_caches(home).items()))
     full = _snapshot("--home", str(home), "--session", session_id)

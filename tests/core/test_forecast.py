@@ -35,9 +35,9 @@ def test_a_steady_pace_is_the_distance_over_the_growth() -> None:
     times = [i * MINUTE // 2 for i in range(6)]  # a step every 30 s
     said = fold_forecast(measured=6_000, threshold=12_000, growth=[1_000] * 5, times=times)
     # No spread: 6 steps of 1,000 exactly; the range is those steps.
-    assert said == Forecast(6.0, 6, 6, 3.0, per_step=1_000.0)
+    assert said == Forecast(6, 6, 6, 3.0, per_step=1_000.0)
     assert said.as_json() == {
-        "steps": 6.0,
+        "steps": 6,
         "stepsLow": 6,
         "stepsHigh": 6,
         "minutes": 3.0,
@@ -177,7 +177,7 @@ def test_a_point_set_by_a_patch_the_log_does_not_record_is_inferred_and_narrows(
         assert shot.threshold == (inferred.low + inferred.high) // 2
         widths.append(inferred.high - inferred.low)
     assert len(widths) == 4 and widths == sorted(widths, reverse=True) and widths[0] > widths[-1]
-    assert widths[-1] <= 50  # eight folds later: within 50 tokens
+    assert widths[-1] <= 120  # eight folds later: within 1% of the point
     last = fixture_snapshot("patched-point", None)
     assert last.as_json()["compaction"]["inferred"] == {
         "low": last.inferred.low,

@@ -359,13 +359,13 @@ def test_the_fold_sort_puts_the_running_session_closest_to_its_fold_first() -> N
 
     # id: (forecast steps or None, live); the rest from HOME.
     steps = {
-        "alpha": (9.0, True),
-        "alpha-sub": (2.5, True),
-        "alpha-sub-sub": (1.0, False),  # closest, but not running: with the rest
-        "beta": (4.0, True),
+        "alpha": (9, True),
+        "alpha-sub": (3, True),
+        "alpha-sub-sub": (1, False),  # closest, but not running: with the rest
+        "beta": (4, True),
         "gamma": (None, True),
-        "delta": (30.0, True),
-        "lost": (4.0, True),  # ties beta: newest first (beta 300, lost 150)
+        "delta": (30, True),
+        "lost": (4, True),  # ties beta: newest first (beta 300, lost 150)
     }
     shots, gauge_of = _shots(HOME)
     shots = [

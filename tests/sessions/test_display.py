@@ -166,11 +166,11 @@ def test_band_falls_only_past_the_hysteresis(used: int, previous: Band, band: Ba
 @pytest.mark.parametrize(
     ("forecast", "text"),
     [
-        (Forecast(5.2, 4, 9, 2.6), "Fold in about 6 steps (4–9), about 3 min"),
-        (Forecast(1.0, 1, 1, 0.2), "Fold due at the next step"),
-        (Forecast(2.0, 2, 2, 0.5), "Fold in about 2 steps, under a minute"),
-        (Forecast(40.0, 30, 55, 300.0), "Fold in about 40 steps (30–55), about 5.0 h"),
-        (Forecast(6.0, 5, 7, None), "Fold in about 6 steps (5–7)"),
+        (Forecast(6, 4, 9, 2.6), "Fold in about 6 steps (4–9), about 3 min"),
+        (Forecast(1, 1, 1, 0.2), "Fold due at the next step"),
+        (Forecast(2, 2, 2, 0.5), "Fold in about 2 steps, under a minute"),
+        (Forecast(40, 30, 55, 300.0), "Fold in about 40 steps (30–55), about 5.0 h"),
+        (Forecast(6, 5, 7, None), "Fold in about 6 steps (5–7)"),
         (Forecast(reason="too few steps"), "No fold forecast: too few steps"),
     ],
 )
@@ -181,9 +181,9 @@ def test_the_forecast_in_words(forecast: Forecast, text: str) -> None:
 @pytest.mark.parametrize(
     ("forecast", "text"),
     [
-        (Forecast(5.2, 4, 9, 2.6), "fold in ~6 steps"),
-        (Forecast(1.0, 1, 1, 0.2), "fold at the next step"),
-        (Forecast(1.0, 1, 2, 0.2), "fold in ~1 step"),
+        (Forecast(6, 4, 9, 2.6), "fold in ~6 steps"),
+        (Forecast(1, 1, 1, 0.2), "fold at the next step"),
+        (Forecast(1, 1, 2, 0.2), "fold in ~1 step"),
         (Forecast(reason="idle"), "no fold forecast"),
     ],
 )

@@ -57,7 +57,7 @@ IDLE = "idle"
 class Forecast:
     """Steps (and minutes) until the next automatic fold; ``reason`` when there is none."""
 
-    steps: float | None = None
+    steps: int | None = None
     """The expected number of steps: at the start of the step after them, the measure
     will have reached the compaction point."""
     steps_low: int | None = None
@@ -70,7 +70,7 @@ class Forecast:
     def as_json(self) -> dict[str, Any]:
         """The ``forecast`` object of ``dsh_snapshot --json``."""
         return {
-            "steps": None if self.steps is None else round(self.steps, 2),
+            "steps": self.steps,
             "stepsLow": self.steps_low,
             "stepsHigh": self.steps_high,
             "minutes": None if self.minutes is None else round(self.minutes, 2),
@@ -113,7 +113,7 @@ def _forecast(
     if mean <= 0:  # a fold's shrinking among the steps outweighs their growth
         return Forecast(reason=NOT_GROWING)
     if left <= 0:  # due at the next step's start
-        return Forecast(1.0, 1, 1, _minutes(1.0, times), per_step=mean)
+        return Forecast(1, 1, 1, _minutes(1, times), per_step=mean)
     # The spread of the growth of two steps in a row, per step: a session whose steps
     # alternate (a tool call and its result, then the answer) grows steadily by the pair.
     pairs = [a + b for a, b in itertools.pairwise(pattern)]
@@ -124,7 +124,7 @@ def _forecast(
     steps = _first(left, phase, spread, 0.0)
     low = _first(left, phase, spread, SPREAD_Z)
     high = _first(left, phase, spread, -SPREAD_Z)
-    return Forecast(float(steps), low, max(low, high), _minutes(steps, times), per_step=mean)
+    return Forecast(steps, low, max(low, high), _minutes(steps, times), per_step=mean)
 
 
 def idle(times: Sequence[int], now_ms: int) -> bool:
@@ -171,7 +171,7 @@ def _without_spikes(values: Sequence[int], median: float) -> list[float]:
     return [median if i == spikes[0] else float(v) for i, v in enumerate(values)]
 
 
-def _minutes(steps: float, times: Sequence[int]) -> float | None:
+def _minutes(steps: int, times: Sequence[int]) -> float | None:
     recent = list(times[-(RECENT + 1) :])
     gaps = [later - earlier for earlier, later in itertools.pairwise(recent)]
     if not gaps:

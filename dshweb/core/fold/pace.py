@@ -14,12 +14,21 @@ The estimate itself: the median of the last ``keep`` samples, once at least ``ne
 the headroom divided by it, bucketed onto :data:`RUNGS` rounded down, and settled against
 the rung shown before: downward at once, upward only past ``margin`` above the new rung.
 
-The same readings bound the compaction point the engine actually used
-(:class:`Decisions`): every request it let out was below the point, every automatic fold
-it started (a compaction of a turn, or a step's first prune) at or above it. An overflow
-recovery (a compaction right after the provider refused the step's request as too large)
-is no such decision: it comes at any measure; nor is a request sent after a compaction
-that failed (the engine lets it out at or past the point), until the next one starts.
+The engine's own decisions bound the compaction point it actually used
+(:class:`Decisions`). It checks before every step, in the step's ``agent/pre-step``
+hook (``BasicCompactionEngine``'s automatic compaction): ``measure(session).totalTokens``
+against the point, *before* ``step/start`` is appended and before the step's system
+prompt, user message and runtime-context snapshot are (``step()`` appends those). So the
+measure it compared is exactly dshweb's reading of the log as it stood before the
+step's ``step/start`` (or before the pre-step's first ``compaction/prune`` or automatic
+``compaction/start``, when it acted): every step that started without an automatic
+compaction in its pre-step was below the point then (a prune first brings the measure
+under it, or the compaction would start), every pre-step's first prune or automatic
+compaction was at or above it. A compaction inside a step (an overflow recovery: the
+provider refused the step's request as too large) is no such decision: it comes at any
+measure; nor is a step that starts after an automatic compaction in its own pre-step (the
+engine lets it out even when the compaction left the measure at or past the point), nor
+any step after a compaction that failed, until the next one starts.
 """
 
 from __future__ import annotations
@@ -34,11 +43,13 @@ from dshweb.core.fold.ledger import overflow_pending
 from dshweb.core.fold.meter import USAGE_EVENTS, SessionMeter, cache_and_prompt
 from dshweb.core.log.wire import (
     AnyEvent,
-    AssistantMessage,
     CompactionEnd,
     CompactionPrune,
     CompactionStart,
+    StepEnd,
     StepStart,
+    TurnEnd,
+    TurnStart,
 )
 
 RUNGS = (1, 2, 3, 5, 8, 13, 20)
@@ -66,23 +77,31 @@ class InferredPoint:
         return {"low": self.low, "high": self.high, "decisions": self.decisions}
 
 
+_BETWEEN_STEPS = frozenset({StepEnd, TurnStart, TurnEnd})
+
+
 @dataclass(slots=True)
 class Decisions:
     """The automatic compaction decisions of a log, as bounds on the point; they start
     over when the window or the reserved tokens change (the point moves with them)."""
 
     passed: int | None = None
-    """The highest measure a request went out at."""
+    """The highest measure a step started at."""
     folded: int | None = None
     """The lowest measure an automatic fold started at."""
     count: int = 0
     basis: tuple[int | None, int | None] | None = None
-    pruned_in_step: bool = False
+    in_step: bool = False
+    """Between a ``step/start`` and its ``step/end``: no pressure check happens here."""
+    pruned: bool = False
+    """The pre-step under way pruned: its compaction, if any, is the same decision."""
+    compacted: bool = False
+    """The pre-step under way started an automatic compaction: its step says nothing."""
     overflow: bool = False
     """A compaction now would be an overflow recovery (the provider refused the step's
     request as too large): the engine did not decide it by the point."""
     failed: bool = False
-    """The last compaction failed: the requests after it went out whatever the measure,
+    """The last compaction failed: the steps after it start whatever the measure,
     until the engine starts another."""
 
     def observe(self, event: AnyEvent, meter: SessionMeter) -> None:
@@ -91,20 +110,24 @@ class Decisions:
         data: Any = getattr(event, "data", None)
         overflow, self.overflow = self.overflow, overflow_pending(kind, data, self.overflow)
         if kind is StepStart:
-            self.pruned_in_step = False
+            if not (self.compacted or self.failed):
+                self._decided(meter, folded=False)
+            self.in_step, self.pruned, self.compacted = True, False, False
+        elif kind in _BETWEEN_STEPS:  # the next pre-step begins (a torn step ends too)
+            self.in_step, self.pruned, self.compacted = False, False, False
         elif kind is CompactionPrune:
-            if not self.pruned_in_step:
-                self.pruned_in_step = True
+            if not (self.in_step or self.pruned or overflow):
                 self._decided(meter, folded=True)
+            self.pruned = True
         elif kind is CompactionStart:
-            automatic = data is not None and data.turn is not None and not self.pruned_in_step
-            if automatic and not overflow:
-                self._decided(meter, folded=True)
+            automatic = data is not None and data.turn is not None
+            if automatic and not (self.in_step or overflow):
+                if not self.pruned:
+                    self._decided(meter, folded=True)
+                self.compacted = True
             self.overflow = self.failed = False
         elif kind is CompactionEnd:
             self.failed = data is not None and data.error is not None
-        elif kind is AssistantMessage and not self.failed:
-            self._decided(meter, folded=False)
 
     def _decided(self, meter: SessionMeter, *, folded: bool) -> None:
         basis = (meter.context_window, meter.reserved_tokens)

@@ -167,6 +167,9 @@ class SessionSnapshot:
     """Every fold and the pressure timeline (dshweb.core.fold.ledger); the fold counts."""
     told: Told = field(default_factory=Told)
     """What dsh-context-truth last told the model about its context (dshweb.core.fold.told)."""
+    past: bool = False
+    """Folded only up to a chosen event (``--at-seq``): a view of the session as it was
+    then, whose clock is that event's time, not the wall clock."""
 
     @property
     def used_tokens(self) -> int | None:
@@ -195,8 +198,13 @@ class SessionSnapshot:
 
     def forecast(self, now_ms: int | None = None) -> Forecast:
         """Steps and minutes until the next automatic fold (``now_ms``: epoch ms now, to
-        tell an idle session)."""
-        return as_of(self.pace_forecast, self.step_times, now_ms)
+        tell an idle session; a ``past`` view goes by the time of its last event)."""
+        return as_of(self.pace_forecast, self.step_times, self.clock(now_ms))
+
+    def clock(self, now_ms: int | None) -> int | None:
+        """What "now" is for this snapshot: ``now_ms``, or for a ``past`` view the time
+        of the last event it folded."""
+        return self.last_time if self.past and self.last_time is not None else now_ms
 
     def as_json(self, now_ms: int | None = None) -> dict[str, Any]:
         """The snapshot in the CLI's JSON shape (the host's field names, and dshweb's
@@ -327,6 +335,7 @@ def take_snapshot(
             meter, threshold=point.threshold_tokens if point is not None else None
         ),
         told=tracker.told.result(),
+        past=tracker.stop_after_seq is not None,
     )
 
 

@@ -6,7 +6,6 @@ never Python's round-half-to-even.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 from django.utils.translation import gettext as _
@@ -87,7 +86,7 @@ def forecast_text(forecast: Forecast) -> str:
         return _("No fold forecast: %(reason)s") % {"reason": reason}
     if high == 1:
         return _("Fold due at the next step")
-    shown = _whole_steps(steps)
+    shown = steps
     text = ngettext("Fold in about %(steps)d step", "Fold in about %(steps)d steps", shown) % {
         "steps": shown
     }
@@ -120,10 +119,7 @@ def fold_in(forecast: Forecast) -> str:
         return _("no fold forecast")
     if high == 1:
         return _("fold at the next step")
-    shown = _whole_steps(steps)
+    shown = steps
     return ngettext("fold in ~%(steps)d step", "fold in ~%(steps)d steps", shown) % {"steps": shown}
 
 
-def _whole_steps(steps: float) -> int:
-    """The step the fold is expected at: ``steps`` rounded up (6.0000000001 is 6)."""
-    return math.ceil(steps - 1e-9)
