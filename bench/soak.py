@@ -275,7 +275,7 @@ def fresh_fold(home: Path) -> dict[str, dict[str, Any]]:
     index.refresh()
     shown: dict[str, dict[str, Any]] = {}
     for shot in index.snapshots():
-        gauge = context_gauge(shot, None, index.rule)
+        gauge = context_gauge(shot)
         shown[shot.session_id] = {
             "events": shot.events,
             "lastSeq": shot.last_seq,

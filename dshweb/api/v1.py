@@ -198,12 +198,7 @@ def _row(home: str, snapshot: SessionSnapshot, gauge: ContextGauge, now_ms: int)
         "title": snapshot.title,
         "cwd": snapshot.cwd,
         "live": snapshot.live,
-        "band": gauge.band.value,
-        "usedTokens": gauge.used,
-        "windowTokens": gauge.window,
-        "percent": gauge.percent,
-        "thresholdTokens": gauge.threshold,
-        "headroomTokens": gauge.headroom,
+        **gauge.as_json(),
         "lastEventTime": snapshot.last_time,
         "forecast": snapshot.forecast(now_ms).as_json(),
     }

@@ -17,6 +17,7 @@ from typing import Protocol, TextIO
 
 from dshweb import environment
 from dshweb.core.errors import DshError
+from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.progress import ProgressCounter
 from dshweb.core.fold.session import SessionSnapshot
@@ -116,7 +117,7 @@ class Out(Protocol):
 def write(shots: list[SessionSnapshot], out: Out, *, as_json: bool) -> None:
     if as_json:
         now_ms = int(time.time() * 1000)
-        listed = [s.as_json(now_ms) for s in shots]
+        listed = [s.as_json(now_ms) | context_gauge(s).as_json() for s in shots]
         out.write(json.dumps(listed, ensure_ascii=False, indent=2) + "\n")
         return
     for shot in shots:

@@ -455,8 +455,7 @@ class Hub:
             if old is not None and (old.version, old.read_to_end) == (tracker.version, read_to_end):
                 continue
             snapshot = index.snapshot(folder)
-            previous = old.gauge.band if old is not None else None
-            gauge = context_gauge(snapshot, previous, index.rule)
+            gauge = context_gauge(snapshot)
             taken_view = SessionView(snapshot, gauge, tracker.version, read_to_end)
             self._by_folder[folder] = taken_view
             taken.append(taken_view)

@@ -29,7 +29,7 @@ from dshweb.config import get_config
 from dshweb.core.errors import LogError
 from dshweb.core.fold.steps import STEP_COLUMNS, StepRow, fold_steps
 from dshweb.core.log.home import LogFile, newest_log
-from dshweb.core.profile.effective import effective_settings
+from dshweb.core.profile.effective import settings_table
 from dshweb.live.service import collecting
 from dshweb.sessions.exports import (
     BATCH,
@@ -130,11 +130,9 @@ class StepStream:
                 batch.clear()
 
         try:
-            settings = effective_settings(self.home, get_config().profile)
             error = fold_steps(
                 self.log,
-                engine=settings.engine,
-                rule=settings.rule,
+                table=settings_table(self.home, get_config().profile),
                 on_row=on_row,
                 keep_going=lambda: not handoff.stopped.is_set(),
             )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -88,12 +89,14 @@ def test_every_answer_matches_the_document(server: DshwebServer, token: str) -> 
 SCHEMATHESIS_TIMEOUT = 420
 
 
-def test_schemathesis_in_its_default_mode_finds_nothing(server: DshwebServer, token: str) -> None:
+def test_schemathesis_in_its_default_mode_finds_nothing(
+    server: DshwebServer, token: str, tmp_path: Path
+) -> None:
     """``st run`` as a person runs it: valid and invalid data (``--mode all``, its
     default), every check, every phase; a personal token in the header."""
+    import os
     import subprocess
     import sys
-    from pathlib import Path
 
     st = Path(sys.executable).parent / "st"
     answer = subprocess.run(
@@ -119,6 +122,7 @@ def test_schemathesis_in_its_default_mode_finds_nothing(server: DshwebServer, to
         capture_output=True,
         text=True,
         timeout=SCHEMATHESIS_TIMEOUT,
-        env={**__import__("os").environ, "SCHEMATHESIS_TELEMETRY": "false"},
+        cwd=tmp_path,  # its reports folder (.schemathesis/) goes there
+        env={**os.environ, "SCHEMATHESIS_TELEMETRY": "false"},
     )
     assert answer.returncode == 0, answer.stdout[-6000:] + answer.stderr[-2000:]

@@ -68,8 +68,13 @@ def test_every_session_with_the_contract_fields(home: Path) -> None:
             "retainTokens",
             "measuredTokens",
             "inferred",
+            "source",
+            "settingsFrom",
         }
         assert set(shot["compaction"]["inferred"]) == {"low", "high", "decisions"}
+        assert shot["compaction"]["settingsFrom"] == {"profile": "sdk", "preset": None}
+        # The gauge the pages and the API show, by the same rule.
+        assert {"band", "usedTokens", "percent", "thresholdTokens", "headroomTokens"} <= set(shot)
         assert (home / shot["path"]).is_file()
         assert shot["events"] == shot["lastSeq"] + 1
         assert shot["compaction"]["contextWindow"] == shot["contextPressure"]["contextWindow"]

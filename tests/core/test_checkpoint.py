@@ -179,10 +179,12 @@ def test_the_checkpoint_keeps_every_field_of_the_tracker() -> None:
         "pace",
         "ledger",
         "told",
+        "step_band",
         "header",
         "error",
         "version",  # fresh after a load, never restored
         "unfinished",  # fresh after a load: the next refresh folds on either way
+        "settings_of",  # the index's, given again when it adopts the tracker
     }
     assert {f.name for f in dataclasses.fields(LogTail)} == {
         "path",
@@ -193,6 +195,7 @@ def test_the_checkpoint_keeps_every_field_of_the_tracker() -> None:
         "error",
         "_held",  # never saved: a tail in the middle of a frame is refused
         "_spent",  # one read's count
+        "on_header",  # the tracker's, given again when it is made
     }
 
 

@@ -247,7 +247,7 @@ def test_bands_follow_the_profiles_context_truth_edges(tmp_path: Path) -> None:
     index = HomeIndex(tmp_path)
     index.refresh()
     (snapshot,) = index.snapshots()
-    assert context_gauge(snapshot, rule=index.rule).band == "ample"
+    assert context_gauge(snapshot).band == "ample"
     patch.write_text(
         patch.read_text()
         + "- insert:\n    - id: context-truth\n      name: dsh-context-truth\n"
@@ -255,7 +255,7 @@ def test_bands_follow_the_profiles_context_truth_edges(tmp_path: Path) -> None:
     )
     index.refresh()
     (snapshot,) = index.snapshots()
-    assert context_gauge(snapshot, rule=index.rule).band == "moderate"
+    assert context_gauge(snapshot).band == "moderate"
     assert shot.name == "s1"
 
 

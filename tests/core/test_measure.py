@@ -1,10 +1,11 @@
 """``measure()`` checked against the real engine's own decisions.
 
-The host persists no ``measure()`` figure, but the fixtures were written under a
-visible profile patch (threshold 12,000 tokens), so every automatic decision the real
-``compaction-basic`` took is in the log: each automatic ``compaction/start`` and each
-first prune of a step happened with ``measure() ≥ threshold``, and every model request
-made without compacting happened with ``measure() < threshold``.
+The host persists no ``measure()`` figure, but the fixtures were written under a known
+point (a visible profile patch, or a ``--patch`` the manifest keeps), so every automatic
+decision the real ``compaction-basic`` took is in the log. It checks before each step,
+before ``step/start`` is appended: each first prune or automatic ``compaction/start``
+of a pre-step happened with ``measure() ≥ threshold``, and every step that started
+without an automatic compaction in its pre-step with ``measure() < threshold``.
 """
 
 from __future__ import annotations
@@ -14,25 +15,28 @@ from pathlib import Path
 import pytest
 
 from dshweb.core.fold.compaction import compaction_point, measured_tokens
-from dshweb.core.fold.ledger import refused_as_too_large
 from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.log.home import session_logs
 from dshweb.core.log.reader import LogTail
 from dshweb.core.log.wire import (
     AnyEvent,
-    AssistantAttempt,
-    AssistantMessage,
     CompactionEnd,
     CompactionPrune,
     CompactionStart,
+    StepEnd,
     StepStart,
+    TurnEnd,
+    TurnStart,
 )
 from dshweb.core.profile.effective import EngineConfig
 from dshweb.core.profile.layers import engine_config
 from tests.conftest import FIXTURE_HOMES
+from tests.inferred import hidden_sessions
 
 HOMES = sorted(p for p in FIXTURE_HOMES.glob("*") if (p / "sessions").is_dir())
-KNOWN_POINTS = {"patched-point": 12_000}
+KNOWN_POINTS = {"patched-point": 12_000} | {
+    home.name: truth for home, truth, _ in hidden_sessions()
+}
 """Sessions run under a ``dsh --patch`` the home does not hold: the point it set."""
 
 
@@ -41,32 +45,29 @@ def _decisions(log: Path) -> tuple[list[int], list[int], int | None]:
     engine = EngineConfig.from_config(engine_config(log.parents[3], "sdk"))
     folded, passed = [], []
     meter = SessionMeter()
-    pruned_in_step = refused_in_step = after_failure = False
+    in_step = acted = compacted = after_failure = False
 
     def on_event(event: AnyEvent) -> None:
-        nonlocal pruned_in_step, refused_in_step, after_failure
-        if isinstance(event, CompactionStart):
-            after_failure = False
-        elif isinstance(event, CompactionEnd) and event.data is not None:
-            # A compaction that failed lets the next requests out at any measure.
+        nonlocal in_step, acted, compacted, after_failure
+        if isinstance(event, CompactionEnd) and event.data is not None:
+            # A compaction that failed lets the next steps start at any measure.
             after_failure = event.data.error is not None
-        if isinstance(event, StepStart):
-            pruned_in_step = refused_in_step = False
-        elif isinstance(event, AssistantAttempt) and refused_as_too_large(event.data):
-            refused_in_step = True  # the compaction that follows is the overflow's
-        elif isinstance(event, CompactionPrune) and not pruned_in_step:
-            pruned_in_step = True
-            folded.append(measured_tokens(meter))
-        elif (
-            isinstance(event, CompactionStart)
-            and event.data is not None
-            and event.data.turn is not None
-            and not pruned_in_step
-            and not refused_in_step
-        ):
-            folded.append(measured_tokens(meter))
-        elif isinstance(event, AssistantMessage) and not after_failure:
-            passed.append(measured_tokens(meter))
+        elif isinstance(event, StepStart):
+            if not (compacted or after_failure):
+                passed.append(measured_tokens(meter))
+            in_step, acted, compacted = True, False, False
+        elif isinstance(event, StepEnd | TurnStart | TurnEnd):
+            in_step, acted, compacted = False, False, False
+        elif isinstance(event, CompactionPrune) and not in_step:
+            if not acted:
+                folded.append(measured_tokens(meter))
+            acted = True
+        elif isinstance(event, CompactionStart) and event.data is not None:
+            after_failure = False
+            if event.data.turn is not None and not in_step:  # not an overflow recovery
+                if not acted:
+                    folded.append(measured_tokens(meter))
+                acted = compacted = True
         meter.fold(event)
 
     LogTail(log, compressed=True).read(on_event, lambda: None)

@@ -24,7 +24,7 @@ def test_every_fixture_session_opens_equal_to_what_was_sealed(home: Path) -> Non
     assert index.trackers
     for folder in index.trackers:
         snapshot = index.snapshot(folder)
-        gauge = context_gauge(snapshot, None, index.rule)
+        gauge = context_gauge(snapshot)
         blob = seal_session(snapshot, gauge, key=b"k")
         assert open_session(blob, key=b"k") == (snapshot, gauge)
 

@@ -43,12 +43,13 @@ from dshweb.core.errors import LogError
 from dshweb.core.fold.ledger import LedgerCollector
 from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.fold.pace import PaceCollector
+from dshweb.core.fold.point import StepBand
 from dshweb.core.fold.session import Activity, SessionTracker
 from dshweb.core.fold.told import ToldCollector
 from dshweb.core.log.frames import decompressor
 from dshweb.core.log.home import LogFile
 
-CHECKPOINT_VERSION = 5
+CHECKPOINT_VERSION = 6
 """Raise it whenever the state's shape or meaning changes."""
 
 FINGERPRINT_SPAN = 4 << 10
@@ -63,7 +64,9 @@ _STATE_MODULES = frozenset(
         "dshweb.core.fold.folds",
         "dshweb.core.fold.ledger",
         "dshweb.core.fold.meter",
+        "dshweb.core.fold.gauge",
         "dshweb.core.fold.pace",
+        "dshweb.core.fold.point",
         "dshweb.core.fold.session",
         "dshweb.core.fold.told",
     }
@@ -103,6 +106,7 @@ class _State:
     meter: SessionMeter
     activity: Activity
     pace: PaceCollector
+    step_band: StepBand
     ledger: LedgerCollector
     told: ToldCollector
     header: dict[str, Any]
@@ -213,6 +217,7 @@ def dump_checkpoint(tracker: SessionTracker, *, key: bytes) -> bytes:
         meter=tracker.meter,
         activity=tracker.activity,
         pace=tracker.pace,
+        step_band=tracker.step_band,
         ledger=tracker.ledger,
         told=tracker.told,
         header=tracker.header,
@@ -229,7 +234,10 @@ def _state_class(module: str, name: str) -> type | None:
     if module not in _STATE_MODULES:
         return None
     found = getattr(importlib.import_module(module), name, None)
-    return found if isinstance(found, type) and dataclasses.is_dataclass(found) else None
+    if not isinstance(found, type):
+        return None
+    # The state dataclasses, and enums (a band): built from their value, nothing else.
+    return found if dataclasses.is_dataclass(found) or issubclass(found, enum.Enum) else None
 
 
 @functools.cache
@@ -337,6 +345,7 @@ def restore_checkpoint(log: LogFile, blob: bytes, *, key: bytes) -> SessionTrack
         tail.error.args = (text,)  # the text as it was formatted when the error arose
     tracker.meter, tracker.activity = state.meter, state.activity
     tracker.pace, tracker.ledger, tracker.told = state.pace, state.ledger, state.told
+    tracker.step_band = state.step_band
     tracker.header, tracker.error = state.header, state.error
     tracker.touch()
     return tracker

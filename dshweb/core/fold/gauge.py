@@ -16,9 +16,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.profile.effective import DEFAULT_RULE, BandRule
+
+if TYPE_CHECKING:  # the snapshot is made with this module's bands
+    from dshweb.core.fold.session import SessionSnapshot
 
 CRITICAL_AT = 1.0
 
@@ -118,11 +121,26 @@ class ContextGauge:
     """``threshold − used``; negative past the compaction point."""
     band: Band
 
+    def as_json(self) -> dict[str, int | str | None]:
+        """The gauge's fields as the API, ``dsh_snapshot --json`` and the exports name them."""
+        return {
+            "band": self.band.value,
+            "usedTokens": self.used,
+            "windowTokens": self.window,
+            "percent": self.percent,
+            "thresholdTokens": self.threshold,
+            "headroomTokens": self.headroom,
+        }
+
 
 def context_gauge(
-    snapshot: SessionSnapshot, previous: Band | None = None, rule: BandRule = DEFAULT_RULE
+    snapshot: SessionSnapshot, previous: Band | None = None, rule: BandRule | None = None
 ) -> ContextGauge:
-    """The gauge of a snapshot; ``previous`` is the band shown before (hysteresis)."""
+    """The gauge of a snapshot: its band held against the band at its last step boundary
+    (``previous``, by default the snapshot's own ``step_band``: the same for every reader
+    of the same log), by its profile's band edges (``rule``, by default the snapshot's)."""
+    previous = snapshot.step_band if previous is None else previous
+    rule = snapshot.rule if rule is None else rule
     used = snapshot.used_tokens
     window = snapshot.context_pressure.get("contextWindow")
     threshold = snapshot.threshold

@@ -31,7 +31,14 @@ from dshweb.core.log.home import (
     session_logs,
 )
 from dshweb.core.log.reader import UNBOUNDED, Budget
-from dshweb.core.profile.effective import DEFAULT_RULE, BandRule, EngineConfig, effective_settings
+from dshweb.core.profile.effective import (
+    BandRule,
+    EffectiveSettings,
+    EngineConfig,
+    SettingsSource,
+    SettingsTable,
+    settings_table,
+)
 
 DEFAULT_PROFILE = "sdk"
 
@@ -61,11 +68,8 @@ class HomeIndex:
     stop_after_seq: int | None = None
     extra_patches: tuple[Path, ...] = ()
     trackers: dict[Path, SessionTracker] = field(default_factory=dict)
-    engine: EngineConfig | None = field(default_factory=EngineConfig)
-    """``None`` when DSH would not run the engine (see ``profile_error``): no point."""
-    profile_error: str | None = None
-    rule: BandRule = DEFAULT_RULE
-    """Band edges from the profile's ``context-truth`` settings."""
+    settings: SettingsTable | None = None
+    """Each session's compaction and band settings, by its profile and agent preset."""
     live: frozenset[Path] = frozenset()
     signatures: dict[Path, Signature | None] = field(default_factory=dict)
     """Each log's ``stat`` when it was last folded."""
@@ -116,7 +120,9 @@ class HomeIndex:
             tracker = self.trackers.get(folder)
             signature = log_signature(log.path)
             if tracker is None or tracker.log != log:
-                tracker = SessionTracker(log, stop_after_seq=self.stop_after_seq)
+                tracker = SessionTracker(
+                    log, stop_after_seq=self.stop_after_seq, settings_of=self._settings
+                )
                 self.trackers[folder] = tracker
                 updated.add(folder)
             elif (
@@ -163,6 +169,7 @@ class HomeIndex:
     def adopt(self, folder: Path, tracker: SessionTracker) -> None:
         """Take a tracker restored from elsewhere (a checkpoint) as the folder's state;
         the next refresh folds what its log gained since."""
+        tracker.settings_of = self._settings
         self.trackers[folder] = tracker
         self.signatures.pop(folder, None)
 
@@ -188,13 +195,12 @@ class HomeIndex:
 
     def _load_engine(self) -> bool:
         """Read the profile's settings again; True when they changed what is shown."""
-        found = effective_settings(self.home, self.profile, self.extra_patches)
-        engine, rule, error = found.engine, found.rule, found.error
-        moved = (engine, rule, error) != (self.engine, self.rule, self.profile_error)
+        table = settings_table(self.home, self.profile, self.extra_patches)
+        moved = table != self.settings
         if moved:
             for tracker in self.trackers.values():
                 tracker.touch()
-        self.engine, self.rule, self.profile_error = engine, rule, error
+        self.settings = table
         self.profile_loaded = True
         return moved
 
@@ -217,13 +223,28 @@ class HomeIndex:
             self.trackers[folder].touch()
         return flipped
 
+    def settings_of(self, tracker: SessionTracker) -> tuple[SettingsSource, EffectiveSettings]:
+        """The profile (and agent preset) a session runs under, and what it sets."""
+        if self.settings is None:
+            self._load_engine()
+        assert self.settings is not None
+        return self.settings.of(tracker.preset)
+
+    def _settings(self, tracker: SessionTracker) -> tuple[EngineConfig | None, BandRule]:
+        settings = self.settings_of(tracker)[1]
+        return settings.engine, settings.rule
+
     def snapshot(self, folder: Path) -> SessionSnapshot:
+        tracker = self.trackers[folder]
+        source, settings = self.settings_of(tracker)
         return take_snapshot(
-            self.trackers[folder],
+            tracker,
             home=self.home,
             live=folder in self.live,
-            engine=self.engine,
-            extra_errors=(self.profile_error,) if self.profile_error else (),
+            engine=settings.engine,
+            source=source,
+            rule=settings.rule,
+            extra_errors=(settings.error,) if settings.error else (),
         )
 
     def snapshots(self) -> list[SessionSnapshot]:

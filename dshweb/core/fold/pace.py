@@ -14,21 +14,8 @@ The estimate itself: the median of the last ``keep`` samples, once at least ``ne
 the headroom divided by it, bucketed onto :data:`RUNGS` rounded down, and settled against
 the rung shown before: downward at once, upward only past ``margin`` above the new rung.
 
-The engine's own decisions bound the compaction point it actually used
-(:class:`Decisions`). It checks before every step, in the step's ``agent/pre-step``
-hook (``BasicCompactionEngine``'s automatic compaction): ``measure(session).totalTokens``
-against the point, *before* ``step/start`` is appended and before the step's system
-prompt, user message and runtime-context snapshot are (``step()`` appends those). So the
-measure it compared is exactly dshweb's reading of the log as it stood before the
-step's ``step/start`` (or before the pre-step's first ``compaction/prune`` or automatic
-``compaction/start``, when it acted): every step that started without an automatic
-compaction in its pre-step was below the point then (a prune first brings the measure
-under it, or the compaction would start), every pre-step's first prune or automatic
-compaction was at or above it. A compaction inside a step (an overflow recovery: the
-provider refused the step's request as too large) is no such decision: it comes at any
-measure; nor is a step that starts after an automatic compaction in its own pre-step (the
-engine lets it out even when the compaction left the measure at or past the point), nor
-any step after a compaction that failed, until the next one starts.
+The engine's own decisions, which bound the compaction point it went by, are read at the
+same time (:class:`~dshweb.core.fold.point.Decisions`).
 """
 
 from __future__ import annotations
@@ -36,120 +23,17 @@ from __future__ import annotations
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from dshweb.core.fold.compaction import measured_tokens
-from dshweb.core.fold.ledger import overflow_pending
 from dshweb.core.fold.meter import USAGE_EVENTS, SessionMeter, cache_and_prompt
-from dshweb.core.log.wire import (
-    AnyEvent,
-    CompactionEnd,
-    CompactionPrune,
-    CompactionStart,
-    StepEnd,
-    StepStart,
-    TurnEnd,
-    TurnStart,
-)
+from dshweb.core.fold.point import Decisions
+from dshweb.core.log.wire import AnyEvent
 
 RUNGS = (1, 2, 3, 5, 8, 13, 20)
 """The step counts the line can promise; the last one reads "20+"."""
 
 MAX_SAMPLES = 256
 """The most samples kept (the ``paceSamples`` setting cannot ask for more)."""
-
-
-@dataclass(frozen=True, slots=True)
-class InferredPoint:
-    """The range the engine's own decisions allow the compaction point (``None``: no
-    decision bounds that side)."""
-
-    low: int | None = None
-    high: int | None = None
-    decisions: int = 0
-
-    def holds(self, threshold: int) -> bool:
-        return (self.low is None or threshold >= self.low) and (
-            self.high is None or threshold <= self.high
-        )
-
-    def as_json(self) -> dict[str, int | None]:
-        return {"low": self.low, "high": self.high, "decisions": self.decisions}
-
-
-_BETWEEN_STEPS = frozenset({StepEnd, TurnStart, TurnEnd})
-
-
-@dataclass(slots=True)
-class Decisions:
-    """The automatic compaction decisions of a log, as bounds on the point; they start
-    over when the window or the reserved tokens change (the point moves with them)."""
-
-    passed: int | None = None
-    """The highest measure a step started at."""
-    folded: int | None = None
-    """The lowest measure an automatic fold started at."""
-    count: int = 0
-    basis: tuple[int | None, int | None] | None = None
-    in_step: bool = False
-    """Between a ``step/start`` and its ``step/end``: no pressure check happens here."""
-    pruned: bool = False
-    """The pre-step under way pruned: its compaction, if any, is the same decision."""
-    compacted: bool = False
-    """The pre-step under way started an automatic compaction: its step says nothing."""
-    overflow: bool = False
-    """A compaction now would be an overflow recovery (the provider refused the step's
-    request as too large): the engine did not decide it by the point."""
-    failed: bool = False
-    """The last compaction failed: the steps after it start whatever the measure,
-    until the engine starts another."""
-
-    def observe(self, event: AnyEvent, meter: SessionMeter) -> None:
-        """Look at ``event`` before ``meter`` folds it."""
-        kind = type(event)
-        data: Any = getattr(event, "data", None)
-        overflow, self.overflow = self.overflow, overflow_pending(kind, data, self.overflow)
-        if kind is StepStart:
-            if not (self.compacted or self.failed):
-                self._decided(meter, folded=False)
-            self.in_step, self.pruned, self.compacted = True, False, False
-        elif kind in _BETWEEN_STEPS:  # the next pre-step begins (a torn step ends too)
-            self.in_step, self.pruned, self.compacted = False, False, False
-        elif kind is CompactionPrune:
-            if not (self.in_step or self.pruned or overflow):
-                self._decided(meter, folded=True)
-            self.pruned = True
-        elif kind is CompactionStart:
-            automatic = data is not None and data.turn is not None
-            if automatic and not (self.in_step or overflow):
-                if not self.pruned:
-                    self._decided(meter, folded=True)
-                self.compacted = True
-            self.overflow = self.failed = False
-        elif kind is CompactionEnd:
-            self.failed = data is not None and data.error is not None
-
-    def _decided(self, meter: SessionMeter, *, folded: bool) -> None:
-        basis = (meter.context_window, meter.reserved_tokens)
-        if basis != self.basis:
-            self.passed = self.folded = None
-            self.count, self.basis = 0, basis
-        reading = measured_tokens(meter)
-        if folded:
-            self.folded = reading if self.folded is None else min(self.folded, reading)
-        else:
-            self.passed = reading if self.passed is None else max(self.passed, reading)
-        self.count += 1
-        if self.passed is not None and self.folded is not None and self.passed >= self.folded:
-            # No one point does both: it moved (a profile changed under the session).
-            # The decision just made is the first under the new one.
-            self.passed, self.folded = (None, reading) if folded else (reading, None)
-            self.count = 1
-
-    @property
-    def inferred(self) -> InferredPoint:
-        low = self.passed + 1 if self.passed is not None else None
-        return InferredPoint(low, self.folded, self.count)
 
 
 @dataclass(slots=True)

@@ -10,21 +10,32 @@ from __future__ import annotations
 import heapq
 import itertools
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dshweb.core.fold.compaction import CompactionPoint, compaction_point, measured_tokens
+from dshweb.core.fold.compaction import CompactionPoint, measured_tokens
 from dshweb.core.fold.forecast import NO_FORECAST_YET, Forecast, as_of, fold_forecast
+from dshweb.core.fold.gauge import Band
 from dshweb.core.fold.ledger import Ledger, LedgerCollector
 from dshweb.core.fold.meter import SessionMeter, SurfaceNode
-from dshweb.core.fold.pace import InferredPoint, PaceCollector
+from dshweb.core.fold.pace import PaceCollector
+from dshweb.core.fold.point import (
+    InferredPoint,
+    StepBand,
+    effective_threshold,
+    point_of,
+    threshold_source,
+)
 from dshweb.core.fold.told import Told, ToldCollector
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.jsjson import printable
 from dshweb.core.log.reader import UNBOUNDED, Budget, LogTail
-from dshweb.core.log.wire import AnyEvent, SessionTitle, TurnStart
-from dshweb.core.profile.effective import EngineConfig
+from dshweb.core.log.wire import AnyEvent, PresetSelected, SessionTitle, StepEnd, TurnStart
+from dshweb.core.profile.effective import DEFAULT_RULE, BandRule, EngineConfig, SettingsSource
+
+Settings = tuple[EngineConfig | None, BandRule]
 
 CACHE_STEPS = 64
 """Step boundaries whose cache readings a snapshot carries (the cache-hit alert's reach)."""
@@ -39,6 +50,9 @@ class Activity:
     first_time: int | None = None
     last_time: int | None = None
     turns: int = 0
+    preset: str | None = None
+    """The agent preset the session last selected (``agent-preset/selected``); the
+    header's ``agentPreset`` before any."""
 
     def fold(self, event: AnyEvent) -> None:
         time = event.time
@@ -53,6 +67,10 @@ class Activity:
             data = event.data  # type: ignore[union-attr]
             if data is not None and isinstance(data.title, str):
                 self.title = data.title
+        elif cls is PresetSelected:
+            data = event.data  # type: ignore[union-attr]
+            if data is not None and isinstance(data.agent_preset, str):
+                self.preset = data.agent_preset
 
 
 _versions = itertools.count(1)
@@ -68,6 +86,7 @@ class SessionTracker:
     pace: PaceCollector = field(init=False)
     ledger: LedgerCollector = field(init=False)
     told: ToldCollector = field(init=False)
+    step_band: StepBand = field(init=False)
     header: dict[str, Any] = field(init=False)
     error: str | None = field(init=False, default=None)
     version: int = field(init=False, default=0)
@@ -75,10 +94,16 @@ class SessionTracker:
     so a tracker that replaced another (a new generation) never repeats its number."""
     unfinished: bool = field(init=False, default=False)
     """The last refresh spent its budget: the log holds more than is folded."""
+    settings_of: Callable[[SessionTracker], Settings] | None = field(default=None, repr=False)
+    """The engine and band settings this session runs under (its home's index knows
+    them by its profile and preset), asked at each step boundary for its band."""
 
     def __post_init__(self) -> None:
-        self.tail = LogTail(self.log.path, self.log.compressed)
+        self.tail = LogTail(self.log.path, self.log.compressed, on_header=self._take_header)
         self._start_over()
+
+    def _take_header(self, header: dict[str, Any]) -> None:
+        self.header = header  # before the events after it: their settings may follow it
 
     def _start_over(self) -> None:
         self.meter = SessionMeter()
@@ -86,6 +111,7 @@ class SessionTracker:
         self.pace = PaceCollector()
         self.ledger = LedgerCollector()
         self.told = ToldCollector()
+        self.step_band = StepBand()
         self.header = {}
 
     def refresh(self, budget: Budget = UNBOUNDED) -> bool:
@@ -116,11 +142,22 @@ class SessionTracker:
         self.meter.fold(event)
         self.ledger.observe(event, self.meter)  # after the fold: the reading it left
         self.activity.fold(event)
+        if type(event) is StepEnd:
+            engine, rule = self.settings_of(self) if self.settings_of else (None, DEFAULT_RULE)
+            self.step_band.step_end(self.meter, self.pace.decisions, engine, rule)
 
     @property
     def session_id(self) -> str:
         value = self.header.get("id")
         return value if isinstance(value, str) else self.log.session_dir.name
+
+    @property
+    def preset(self) -> str | None:
+        """The agent preset the session runs: the last one it selected, else its header's."""
+        if self.activity.preset is not None:
+            return self.activity.preset
+        value = self.header.get("agentPreset")
+        return value if isinstance(value, str) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +204,13 @@ class SessionSnapshot:
     """Every fold and the pressure timeline (dshweb.core.fold.ledger); the fold counts."""
     told: Told = field(default_factory=Told)
     """What dsh-context-truth last told the model about its context (dshweb.core.fold.told)."""
+    source: SettingsSource | None = None
+    """Which profile and agent preset gave the compaction settings (``point``)."""
+    rule: BandRule = DEFAULT_RULE
+    """The band edges of the profile the session runs under (dsh-context-truth's)."""
+    step_band: Band | None = None
+    """The band at the last step boundary (:class:`~dshweb.core.fold.point.StepBand`):
+    the one a reading now is held against."""
     past: bool = False
     """Folded only up to a chosen event (``--at-seq``): a view of the session as it was
     then, whose clock is that event's time, not the wall clock."""
@@ -218,6 +262,8 @@ class SessionSnapshot:
         )
         compaction["measuredTokens"] = self.measured_tokens
         compaction["inferred"] = self.inferred.as_json()
+        compaction["source"] = self.threshold_source
+        compaction["settingsFrom"] = None if self.source is None else self.source.as_json()
         return {
             "sessionId": self.session_id,
             "title": self.title,
@@ -276,6 +322,8 @@ def take_snapshot(
     home: Path,
     live: bool,
     engine: EngineConfig | None,
+    source: SettingsSource | None = None,
+    rule: BandRule = DEFAULT_RULE,
     largest: int = 8,
     extra_errors: tuple[str, ...] = (),
 ) -> SessionSnapshot:
@@ -283,15 +331,8 @@ def take_snapshot(
     measured = measured_tokens(meter)
     growth, times = tuple(tracker.pace.growth), tuple(tracker.pace.times)
     inferred = tracker.pace.decisions.inferred
-    point = (
-        compaction_point(
-            context_window=meter.context_window,
-            reserved=meter.reserved_tokens,
-            engine=engine,
-        )
-        if meter.context_window is not None and engine is not None
-        else None
-    )
+    point = point_of(meter, engine)
+    threshold = effective_threshold(point, inferred)
     path = _relative(tracker.log.path, home)
     errors = ([tracker.error] if tracker.error else []) + meter.problems + list(extra_errors)
     if meter.more_problems:
@@ -326,38 +367,12 @@ def take_snapshot(
         step_cache=tuple(tracker.pace.cache[-CACHE_STEPS:]),
         inferred=inferred,
         pace_forecast=fold_forecast(
-            measured=measured,
-            threshold=effective_threshold(point, inferred),
-            growth=growth,
-            times=times,
+            measured=measured, threshold=threshold, growth=growth, times=times
         ),
-        ledger=tracker.ledger.result(
-            meter, threshold=point.threshold_tokens if point is not None else None
-        ),
+        ledger=tracker.ledger.result(meter, threshold=threshold),
         told=tracker.told.result(),
+        source=source,
+        rule=rule,
+        step_band=tracker.step_band.band,
         past=tracker.stop_after_seq is not None,
     )
-
-
-def threshold_source(point: CompactionPoint | None, inferred: InferredPoint) -> str | None:
-    """Which compaction point a session goes by: the profile's (``config``) unless the
-    engine's decisions rule it out or it has none (``inferred``, when they bound it)."""
-    configured = point.threshold_tokens if point is not None else None
-    if configured is not None and inferred.holds(configured):
-        return "config"
-    if inferred.low is not None or inferred.high is not None:
-        return "inferred"
-    return "config" if configured is not None else None
-
-
-def effective_threshold(point: CompactionPoint | None, inferred: InferredPoint) -> int | None:
-    """The point of :func:`threshold_source`: the profile's, or the middle of the range
-    the decisions allow once a fold bounds it from above (before the first fold, the
-    requests let out only say how low it is not: no point to measure against yet)."""
-    source = threshold_source(point, inferred)
-    if source == "config":
-        return point.threshold_tokens if point is not None else None
-    low, high = inferred.low, inferred.high
-    if source is None or high is None:
-        return None
-    return (low + high) // 2 if low is not None else high

@@ -4,9 +4,11 @@ The ledger keeps at most a few hundred pressure points per session (it thins the
 session grows); an export wants every step. :func:`fold_steps` folds the log from its
 first byte with a meter of its own and gives one row (:data:`STEP_COLUMNS`) at each
 ``step/end``: the pressure (the last usage sample), the projected tokens, the window, the
-compaction point the engine's settings give for that window and reserve, the percent
-DSH's ring shows, the band (held with the plugin's hysteresis from step to step) and the
-usage buckets summed so far. Rows go to ``on_row`` as they are made: nothing but the
+compaction point in force then and the band held against it from step to step (the one
+rule the pages go by: :class:`~dshweb.core.fold.point.StepBand`, the profile's point or
+the one the engine's decisions so far allow), the percent DSH's ring shows and the usage
+buckets summed so far. The settings are the session's own (``table``: its agent preset's
+when its log names one). Rows go to ``on_row`` as they are made: nothing but the
 meter is kept, so a log of any length exports in the memory of one fold. The log is
 read :data:`STEP_SLICE` at a time and ``keep_going`` asked between slices, so a fold
 nobody waits for any more (the client went away) ends soon, even on a log that decodes
@@ -18,14 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dshweb.core.errors import LogError
-from dshweb.core.fold.compaction import compaction_point
-from dshweb.core.fold.gauge import Band, context_band, context_percent
+from dshweb.core.fold.gauge import context_percent
 from dshweb.core.fold.meter import SessionMeter
+from dshweb.core.fold.point import Decisions, StepBand, used_tokens
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.reader import Budget, LogTail
 from dshweb.core.log.times import iso_utc
-from dshweb.core.log.wire import AnyEvent, StepEnd
-from dshweb.core.profile.effective import DEFAULT_RULE, BandRule, EngineConfig
+from dshweb.core.log.wire import AnyEvent, PresetSelected, StepEnd
+from dshweb.core.profile.effective import DEFAULT_RULE, BandRule, EngineConfig, SettingsTable
 
 STEP_COLUMNS = (
     "step",
@@ -60,34 +62,37 @@ class _Replaced(Exception):
 def fold_steps(
     log: LogFile,
     *,
-    engine: EngineConfig | None,
+    engine: EngineConfig | None = None,
     rule: BandRule = DEFAULT_RULE,
+    table: SettingsTable | None = None,
     on_row: Callable[[StepRow], object],
     keep_going: Callable[[], bool] = lambda: True,
 ) -> LogError | None:
     """Fold ``log`` from its start, giving each step's row to ``on_row``, until its end
     or until ``keep_going()`` says no; the reader's error, if the log stops being
     readable (the rows before it were given)."""
-    meter = SessionMeter()
-    band: Band | None = None
+    meter, decisions, bands = SessionMeter(), Decisions(), StepBand()
     count = 0
+    preset: str | None = None
 
     def on_event(event: AnyEvent) -> None:
-        nonlocal band, count
+        nonlocal count, preset
+        decisions.observe(event, meter)
         meter.fold(event)
-        if type(event) is not StepEnd:
+        kind = type(event)
+        if kind is PresetSelected:
+            data = event.data  # type: ignore[union-attr]
+            if data is not None and isinstance(data.agent_preset, str):
+                preset = data.agent_preset
+        if kind is not StepEnd:
             return
         count += 1
-        window = meter.context_window
-        threshold = None
-        if engine is not None and window is not None:
-            point = compaction_point(
-                context_window=window, reserved=meter.reserved_tokens, engine=engine
-            )
-            threshold = point.threshold_tokens
-        projected, pressure = meter.projected_tokens, meter.pressure_tokens
-        used = projected if projected is not None else pressure
-        band = context_band(used, threshold, band, rule)
+        step_engine, step_rule = engine, rule
+        if table is not None:
+            settings = table.of(preset if preset is not None else header_preset())[1]
+            step_engine, step_rule = settings.engine, settings.rule
+        threshold, band = bands.step_end(meter, decisions, step_engine, step_rule)
+        used = used_tokens(meter)
         time = event.time if isinstance(event.time, int) else None
         on_row(
             (
@@ -95,11 +100,11 @@ def fold_steps(
                 event.seq,
                 iso_utc(time),
                 time,
-                pressure,
-                projected,
-                window,
+                meter.pressure_tokens,
+                meter.projected_tokens,
+                meter.context_window,
                 threshold,
-                context_percent(used, window),
+                context_percent(used, meter.context_window),
                 band.value,
                 *meter.totals,
             )
@@ -108,7 +113,13 @@ def fold_steps(
     def on_reset() -> None:
         raise _Replaced
 
-    tail = LogTail(log.path, compressed=log.compressed)
+    header: dict[str, object] = {}
+
+    def header_preset() -> str | None:
+        value = header.get("agentPreset")
+        return value if isinstance(value, str) else None
+
+    tail = LogTail(log.path, compressed=log.compressed, on_header=header.update)
     try:
         while keep_going():
             batch = tail.read(on_event, on_reset, STEP_SLICE)

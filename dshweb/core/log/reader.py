@@ -163,6 +163,8 @@ class LogTail:
     _held: _Held | None = field(default=None, repr=False)
     _spent: int = field(default=0, repr=False)
     """Bytes decoded by the current ``read()``."""
+    on_header: Callable[[dict[str, Any]], object] | None = field(default=None, repr=False)
+    """Called with the header as soon as it is read, before the events after it."""
 
     @property
     def mid_frame(self) -> bool:
@@ -342,6 +344,8 @@ class LogTail:
         """Fold the header or a packed row (True), or leave the event to the caller."""
         if event.type == "session" and first and batch.header is None:
             batch.header = _whole(line)
+            if self.on_header is not None:
+                self.on_header(batch.header)
             return True
         if event.type in PACKED_TYPES:
             row = _whole(line)

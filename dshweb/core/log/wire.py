@@ -122,6 +122,10 @@ class TitleData(Struct):
     title: Any = None
 
 
+class PresetData(Struct, rename="camel"):
+    agent_preset: Any = None
+
+
 class StreamChunk(Struct):
     type: Any = None
     usage: Usage | None = None
@@ -226,6 +230,13 @@ class SessionTitle(Event, tag="session/title"):
     data: TitleData | None = None
 
 
+class PresetSelected(Event, tag="agent-preset/selected"):
+    """The session runs another agent preset from here on (the header's ``agentPreset``
+    is the one it was created with)."""
+
+    data: PresetData | None = None
+
+
 class TurnStart(Event, tag="turn/start"):
     """The events below are read only by their type (turns, steps, seeds, tool calls)."""
 
@@ -265,6 +276,7 @@ KNOWN: tuple[type[Event], ...] = (
     CommandDone,
     RetryStarted,
     SessionTitle,
+    PresetSelected,
     TurnStart,
     TurnEnd,
     StepStart,

@@ -16,8 +16,9 @@ from typing import Any
 
 from dshweb.core.errors import DshError
 from dshweb.core.profile.dshyaml import JsExpr
-from dshweb.core.profile.layers import engine_config, layered_config
+from dshweb.core.profile.layers import engine_config, layered_config, preset_engine_configs
 from dshweb.core.profile.plugins import COMPACTION_BASIC_SCHEMA, CONTEXT_TRUTH_SCHEMA
+from dshweb.core.profile.profile import profile_names
 from dshweb.core.profile.schema import Schema, validate
 
 # The plugins' defaults are their schemas' (core/profile/plugins.py), read through these
@@ -151,3 +152,85 @@ def effective_settings(
     except DshError as problem:
         error = f"DSH cannot load profile {profile!r}: {problem}"
     return EffectiveSettings(engine, rule, error)
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsSource:
+    """Which profile, and which agent preset of it, gave a session its compaction point."""
+
+    profile: str
+    preset: str | None = None
+
+    def as_json(self) -> dict[str, str | None]:
+        return {"profile": self.profile, "preset": self.preset}
+
+
+WEB_PROFILE = "web"
+"""The profile ``dsh web`` runs, whose engines live inside its agent presets."""
+
+
+@dataclass(frozen=True, slots=True)
+class PresetSettings:
+    """The settings each agent preset of a web-app profile runs its engine with."""
+
+    profile: str
+    named: dict[str, EffectiveSettings]
+    """The presets a visible layer patches, by name (the ``agentPreset`` of a log)."""
+    others: EffectiveSettings
+    """Any other preset: the engine on its defaults."""
+
+    def of(self, preset: str) -> EffectiveSettings:
+        return self.named.get(preset, self.others)
+
+
+def preset_settings(
+    home: Path, profile: str = WEB_PROFILE, extra_patches: Sequence[Path] = ()
+) -> PresetSettings | None:
+    """The settings of each agent preset of a web-app ``profile``; ``None`` when the
+    profile cannot be read or runs a top-level engine."""
+    try:
+        configs = preset_engine_configs(home, profile, extra_patches)
+        rule = band_rule(
+            layered_config(home, profile, CONTEXT_TRUTH_SCHEMA.plugin_id, extra_patches)
+        )
+    except DshError:
+        return None
+    if configs is None:
+        return None
+    named: dict[str, EffectiveSettings] = {}
+    for name, config in configs.items():
+        try:
+            named[name] = EffectiveSettings(EngineConfig.from_config(config), rule, None)
+        except EngineConfigError as problem:
+            error = (
+                f"compaction-basic does not start in agent preset {name!r} of profile "
+                f"{profile!r}: {problem}"
+            )
+            named[name] = EffectiveSettings(None, rule, error)
+    return PresetSettings(profile, named, EffectiveSettings(EngineConfig(), rule, None))
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsTable:
+    """Every session's compaction and band settings in one home, by the profile and agent
+    preset it ran under: a session whose log names an agent preset (``agentPreset``)
+    runs the web profile's preset; any other, ``profile`` (``DSHWEB_PROFILE``)."""
+
+    profile: str
+    own: EffectiveSettings
+    presets: PresetSettings | None = None
+
+    def of(self, preset: str | None) -> tuple[SettingsSource, EffectiveSettings]:
+        if preset is not None and self.presets is not None:
+            return SettingsSource(self.presets.profile, preset), self.presets.of(preset)
+        return SettingsSource(self.profile), self.own
+
+
+def settings_table(home: Path, profile: str, extra_patches: Sequence[Path] = ()) -> SettingsTable:
+    """The table read now from the visible layers (then ``extra_patches``)."""
+    presets = (
+        preset_settings(home, WEB_PROFILE, extra_patches)
+        if WEB_PROFILE in profile_names(home)
+        else None
+    )
+    return SettingsTable(profile, effective_settings(home, profile, extra_patches), presets)

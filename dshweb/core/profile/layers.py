@@ -21,7 +21,9 @@ from dshweb.core.profile.patch import read_patch
 from dshweb.core.profile.profile import Layer, Profile, patch_layers
 
 ENGINE_ID = "compaction-basic"
-DEFAULT_PRESET = "preset-standard"
+PRESET_ROW = "preset-"
+"""Agent preset rows are ``preset-<name>``; the name is the row config's ``id``."""
+DEFAULT_PRESET = "standard"
 
 
 def load_patch(path: Path) -> list[Any]:
@@ -75,18 +77,37 @@ def engine_config(
     read = Profile.read(home, profile, extra_patches)
     if not read.web_app:
         return _layered(read.layers, ENGINE_ID)
+    found = _preset_configs(read.layers)
+    return found.get(DEFAULT_PRESET, next(iter(found.values()), None))
+
+
+def preset_engine_configs(
+    home: Path, profile: str, extra_patches: Sequence[Path] = ()
+) -> dict[str, dict[str, Any] | None] | None:
+    """Each agent preset a visible layer of a web-app profile patches, by its name (the
+    ``agentPreset`` a session's log records): the ``config`` its nested
+    ``compaction-basic`` gets (``None``: none, the engine's defaults). A preset no visible
+    layer patches runs the engine on its defaults too. ``None`` for a profile whose
+    engine is a top-level row."""
+    read = Profile.read(home, profile, extra_patches)
+    return _preset_configs(read.layers) if read.web_app else None
+
+
+def _preset_configs(layers: Sequence[Layer]) -> dict[str, dict[str, Any] | None]:
     found: dict[str, dict[str, Any] | None] = {}
-    for layer in read.layers:
+    for layer in layers:
         for row in load_patch(layer.path):
-            row_id = row.get("id")
+            row_id = row.get("id") if isinstance(row, dict) else None
             config = row.get("config") if isinstance(row, dict) else None
             if (
                 isinstance(row_id, str)
-                and row_id.startswith("preset-")
+                and row_id.startswith(PRESET_ROW)
                 and isinstance(config, dict)
             ):
-                found[row_id] = _nested_config(config.get("plugins"), ENGINE_ID)
-    return found.get(DEFAULT_PRESET, next(iter(found.values()), None))
+                name = config.get("id")
+                name = name if isinstance(name, str) else row_id.removeprefix(PRESET_ROW)
+                found[name] = _nested_config(config.get("plugins"), ENGINE_ID)
+    return found
 
 
 def _nested_config(entries: Any, row_id: str) -> dict[str, Any] | None:

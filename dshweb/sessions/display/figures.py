@@ -121,5 +121,3 @@ def fold_in(forecast: Forecast) -> str:
         return _("fold at the next step")
     shown = steps
     return ngettext("fold in ~%(steps)d step", "fold in ~%(steps)d steps", shown) % {"steps": shown}
-
-

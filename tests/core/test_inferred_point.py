@@ -1,0 +1,86 @@
+"""The compaction point the engine's decisions allow (dshweb.core.fold.pace.Decisions)
+holds the true one on every log, all the way along, and narrows as folds come.
+
+The ``hidden-*`` fixture sessions ran under points drawn at random when they were made
+and given only as ``dsh --patch`` (several windows; the pruner on and off; results big
+enough to prune every few steps; the sdk profile and two web presets); the others under
+the small window's 12,000 from their profile (``tests/inferred.py``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from dshweb.core.fold.point import InferredPoint
+from tests.inferred import (
+    FOLDS_BEFORE_NARROW,
+    NARROW,
+    Judged,
+    hidden_sessions,
+    judged_homes,
+)
+
+JUDGED = judged_homes()
+
+
+def test_there_are_enough_hidden_points_of_enough_shapes() -> None:
+    hidden = hidden_sessions()
+    assert len(hidden) >= 12
+    assert len({shape for _, _, shape in hidden}) >= 5
+    assert len({truth for _, truth, _ in hidden}) == len(hidden)  # drawn, not one point
+
+
+@pytest.mark.parametrize("judged", JUDGED, ids=lambda j: j.session)
+def test_the_range_holds_the_true_point_after_every_event(judged: Judged) -> None:
+    assert judged.decisions > 0 and judged.folds >= 1
+    assert judged.held, f"{judged.session}: point {judged.truth}, ranges {judged.misses}"
+    assert judged.final.low is not None and judged.final.high is not None
+
+
+@pytest.mark.parametrize(
+    "judged", [j for j in JUDGED if j.session.startswith("hidden-")], ids=lambda j: j.session
+)
+def test_the_range_is_as_narrow_as_the_log_allows_once_five_folds_have_happened(
+    judged: Judged,
+) -> None:
+    # Within 1% of the point, unless every one of the first five folds came at a step
+    # that crossed the point by more (the engine's decisions then say no more: bench/
+    # inferred_point.py prints which); never wider than the smallest such step.
+    assert judged.folds >= FOLDS_BEFORE_NARROW
+    assert judged.widest_after is not None and judged.crossing is not None
+    allowed = max(NARROW * judged.truth, judged.crossing - 1)
+    assert judged.widest_after <= allowed, (
+        f"{judged.session}: widest {judged.widest_after} after {FOLDS_BEFORE_NARROW} folds; "
+        f"{NARROW:.0%} of {judged.truth} is {NARROW * judged.truth:.0f}, the smallest "
+        f"crossing step {judged.crossing}"
+    )
+
+
+def test_most_hidden_points_are_within_one_percent_after_five_folds() -> None:
+    hidden = [j for j in JUDGED if j.session.startswith("hidden-")]
+    narrow = [j for j in hidden if j.narrow]
+    assert len(narrow) >= 9, [(j.session, j.widest_after, j.crossing) for j in hidden]
+
+
+def test_a_step_started_is_read_before_its_own_messages() -> None:
+    # The engine checks before step/start, so the step's runtime-context snapshot is not
+    # in what it compared: a range read after it would lie above the point.
+    from dshweb.core.fold.compaction import measured_tokens
+    from dshweb.core.fold.meter import SessionMeter
+    from dshweb.core.fold.pace import PaceCollector
+    from dshweb.core.log.home import session_logs
+    from dshweb.core.log.wire import StepStart
+    from tests.inferred import FIXTURE_HOMES, events_of
+
+    (log,) = session_logs(FIXTURE_HOMES / "pace-steady")
+    meter, pace = SessionMeter(), PaceCollector()
+    before_steps = []
+    for event in events_of(log):
+        if type(event) is StepStart:
+            before_steps.append(measured_tokens(meter))
+        pace.observe(event, meter)
+        meter.fold(event)
+    passed = pace.decisions.passed
+    assert passed is not None and passed in before_steps
+    assert passed < 12_000 <= (pace.decisions.folded or 0)
+    assert isinstance(pace.decisions.inferred, InferredPoint)
