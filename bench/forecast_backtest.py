@@ -25,13 +25,14 @@ Exit status 1 when it measured fewer than :data:`MIN_FORECASTS` forecasts.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import shutil
 import statistics
 import sys
 import tempfile
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -56,10 +57,25 @@ class Scored:
     actual: int
     forecast: Forecast
 
+    shape: str = ""
+
+    @property
+    def held(self) -> bool:
+        """The range holds the real number of steps (±1: where a fold is counted)."""
+        low, high = self.forecast.steps_low, self.forecast.steps_high
+        if low is None:
+            return False
+        return low - 1 <= self.actual <= (high + 1 if high is not None else math.inf)
+
+    @property
+    def informative(self) -> bool:
+        """The range is no wider than max(4, the real number of steps)."""
+        low, high = self.forecast.steps_low, self.forecast.steps_high
+        return low is not None and high is not None and high - low <= max(4, self.actual)
+
     @property
     def hit(self) -> bool:
-        low, high = self.forecast.steps_low, self.forecast.steps_high
-        return low is not None and low <= self.actual <= (high if high is not None else math.inf)
+        return self.held and self.informative
 
 
 def replay(home: Path, relative: Path, scratch: Path) -> list[Scored]:
@@ -102,6 +118,35 @@ def replay(home: Path, relative: Path, scratch: Path) -> list[Scored]:
     return scored
 
 
+SHAPES = {
+    "pace-steady": "steady",
+    "patched-point": "steady",
+    "told-truth": "steady",
+    "told-unmirrored": "steady",
+    "pace-mixed": "mixed tool/answer steps",
+    "auto-compact": "mixed tool/answer steps",
+    "fold-failures": "mixed tool/answer steps",
+    "pace-slow-fast": "slow then fast",
+    "demo-live": "slow then fast",
+    "subagent-parent": "sub-agents",
+}
+"""Each fixture home's shape; the ``hidden-*`` homes name theirs in the manifest."""
+
+
+def shape_of(home: Path) -> str:
+    manifest = home.parent / "MANIFEST.json"
+    if manifest.exists():
+        hidden = json.loads(manifest.read_text("utf-8")).get(home.name, {}).get("hidden")
+        if hidden:
+            return str(hidden["shape"])
+    return SHAPES.get(home.name, home.name)
+
+
+def _rate(scored: list[Scored]) -> str:
+    hits = sum(s.hit for s in scored)
+    return f"{hits / len(scored):.3f} ({hits}/{len(scored)})" if scored else "—"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("homes", nargs="*", type=Path)
@@ -110,51 +155,58 @@ def main() -> int:
     everything: list[Scored] = []
     with tempfile.TemporaryDirectory(prefix="forecast-backtest-") as tmp:
         for home in homes:
+            shape = shape_of(home)
             for log in sorted(session_logs(home), key=lambda log: log.path):
                 session_id = log.path.parent.name
-                scored = replay(home, log.path.relative_to(home), Path(tmp))
+                scored = [
+                    replace(s, shape=shape)
+                    for s in replay(home, log.path.relative_to(home), Path(tmp))
+                ]
                 everything.extend(scored)
-                made = [s for s in scored if s.forecast.steps is not None]
-                if scored:
-                    hits = sum(s.hit for s in made)
+                if not scored:
+                    continue
+                print(
+                    f"{home.name}/{session_id} ({shape}): {len(scored)} steps ≥ {AHEAD} "
+                    f"before a fold, hit rate {_rate(scored)}"
+                )
+                for s in scored:
+                    f = s.forecast
+                    verdict = "" if s.hit else "  MISS" if not s.held else "  WIDE"
                     print(
-                        f"{home.name}/{session_id}: {len(scored)} boundaries ≥ {AHEAD} steps "
-                        f"before a fold, {len(made)} forecasts, {hits} held the fold"
-                    )
-                    for s in scored:
-                        f = s.forecast
-                        print(
-                            f"   step {s.step:3}: fold in {s.actual:2}, said "
-                            + (
-                                f"{math.ceil(f.steps)} [{f.steps_low}–{f.steps_high}]"
-                                f"{'' if s.hit else '  MISS'}"
-                                if f.steps is not None
-                                else f"nothing ({f.reason})"
-                            )
+                        f"   step {s.step:3}: fold in {s.actual:2}, said "
+                        + (
+                            f"{f.steps} [{f.steps_low}–{f.steps_high}]{verdict}"
+                            if f.steps is not None
+                            else f"nothing ({f.reason})"
                         )
+                    )
     made = [s for s in everything if s.forecast.steps is not None]
     none = Counter(str(s.forecast.reason) for s in everything if s.forecast.steps is None)
-    if len(made) < MIN_FORECASTS:
-        print(f"forecast_backtest: only {len(made)} forecasts (< {MIN_FORECASTS})", file=sys.stderr)
+    if len(everything) < MIN_FORECASTS:
+        print(
+            f"forecast_backtest: only {len(everything)} samples (< {MIN_FORECASTS})",
+            file=sys.stderr,
+        )
         return 1
+    print()
+    shapes = sorted({s.shape for s in everything})
+    for shape in shapes:
+        group = [s for s in everything if s.shape == shape]
+        print(
+            f"shape {shape!r}: hit_rate={_rate(group)} sessions={len({s.session for s in group})}"
+        )
     widths = [
         s.forecast.steps_high - s.forecast.steps_low
         for s in made
         if s.forecast.steps_high is not None and s.forecast.steps_low is not None
     ]
-    narrow = sum(
-        1
-        for s in made
-        if s.forecast.steps_high is not None
-        and s.forecast.steps_low is not None
-        and s.forecast.steps_high - s.forecast.steps_low <= s.actual
-    )
-    mae = statistics.mean(abs(math.ceil(s.forecast.steps or 0) - s.actual) for s in made)
+    mae = statistics.mean(abs((s.forecast.steps or 0) - s.actual) for s in made) if made else 0
     print(
-        f"hit_rate={sum(s.hit for s in made) / len(made):.3f} mae_steps={mae:.2f} "
+        f"hit_rate={_rate(everything)} held={sum(s.held for s in everything)} "
+        f"informative={sum(s.informative for s in everything)} mae_steps={mae:.2f} "
         f"median_width_steps={statistics.median(widths) if widths else float('nan'):.1f} "
-        f"narrow_share={narrow / len(made):.3f} forecasts={len(made)} "
-        f"sessions={len({s.session for s in made})} "
+        f"samples={len(everything)} forecasts={len(made)} "
+        f"sessions={len({s.session for s in everything})} shapes={len(shapes)} "
         f"no_forecast={sum(none.values())}"
         + "".join(f" {reason.replace(' ', '_')}={n}" for reason, n in sorted(none.items()))
     )

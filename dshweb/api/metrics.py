@@ -4,7 +4,7 @@ Per session, for the live sessions and those active in the last :data:`RECENT_MS
 (the series a dashboard graphs; an ended session's stop, so the number of series follows
 the sessions at work, not the home's size): ``dshweb_session_used_tokens``,
 ``…_window_tokens``, ``…_threshold_tokens``, ``…_percent``, ``…_headroom_tokens`` and
-``…_forecast_steps``, labelled ``home``, ``session`` and ``project`` (the folder DSH ran
+``…_forecast_steps`` and ``…_band_level``, labelled ``home``, ``session`` and ``project`` (the folder DSH ran
 in). Per home, over every session: ``dshweb_folds_total{kind}`` and
 ``dshweb_freed_tokens_total`` (what the folds bought, projected before − after),
 ``dshweb_reader_errors`` (sessions whose log has an error now) and ``dshweb_sessions``;
@@ -42,6 +42,7 @@ from dshweb.alerts.models import AlertDelivery
 from dshweb.collect.shown import shown_homes
 from dshweb.config import get_config
 from dshweb.core.fold.folds import FoldKind
+from dshweb.core.fold.gauge import Band
 from dshweb.live.hub import SessionView
 from dshweb.live.startup import server_loop
 
@@ -55,7 +56,9 @@ SESSION_GAUGES = (
     ("percent", "Used over the window, as DSH's ring shows it."),
     ("headroom_tokens", "The compaction point minus used (negative past it)."),
     ("forecast_steps", "Expected steps until the next automatic fold (dshweb's forecast)."),
+    ("band_level", "The band: 0 ample, 1 moderate, 2 tight, 3 critical (none while unknown)."),
 )
+BAND_LEVELS = {Band.AMPLE: 0, Band.MODERATE: 1, Band.TIGHT: 2, Band.CRITICAL: 3}
 
 Tally = tuple[dict[FoldKind, int], int, bool]
 """A session's folds by kind, the tokens they freed, and whether its log has an error."""
@@ -118,6 +121,7 @@ class SessionCollector(Collector):
                         "percent": gauge.percent,
                         "headroom_tokens": gauge.headroom,
                         "forecast_steps": shot.forecast(now).steps,
+                        "band_level": BAND_LEVELS.get(gauge.band),
                     }
                     names = [home, session_id, shot.cwd or ""]
                     for name, value in values.items():
