@@ -3,9 +3,9 @@
 Per session, for the live sessions and those active in the last :data:`RECENT_MS` only
 (the series a dashboard graphs; an ended session's stop, so the number of series follows
 the sessions at work, not the home's size): ``dshweb_session_used_tokens``,
-``…_window_tokens``, ``…_threshold_tokens``, ``…_percent``, ``…_headroom_tokens`` and
-``…_forecast_steps`` and ``…_band_level``, labelled ``home``, ``session`` and ``project`` (the folder DSH ran
-in). Per home, over every session: ``dshweb_folds_total{kind}`` and
+``…_window_tokens``, ``…_threshold_tokens``, ``…_percent``, ``…_headroom_tokens``,
+``…_forecast_steps`` and ``…_band_level``, labelled ``home``, ``session`` and
+``project`` (the folder DSH ran in). Per home, over every session: ``dshweb_folds_total{kind}`` and
 ``dshweb_freed_tokens_total`` (what the folds bought, projected before − after),
 ``dshweb_reader_errors`` (sessions whose log has an error now) and ``dshweb_sessions``;
 ``dshweb_alerts_sent_total{channel}`` counts the alert deliveries sent. Then the process's

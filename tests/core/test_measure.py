@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from dshweb.core.fold.compaction import compaction_point, measured_tokens
+from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.log.home import session_logs
 from dshweb.core.log.reader import LogTail
@@ -28,8 +29,6 @@ from dshweb.core.log.wire import (
     TurnEnd,
     TurnStart,
 )
-from dshweb.core.profile.effective import EngineConfig
-from dshweb.core.profile.layers import engine_config
 from tests.conftest import FIXTURE_HOMES
 from tests.inferred import hidden_sessions
 
@@ -42,7 +41,9 @@ KNOWN_POINTS = {"patched-point": 12_000} | {
 
 def _decisions(log: Path) -> tuple[list[int], list[int], int | None]:
     """Measures at each fold the engine started, at each request it let pass, and the point."""
-    engine = EngineConfig.from_config(engine_config(log.parents[3], "sdk"))
+    index = HomeIndex(log.parents[3], profile="sdk")  # the session's own profile and preset
+    index.refresh([log.parent])
+    engine = index.settings_of(index.trackers[log.parent])[1].engine
     folded, passed = [], []
     meter = SessionMeter()
     in_step = acted = compacted = after_failure = False
@@ -71,7 +72,7 @@ def _decisions(log: Path) -> tuple[list[int], list[int], int | None]:
         meter.fold(event)
 
     LogTail(log, compressed=True).read(on_event, lambda: None)
-    if meter.context_window is None:
+    if meter.context_window is None or engine is None:
         return folded, passed, None
     point = compaction_point(
         context_window=meter.context_window, reserved=meter.reserved_tokens, engine=engine
