@@ -14,12 +14,16 @@ point started (an automatic compaction or a prune pass) actually came: ``actual`
 later. A forecast counts when the fold came at least :data:`AHEAD` steps later (a
 forecast for the very next step is no forecast).
 
-It prints each session's forecasts and ends with ``hit_rate=`` (share of forecasts whose
-``[stepsLow, stepsHigh]`` held ``actual``), ``mae_steps=`` (mean |steps − actual|, steps
-rounded up as the page shows them), ``median_width_steps=`` (stepsHigh − stepsLow),
-``narrow_share=`` (share of ranges no wider than the distance they forecast) and
-``no_forecast=`` (boundaries ≥ AHEAD steps before a fold with no forecast, by reason).
-Exit status 1 when it measured fewer than :data:`MIN_FORECASTS` forecasts.
+A step is sampled when the fold came at least :data:`AHEAD` steps later; it is a hit when
+the range ``[stepsLow, stepsHigh]`` holds the real number of steps (±1: where a fold is
+counted) and is no wider than max(4, that number); a step with no forecast is a miss.
+It prints each session's samples (``MISS``: the range missed, ``WIDE``: too wide), one
+line per shape (the hidden-point homes name theirs in the manifest, the others in
+:data:`SHAPES`) and ends with ``hit_rate=``, ``hit_rate_point_known=`` (leaving out the
+steps before the first fold of a session whose point only its folds tell: no forecast
+can be made there), ``held=``, ``informative=``, ``mae_steps=``, ``median_width_steps=``
+and the counts (``no_forecast=`` by reason). Exit status 1 when it sampled fewer than
+:data:`MIN_FORECASTS` steps.
 """
 
 from __future__ import annotations
@@ -192,8 +196,10 @@ def main() -> int:
     shapes = sorted({s.shape for s in everything})
     for shape in shapes:
         group = [s for s in everything if s.shape == shape]
+        known = [s for s in group if s.forecast.reason != "no compaction point"]
         print(
-            f"shape {shape!r}: hit_rate={_rate(group)} sessions={len({s.session for s in group})}"
+            f"shape {shape!r}: hit_rate={_rate(group)} point_known={_rate(known)} "
+            f"sessions={len({s.session for s in group})}"
         )
     widths = [
         s.forecast.steps_high - s.forecast.steps_low
@@ -201,8 +207,10 @@ def main() -> int:
         if s.forecast.steps_high is not None and s.forecast.steps_low is not None
     ]
     mae = statistics.mean(abs((s.forecast.steps or 0) - s.actual) for s in made) if made else 0
+    known = [s for s in everything if s.forecast.reason != "no compaction point"]
     print(
-        f"hit_rate={_rate(everything)} held={sum(s.held for s in everything)} "
+        f"hit_rate={_rate(everything)} hit_rate_point_known={_rate(known)} "
+        f"held={sum(s.held for s in everything)} "
         f"informative={sum(s.informative for s in everything)} mae_steps={mae:.2f} "
         f"median_width_steps={statistics.median(widths) if widths else float('nan'):.1f} "
         f"samples={len(everything)} forecasts={len(made)} "
