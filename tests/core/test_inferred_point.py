@@ -84,3 +84,34 @@ def test_a_step_started_is_read_before_its_own_messages() -> None:
     assert passed is not None and passed in before_steps
     assert passed < 12_000 <= (pace.decisions.folded or 0)
     assert isinstance(pace.decisions.inferred, InferredPoint)
+
+
+def test_each_event_decides_as_the_engines_check_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A pre-step's first prune is one decision at or past the point; its compaction is the
+    # same decision; the step it then lets out (the engine may have given up above the
+    # point) decides nothing; a step let out otherwise was below it; a compaction inside
+    # a step (an overflow recovery) comes at any measure.
+    import dshweb.core.fold.point as point
+    from dshweb.core.fold.meter import SessionMeter
+    from tests.logbuilder import event, typed
+
+    reading = {"now": 0}
+    monkeypatch.setattr(point, "measured_tokens", lambda meter: reading["now"])
+    decisions, meter = point.Decisions(), SessionMeter()
+    script = [
+        (100, event(1, "step/start", turn=1, step=1)),
+        (100, event(2, "step/end", turn=1, step=1)),
+        (150, event(3, "compaction/prune")),
+        (140, event(4, "compaction/start", turn=1, compactionId="a")),
+        (130, event(5, "compaction/end", turn=1, compactionId="a")),
+        (160, event(6, "step/start", turn=1, step=2)),
+        (160, event(7, "step/end", turn=1, step=2)),
+        (120, event(8, "step/start", turn=1, step=3)),
+        (90, event(9, "compaction/start", turn=1, compactionId="b")),
+        (80, event(10, "compaction/end", turn=1, compactionId="b")),
+        (80, event(11, "step/end", turn=1, step=3)),
+    ]
+    for now, record in script:
+        reading["now"] = now
+        decisions.observe(typed(record), meter)
+    assert decisions.inferred == InferredPoint(low=121, high=150, decisions=3)
