@@ -1,9 +1,11 @@
 """The fold forecast, backtested on real logs: does its range hold the step the fold came?
 
 Usage: python bench/forecast_backtest.py [HOME ...]   (default: every fixture home in
-``tests/fixtures/homes``, written by the real DSH runtime; the ``pace-*`` sessions fold
-six or seven times each, at different paces, and ``patched-point`` eight times at a point
-its profile does not tell, which the forecast goes by as the engine's decisions infer it)
+``tests/fixtures/homes``, written by the real DSH runtime: steady paces, mixed tool and
+answer steps, slow then fast, a pace that changes inside a fold cycle (``pace-cycle-*``),
+a prune-heavy session with hundreds of folds (``prune-heavy``), a sub-agent that folds in
+its one long turn (``subagent-loop``), and the ``hidden-*`` sessions, whose point only
+their folds tell)
 
 Each session is replayed frame by frame into a copy of its home, through the same
 :class:`~dshweb.core.fold.index.HomeIndex` the dashboard folds with. At every step
@@ -133,6 +135,12 @@ SHAPES = {
     "pace-slow-fast": "slow then fast",
     "demo-live": "slow then fast",
     "subagent-parent": "sub-agents",
+    "subagent-loop": "sub-agents",
+    "pace-steady-b": "steady",
+    "pace-slow-fast-b": "slow then fast",
+    "pace-cycle-a": "pace changes inside a fold cycle",
+    "pace-cycle-b": "pace changes inside a fold cycle",
+    "prune-heavy": "prune-heavy, hundreds of folds",
 }
 """Each fixture home's shape; the ``hidden-*`` homes name theirs in the manifest."""
 

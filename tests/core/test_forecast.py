@@ -7,7 +7,6 @@ of the fixture sessions, not here.
 
 from __future__ import annotations
 
-import itertools
 import math
 from pathlib import Path
 
@@ -19,7 +18,6 @@ from dshweb.core.fold.forecast import (
     NO_POINT,
     NOT_GROWING,
     RECENT,
-    SPREAD_Z,
     TOO_FEW,
     Forecast,
     fold_forecast,
@@ -46,62 +44,52 @@ def test_a_steady_pace_is_the_distance_over_the_growth() -> None:
 
 
 def test_steps_that_alternate_grow_steadily_by_the_pair() -> None:
-    # A tool result of 1,900 then an answer of 100, again and again: 1,000 a step.
+    # A tool result of 1,900 then an answer of 100, again and again: every run of an even
+    # number of steps grows by 1,000 a step, so the range beyond the runs is exact.
     said = fold_forecast(measured=2_000, threshold=12_000, growth=[1_900, 100] * 5)
-    assert said.steps == 10.0 and (said.steps_low, said.steps_high) == (10, 10)
+    assert (said.steps, said.steps_low, said.steps_high) == (10, 10, 10)
 
 
-def test_the_next_step_is_of_the_kind_of_the_last_but_one() -> None:
-    # 9,500 left: nine steps cover it when the next is a tool result of 1,900 (five of
-    # them and four answers of 100), ten when the next is an answer.
-    result_next = fold_forecast(measured=2_500, threshold=12_000, growth=[1_900, 100] * 5)
-    answer_next = fold_forecast(measured=2_500, threshold=12_000, growth=[100, 1_900] * 5)
-    assert (result_next.steps, result_next.steps_low, result_next.steps_high) == (9.0, 9, 9)
-    assert (answer_next.steps, answer_next.steps_low, answer_next.steps_high) == (10.0, 10, 10)
+def test_a_short_distance_is_read_from_the_runs_themselves() -> None:
+    # 2,000 left: no run of one step covers it; runs of two are 1,900 + 100 = 2,000.
+    said = fold_forecast(measured=10_000, threshold=12_000, growth=[1_900, 100] * 5)
+    assert (said.steps, said.steps_low, said.steps_high) == (2, 2, 2)
+    # 1,900 left: one step covers it when it is a tool result (the fast runs), not when
+    # it is an answer: the range says so.
+    near = fold_forecast(measured=10_100, threshold=12_000, growth=[1_900, 100] * 5)
+    assert (near.steps_low, near.steps_high) == (1, 2)
 
 
-def first_covering(left: float, odd: float, even: float, spread: float, z: float) -> int:
-    """By hand: the fewest steps whose growth (the 1st, 3rd, … of ``odd``, the others
-    of ``even``), ``z`` spreads of ``√k × spread`` above its mean, covers ``left``."""
-    return next(
-        k
-        for k in itertools.count(1)
-        if (k + 1) // 2 * odd + k // 2 * even + z * math.sqrt(k) * spread >= left
-    )
-
-
-def test_the_range_widens_with_the_spread_of_the_pace() -> None:
+def test_the_range_is_the_fast_and_the_slow_runs() -> None:
     growth = [300, 1_700, 1_500, 900, 400, 600, 1_500, 1_100]  # mean 1,000
     said = fold_forecast(measured=2_000, threshold=12_000, growth=growth)
-    pairs = [a + b for a, b in itertools.pairwise(growth)]
-    mean_pair = sum(pairs) / len(pairs)
-    spread = math.sqrt(sum((p - mean_pair) ** 2 for p in pairs) / len(pairs) / 2)
-    # The next step takes the place of 300, 1,500, 400, 1,500 (925 on average), the one
-    # after it that of 1,700, 900, 600, 1,100 (1,075).
-    assert said.steps == first_covering(10_000, 925, 1_075, spread, 0.0) == 10
-    assert said.steps_low == first_covering(10_000, 925, 1_075, spread, SPREAD_Z) == 8
-    assert said.steps_high == first_covering(10_000, 925, 1_075, spread, -SPREAD_Z) == 13
+    # 10,000 left, beyond the runs of 4 (half of 8): they grew by 4,400, 4,500, 3,400,
+    # 3,400 and 3,600. The median, 3,600, is 400 under 4 × 1,000: k steps grow by
+    # k × 1,000 − (400 / √4) × √k, which covers 10,000 at k = 11; the 90th percentile
+    # run (4,460: k × 1,000 + 230 × √k) at k = 10; the 10th (3,400) at k = 11.
+    assert (said.steps, said.steps_low, said.steps_high) == (11, 10, 11)
 
 
-def test_one_huge_step_does_not_move_it_and_two_are_a_new_pace() -> None:
+def test_one_huge_step_does_not_move_it_and_two_are_the_sessions_rhythm() -> None:
     calm = [200, 180, 220, 200, 190, 210, 200, 200]
     once = fold_forecast(measured=0, threshold=2_000, growth=[*calm[:4], 9_000, *calm[4:]])
-    # The spike counted as the median, 200: the next step in the place of 200, 190, 200,
-    # 180 (192.5), the other of 200, 210, 200, 220, 200 (206); ten steps make 1,992.5.
-    assert once.steps == 11.0
+    # The spike counted as the median, 200: every run of four grows by 800 or 810, ten
+    # steps of 200 make 2,000.
+    assert once.steps == 10
     twice = fold_forecast(measured=0, threshold=2_000, growth=[*calm, 9_000, 9_000])
-    assert twice.steps is not None and twice.steps <= 2  # the new pace: the mean of all ten
+    # Kept: a run of one huge step covers the distance at once, the fast end of the range.
+    assert twice.steps_low == 1 and twice.steps is not None and twice.steps > 1
 
 
 def test_only_the_recent_steps_count() -> None:
     old = [5_000] * 40
     said = fold_forecast(measured=0, threshold=6_000, growth=[*old, *([500] * RECENT)])
-    assert said.steps == 12.0
+    assert said.steps == 12
 
 
 def test_past_the_point_the_fold_is_due_at_the_next_step() -> None:
     said = fold_forecast(measured=12_500, threshold=12_000, growth=[400, 500, 600])
-    assert (said.steps, said.steps_low, said.steps_high) == (1.0, 1, 1)
+    assert (said.steps, said.steps_low, said.steps_high) == (1, 1, 1)
 
 
 @pytest.mark.parametrize(
@@ -131,7 +119,7 @@ def test_a_session_that_resumes_before_the_idle_mark_has_a_forecast() -> None:
         times=[0, MINUTE],
         now_ms=MINUTE + IDLE_AFTER_MS - 1,
     )
-    assert said.reason is None and said.steps == 22.0 and said.minutes == 22.0
+    assert said.reason is None and said.steps == 22 and said.minutes == 22.0
 
 
 def test_a_real_sessions_growth_goes_on_across_its_folds() -> None:

@@ -2,27 +2,29 @@
 
 DSH compacts before a step once ``measure(session).totalTokens`` has reached the
 compaction point (DSH_FACTS §7). :func:`fold_forecast` counts the steps whose growth
-covers what is left below the point (the point minus the measure now), at the session's
-growth per step over its last :data:`RECENT` step boundaries
+covers what is left below the point (the point minus the measure now), judged by what
+runs of steps in a row grew by in the session's last :data:`RECENT` step boundaries
 (:class:`~dshweb.core.fold.pace.PaceCollector` keeps them across folds: a session's pace
-goes on after a fold, so there is a forecast right after one). One spike (a single step
-over :data:`SPIKE_MEDIANS` times the median: a huge tool result among ordinary steps)
-counts as a median step; two or more are a new pace. (A tighter rule, by quartiles, took
-the steps of a session changing pace, and of a session of very uneven steps, for spikes:
-the backtest's hit rate fell from 0.75 to 0.69.) The range is where the growth of ``k``
-steps, ``k × mean ± z × √k × spread``, covers what is left at :data:`SPREAD_Z` spreads
-above and below its mean, the spread taken from pairs of consecutive steps (a tool
-call's step and its answer's alternate: by the pair, such a session grows steadily).
-Such a session's next step is of the kind of the last but one: its steps are counted in
-turn, the next one's kind first (the backtest's mean error fell from 1.69 steps to
-1.44). Minutes are the steps times the median time between the recent step boundaries.
+goes on after a fold, so there is a forecast right after one). For ``k`` steps ahead it
+takes every run of ``k`` consecutive recent steps and what they grew by: the expected
+number of steps is the first ``k`` whose median run covers what is left, the range the
+first ``k`` whose :data:`RANGE_QUANTILES` runs (the fast and the slow ones) cover it.
+Runs keep what the session's steps do together: a tool call's step and its answer's
+alternate, a phase of slow steps is followed by more slow steps, a big result comes every
+few steps; so a pace that changes inside a fold cycle and a session pruned every few steps
+are forecast by their own rhythm, not by an average. Runs longer than half the recent
+steps are too few to read; beyond that length (a whole number of pairs of steps) the
+spread of the longest runs grows as ``√k`` around ``k`` times the mean. One spike (a
+single step over :data:`SPIKE_MEDIANS` times the median: a huge tool result among
+ordinary steps) counts as a median step; two or more are the session's rhythm. Minutes
+are the steps times the median time between the recent step boundaries.
 
 No forecast, with the reason, when the session has no compaction point, fewer than
 :data:`NEED` steps measured, does not grow (a median or mean growth of zero or less), or
 has been idle for :data:`IDLE_AFTER_MS` (its pace says nothing about when it resumes).
 
 ``bench/forecast_backtest.py`` replays the fixture sessions step by step and scores the
-ranges against the folds that came.
+ranges against the folds that came, per shape.
 """
 
 from __future__ import annotations
@@ -34,15 +36,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-RECENT = 12
-"""Step growths the forecast looks at: six turns of a tool call and its answer, recent
-enough to follow a change of pace within a fold or two."""
+RECENT = 36
+"""Step growths the forecast looks at: eighteen turns of a tool call and its answer,
+enough runs to read a rhythm of a few turns, recent enough to follow a change of pace."""
 NEED = 3
-SPREAD_Z = 1.64
-"""The range: the steps at which the growth runs this many spreads above its mean (the
-low end) and below it (the high end): the 5th and 95th percentiles of a normal sum. (At
-the 10th and 90th the backtest's ranges held the fold 0.80 of the time, 1 step wide at
-the median; at these, 0.82, 2 steps wide.)"""
+RANGE_QUANTILES = (0.9, 0.1)
+"""The range: the steps at which the runs at the 90th percentile of growth (the low end)
+and at the 10th (the high end) cover what is left."""
+MAX_STEPS = 100_000
+"""The most steps a forecast counts (a session barely growing towards a far point)."""
 IDLE_AFTER_MS = 30 * 60 * 1000
 SPIKE_MEDIANS = 20.0
 """A step this many times the median of the recent ones is a spike (when it is alone)."""
@@ -108,23 +110,61 @@ def _forecast(
     if median <= 0:
         return Forecast(reason=NOT_GROWING)
     left = threshold - measured
-    pattern = _without_spikes(recent, median)
-    mean = statistics.fmean(pattern)
-    if mean <= 0:  # a fold's shrinking among the steps outweighs their growth
+    runs = _Runs(_without_spikes(recent, median))
+    if runs.mean <= 0:  # a fold's shrinking among the steps outweighs their growth
         return Forecast(reason=NOT_GROWING)
     if left <= 0:  # due at the next step's start
-        return Forecast(1, 1, 1, _minutes(1, times), per_step=mean)
-    # The spread of the growth of two steps in a row, per step: a session whose steps
-    # alternate (a tool call and its result, then the answer) grows steadily by the pair.
-    pairs = [a + b for a, b in itertools.pairwise(pattern)]
-    spread = math.sqrt(_variance(pairs) / 2) if len(pairs) > 1 else 0.0
-    # The steps in the place the next one takes (every other one back from the last but
-    # one), and the others: of a session that alternates, the next step is of the first.
-    phase = (statistics.fmean(pattern[-2::-2]), statistics.fmean(pattern[-1::-2]))
-    steps = _first(left, phase, spread, 0.0)
-    low = _first(left, phase, spread, SPREAD_Z)
-    high = _first(left, phase, spread, -SPREAD_Z)
-    return Forecast(steps, low, max(low, high), _minutes(steps, times), per_step=mean)
+        return Forecast(1, 1, 1, _minutes(1, times), per_step=runs.mean)
+    steps = runs.first(left, 0.5)
+    fast, slow = (runs.first(left, q) for q in RANGE_QUANTILES)
+    return Forecast(
+        steps, min(fast, steps), max(slow, steps), _minutes(steps, times), per_step=runs.mean
+    )
+
+
+class _Runs:
+    """What runs of consecutive steps grew by, among the recent ones."""
+
+    def __init__(self, values: Sequence[float]) -> None:
+        self.sums = [0.0, *itertools.accumulate(values)]
+        self.count = len(values)
+        self.mean = self.sums[-1] / self.count
+        # Half the steps, and a whole number of pairs (a call's step and its answer's)
+        # past which the spread grows as √k.
+        self.longest = max(1, self.count // 4 * 2)
+        self._sorted: dict[int, list[float]] = {}
+
+    def _of(self, k: int) -> list[float]:
+        """Every run of ``k`` steps' growth, sorted."""
+        found = self._sorted.get(k)
+        if found is None:
+            sums = self.sums
+            found = sorted(sums[s + k] - sums[s] for s in range(self.count - k + 1))
+            self._sorted[k] = found
+        return found
+
+    def first(self, left: float, q: float) -> int:
+        """The fewest steps whose runs at quantile ``q`` grow by ``left`` or more."""
+        for k in range(1, self.longest + 1):
+            if _quantile(self._of(k), q) >= left:
+                return k
+        # Longer: k × the mean, and the longest runs' spread at q grown as √(k / longest).
+        m = self.longest
+        spread = (_quantile(self._of(m), q) - m * self.mean) / math.sqrt(m)
+        # k × mean + spread × √k = left, a quadratic in √k.
+        root = (-spread + math.sqrt(spread * spread + 4 * self.mean * left)) / (2 * self.mean)
+        k = max(m + 1, math.floor(root * root) - 1)
+        while k < MAX_STEPS and k * self.mean + spread * math.sqrt(k) < left - 1e-9:
+            k += 1
+        return k
+
+
+def _quantile(ordered: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of ``ordered`` (ascending), between its neighbours."""
+    at = q * (len(ordered) - 1)
+    low = math.floor(at)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (at - low)
 
 
 def idle(times: Sequence[int], now_ms: int) -> bool:
@@ -138,27 +178,6 @@ def as_of(forecast: Forecast, times: Sequence[int], now_ms: int | None) -> Forec
     if now_ms is not None and forecast.steps is not None and idle(times, now_ms):
         return Forecast(reason=IDLE)
     return forecast
-
-
-def _variance(values: Sequence[float]) -> float:
-    """The population variance in floats (``statistics.pvariance`` works in exact
-    fractions: a tenth of a snapshot's cost)."""
-    mean = math.fsum(values) / len(values)
-    return math.fsum((v - mean) ** 2 for v in values) / len(values)
-
-
-def _first(left: float, phase: tuple[float, float], spread: float, z: float) -> int:
-    """The fewest steps ``k`` whose growth, ``z`` spreads above its mean, covers
-    ``left``: ``k`` steps grow by the next step's ``phase[0]`` on the first, third, …
-    and ``phase[1]`` on the others, and spread ``√k × spread``."""
-    mean = (phase[0] + phase[1]) / 2
-    # k × mean + z × √k × spread = left, a quadratic in √k; the phase moves the answer
-    # by at most half their difference, in steps, found by stepping from below it.
-    root = (-z * spread + math.sqrt(z * z * spread * spread + 4 * mean * left)) / (2 * mean)
-    k = max(1, math.floor(root * root) - 1 - math.ceil(abs(phase[0] - phase[1]) / 2 / mean))
-    while (k + 1) // 2 * phase[0] + k // 2 * phase[1] + z * math.sqrt(k) * spread < left - 1e-9:
-        k += 1
-    return k
 
 
 def _without_spikes(values: Sequence[int], median: float) -> list[float]:
