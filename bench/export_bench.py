@@ -83,7 +83,7 @@ def main() -> int:
 
     def baseline() -> list[StepRow]:
         rows: list[StepRow] = []
-        fold_steps(log, engine=None, on_row=rows.append)
+        fold_steps(log, table=None, on_row=rows.append)
         return rows
 
     def streamed() -> tuple[int, int]:

@@ -18,7 +18,12 @@ from dshweb.accounts.models import ApiToken
 from dshweb.accounts.tokens import token_create
 from dshweb.core.fold.steps import STEP_COLUMNS, StepRow, fold_steps
 from dshweb.core.log.home import session_logs
-from dshweb.core.profile.effective import EngineConfig
+from dshweb.core.profile.effective import (
+    DEFAULT_RULE,
+    EffectiveSettings,
+    EngineConfig,
+    SettingsTable,
+)
 from dshweb.core.profile.layers import engine_config
 from tests.browser.homes import copy_session
 from tests.conftest import FIXTURE_HOMES
@@ -248,7 +253,8 @@ def test_every_step_streams_from_the_log_as_json_and_csv(home: Path) -> None:
     log = next(log for log in session_logs(home) if log.session_dir.name == "fold-failures")
     expected: list[StepRow] = []
     engine = EngineConfig.from_config(engine_config(home, "sdk"))
-    assert fold_steps(log, engine=engine, on_row=expected.append) is None
+    sdk = SettingsTable("sdk", EffectiveSettings(engine, DEFAULT_RULE, None))  # no preset
+    assert fold_steps(log, table=sdk, on_row=expected.append) is None
     answer = client.get("/api/v1/homes/local/sessions/fold-failures/steps")
     assert answer.status_code == 200 and answer.streaming
     body = json.loads(streamed(answer))
@@ -273,5 +279,5 @@ def test_a_log_that_breaks_part_way_says_so_at_the_end_of_its_steps(home: Path) 
     body = json.loads(streamed(answer))
     assert body["error"] is not None and "byte" in body["error"]
     whole: list[StepRow] = []
-    fold_steps(log, engine=None, on_row=whole.append)
+    fold_steps(log, table=None, on_row=whole.append)
     assert 0 < len(body["steps"]) == len(whole)  # the steps before the break are all there

@@ -14,7 +14,12 @@ from dshweb.core.fold.gauge import context_band
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.steps import STEP_COLUMNS, StepRow, fold_steps
 from dshweb.core.log.home import session_logs
-from dshweb.core.profile.effective import EngineConfig
+from dshweb.core.profile.effective import (
+    DEFAULT_RULE,
+    EffectiveSettings,
+    EngineConfig,
+    SettingsTable,
+)
 from dshweb.core.profile.layers import engine_config
 from tests.conftest import all_homes
 
@@ -23,10 +28,11 @@ HOMES = [home for home in all_homes() if (home / "checkpoints.json").exists()]
 
 def rows_of(home: Path) -> dict[str, list[dict[str, Any]]]:
     engine = EngineConfig.from_config(engine_config(home, "sdk"))
+    sdk = SettingsTable("sdk", EffectiveSettings(engine, DEFAULT_RULE, None))  # no preset
     found: dict[str, list[dict[str, Any]]] = {}
     for log in session_logs(home):
         rows: list[StepRow] = []
-        assert fold_steps(log, engine=engine, on_row=rows.append) is None
+        assert fold_steps(log, table=sdk, on_row=rows.append) is None
         found[log.session_dir.name] = [dict(zip(STEP_COLUMNS, r, strict=True)) for r in rows]
     return found
 

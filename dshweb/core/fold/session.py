@@ -72,6 +72,14 @@ class Activity:
             if data is not None and isinstance(data.agent_preset, str):
                 self.preset = data.agent_preset
 
+    def running_preset(self, header: dict[str, Any]) -> str | None:
+        """The agent preset the session runs: the last one it selected, else its
+        header's (the one it was created with)."""
+        if self.preset is not None:
+            return self.preset
+        value = header.get("agentPreset")
+        return value if isinstance(value, str) else None
+
 
 _versions = itertools.count(1)
 
@@ -153,11 +161,8 @@ class SessionTracker:
 
     @property
     def preset(self) -> str | None:
-        """The agent preset the session runs: the last one it selected, else its header's."""
-        if self.activity.preset is not None:
-            return self.activity.preset
-        value = self.header.get("agentPreset")
-        return value if isinstance(value, str) else None
+        """The agent preset the session runs (:meth:`Activity.running_preset`)."""
+        return self.activity.running_preset(self.header)
 
 
 @dataclass(frozen=True, slots=True)

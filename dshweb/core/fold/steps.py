@@ -18,16 +18,18 @@ to gigabytes without a single step.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from dshweb.core.errors import LogError
 from dshweb.core.fold.gauge import context_percent
 from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.fold.point import Decisions, StepBand, used_tokens
+from dshweb.core.fold.session import Activity
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.reader import Budget, LogTail
 from dshweb.core.log.times import iso_utc
-from dshweb.core.log.wire import AnyEvent, PresetSelected, StepEnd
-from dshweb.core.profile.effective import DEFAULT_RULE, BandRule, EngineConfig, SettingsTable
+from dshweb.core.log.wire import AnyEvent, StepEnd
+from dshweb.core.profile.effective import DEFAULT_RULE, SettingsTable
 
 STEP_COLUMNS = (
     "step",
@@ -62,36 +64,31 @@ class _Replaced(Exception):
 def fold_steps(
     log: LogFile,
     *,
-    engine: EngineConfig | None = None,
-    rule: BandRule = DEFAULT_RULE,
-    table: SettingsTable | None = None,
+    table: SettingsTable | None,
     on_row: Callable[[StepRow], object],
     keep_going: Callable[[], bool] = lambda: True,
 ) -> LogError | None:
     """Fold ``log`` from its start, giving each step's row to ``on_row``, until its end
     or until ``keep_going()`` says no; the reader's error, if the log stops being
-    readable (the rows before it were given)."""
-    meter, decisions, bands = SessionMeter(), Decisions(), StepBand()
+    readable (the rows before it were given). ``table``: the home's settings (``None``:
+    no compaction point)."""
+    meter, decisions, bands, activity = SessionMeter(), Decisions(), StepBand(), Activity()
+    header: dict[str, Any] = {}
     count = 0
-    preset: str | None = None
 
     def on_event(event: AnyEvent) -> None:
-        nonlocal count, preset
+        nonlocal count
         decisions.observe(event, meter)
         meter.fold(event)
-        kind = type(event)
-        if kind is PresetSelected:
-            data = event.data  # type: ignore[union-attr]
-            if data is not None and isinstance(data.agent_preset, str):
-                preset = data.agent_preset
-        if kind is not StepEnd:
+        activity.fold(event)
+        if type(event) is not StepEnd:
             return
         count += 1
-        step_engine, step_rule = engine, rule
+        engine, rule = None, DEFAULT_RULE
         if table is not None:
-            settings = table.of(preset if preset is not None else header_preset())[1]
-            step_engine, step_rule = settings.engine, settings.rule
-        threshold, band = bands.step_end(meter, decisions, step_engine, step_rule)
+            settings = table.of(activity.running_preset(header))[1]
+            engine, rule = settings.engine, settings.rule
+        threshold, band = bands.step_end(meter, decisions, engine, rule)
         used = used_tokens(meter)
         time = event.time if isinstance(event.time, int) else None
         on_row(
@@ -112,12 +109,6 @@ def fold_steps(
 
     def on_reset() -> None:
         raise _Replaced
-
-    header: dict[str, object] = {}
-
-    def header_preset() -> str | None:
-        value = header.get("agentPreset")
-        return value if isinstance(value, str) else None
 
     tail = LogTail(log.path, compressed=log.compressed, on_header=header.update)
     try:
