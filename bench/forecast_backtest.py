@@ -24,8 +24,10 @@ line per shape (the hidden-point homes name theirs in the manifest, the others i
 :data:`SHAPES`) and ends with ``hit_rate=``, ``hit_rate_point_known=`` (leaving out the
 steps before the first fold of a session whose point only its folds tell: no forecast
 can be made there), ``held=``, ``informative=``, ``mae_steps=``, ``median_width_steps=``
-and the counts (``no_forecast=`` by reason). Exit status 1 when it sampled fewer than
-:data:`MIN_FORECASTS` steps.
+and the counts (``no_forecast=`` by reason); last, what a forecast costs (the median time,
+reading the session's pace afresh as the first forecast after a step does, and with it
+kept), beside what the snapshot it is part of costs. Exit status 1 when it sampled fewer
+than :data:`MIN_FORECASTS` steps.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import time
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -46,8 +49,10 @@ sys.path.insert(0, str(REPO))
 
 from growth import read_frames  # noqa: E402
 
-from dshweb.core.fold.forecast import Forecast  # noqa: E402
+from dshweb.core.fold import forecast as forecast_module  # noqa: E402
+from dshweb.core.fold.forecast import Forecast, fold_forecast  # noqa: E402
 from dshweb.core.fold.index import HomeIndex  # noqa: E402
+from dshweb.core.fold.session import SessionSnapshot  # noqa: E402
 from dshweb.core.log.home import session_logs  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures" / "homes"
@@ -84,9 +89,12 @@ class Scored:
         return self.held and self.informative
 
 
-def replay(home: Path, relative: Path, scratch: Path) -> list[Scored]:
+def replay(
+    home: Path, relative: Path, scratch: Path, costs: list[tuple[float, float, float]]
+) -> list[Scored]:
     """Forecasts at every step boundary of one session (its log at ``relative`` in
-    ``home``), scored against its real folds."""
+    ``home``), scored against its real folds; each forecast's time (reading the pace
+    afresh, and again with the pace kept), and its snapshot's, go to ``costs``."""
     copy = scratch / f"{home.name}-{len(list(scratch.iterdir()))}"
     shutil.copytree(home, copy)
     path = copy / relative
@@ -107,7 +115,13 @@ def replay(home: Path, relative: Path, scratch: Path) -> list[Scored]:
         if boundary is None or boundary[:2] == last:
             continue
         last = boundary[:2]
+        began = time.perf_counter()
         shot = index.snapshot(folder)
+        took = time.perf_counter() - began
+        forecast_module._pace.cache_clear()  # a step's first forecast reads the pace
+        cold = _timed_forecast(tracker.pace.checks.base(shot.measured_tokens), shot)
+        warm = _timed_forecast(tracker.pace.checks.base(shot.measured_tokens), shot)
+        costs.append((cold, warm, took))
         said.append((tracker.meter.last_seq, shot.forecast()))
     shot = index.snapshot(folder)
     fold_seqs = sorted(f.seq for f in shot.ledger.folds if f.kind in THRESHOLD_KINDS)
@@ -122,6 +136,15 @@ def replay(home: Path, relative: Path, scratch: Path) -> list[Scored]:
         if upcoming is not None and upcoming - step >= AHEAD:
             scored.append(Scored(session_id, step, upcoming - step, forecast))
     return scored
+
+
+def _timed_forecast(base: int, shot: SessionSnapshot) -> float:
+    """Seconds one forecast of ``shot`` from ``base`` takes."""
+    began = time.perf_counter()
+    fold_forecast(
+        measured=base, threshold=shot.threshold, growth=shot.pace_growth, times=shot.step_times
+    )
+    return time.perf_counter() - began
 
 
 SHAPES = {
@@ -141,6 +164,9 @@ SHAPES = {
     "pace-cycle-a": "pace changes inside a fold cycle",
     "pace-cycle-b": "pace changes inside a fold cycle",
     "prune-heavy": "prune-heavy, hundreds of folds",
+    "big-tools": "mixed tool/answer steps",
+    "cjk-emoji": "mixed tool/answer steps",
+    "web-presets": "steady small steps",
 }
 """Each fixture home's shape; the ``hidden-*`` homes name theirs in the manifest."""
 
@@ -165,6 +191,7 @@ def main() -> int:
     args = parser.parse_args()
     homes = args.homes or sorted(p for p in FIXTURES.iterdir() if (p / "sessions").is_dir())
     everything: list[Scored] = []
+    costs: list[tuple[float, float, float]] = []
     with tempfile.TemporaryDirectory(prefix="forecast-backtest-") as tmp:
         for home in homes:
             shape = shape_of(home)
@@ -172,7 +199,7 @@ def main() -> int:
                 session_id = log.path.parent.name
                 scored = [
                     replace(s, shape=shape)
-                    for s in replay(home, log.path.relative_to(home), Path(tmp))
+                    for s in replay(home, log.path.relative_to(home), Path(tmp), costs)
                 ]
                 everything.extend(scored)
                 if not scored:
@@ -225,6 +252,11 @@ def main() -> int:
         f"sessions={len({s.session for s in everything})} shapes={len(shapes)} "
         f"no_forecast={sum(none.values())}"
         + "".join(f" {reason.replace(' ', '_')}={n}" for reason, n in sorted(none.items()))
+    )
+    cold, warm, snapshot = (statistics.median(c[i] for c in costs) * 1000 for i in range(3))
+    print(
+        f"forecast_ms_median cold={cold:.3f} warm={warm:.3f} snapshot_ms_median={snapshot:.3f} "
+        f"cold_share_of_snapshot={cold / snapshot:.2f} timed={len(costs)}"
     )
     return 0
 

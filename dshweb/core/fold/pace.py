@@ -15,7 +15,8 @@ the headroom divided by it, bucketed onto :data:`RUNGS` rounded down, and settle
 the rung shown before: downward at once, upward only past ``margin`` above the new rung.
 
 The engine's own decisions, which bound the compaction point it went by, are read at the
-same time (:class:`~dshweb.core.fold.point.Decisions`).
+same time (:class:`~dshweb.core.fold.point.Decisions`), and so is what each step grew the
+measure the engine checks by (:class:`CheckGrowth`): the fold forecast's samples.
 """
 
 from __future__ import annotations
@@ -26,14 +27,62 @@ from dataclasses import dataclass, field
 
 from dshweb.core.fold.compaction import measured_tokens
 from dshweb.core.fold.meter import USAGE_EVENTS, SessionMeter, cache_and_prompt
-from dshweb.core.fold.point import Decisions
-from dshweb.core.log.wire import AnyEvent
+from dshweb.core.fold.point import BETWEEN_STEPS, Decisions
+from dshweb.core.log.wire import AnyEvent, CompactionPrune, CompactionStart, StepStart
 
 RUNGS = (1, 2, 3, 5, 8, 13, 20)
 """The step counts the line can promise; the last one reads "20+"."""
 
 MAX_SAMPLES = 256
 """The most samples kept (the ``paceSamples`` setting cannot ask for more)."""
+
+
+_FOLDS = (CompactionPrune, CompactionStart)
+
+
+@dataclass(slots=True)
+class CheckGrowth:
+    """What each step grew the measure the engine checks by (DSH_FACTS §7; where in the
+    step it checks: :mod:`dshweb.core.fold.point`): from the reading just before one
+    ``step/start`` to the reading the next pre-step checked, which is before its first
+    ``compaction/prune`` or ``compaction/start`` when it folded. So the step that crossed
+    the point counts with all it added (a big tool result among small steps), though the
+    fold took the measure back down before the next step started. A step whose reading
+    fell is left out (the first after a compaction, when the provider's count of the new
+    context re-anchors the measure; one with a compaction inside it, when the provider
+    refused its request), and so is the log's first step: it appends the session's system
+    prompt, once."""
+
+    growth: list[int] = field(default_factory=list)
+    """The last :data:`MAX_SAMPLES` steps' growth, oldest first."""
+    started: int | None = None
+    """The reading the last step started at."""
+    checked: int | None = None
+    """The reading the pre-step under way checked, when it folded."""
+    in_step: bool = False
+    steps: int = 0
+    """The steps started so far."""
+
+    def base(self, measured: int) -> int:
+        """What the steps still to come grow from, measured at ``measured`` now: inside a
+        step, the reading it started at (its own growth is one of them)."""
+        return self.started if self.in_step and self.started is not None else measured
+
+    def observe(self, event: AnyEvent, meter: SessionMeter) -> None:
+        """Look at ``event`` before ``meter`` folds it."""
+        kind = type(event)
+        if kind is StepStart:
+            reading = measured_tokens(meter)
+            checked = self.checked if self.checked is not None else reading
+            if self.steps > 1 and self.started is not None and checked >= self.started:
+                self.growth.append(checked - self.started)
+                del self.growth[:-MAX_SAMPLES]
+            self.started, self.checked, self.in_step = reading, None, True
+            self.steps += 1
+        elif kind in BETWEEN_STEPS:
+            self.in_step = False
+        elif self.checked is None and not self.in_step and kind in _FOLDS:
+            self.checked = measured_tokens(meter)  # the pre-step's first fold: its check
 
 
 @dataclass(slots=True)
@@ -43,9 +92,8 @@ class PaceCollector:
     deltas: list[int] = field(default_factory=list)
     last: tuple[object, object, int] | None = None
     """``(turn, step, reading)`` of the last step boundary seen."""
-    growth: list[int] = field(default_factory=list)
-    """Every step's growth, folds or not (a re-basing delta is left out, not a reason to
-    start over): the fold forecast's samples (:mod:`dshweb.core.fold.forecast`)."""
+    checks: CheckGrowth = field(default_factory=CheckGrowth)
+    """Every step's growth as the engine's check sees it: the fold forecast's samples."""
     times: list[int] = field(default_factory=list)
     """The event time (epoch ms) of each step boundary, the last :data:`MAX_SAMPLES`."""
     cache: list[tuple[int, int]] = field(default_factory=list)
@@ -57,6 +105,7 @@ class PaceCollector:
     def observe(self, event: AnyEvent, meter: SessionMeter) -> None:
         """Look at ``event`` before ``meter`` folds it."""
         self.decisions.observe(event, meter)
+        self.checks.observe(event, meter)
         if type(event) not in USAGE_EVENTS:
             return
         data = event.data  # type: ignore[union-attr]
@@ -76,8 +125,6 @@ class PaceCollector:
             else:
                 self.deltas.append(delta)
                 del self.deltas[:-MAX_SAMPLES]
-                self.growth.append(delta)
-                del self.growth[:-MAX_SAMPLES]
         if isinstance(event.time, int) and not isinstance(event.time, bool):
             self.times.append(event.time)
             del self.times[:-MAX_SAMPLES]
@@ -88,6 +135,10 @@ class PaceCollector:
     @property
     def samples(self) -> tuple[int, ...]:
         return tuple(self.deltas)
+
+    @property
+    def growth(self) -> list[int]:
+        return self.checks.growth
 
 
 def pace_samples(events: Iterable[AnyEvent]) -> tuple[int, ...]:

@@ -63,7 +63,7 @@ class InferredPoint:
         return {"low": self.low, "high": self.high, "decisions": self.decisions}
 
 
-_BETWEEN_STEPS = frozenset({StepEnd, TurnStart, TurnEnd})
+BETWEEN_STEPS = frozenset({StepEnd, TurnStart, TurnEnd})
 
 
 @dataclass(slots=True)
@@ -99,7 +99,7 @@ class Decisions:
             if not (self.compacted or self.failed):
                 self._decided(meter, folded=False)
             self.in_step, self.pruned, self.compacted = True, False, False
-        elif kind in _BETWEEN_STEPS:  # the next pre-step begins (a torn step ends too)
+        elif kind in BETWEEN_STEPS:  # the next pre-step begins (a torn step ends too)
             self.in_step, self.pruned, self.compacted = False, False, False
         elif kind is CompactionPrune:
             if not (self.in_step or self.pruned or overflow):

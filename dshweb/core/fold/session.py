@@ -372,7 +372,10 @@ def take_snapshot(
         step_cache=tuple(tracker.pace.cache[-CACHE_STEPS:]),
         inferred=inferred,
         pace_forecast=fold_forecast(
-            measured=measured, threshold=threshold, growth=growth, times=times
+            measured=tracker.pace.checks.base(measured),
+            threshold=threshold,
+            growth=growth,
+            times=times,
         ),
         ledger=tracker.ledger.result(meter, threshold=threshold),
         told=tracker.told.result(),
