@@ -53,6 +53,7 @@ def fixture_snapshot(home_name: str, at_seq: int | None = None) -> SessionSnapsh
 LIVE_PART_IDS = (
     "session-header",
     "context-ring",
+    "fold-preview",
     "context-pressure",
     "breakdown",
     "token-usage",

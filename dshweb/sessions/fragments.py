@@ -294,6 +294,7 @@ def _size(html: str) -> int:
 LIVE_PARTS: tuple[tuple[str, Callable[[SessionSnapshot], object] | None], ...] = (
     ("dashboard/_session_header.html", None),
     ("dashboard/_context_ring.html", None),
+    ("dashboard/_fold_preview.html", None),
     ("dashboard/_context_pressure.html", None),
     ("dashboard/_breakdown.html", None),
     ("dashboard/_token_usage.html", None),
@@ -338,10 +339,10 @@ def live_parts_html(home: str, view: SessionView) -> str:
     return "".join(live_parts(home, view))
 
 
-HEADLINE_PARTS = 2
-"""The first live parts, the headline (the title, then the ring): the Compact card follows
-them on the page, before the other parts, so the keyboard reaches it in the order it is
-seen."""
+HEADLINE_PARTS = 3
+"""The first live parts, the headline (the title, the ring, what the next fold would take
+away): the Compact card follows them on the page, before the other parts, so the keyboard
+reaches it in the order it is seen."""
 
 
 def page_parts(home: str, view: SessionView) -> tuple[SafeString, SafeString]:

@@ -245,6 +245,7 @@ class HomeIndex:
             source=source,
             rule=settings.rule,
             extra_errors=(settings.error,) if settings.error else (),
+            pruner=settings.pruner,
         )
 
     def snapshots(self) -> list[SessionSnapshot]:

@@ -13,7 +13,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dshweb.core.fold.pricing import header_config, header_key, message_price, tools_tokens
+from dshweb.core.fold.pricing import (
+    header_config,
+    header_key,
+    message_price,
+    pruned_price,
+    tool_calls,
+    tools_tokens,
+)
 from dshweb.core.log.decode import raw_list
 from dshweb.core.log.wire import (
     SURFACE,
@@ -31,6 +38,7 @@ from dshweb.core.log.wire import (
     SurfaceData,
     SurfaceEvent,
     SystemMessage,
+    ToolResult,
 )
 from dshweb.core.log.wire import Usage as WireUsage
 
@@ -48,6 +56,11 @@ class SurfaceNode:
     kind: str
     tokens: int
     preview: str
+    calls: int = 0
+    """How it moves the count of tool calls awaiting their result (the engine's cut
+    balance): an assistant message's tool calls, −1 for a tool result."""
+    pruned: int | None = None
+    """A tool result the pruner would cut: its price after the cut."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +140,18 @@ def surface_message(event: SurfaceEvent) -> Message | None:
     return data.message if data is not None else None
 
 
+def _node(event: SurfaceEvent, seq: int, price: int, preview: str) -> SurfaceNode:
+    """``event`` as a surface node (a tool result with what the pruner would leave of it)."""
+    kind = type(event)
+    if kind is AssistantMessage:
+        calls = tool_calls(surface_message(event))
+        return SurfaceNode(seq, event.kind, price, preview, calls=calls)
+    if kind is ToolResult:
+        pruned = pruned_price(surface_message(event))
+        return SurfaceNode(seq, event.kind, price, preview, calls=-1, pruned=pruned)
+    return SurfaceNode(seq, event.kind, price, preview)
+
+
 MAX_PROBLEMS = 20
 """Problems of a log kept word for word; the rest are counted (a hostile log can have
 millions)."""
@@ -162,6 +187,12 @@ class SessionMeter:
     node_seqs: list[int] = field(default_factory=list)
     """The seqs of ``nodes``, in order (a replace finds its range here)."""
     nodes_tokens: int = 0
+    open_calls: int = 0
+    """Tool calls on the surface awaiting their result (the sum of the nodes' ``calls``)."""
+    results: int = 0
+    """Tool results on the surface."""
+    prunable: dict[int, SurfaceNode] = field(default_factory=dict)
+    """The tool results on the surface the pruner would cut, by seq."""
     anchor: Anchor | None = None
     problems: list[str] = field(default_factory=list)
     """The first :data:`MAX_PROBLEMS` things in the log the meter could not fold."""
@@ -267,7 +298,7 @@ class SessionMeter:
         price, preview = priced
         seq = event.seq if event.seq is not None else -1
         self.last_price = price
-        node = SurfaceNode(seq, event.kind, price, preview)
+        node = _node(event, seq, price, preview)
         op = event.surface_op
         if op == "append":
             self.surface_tokens += price
@@ -275,6 +306,7 @@ class SessionMeter:
             self.nodes.append(node)
             self.node_seqs.append(seq)
             self.nodes_tokens += price
+            self._count(node, 1)
             if type(event) is SystemMessage:
                 self.systems.append((seq, price))
             return
@@ -316,10 +348,24 @@ class SessionMeter:
             return
         if last < first:
             first, last = last, first
-        removed = sum(n.tokens for n in self.nodes[first : last + 1])
+        gone = self.nodes[first : last + 1]
+        for old in gone:
+            self._count(old, -1)
+        self._count(node, 1)
         self.nodes[first : last + 1] = [node]
         seqs[first : last + 1] = [node.seq]
-        self.nodes_tokens += node.tokens - removed
+        self.nodes_tokens += node.tokens - sum(n.tokens for n in gone)
+
+    def _count(self, node: SurfaceNode, sign: int) -> None:
+        """Count ``node`` onto the surface (``sign`` 1) or off it (−1)."""
+        self.open_calls += sign * node.calls
+        if node.calls < 0:
+            self.results += sign
+        if node.pruned is not None:
+            if sign > 0:
+                self.prunable[node.seq] = node
+            else:
+                self.prunable.pop(node.seq, None)
 
     # -- views ---------------------------------------------------------------------------
 

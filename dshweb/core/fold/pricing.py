@@ -8,6 +8,7 @@ Prices are read off wire records (:mod:`dshweb.core.log.wire`), never off re-enc
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Any
 
 from dshweb.core.log.decode import raw_as, raw_key, raw_length, raw_present, raw_value
@@ -66,6 +67,64 @@ def message_price(message: Message | None) -> tuple[int, str]:
             size += len(parts[-1])
     price = _ceil4(total) + 4 if system else total + 4
     return price, " ".join(" ".join(parts).split())[:PREVIEW_CHARS]
+
+
+PRUNE_MARKER = "\n\n[... tool result middle pruned ...]\n\n"
+"""What the tool-result pruner puts where it cut a result's middle out."""
+
+
+@dataclass(frozen=True, slots=True)
+class PruneCut:
+    """The tool-result pruner's budgets, in code points (its defaults, DSH_FACTS §7)."""
+
+    threshold: int = 8192
+    head: int = 4096
+    tail: int = 1024
+
+
+DEFAULT_CUT = PruneCut()
+
+
+def tool_calls(message: Message | None) -> int:
+    """The tool calls an assistant message makes (its ``tool-call`` blocks)."""
+    content = message.content if message is not None else None
+    if not isinstance(content, list):
+        return 0
+    return sum(1 for raw in content if (b := raw_as(raw, Block)) and b.type == "tool-call")
+
+
+def pruned_price(message: Message | None, cut: PruneCut = DEFAULT_CUT) -> int | None:
+    """The price of a tool result once the pruner has cut it (``None``: its text is within
+    ``cut.threshold`` code points, and the pruner leaves it): the text blocks' first
+    ``cut.head`` and last ``cut.tail`` code points kept, :data:`PRUNE_MARKER` between,
+    every other block as it was (``ToolResultPruner.pruneContent``)."""
+    content = message.content if message is not None else None
+    # A block's JSON text is at least as long as its text: most results end here, undecoded.
+    if not isinstance(content, list) or sum(map(raw_length, content)) <= cut.threshold:
+        return None
+    blocks = [(raw, raw_as(raw, Block)) for raw in content]
+    texts = [b.text or "" for _, b in blocks if b is not None and b.type == "text"]
+    total = sum(map(len, texts))  # a Python string's length is in code points
+    if total <= cut.threshold:
+        return None
+    removed_start, removed_end = cut.head, total - cut.tail
+    price, consumed, marked = 0, 0, False
+    for raw, block in blocks:
+        if block is None or block.type != "text":
+            price += block_tokens(raw, block)
+            continue
+        points = block.text or ""
+        start, end = consumed, consumed + len(points)
+        head_end = min(len(points), max(0, removed_start - start))
+        tail_start = min(len(points), max(0, removed_end - start))
+        marker = ""
+        if start < removed_end and end > removed_start and not marked:
+            marker, marked = PRUNE_MARKER, True
+        text = points[:head_end] + marker + points[tail_start:]
+        if text:
+            price += _ceil4(js_len(text)) + 4
+        consumed = end
+    return price + 4
 
 
 def _label(block: Block) -> str:

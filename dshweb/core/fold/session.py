@@ -28,6 +28,7 @@ from dshweb.core.fold.point import (
     point_of,
     threshold_source,
 )
+from dshweb.core.fold.preview import FoldPreview, automatic_preview, manual_preview
 from dshweb.core.fold.told import Told, ToldCollector
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.jsjson import printable
@@ -219,6 +220,11 @@ class SessionSnapshot:
     past: bool = False
     """Folded only up to a chosen event (``--at-seq``): a view of the session as it was
     then, whose clock is that event's time, not the wall clock."""
+    automatic_preview: FoldPreview | None = None
+    """What the next automatic fold would take away, were it to come now (``None``: the
+    compaction point's ``retainTokens`` is not known)."""
+    manual_preview: FoldPreview = field(default_factory=lambda: FoldPreview("manual"))
+    """What a Compact now would take away."""
 
     @property
     def used_tokens(self) -> int | None:
@@ -269,6 +275,11 @@ class SessionSnapshot:
         compaction["inferred"] = self.inferred.as_json()
         compaction["source"] = self.threshold_source
         compaction["settingsFrom"] = None if self.source is None else self.source.as_json()
+        automatic = self.automatic_preview
+        compaction["preview"] = {
+            "automatic": automatic.as_json() if automatic is not None else None,
+            "manual": self.manual_preview.as_json(),
+        }
         return {
             "sessionId": self.session_id,
             "title": self.title,
@@ -331,6 +342,7 @@ def take_snapshot(
     rule: BandRule = DEFAULT_RULE,
     largest: int = 8,
     extra_errors: tuple[str, ...] = (),
+    pruner: bool = True,
 ) -> SessionSnapshot:
     meter, activity, header = tracker.meter, tracker.activity, tracker.header
     measured = measured_tokens(meter)
@@ -343,6 +355,8 @@ def take_snapshot(
     if meter.more_problems:
         errors.append(f"… and {meter.more_problems:,} more problems")
     nodes = heapq.nlargest(largest, meter.nodes, key=lambda n: n.tokens)
+    ledger = tracker.ledger.result(meter, threshold=threshold)
+    retain = point.retain_tokens if point is not None else None
     return SessionSnapshot(
         session_id=printable(tracker.session_id),
         path=printable(path),
@@ -377,10 +391,24 @@ def take_snapshot(
             growth=growth,
             times=times,
         ),
-        ledger=tracker.ledger.result(meter, threshold=threshold),
+        ledger=ledger,
         told=tracker.told.result(),
         source=source,
         rule=rule,
         step_band=tracker.step_band.band,
         past=tracker.stop_after_seq is not None,
+        automatic_preview=None
+        if retain is None
+        else _printable_preview(
+            automatic_preview(meter, measured, threshold, retain, ledger.folds, pruner=pruner)
+        ),
+        manual_preview=_printable_preview(manual_preview(meter, measured, ledger.folds)),
+    )
+
+
+def _printable_preview(preview: FoldPreview) -> FoldPreview:
+    if preview.first is None or preview.last is None:
+        return preview
+    return replace(
+        preview, first=_printable_node(preview.first), last=_printable_node(preview.last)
     )

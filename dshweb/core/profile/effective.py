@@ -16,7 +16,13 @@ from typing import Any
 
 from dshweb.core.errors import DshError
 from dshweb.core.profile.dshyaml import JsExpr
-from dshweb.core.profile.layers import engine_config, layered_config, preset_engine_configs
+from dshweb.core.profile.layers import (
+    engine_config,
+    layered_config,
+    preset_engine_configs,
+    preset_pruners,
+    pruner_runs,
+)
 from dshweb.core.profile.plugins import COMPACTION_BASIC_SCHEMA, CONTEXT_TRUTH_SCHEMA
 from dshweb.core.profile.profile import profile_names
 from dshweb.core.profile.schema import Schema, validate
@@ -135,6 +141,8 @@ class EffectiveSettings:
     rule: BandRule
     error: str | None
     """Why the profile gives no engine, for every session's errors."""
+    pruner: bool = True
+    """Whether the tool-result pruner runs (an automatic fold prunes before it compacts)."""
 
 
 def effective_settings(
@@ -142,16 +150,17 @@ def effective_settings(
 ) -> EffectiveSettings:
     """What the profile's visible layers (then ``extra_patches``) set, read now."""
     engine: EngineConfig | None = None
-    rule, error = DEFAULT_RULE, None
+    rule, error, pruner = DEFAULT_RULE, None, True
     try:
         truth = layered_config(home, profile, CONTEXT_TRUTH_SCHEMA.plugin_id, extra_patches)
         rule = band_rule(truth)
+        pruner = pruner_runs(home, profile, extra_patches)
         engine = EngineConfig.from_config(engine_config(home, profile, extra_patches))
     except EngineConfigError as problem:
         error = f"compaction-basic does not start with profile {profile!r}: {problem}"
     except DshError as problem:
         error = f"DSH cannot load profile {profile!r}: {problem}"
-    return EffectiveSettings(engine, rule, error)
+    return EffectiveSettings(engine, rule, error, pruner)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +199,7 @@ def preset_settings(
     profile cannot be read or runs a top-level engine."""
     try:
         configs = preset_engine_configs(home, profile, extra_patches)
+        pruners = preset_pruners(home, profile, extra_patches) or {}
         rule = band_rule(
             layered_config(home, profile, CONTEXT_TRUTH_SCHEMA.plugin_id, extra_patches)
         )
@@ -199,14 +209,16 @@ def preset_settings(
         return None
     named: dict[str, EffectiveSettings] = {}
     for name, config in configs.items():
+        pruner = pruners.get(name, True)
         try:
-            named[name] = EffectiveSettings(EngineConfig.from_config(config), rule, None)
+            engine = EngineConfig.from_config(config)
+            named[name] = EffectiveSettings(engine, rule, None, pruner)
         except EngineConfigError as problem:
             error = (
                 f"compaction-basic does not start in agent preset {name!r} of profile "
                 f"{profile!r}: {problem}"
             )
-            named[name] = EffectiveSettings(None, rule, error)
+            named[name] = EffectiveSettings(None, rule, error, pruner)
     return PresetSettings(profile, named, EffectiveSettings(EngineConfig(), rule, None))
 
 

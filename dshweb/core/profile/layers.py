@@ -21,6 +21,7 @@ from dshweb.core.profile.patch import read_patch
 from dshweb.core.profile.profile import Layer, Profile, patch_layers
 
 ENGINE_ID = "compaction-basic"
+PRUNER_ID = "tool-result-pruner"
 PRESET_ROW = "preset-"
 """Agent preset rows are ``preset-<name>``; the name is the row config's ``id``."""
 DEFAULT_PRESET = "standard"
@@ -94,33 +95,75 @@ def preset_engine_configs(
 
 
 def _preset_configs(layers: Sequence[Layer]) -> dict[str, dict[str, Any] | None]:
+    return {name: _config_of(row) for name, row in _preset_rows(layers, ENGINE_ID).items()}
+
+
+def _preset_rows(layers: Sequence[Layer], row_id: str) -> dict[str, dict[str, Any] | None]:
+    """Each agent preset a visible layer patches, by name: its nested row ``row_id``
+    (``None``: the preset's patch has none)."""
     found: dict[str, dict[str, Any] | None] = {}
     for layer in layers:
         for row in load_patch(layer.path):
-            row_id = row.get("id") if isinstance(row, dict) else None
+            preset_row = row.get("id") if isinstance(row, dict) else None
             config = row.get("config") if isinstance(row, dict) else None
             if (
-                isinstance(row_id, str)
-                and row_id.startswith(PRESET_ROW)
+                isinstance(preset_row, str)
+                and preset_row.startswith(PRESET_ROW)
                 and isinstance(config, dict)
             ):
                 name = config.get("id")
-                name = name if isinstance(name, str) else row_id.removeprefix(PRESET_ROW)
-                found[name] = _nested_config(config.get("plugins"), ENGINE_ID)
+                name = name if isinstance(name, str) else preset_row.removeprefix(PRESET_ROW)
+                found[name] = _nested_row(config.get("plugins"), row_id)
     return found
 
 
-def _nested_config(entries: Any, row_id: str) -> dict[str, Any] | None:
-    """The ``config`` of row ``row_id`` inside a preset's ``plugins`` (groups included)."""
+def _config_of(row: dict[str, Any] | None) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    config = row.get("config")
+    return config if isinstance(config, dict) else {}
+
+
+def _nested_row(entries: Any, row_id: str) -> dict[str, Any] | None:
+    """Row ``row_id`` inside a preset's ``plugins`` (groups included)."""
     if not isinstance(entries, list):
         return None
     for entry in entries:
         if not isinstance(entry, dict):
             continue
         if entry.get("id") == row_id:
-            config = entry.get("config")
-            return config if isinstance(config, dict) else {}
-        nested = _nested_config(entry.get("config"), row_id)
+            return entry
+        nested = _nested_row(entry.get("config"), row_id)
         if nested is not None:
             return nested
     return None
+
+
+def _runs(row: dict[str, Any] | None) -> bool:
+    return row is None or row.get("disabled") is not True
+
+
+def pruner_runs(home: Path, profile: str, extra_patches: Sequence[Path] = ()) -> bool:
+    """Whether the tool-result pruner runs: no visible layer disables its row (on a web-app
+    profile, the one in the default preset)."""
+    read = Profile.read(home, profile, extra_patches)
+    if read.web_app:
+        return _runs(_preset_rows(read.layers, PRUNER_ID).get(DEFAULT_PRESET))
+    rows = [
+        row
+        for layer in read.layers
+        for row in _rows_with_id(load_patch(layer.path), PRUNER_ID)
+        if "disabled" in row
+    ]
+    return _runs(rows[-1] if rows else None)
+
+
+def preset_pruners(
+    home: Path, profile: str, extra_patches: Sequence[Path] = ()
+) -> dict[str, bool] | None:
+    """Whether the tool-result pruner runs in each agent preset a visible layer of a web-app
+    profile patches (``None`` for a profile whose engines are top-level rows)."""
+    read = Profile.read(home, profile, extra_patches)
+    if not read.web_app:
+        return None
+    return {name: _runs(row) for name, row in _preset_rows(read.layers, PRUNER_ID).items()}

@@ -1,0 +1,88 @@
+"""The fold preview on the session page and in ``dsh_snapshot --json``: what the next
+automatic fold and a Compact now would take away, the figures of
+:mod:`dshweb.core.fold.preview` (proven against the real engine's folds in
+``tests/core/test_fold_preview.py``)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+
+from dshweb.core.fold.index import HomeIndex
+from tests.api.test_v1 import signed_in
+from tests.conftest import FIXTURE_HOMES
+
+HOME = FIXTURE_HOMES / "pace-mixed"
+
+
+@pytest.fixture
+def home(tmp_path: Path, settings: Any, fresh_hub: None) -> Path:
+    copy = tmp_path / "home"
+    shutil.copytree(HOME, copy, ignore=shutil.ignore_patterns("checkpoints.json"))
+    settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": copy, "DEMO": False}
+    return copy
+
+
+def _attrs(page: str, element_id: str) -> dict[str, str]:
+    tag = re.search(rf'<[a-z]+[^>]*\bid="{element_id}"[^>]*>', page, re.S)
+    assert tag is not None, element_id
+    return dict(re.findall(r'(data-[a-z-]+)="([^"]*)"', tag.group(0)))
+
+
+@pytest.mark.django_db
+def test_the_page_and_dsh_snapshot_show_what_the_next_fold_would_take_away(home: Path) -> None:
+    index = HomeIndex(home)
+    index.refresh()
+    (shot,) = index.snapshots()
+    auto, manual = shot.automatic_preview, shot.manual_preview
+    assert auto is not None and auto.first is not None and auto.last is not None
+    assert manual.first is not None and manual.last is not None
+    # A Compact keeps nothing but the newest message: it takes more than the automatic
+    # fold, which keeps the session's retainTokens.
+    assert manual.shadowed_tokens > auto.shadowed_tokens > 0
+    assert auto.retained_tokens >= shot.point.retain_tokens  # type: ignore[union-attr]
+    assert auto.after is not None and auto.after[0] <= auto.after[1] < shot.measured_tokens
+
+    client, _ = signed_in()
+    page = client.get(f"/homes/local/sessions/{shot.session_id}/").content.decode()
+    assert _attrs(page, "fold-preview") == {
+        "data-from-seq": str(auto.first.seq),
+        "data-to-seq": str(auto.last.seq),
+        "data-shadowed-tokens": str(auto.shadowed_tokens),
+        "data-pruned-tokens": str(auto.pruned_tokens),
+    }
+    shown = _attrs(page, "fold-preview-manual")
+    assert shown["data-from-seq"] == str(manual.first.seq)
+    assert shown["data-messages"] == str(manual.messages)
+    assert shown["data-shadowed-tokens"] == str(manual.shadowed_tokens)
+    # Under the ring, before the Compact card.
+    assert page.index('id="context-ring"') < page.index('id="fold-preview"')
+    assert page.index('id="fold-preview"') < page.index('id="compact-card"')
+
+    out = StringIO()
+    call_command("dsh_snapshot", "--home", str(home), "--json", stdout=out)
+    (listed,) = json.loads(out.getvalue())
+    said = listed["compaction"]["preview"]
+    assert said["automatic"]["fromSeq"] == auto.first.seq
+    assert said["automatic"]["toSeq"] == auto.last.seq
+    assert said["automatic"]["shadowedTokens"] == auto.shadowed_tokens
+    assert said["automatic"]["retainedTokens"] == auto.retained_tokens
+    assert said["automatic"]["messages"] == auto.messages
+    assert said["manual"]["fromSeq"] == manual.first.seq
+    assert said["manual"]["shadowedTokens"] == manual.shadowed_tokens
+    assert set(said["automatic"]) >= {
+        "fromSeq",
+        "toSeq",
+        "messages",
+        "shadowedTokens",
+        "retainedTokens",
+        "prunedResults",
+        "prunedTokens",
+    }
