@@ -86,3 +86,26 @@ def test_the_page_and_dsh_snapshot_show_what_the_next_fold_would_take_away(home:
         "prunedResults",
         "prunedTokens",
     }
+
+
+@pytest.mark.django_db
+def test_each_ledger_row_shows_the_preview_beside_what_the_engine_did(home: Path) -> None:
+    index = HomeIndex(home)
+    index.refresh()
+    (shot,) = index.snapshots()
+    compactions = [f for f in shot.ledger.folds if f.kind == "automatic"]
+    assert len(compactions) >= 5
+    client, _ = signed_in()
+    page = client.get(f"/homes/local/sessions/{shot.session_id}/ledger.html").content.decode()
+    for fold in compactions:
+        said, done = fold.previewed, fold.shadowed_range
+        assert said is not None and done is not None and fold.as_previewed is True
+        row = re.search(rf'<tr data-kind="automatic" data-seq="{fold.seq}"[^>]*>', page)
+        assert row is not None, fold.seq
+        attrs = dict(re.findall(r'(data-[a-z-]+)="([^"]*)"', row.group(0)))
+        assert (attrs["data-previewed-from"], attrs["data-previewed-to"]) == (
+            str(done[0]),
+            str(done[1]),
+        )
+        assert attrs["data-previewed-tokens"] == str(fold.shadowed_tokens)
+        assert attrs["data-as-previewed"] == "yes"

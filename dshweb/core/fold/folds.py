@@ -21,6 +21,17 @@ PointRole = Literal["step", "before", "after", "now"]
 
 
 @dataclass(frozen=True, slots=True)
+class Previewed:
+    """The range the fold preview said a compaction would shadow
+    (:mod:`dshweb.core.fold.preview`), as it stood just before it began."""
+
+    from_seq: int
+    to_seq: int
+    tokens: int
+    messages: int
+
+
+@dataclass(frozen=True, slots=True)
 class Fold:
     """One fold of the context; token figures are ``None`` where the log has none."""
 
@@ -51,6 +62,18 @@ class Fold:
     command_kind: str | None = None
     command_text: str | None = None
     """``command/done.text``: DSH's own answer (``Compacted 14 history items (~426 tokens).``)."""
+    shadowed_range: tuple[int, int] | None = None
+    """``compaction/summary.shadowedRange``: the first and last node the engine shadowed."""
+    previewed: Previewed | None = None
+    """What the fold preview said, from the log just before the fold began."""
+
+    @property
+    def as_previewed(self) -> bool | None:
+        """Whether the engine shadowed what the preview said (``None``: not both known)."""
+        said, done = self.previewed, self.shadowed_range
+        if said is None or done is None or self.shadowed_tokens is None:
+            return None
+        return (said.from_seq, said.to_seq, said.tokens) == (*done, self.shadowed_tokens)
 
     @property
     def status(self) -> Literal["done", "failed", "open"]:

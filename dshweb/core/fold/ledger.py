@@ -38,6 +38,7 @@ from typing import Any
 
 from dshweb.core.fold.folds import CompactCommand, Fold, FoldKind, FoldTally, TimelinePoint
 from dshweb.core.fold.meter import USAGE_EVENTS, SessionMeter, stream_chunks, to_usage
+from dshweb.core.fold.preview import previewed
 from dshweb.core.log.wire import (
     SURFACE,
     AnyEvent,
@@ -188,6 +189,12 @@ def _count(data: ShadowData) -> int:
     return data.shadowed_token_count or 0
 
 
+def _range(data: ShadowData) -> tuple[int, int] | None:
+    found = data.shadowed_range
+    start, end = (_int(found.start), _int(found.end)) if found is not None else (None, None)
+    return (start, end) if start is not None and end is not None else None
+
+
 def refused_as_too_large(data: SurfaceData | None) -> bool:
     """An ``assistant/attempt`` whose stream ends with a context-window failure."""
     if data is None:
@@ -235,8 +242,9 @@ class LedgerCollector:
     seen: int = 0
     last_time: int | None = None
 
-    def observe(self, event: AnyEvent, meter: SessionMeter) -> None:
-        """Look at ``event`` after ``meter`` has folded it."""
+    def observe(self, event: AnyEvent, meter: SessionMeter, retain: int | None = None) -> None:
+        """Look at ``event`` after ``meter`` has folded it (``retain``: the ``retainTokens``
+        of the session's engine now, for what an automatic compaction was to shadow)."""
         cls = type(event)
         seq = event.seq
         if seq is None:
@@ -255,7 +263,7 @@ class LedgerCollector:
             if tokens is not None and seq == meter.sampled_seq:
                 self._step_point(seq, time, tokens)
         elif cls is CompactionStart:
-            self._start(data or CompactionData(), seq, time, meter)
+            self._start(data or CompactionData(), seq, time, meter, retain)
         elif cls is CompactionSummary:
             self._summary(data or ShadowData())
         elif cls is CompactionEnd:
@@ -280,10 +288,19 @@ class LedgerCollector:
             del self.steps[1::2]
             self.stride *= 2
 
-    def _start(self, data: CompactionData, seq: int, time: int | None, meter: SessionMeter) -> None:
+    def _start(
+        self,
+        data: CompactionData,
+        seq: int,
+        time: int | None,
+        meter: SessionMeter,
+        retain: int | None,
+    ) -> None:
         turn = _int(data.turn)
         kind: FoldKind = "manual" if turn is None else "overflow" if self.overflow else "automatic"
         self.overflow = False
+        # A manual Compact and an overflow recovery keep nothing; an automatic one, retain.
+        kept = retain if kind == "automatic" else 0
         command_id = _str(data.source_command_id)
         run = self.commands.get(command_id) if command_id is not None else None
         fold = Fold(
@@ -295,6 +312,7 @@ class LedgerCollector:
             before=meter.projected_tokens,
             command=_typed(run[2], run[3]) if run is not None else None,
             command_seq=run[0] if run is not None else None,
+            previewed=None if kept is None else previewed(meter, kept),
         )
         self.folds.append(fold)
         self.open_fold = len(self.folds) - 1
@@ -328,6 +346,7 @@ class LedgerCollector:
             self.folds[index],
             shadowed_tokens=_count(data),
             shadowed_nodes=len(data.shadowed_seqs or ()),
+            shadowed_range=_range(data),
             summary_usage=to_usage(data.usage),
             summary_model=f"{provider}/{model}" if provider and model else model,
         )

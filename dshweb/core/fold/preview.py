@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dshweb.core.fold.folds import Fold
+from dshweb.core.fold.folds import Fold, Previewed
 from dshweb.core.fold.meter import SessionMeter, SurfaceNode
 
 SYSTEM = "system/message"
@@ -234,3 +234,19 @@ def summary_sizes(folds: Sequence[Fold]) -> list[int]:
         if fold.kind in COMPACTIONS and fold.status == "done" and fold.checkpoint_tokens
     ]
     return sizes[-SUMMARIES:]
+
+
+def previewed(meter: SessionMeter, retain: int) -> Previewed | None:
+    """What a compaction keeping ``retain`` tokens would shadow now, as the ledger keeps
+    it beside what the engine then did (``None``: nothing)."""
+    found = select_range(meter.nodes, meter.open_calls, retain)
+    if found is None:
+        return None
+    nodes = meter.nodes
+    head = nodes[0].tokens if found.first else 0
+    return Previewed(
+        nodes[found.first].seq,
+        nodes[found.keep - 1].seq,
+        meter.nodes_tokens - head - found.retained,
+        found.keep - found.first,
+    )

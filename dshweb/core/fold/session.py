@@ -33,7 +33,14 @@ from dshweb.core.fold.told import Told, ToldCollector
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.jsjson import printable
 from dshweb.core.log.reader import UNBOUNDED, Budget, LogTail
-from dshweb.core.log.wire import AnyEvent, PresetSelected, SessionTitle, StepEnd, TurnStart
+from dshweb.core.log.wire import (
+    AnyEvent,
+    CompactionStart,
+    PresetSelected,
+    SessionTitle,
+    StepEnd,
+    TurnStart,
+)
 from dshweb.core.profile.effective import DEFAULT_RULE, BandRule, EngineConfig, SettingsSource
 
 Settings = tuple[EngineConfig | None, BandRule]
@@ -149,11 +156,19 @@ class SessionTracker:
         self.pace.observe(event, self.meter)  # before the fold: the reading as the step began
         self.told.observe(event, self.meter)  # before the fold: the reading the line was given
         self.meter.fold(event)
-        self.ledger.observe(event, self.meter)  # after the fold: the reading it left
+        kind = type(event)
+        retain = self._retain() if kind is CompactionStart else None
+        self.ledger.observe(event, self.meter, retain)  # after the fold: the reading it left
         self.activity.fold(event)
-        if type(event) is StepEnd:
+        if kind is StepEnd:
             engine, rule = self.settings_of(self) if self.settings_of else (None, DEFAULT_RULE)
             self.step_band.step_end(self.meter, self.pace.decisions, engine, rule)
+
+    def _retain(self) -> int | None:
+        """The ``retainTokens`` of the engine the session runs now."""
+        engine = self.settings_of(self)[0] if self.settings_of else None
+        point = point_of(self.meter, engine)
+        return point.retain_tokens if point is not None else None
 
     @property
     def session_id(self) -> str:
