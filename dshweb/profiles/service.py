@@ -15,7 +15,9 @@ file has not changed since the page read it, and records a revision as the user 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
 from django.contrib.auth import get_user_model
@@ -24,6 +26,10 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from dshweb.config import get_config
 from dshweb.core.errors import DshError
 from dshweb.core.fold.gauge import window_share
+from dshweb.core.fold.replay import Recording, record_log, replay
+from dshweb.core.log.home import LogFile
+from dshweb.core.profile.effective import EngineConfig, EngineConfigError, effective_settings
+from dshweb.core.profile.layers import ENGINE_ID, PRUNER_ID
 from dshweb.core.profile.plugins import CONTEXT_TRUTH_SCHEMA, SCHEMAS
 from dshweb.core.profile.profile import CONTEXT_TRUTH_ID, Profile, profile_names
 from dshweb.core.profile.schema import NON_FIELD, Schema, validate
@@ -333,6 +339,17 @@ def save(
     return {"saved": f"Saved {section} in {read.relative_path}.", "path": str(read.relative_path)}
 
 
+class ReplayPage(TypedDict):
+    session_id: str
+    errors: dict[str, str]
+    replayed: dict[str, Any] | None
+    real: NotRequired[list[int]]
+    steps: NotRequired[int]
+    summary: NotRequired[int]
+    summary_own: NotRequired[bool]
+    pruner: NotRequired[bool]
+
+
 def preview(profile: str, config: dict[str, Any], session_id: str) -> PreviewPage:
     """The occupancy line ``dsh-context-truth`` would inject into ``session_id`` under
     ``config`` (the form's, as typed)."""
@@ -354,6 +371,60 @@ def preview(profile: str, config: dict[str, Any], session_id: str) -> PreviewPag
         "ring": preview_ring(line) if line is not None else None,
         "language": str(checked.config.get("language", "en")),
         "errors": dict(checked.errors),
+    }
+
+
+REPLAYED = (ENGINE_ID, PRUNER_ID)
+"""The rows whose settings a session's replay shows the effect of."""
+
+
+@functools.lru_cache(maxsize=16)
+def _recording(path: str, version: int, last_seq: int) -> Recording:
+    """A session's recording, read once per state of its log (``last_seq``)."""
+    return record_log(LogFile(Path(path), version, path.endswith(".zstd")))
+
+
+def replay_page(
+    profile: str, section: str, config: dict[str, Any], session_id: str, pruner: bool | None
+) -> ReplayPage:
+    """What ``session_id``'s recorded growth would have done under ``config`` (the
+    ``compaction-basic`` form's, as typed; on the pruner's page, the profile's engine) and
+    the pruner on or off (``None``: as the profile has it), beside what it did."""
+    read = _profile(profile)
+    settings = effective_settings(read.home, profile)
+    engine, errors = settings.engine, {}
+    if section == ENGINE_ID:
+        try:
+            engine = EngineConfig.from_config(config)
+        except EngineConfigError as problem:
+            engine, errors = None, {NON_FIELD: str(problem)}
+    snapshot = home_view().session(session_id)
+    if snapshot is None or engine is None:
+        return {"session_id": session_id, "errors": errors, "replayed": None}
+    path = str(shown_home().path / snapshot.path)
+    recording = _recording(path, snapshot.format_version or 4, snapshot.last_seq)
+    runs = settings.pruner if pruner is None else pruner
+    said = replay(recording, engine, pruner=runs)
+    return {
+        "session_id": session_id,
+        "errors": errors,
+        "replayed": {
+            "folds": [
+                {"step": f.check, "kind": f.kind, "before": f.before, "after": f.after}
+                for f in said.folds
+            ],
+            "automatic": list(said.automatic),
+            "peak": said.peak,
+            "lowest": said.lowest,
+            "summary_input": said.summary_input,
+            "summary_output": said.summary_output,
+            "threshold": said.threshold,
+        },
+        "real": list(recording.folded),
+        "steps": len(recording.checks),
+        "summary": recording.summary,
+        "summary_own": bool(recording.summaries),
+        "pruner": runs,
     }
 
 
@@ -407,6 +478,7 @@ ACTIONS: dict[str, Callable[..., Any]] = {
     "row": row,
     "save": save,
     "preview": preview,
+    "replay": replay_page,
     "restore": restore,
 }
 """What a page may ask of the home's settings, by name (the protocol's verbs)."""

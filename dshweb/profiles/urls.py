@@ -13,6 +13,7 @@ PAGES = [
     ("revisions/<int:revision_id>/restore/", views.settings_restore, "settings-restore"),
     ("<str:profile>/history/", views.settings_history, "settings-history"),
     ("<str:profile>/preview/", views.settings_preview, "settings-preview"),
+    ("<str:profile>/<str:section>/replay/", views.settings_replay, "settings-replay"),
     ("<str:profile>/<str:section>/", views.settings_row, "settings-row"),
 ]
 

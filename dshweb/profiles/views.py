@@ -24,6 +24,7 @@ from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
+from dshweb.core.profile.layers import ENGINE_ID
 from dshweb.core.profile.plugins import CONTEXT_TRUTH_SCHEMA, SCHEMAS
 from dshweb.core.profile.profile import CONTEXT_TRUTH_ID
 from dshweb.core.profile.schema import NON_FIELD, Kind
@@ -32,7 +33,7 @@ from dshweb.profiles.forms import ConfigForm, config_form
 from dshweb.profiles.labels import GROUPS, LABELS, OTHER
 from dshweb.profiles.models import PatchRevision
 from dshweb.profiles.remote import Place, settings_page
-from dshweb.profiles.service import NotFound, RowPage
+from dshweb.profiles.service import REPLAYED, NotFound, RowPage
 
 FIXED_HELP = "Set by a !!js expression in the file; edit it there."
 
@@ -107,10 +108,31 @@ def _row_page(
             form=form,
             conflict=conflict,
             preview=row["section"] == CONTEXT_TRUTH_ID,
+            replay=row["section"] in REPLAYED,
             groups=field_groups(row["section"], form, row["sources"]),
             title_is_data=True,  # the row's id and the profile's name
             **first_preview(place, row, form),
+            **first_replay(place, row, form),
         ),
+    )
+
+
+def first_replay(place: Place, row: RowPage, form: ConfigForm) -> dict[str, Any]:
+    """The replay a page of an engine row opens with: the most recent session under the
+    settings as they are (nothing for another row, or while the form shows errors)."""
+    sessions = row.get("sessions") or []
+    if row["section"] not in REPLAYED or not sessions or form.errors:
+        return {}
+    config = dict(row.get("initial") or {}) if row["section"] == ENGINE_ID else {}
+    return dict(
+        place.ask(
+            "replay",
+            profile=row["profile"],
+            section=row["section"],
+            config=config,
+            session_id=sessions[0]["session_id"],
+            pruner=None,
+        )
     )
 
 
@@ -175,6 +197,28 @@ def settings_preview(request: HttpRequest, place: Place, profile: str) -> HttpRe
     )
     errors = {**form.errors, **shown["errors"]}
     return render(request, "settings/_preview.html", {**shown, "errors": errors})
+
+
+@settings_page
+@require_POST
+def settings_replay(request: HttpRequest, place: Place, profile: str, section: str) -> HttpResponse:
+    """A session's recorded growth replayed under the settings as typed (htmx)."""
+    schema = SCHEMAS.get(section)
+    if schema is None or section not in REPLAYED:
+        raise NotFound(f"no replay for {section!r}")
+    form = config_form(schema)(request.POST)
+    if not form.is_valid():  # replay nothing the engine would refuse to run
+        return render(request, "settings/_replay.html", {"errors": form.errors})
+    pruner = {"on": True, "off": False}.get(request.POST.get("pruner", ""))
+    shown = place.ask(
+        "replay",
+        profile=profile,
+        section=section,
+        config=dict(form.cleaned_data.get("config") or {}),
+        session_id=request.POST.get("session", ""),
+        pruner=pruner,
+    )
+    return render(request, "settings/_replay.html", shown)
 
 
 @settings_page

@@ -1,0 +1,129 @@
+"""The settings replay (dshweb.core.fold.replay) against the real runtime.
+
+A session's recorded growth replayed under its own settings gives back the folds the
+engine made; replayed under other settings, it gives the folds the real runtime made when
+the same fake-model script ran again under them (the ``replay-*`` fixture homes:
+``tests/fixtures/scenarios.py``, ``REPLAYS``): as many, ±1, each within 2 steps.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dshweb.core.fold.index import HomeIndex
+from dshweb.core.fold.meter import SurfaceNode
+from dshweb.core.fold.replay import Check, Recording, record, replay
+from dshweb.core.profile.effective import EffectiveSettings, EngineConfig
+from tests.conftest import FIXTURE_HOMES
+from tests.core.test_fold_preview import HOMES, _settings
+from tests.fixtures.scenarios import REPLAYS
+from tests.inferred import events_of
+
+
+def _session(name: str) -> tuple[Recording, EffectiveSettings, bool]:
+    """The recording of a one-session fixture home, the settings it ran under, and whether
+    a compaction in it failed (its summary was not smaller: the replay cannot know)."""
+    home = FIXTURE_HOMES / name
+    index = HomeIndex(home)
+    index.refresh()
+    ((folder, tracker),) = index.trackers.items()
+    failed = any(f.status == "failed" for f in index.snapshot(folder).ledger.folds)
+    return record(events_of(tracker.log)), _settings(home, index, folder), failed
+
+
+def side_by_side(real: tuple[int, ...], replayed: tuple[int, ...]) -> str:
+    """Both fold histories, check by check, for a failure message."""
+    rows = [f"{'runtime':>8} {'replay':>8}"]
+    for index in range(max(len(real), len(replayed))):
+        a = str(real[index]) if index < len(real) else "-"
+        b = str(replayed[index]) if index < len(replayed) else "-"
+        rows.append(f"{a:>8} {b:>8}")
+    return "\n".join(rows)
+
+
+def close(real: tuple[int, ...], replayed: tuple[int, ...], steps: int = 2) -> bool:
+    """As many folds, ±1, and each within ``steps`` of one of the others'."""
+    near = [b for b in replayed if any(abs(a - b) <= steps for a in real)]
+    return abs(len(real) - len(replayed)) <= 1 and len(replayed) - len(near) <= 1
+
+
+ONE_SESSION = [name for name in HOMES if len(list((FIXTURE_HOMES / name).rglob("*.zstd"))) == 1]
+
+
+@pytest.mark.parametrize("name", ONE_SESSION)
+def test_a_session_replayed_under_its_own_settings_folds_where_it_did(name: str) -> None:
+    recording, settings, failed = _session(name)
+    if settings.engine is None:
+        pytest.skip("no engine")
+    replayed = replay(recording, settings.engine, pruner=settings.pruner)
+    real, said = recording.folded, replayed.automatic
+    if failed:  # the engine tried again at the next step: the replay's summary did not fail
+        assert close(real, said), side_by_side(real, said)
+    else:
+        assert said == real, side_by_side(real, said)
+
+
+@pytest.mark.parametrize("name", sorted(REPLAYS))
+def test_other_settings_replayed_fold_where_the_real_runtime_did(name: str) -> None:
+    base, _ = REPLAYS[name]
+    recording, _, _ = _session(base)
+    ran, settings, _ = _session(name)
+    assert settings.engine is not None
+    replayed = replay(recording, settings.engine, pruner=settings.pruner)
+    real, said = ran.folded, replayed.automatic
+    assert len(real) >= 3
+    assert close(real, said), f"{name} (from {base}):\n" + side_by_side(real, said)
+
+
+def test_the_replays_were_checked_on_six_sessions_and_other_settings_change_the_folds() -> None:
+    assert len(REPLAYS) >= 6 and len({base for base, _ in REPLAYS.values()}) >= 4
+    changed = 0
+    for name, (base, _) in REPLAYS.items():
+        changed += _session(name)[0].folded != _session(base)[0].folded
+    assert changed == len(REPLAYS)
+
+
+def _check(*tokens: int, window: int = 24_000) -> Check:
+    nodes = tuple(SurfaceNode(i, "user/message", t, "") for i, t in enumerate(tokens))
+    return Check(nodes, window, 3_000, 0)
+
+
+def test_a_replay_by_hand() -> None:
+    # A system prompt of 1,000, then steps of 2,000 each; the point at 12,000 (ratio 0.5,
+    # headroom 1,000): the check before the sixth step measures 1,000 + 5 × 2,000 =
+    # 11,000, the seventh's 13,000: the fold. Keeping 4,000 (two steps), the summary of
+    # 500 replaces four steps (8,000): 1,000 + 500 + 4,000 = 5,500.
+    system = SurfaceNode(0, "system/message", 1_000, "")
+    steps = [Check((system,), 24_000, 3_000, 0)] + [_check(2_000) for _ in range(12)]
+    recording = Recording(tuple(steps), summaries=(500,))
+    engine = EngineConfig(threshold_ratio=0.5, headroom_tokens=1_000, retain_tokens=4_000)
+    said = replay(recording, engine)
+    first = said.folds[0]
+    assert (first.check, first.kind, first.before, first.after) == (6, "compaction", 13_000, 5_500)
+    assert first.shadowed == 8_000 and (said.peak, said.lowest) == (13_500, 5_500)
+    assert said.automatic == (6, 10)  # 5,500 + 4 × 2,000 = 13,500 four steps on
+    assert said.summary_input == 8_000 + 8_500 and said.summary_output == 1_000
+    # A summary no smaller than what it would replace (9,000 for 8,000): the compaction
+    # fails; at the next check the range is a step longer (10,000) and it holds.
+    failing = replay(recording, engine, summary=9_000)
+    (failed, held, *_) = failing.folds
+    assert (failed.check, failed.kind, held.check, held.kind) == (6, "failed", 7, "compaction")
+    assert held.shadowed == 10_000 and failing.automatic[:2] == (6, 7)
+
+
+def test_the_replay_of_the_largest_fixture_session_is_fast_enough_to_follow_a_form() -> None:
+    # Measured in bench/, not here: this only checks the replay reads every check.
+    recording, settings, _ = _session("prune-heavy")
+    assert settings.engine is not None and len(recording.checks) > 400
+    said = replay(recording, settings.engine, pruner=settings.pruner)
+    assert said.folds and said.folds[-1].check > 400
+
+
+def test_the_fixture_manifest_names_every_replay_home() -> None:
+    manifest = json.loads((FIXTURE_HOMES / "MANIFEST.json").read_text("utf-8"))
+    assert set(REPLAYS) <= set(manifest)
+    assert all((FIXTURE_HOMES / name / "sessions").is_dir() for name in REPLAYS)
+    assert Path(FIXTURE_HOMES).is_dir()

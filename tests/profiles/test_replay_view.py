@@ -1,0 +1,92 @@
+"""The settings replay on the compaction and pruner pages: a session's recorded growth
+replayed under the settings as typed, beside what it really did (the figures of
+:mod:`dshweb.core.fold.replay`, checked against the real runtime in
+``tests/core/test_replay.py``)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from dshweb.core.fold.replay import record_log, replay
+from dshweb.core.log.home import session_logs
+from dshweb.core.profile.effective import EngineConfig
+from tests.conftest import FIXTURE_HOMES
+from tests.profiles.test_views import _form_data, staff  # noqa: F401 (a fixture)
+
+pytestmark = pytest.mark.django_db
+
+ENGINE_PAGE = "/settings/sdk/compaction-basic/"
+
+
+@pytest.fixture
+def home(tmp_path: Path, settings: Any) -> Path:
+    target = tmp_path / "home"
+    shutil.copytree(FIXTURE_HOMES / "pace-mixed", target)
+    settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": target, "DEMO": False, "PROFILE": "sdk"}
+    return target
+
+
+def _replay_attrs(page: str) -> dict[str, str]:
+    tag = re.search(r'<aside[^>]*\bid="replay"[^>]*>', page, re.S)
+    assert tag is not None, page[:2000]
+    return dict(re.findall(r'(data-[a-z-]+)="([^"]*)"', tag.group(0)))
+
+
+def test_the_engine_page_opens_with_the_replay_of_the_latest_session(
+    home: Path,
+    staff: Client,  # noqa: F811
+) -> None:
+    page = staff.get(ENGINE_PAGE).content.decode()
+    attrs = _replay_attrs(page)
+    (log,) = session_logs(home)
+    recording = record_log(log)
+    # Under its own settings the replay folds where the session did.
+    assert attrs["data-folds"] == attrs["data-real-folds"] == str(len(recording.folded))
+    assert attrs["data-threshold"] == "12000"
+    assert 'id="replay-session"' in page and 'hx-target="#replay"' in page
+
+
+def test_changing_threshold_ratio_replays_the_session_under_it(
+    home: Path,
+    staff: Client,  # noqa: F811
+) -> None:
+    data = _form_data(staff, ENGINE_PAGE, thresholdRatio=0.4)
+    data["session"] = "pace-mixed"
+    page = staff.post(f"{ENGINE_PAGE}replay/", data).content.decode()
+    attrs = _replay_attrs(page)
+    (log,) = session_logs(home)
+    recording = record_log(log)
+    said = replay(
+        recording, EngineConfig(threshold_ratio=0.4, headroom_tokens=1000, retain_ratio=0.1)
+    )
+    assert attrs["data-threshold"] == "9600"
+    assert attrs["data-folds"] == str(len(said.automatic))
+    assert len(said.automatic) > len(recording.folded)  # a lower point folds more often
+    steps = re.findall(r'<tr data-step="(\d+)" data-kind="(\w+)"', page)
+    assert [int(step) for step, _ in steps] == list(said.automatic)
+    # The pruner off: the 1,500-line result is no longer cut first, and stays in the
+    # tail the summary keeps; what is left before it is too small to summarise.
+    data["pruner"] = "off"
+    off = staff.post(f"{ENGINE_PAGE}replay/", data).content.decode()
+    assert 'data-kind="failed"' not in page and 'data-kind="failed"' in off
+
+
+def test_invalid_settings_say_so_and_replay_nothing(
+    home: Path,
+    staff: Client,  # noqa: F811
+) -> None:
+    data = _form_data(staff, ENGINE_PAGE, thresholdRatio=7)
+    data["session"] = "pace-mixed"
+    page = staff.post(f"{ENGINE_PAGE}replay/", data).content.decode()
+    assert "data-folds" not in page and "Fix the settings to see the replay." in page
+
+
+def test_only_staff_may_replay(home: Path) -> None:
+    response = Client().post(f"{ENGINE_PAGE}replay/", {"session": "pace-mixed"})
+    assert response.status_code in (302, 403)
