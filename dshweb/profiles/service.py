@@ -51,7 +51,9 @@ from dshweb.profiles.composed import composed_config
 from dshweb.profiles.forms import fixed_values, initial_values
 from dshweb.profiles.models import PatchRevision
 
-ENGINE_ROWS = ("compaction-basic", "tool-result-pruner")
+ENGINE_ROWS = (ENGINE_ID, PRUNER_ID)
+"""The compaction engine's rows: saved into each agent preset on a web-app profile, and
+shown with a session replayed under them."""
 
 
 class NotFound(Exception):
@@ -372,10 +374,6 @@ def preview(profile: str, config: dict[str, Any], session_id: str) -> PreviewPag
         "language": str(checked.config.get("language", "en")),
         "errors": dict(checked.errors),
     }
-
-
-REPLAYED = (ENGINE_ID, PRUNER_ID)
-"""The rows whose settings a session's replay shows the effect of."""
 
 
 @functools.lru_cache(maxsize=16)

@@ -33,7 +33,7 @@ from dshweb.profiles.forms import ConfigForm, config_form
 from dshweb.profiles.labels import GROUPS, LABELS, OTHER
 from dshweb.profiles.models import PatchRevision
 from dshweb.profiles.remote import Place, settings_page
-from dshweb.profiles.service import REPLAYED, NotFound, RowPage
+from dshweb.profiles.service import ENGINE_ROWS, NotFound, RowPage
 
 FIXED_HELP = "Set by a !!js expression in the file; edit it there."
 
@@ -108,7 +108,7 @@ def _row_page(
             form=form,
             conflict=conflict,
             preview=row["section"] == CONTEXT_TRUTH_ID,
-            replay=row["section"] in REPLAYED,
+            replay=row["section"] in ENGINE_ROWS,
             groups=field_groups(row["section"], form, row["sources"]),
             title_is_data=True,  # the row's id and the profile's name
             **first_preview(place, row, form),
@@ -121,7 +121,7 @@ def first_replay(place: Place, row: RowPage, form: ConfigForm) -> dict[str, Any]
     """The replay a page of an engine row opens with: the most recent session under the
     settings as they are (nothing for another row, or while the form shows errors)."""
     sessions = row.get("sessions") or []
-    if row["section"] not in REPLAYED or not sessions or form.errors:
+    if row["section"] not in ENGINE_ROWS or not sessions or form.errors:
         return {}
     config = dict(row.get("initial") or {}) if row["section"] == ENGINE_ID else {}
     return dict(
@@ -204,7 +204,7 @@ def settings_preview(request: HttpRequest, place: Place, profile: str) -> HttpRe
 def settings_replay(request: HttpRequest, place: Place, profile: str, section: str) -> HttpResponse:
     """A session's recorded growth replayed under the settings as typed (htmx)."""
     schema = SCHEMAS.get(section)
-    if schema is None or section not in REPLAYED:
+    if schema is None or section not in ENGINE_ROWS:
         raise NotFound(f"no replay for {section!r}")
     form = config_form(schema)(request.POST)
     if not form.is_valid():  # replay nothing the engine would refuse to run

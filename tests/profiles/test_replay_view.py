@@ -38,6 +38,13 @@ def _replay_attrs(page: str) -> dict[str, str]:
     return dict(re.findall(r'(data-[a-z-]+)="([^"]*)"', tag.group(0)))
 
 
+def _replayed(staff: Client, *, pruner: str = "", **changes: object) -> str:  # noqa: F811
+    """The replay of ``pace-mixed`` the engine page's form asks for with ``changes``."""
+    data = _form_data(staff, ENGINE_PAGE, **changes)
+    data.update(session="pace-mixed", pruner=pruner)
+    return str(staff.post(f"{ENGINE_PAGE}replay/", data).content.decode())
+
+
 def test_the_engine_page_opens_with_the_replay_of_the_latest_session(
     home: Path,
     staff: Client,  # noqa: F811
@@ -56,9 +63,7 @@ def test_changing_threshold_ratio_replays_the_session_under_it(
     home: Path,
     staff: Client,  # noqa: F811
 ) -> None:
-    data = _form_data(staff, ENGINE_PAGE, thresholdRatio=0.4)
-    data["session"] = "pace-mixed"
-    page = staff.post(f"{ENGINE_PAGE}replay/", data).content.decode()
+    page = _replayed(staff, thresholdRatio=0.4)
     attrs = _replay_attrs(page)
     (log,) = session_logs(home)
     recording = record_log(log)
@@ -72,8 +77,7 @@ def test_changing_threshold_ratio_replays_the_session_under_it(
     assert [int(step) for step, _ in steps] == list(said.automatic)
     # The pruner off: the 1,500-line result is no longer cut first, and stays in the
     # tail the summary keeps; what is left before it is too small to summarise.
-    data["pruner"] = "off"
-    off = staff.post(f"{ENGINE_PAGE}replay/", data).content.decode()
+    off = _replayed(staff, thresholdRatio=0.4, pruner="off")
     assert 'data-kind="failed"' not in page and 'data-kind="failed"' in off
 
 
@@ -81,9 +85,7 @@ def test_invalid_settings_say_so_and_replay_nothing(
     home: Path,
     staff: Client,  # noqa: F811
 ) -> None:
-    data = _form_data(staff, ENGINE_PAGE, thresholdRatio=7)
-    data["session"] = "pace-mixed"
-    page = staff.post(f"{ENGINE_PAGE}replay/", data).content.decode()
+    page = _replayed(staff, thresholdRatio=7)
     assert "data-folds" not in page and "Fix the settings to see the replay." in page
 
 
