@@ -3,7 +3,8 @@
 A session's recorded growth replayed under its own settings gives back the folds the
 engine made; replayed under other settings, it gives the folds the real runtime made when
 the same fake-model script ran again under them (the ``replay-*`` fixture homes:
-``tests/fixtures/scenarios.py``, ``REPLAYS``): as many, ±1, each within 2 steps.
+``tests/fixtures/scenarios.py``, ``REPLAYS``): as many, ±1, each within 2 steps (six of
+the seven; the seventh has one fold of 25 three steps off, marked as such).
 """
 
 from __future__ import annotations
@@ -45,9 +46,9 @@ def side_by_side(real: tuple[int, ...], replayed: tuple[int, ...]) -> str:
 
 
 def close(real: tuple[int, ...], replayed: tuple[int, ...], steps: int = 2) -> bool:
-    """As many folds, ±1, and each within ``steps`` of one of the others'."""
+    """As many folds, ±1, and each replayed one within ``steps`` of one of the runtime's."""
     near = [b for b in replayed if any(abs(a - b) <= steps for a in real)]
-    return abs(len(real) - len(replayed)) <= 1 and len(replayed) - len(near) <= 1
+    return abs(len(real) - len(replayed)) <= 1 and len(near) == len(replayed)
 
 
 ONE_SESSION = [name for name in HOMES if len(list((FIXTURE_HOMES / name).rglob("*.zstd"))) == 1]
@@ -66,7 +67,23 @@ def test_a_session_replayed_under_its_own_settings_folds_where_it_did(name: str)
         assert said == real, side_by_side(real, said)
 
 
-@pytest.mark.parametrize("name", sorted(REPLAYS))
+OFF_BY_THREE = pytest.mark.xfail(
+    strict=True,
+    reason="25 folds for the runtime's 26, one of them 3 steps from the runtime's nearest: "
+    "after the base session's folds and these diverge, the measure is moved by the "
+    "difference at the session's average provider-to-heuristic rate, which this cycle of "
+    "slow and fast steps (and a point 2,000 lower) strains",
+)
+"""Measured when written; the other six replays hold every fold within 2 steps."""
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=OFF_BY_THREE) if name == "replay-cycle-a-headroom" else name
+        for name in sorted(REPLAYS)
+    ],
+)
 def test_other_settings_replayed_fold_where_the_real_runtime_did(name: str) -> None:
     base, _ = REPLAYS[name]
     recording, _, _ = _session(base)
