@@ -198,10 +198,11 @@ def test_the_preview_was_checked_on_folds_of_every_kind_and_many_shapes(
                 pruned_homes.add(home)
             prunes += checked.prunes
             cuts += checked.cuts
-    # Measured when written: 213 automatic, 6 manual, 1 inside a step; 292 prunes.
-    assert by_kind.get("automatic", 0) >= 200 and by_kind.get("manual", 0) >= 6
+    # Measured when written: 347 automatic, 6 manual, 1 inside a step (40 sessions); 308
+    # prunes (11 homes).
+    assert by_kind.get("automatic", 0) >= 340 and by_kind.get("manual", 0) >= 6
     assert by_kind.get("overflow", 0) >= 1
-    assert prunes >= 250 and cuts == prunes and len(pruned_homes) >= 6
+    assert prunes >= 300 and cuts == prunes and len(pruned_homes) >= 10
     assert len(homes_with_folds) >= 20
 
 
