@@ -167,6 +167,13 @@ SHAPES = {
     "big-tools": "mixed tool/answer steps",
     "cjk-emoji": "mixed tool/answer steps",
     "web-presets": "steady small steps",
+    "replay-steady-low": "steady",
+    "replay-steady-b-retain": "steady",
+    "replay-mixed-nopruner": "mixed tool/answer steps",
+    "replay-slow-fast-b-high": "slow then fast",
+    "replay-cycle-a-headroom": "pace changes inside a fold cycle",
+    "replay-slow-fast-low": "slow then fast",
+    "replay-cycle-b-retain": "pace changes inside a fold cycle",
 }
 """Each fixture home's shape; the ``hidden-*`` homes name theirs in the manifest."""
 
