@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import http.cookiejar
 import re
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from html.parser import HTMLParser
 
 from tests.browser.server import PASSWORD, USERNAME, DshwebServer
+
+SIGN_IN_TRIES = 5
+"""Sign-ins answered 503 "store unavailable" (with ``Retry-After``) are tried again."""
 
 
 class Visitor:
@@ -25,7 +29,16 @@ class Visitor:
         assert found, page[:500]
         form = {"username": USERNAME, "password": PASSWORD, "csrfmiddlewaretoken": found[1]}
         data = urllib.parse.urlencode(form).encode()
-        self.opener.open(urllib.request.Request(login, data=data), timeout=10).read()
+        for attempt in range(SIGN_IN_TRIES):
+            try:
+                self.opener.open(urllib.request.Request(login, data=data), timeout=10).read()
+                break
+            except urllib.error.HTTPError as error:
+                # 503: a shared store did not answer this once (a loaded machine); the page
+                # says to retry, as a person would.
+                if error.code != 503 or attempt == SIGN_IN_TRIES - 1:
+                    raise
+                time.sleep(1.0)
         self.cookies = {cookie.name: cookie.value for cookie in jar}
         assert "sessionid" in self.cookies
 
