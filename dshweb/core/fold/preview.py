@@ -123,6 +123,11 @@ class Range:
     tail_results: int
     """Tool results in the tail."""
 
+    def shadowed(self, nodes: Sequence[SurfaceNode], total: int) -> int:
+        """What the range costs, of ``nodes`` priced ``total`` in all: all but the system
+        prompt (when it heads them) and the tail."""
+        return total - (nodes[0].tokens if self.first else 0) - self.retained
+
 
 def select_range(
     nodes: Sequence[SurfaceNode],
@@ -205,9 +210,7 @@ def _preview(
     if found is None:
         return FoldPreview(kind, cuts, compacts=False)
     nodes = meter.nodes
-    head = nodes[0].tokens if found.first else 0
-    total = meter.nodes_tokens - sum(cut.freed for cut in cuts)
-    shadowed = total - head - found.retained
+    shadowed = found.shadowed(nodes, meter.nodes_tokens - sum(cut.freed for cut in cuts))
     sizes = summary_sizes(folds)
     after = None
     if sizes:
@@ -243,10 +246,9 @@ def previewed(meter: SessionMeter, retain: int) -> Previewed | None:
     if found is None:
         return None
     nodes = meter.nodes
-    head = nodes[0].tokens if found.first else 0
     return Previewed(
         nodes[found.first].seq,
         nodes[found.keep - 1].seq,
-        meter.nodes_tokens - head - found.retained,
+        found.shadowed(nodes, meter.nodes_tokens),
         found.keep - found.first,
     )

@@ -234,8 +234,7 @@ class _Surface:
         found = select_range(self.nodes, self.open_calls, retain)
         if found is None:
             return None
-        head = self.nodes[0].tokens if found.first else 0
-        shadowed = self.tokens - head - found.retained
+        shadowed = found.shadowed(self.nodes, self.tokens)
         if summary >= shadowed:
             return 0
         checkpoint = SurfaceNode(-1, "user/message", summary, "")
