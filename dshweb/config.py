@@ -25,6 +25,7 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from dshweb import secret_key
+from dshweb.core.fold.cost import DEFAULT_WINDOWS, PriceBook, parse_aliases, parse_windows
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME, home_name_problem
 from dshweb.environment import DEFAULT_HSTS_SECONDS, DEFAULT_PROFILE, data_dir
 
@@ -52,6 +53,8 @@ DEFAULTS: Mapping[str, object] = {
     "METRICS_TOKEN": "",
     "WEBHOOK_ALLOWED_HOSTS": (),
     "MAIL_ALLOWED_DOMAINS": (),
+    "PEAK_WINDOWS": "",
+    "PRICE_AS": "",
 }
 """Every key of ``DSHWEB`` and its default (see :class:`DshwebConfig` for each meaning)."""
 
@@ -119,6 +122,11 @@ class DshwebConfig:
     mail_allowed_domains: frozenset[str]
     """``MAIL_ALLOWED_DOMAINS``: domains an alert rule may mail besides its owner's own
     address."""
+    price_book: PriceBook
+    """``PEAK_WINDOWS`` (``01:00-04:00,06:00-10:00``: the UTC hours billed at the peak
+    rate, in quarter hours; empty: the registry's own) and ``PRICE_AS``
+    (``deepseek-flash=deepseek-v4-flash,…``: models the ``dsh-llm-cost`` registry does not
+    know, priced as one it does; the pages say so), read into how costs are priced."""
 
     @property
     def secret_key_path(self) -> Path | None:
@@ -158,6 +166,7 @@ def get_config() -> DshwebConfig:
         mail_allowed_domains=frozenset(
             d.strip().lower() for d in _strings(value, "MAIL_ALLOWED_DOMAINS") if d.strip()
         ),
+        price_book=_price_book(value),
     )
 
 
@@ -165,6 +174,18 @@ def get_config() -> DshwebConfig:
 def _forget_config(*, setting: str, **kwargs: Any) -> None:
     if setting == "DSHWEB":
         get_config.cache_clear()
+
+
+def _price_book(value: Mapping[str, object]) -> PriceBook:
+    windows, aliases = _typed(value, "PEAK_WINDOWS", str), _typed(value, "PRICE_AS", str)
+    try:
+        parsed = parse_windows(windows) if windows.strip() else DEFAULT_WINDOWS
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"DSHWEB['PEAK_WINDOWS']: {exc}") from None
+    try:
+        return PriceBook(windows=parsed, aliases=parse_aliases(aliases))
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"DSHWEB['PRICE_AS']: {exc}") from None
 
 
 def _home_name(value: Mapping[str, object]) -> str:

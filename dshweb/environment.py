@@ -83,6 +83,17 @@ def profile() -> str:
     return os.environ.get("DSHWEB_PROFILE") or DEFAULT_PROFILE
 
 
+def peak_windows() -> str:
+    """``DSHWEB_PEAK_WINDOWS``: the UTC peak billing windows costs go by (empty: the
+    registry's; read by :mod:`dshweb.core.fold.cost`)."""
+    return os.environ.get("DSHWEB_PEAK_WINDOWS", "")
+
+
+def price_as() -> str:
+    """``DSHWEB_PRICE_AS``: models priced as another the registry knows (empty: none)."""
+    return os.environ.get("DSHWEB_PRICE_AS", "")
+
+
 # Behind HTTPS and a reverse proxy (docs/https.md): settings.py turns these into
 # Django's CSRF_TRUSTED_ORIGINS, SECURE_PROXY_SSL_HEADER, secure cookies, HSTS and redirect.
 

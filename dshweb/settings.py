@@ -45,6 +45,8 @@ DSHWEB: dict[str, object] = {
     "METRICS_TOKEN": os.environ.get("DSHWEB_METRICS_TOKEN", ""),
     "WEBHOOK_ALLOWED_HOSTS": os.environ.get("DSHWEB_WEBHOOK_ALLOWED_HOSTS", ""),
     "MAIL_ALLOWED_DOMAINS": os.environ.get("DSHWEB_MAIL_ALLOWED_DOMAINS", ""),
+    "PEAK_WINDOWS": environment.peak_windows(),
+    "PRICE_AS": environment.price_as(),
     "LOGIN_THROTTLE_FAILURES": 5,
     "LOGIN_THROTTLE_SECONDS": 300,
     "LOGIN_THROTTLE_ADDRESS_FAILURES": 20,

@@ -57,6 +57,7 @@ LIVE_PART_IDS = (
     "context-pressure",
     "breakdown",
     "token-usage",
+    "session-cost",
     "compaction-point",
     "told",
     "timeline",

@@ -24,6 +24,7 @@ from ninja.errors import HttpError
 
 from dshweb.accounts.tokens import BearerToken, BrowserSession
 from dshweb.collect.shown import shown_homes
+from dshweb.config import get_config
 from dshweb.core.fold.gauge import Band, ContextGauge, context_percent
 from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.listing.query import ListQuery, SessionState, SortKey
@@ -52,7 +53,7 @@ api = NinjaAPI(
 )
 
 BandName = Literal["ample", "moderate", "tight", "critical", "unknown"]
-Value = int | str | None
+Value = int | float | str | None
 
 
 class Problem(Schema):
@@ -82,6 +83,52 @@ class Forecast(Schema):
     reason: str | None
 
 
+class TokenBuckets(Schema):
+    uncachedInputTokens: int
+    outputTokens: int
+    cacheReadTokens: int
+    cacheWriteTokens: int
+
+
+class ModelCost(Schema):
+    """One model's requests and summaries; ``usd`` is ``null`` for a model without a price
+    (never 0)."""
+
+    model: str
+    provider: str
+    pricedAs: str | None
+    match: Literal["exact", "substring", "ollama", "none"]
+    alias: str | None
+    effectiveDate: str | None
+    requests: int
+    tokens: TokenBuckets
+    usd: float | None
+    summaryTokens: TokenBuckets
+    summaryUsd: float | None
+
+
+class Registry(Schema):
+    package: str
+    version: str
+
+
+class FoldsCost(Schema):
+    priced: int
+    costUsd: float
+    notResentUsd: float
+
+
+class Cost(Schema):
+    """What the session cost so far, priced by the ``dsh-llm-cost`` registry."""
+
+    registry: Registry
+    peakWindowsUtc: list[str]
+    totalUsd: float | None
+    unpriced: bool
+    byModel: list[ModelCost]
+    folds: FoldsCost
+
+
 class SessionRow(Schema):
     home: str
     sessionId: str
@@ -96,6 +143,10 @@ class SessionRow(Schema):
     headroomTokens: int | None
     lastEventTime: int | None
     forecast: Forecast
+    costUsd: float | None
+    """Every priced request and summary so far (``null``: no model of it has a price)."""
+    costUnpriced: bool
+    """Some of its requests are on a model without a price (left out of ``costUsd``)."""
 
 
 class SessionPage(Schema):
@@ -125,6 +176,7 @@ class SessionDetail(SessionRow):
     contextBreakdown: dict[str, int]
     compaction: dict[str, Any]
     told: dict[str, Any] | None
+    cost: Cost
     errors: list[str]
 
 
@@ -192,6 +244,7 @@ class SessionFilter(Schema):
 
 
 def _row(home: str, snapshot: SessionSnapshot, gauge: ContextGauge, now_ms: int) -> dict[str, Any]:
+    cost, unpriced = get_config().price_book.total(snapshot.cost)
     return {
         "home": home,
         "sessionId": snapshot.session_id,
@@ -201,6 +254,8 @@ def _row(home: str, snapshot: SessionSnapshot, gauge: ContextGauge, now_ms: int)
         **gauge.as_json(),
         "lastEventTime": snapshot.last_time,
         "forecast": snapshot.forecast(now_ms).as_json(),
+        "costUsd": cost,
+        "costUnpriced": unpriced,
     }
 
 
@@ -323,7 +378,7 @@ def session_ledger(request: HttpRequest, home: str, session_id: str) -> dict[str
         "sessionId": session_id,
         "folds": [
             dict(zip(FOLD_COLUMNS, row, strict=True))
-            for row in fold_rows(ledger.folds, first=ledger.first)
+            for row in fold_rows(ledger.folds, get_config().price_book, first=ledger.first)
         ],
         "refused": [
             dict(zip(REFUSED_COLUMNS, refused_row(command), strict=True))
@@ -338,7 +393,8 @@ def session(request: HttpRequest, home: str, session_id: str) -> dict[str, Any]:
     show, the fold forecast and what the model was last told."""
     view = _session(home, session_id)
     now = _now_ms()
-    return view.snapshot.as_json(now) | _row(home, view.snapshot, view.gauge, now)
+    book = get_config().price_book
+    return view.snapshot.as_json(now, book) | _row(home, view.snapshot, view.gauge, now)
 
 
 @api.get("/profiles", response={200: Profiles, 401: Problem})

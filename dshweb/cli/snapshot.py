@@ -17,6 +17,7 @@ from typing import Protocol, TextIO
 
 from dshweb import environment
 from dshweb.core.errors import DshError
+from dshweb.core.fold.cost import DEFAULT_WINDOWS, PriceBook, parse_aliases, parse_windows
 from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.progress import ProgressCounter
@@ -39,6 +40,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="extra patch file applied last, like dsh --patch (repeatable)",
     )
     parser.add_argument("--json", action="store_true", help="print a JSON array")
+    parser.add_argument(
+        "--peak-windows",
+        default=environment.peak_windows(),
+        help="UTC peak billing windows for the cost, 01:00-04:00,06:00-10:00 "
+        "(default: $DSHWEB_PEAK_WINDOWS, else the dsh-llm-cost registry's)",
+    )
+    parser.add_argument(
+        "--price-as",
+        default=environment.price_as(),
+        help="price models the registry does not know as one it does, "
+        "deepseek-flash=deepseek-v4-flash (default: $DSHWEB_PRICE_AS)",
+    )
     parser.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
@@ -114,10 +127,25 @@ class Out(Protocol):
     def write(self, text: str, /) -> object: ...
 
 
-def write(shots: list[SessionSnapshot], out: Out, *, as_json: bool) -> None:
+def price_book(peak_windows: str, price_as: str) -> PriceBook:
+    """The prices the ``cost`` of ``--json`` goes by; :class:`SnapshotError` naming what
+    is wrong with either option."""
+    try:
+        windows = parse_windows(peak_windows) if peak_windows.strip() else DEFAULT_WINDOWS
+    except ValueError as exc:
+        raise SnapshotError(f"--peak-windows: {exc}") from None
+    try:
+        return PriceBook(windows=windows, aliases=parse_aliases(price_as))
+    except ValueError as exc:
+        raise SnapshotError(f"--price-as: {exc}") from None
+
+
+def write(
+    shots: list[SessionSnapshot], out: Out, *, as_json: bool, book: PriceBook | None = None
+) -> None:
     if as_json:
         now_ms = int(time.time() * 1000)
-        listed = [s.as_json(now_ms) | context_gauge(s).as_json() for s in shots]
+        listed = [s.as_json(now_ms, book) | context_gauge(s).as_json() for s in shots]
         out.write(json.dumps(listed, ensure_ascii=False, indent=2) + "\n")
         return
     for shot in shots:
@@ -150,6 +178,7 @@ def main(
         ).path
     )
     try:
+        book = price_book(options.peak_windows, options.price_as)
         shots = snapshots(
             home=home,
             profile=options.profile or environment.profile(),
@@ -163,5 +192,5 @@ def main(
     except SnapshotError as error:
         err.write(f"CommandError: {error}\n")
         return 1
-    write(shots, out, as_json=options.json)
+    write(shots, out, as_json=options.json, book=book)
     return 0

@@ -29,6 +29,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 from django_htmx.middleware import HtmxDetails
 
+from dshweb.config import get_config
 from dshweb.core.fold.session import SessionSnapshot
 from dshweb.sessions.display.ledger_rows import (
     FOLD_COLUMNS,
@@ -185,7 +186,7 @@ def _download_of(
     }
     # Generators: nothing is read before the response is sent.
     points = in_batches(timeline_rows(ledger.points))
-    folds = in_batches(fold_rows(ledger.folds, first=ledger.first))
+    folds = in_batches(fold_rows(ledger.folds, get_config().price_book, first=ledger.first))
     if name == "timeline.csv":
         chunks, content_type = csv_chunks(TIMELINE_COLUMNS, points), CSV_TYPE
     elif name == "ledger.csv":

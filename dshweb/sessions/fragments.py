@@ -24,6 +24,8 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import get_language
 
 from dshweb.compaction.status import latest_record
+from dshweb.config import get_config
+from dshweb.core.fold.cost import PriceBook
 from dshweb.core.fold.folds import Fold
 from dshweb.core.fold.forecast import Forecast
 from dshweb.core.fold.gauge import ContextGauge, window_share
@@ -35,6 +37,7 @@ from dshweb.core.listing.query import ListQuery
 from dshweb.core.listing.tree import SessionEntry
 from dshweb.live.hub import SessionView
 from dshweb.sessions.display.compact_status import CompactView, compact_view
+from dshweb.sessions.display.costs import cost_view, fold_price, list_cost
 from dshweb.sessions.display.figures import cache_hit_ratio, dom_id
 from dshweb.sessions.display.ledger_pages import (
     LEDGER_PAGE_SIZE,
@@ -75,6 +78,7 @@ def session_context(
         "ring": ring_arcs(gauge, snapshot.context_breakdown, forecast),
         "breakdown": breakdown_parts(snapshot.context_breakdown),
         "cache_hit": cache_hit_ratio(snapshot.token_usage),
+        "cost": cost_view(snapshot, get_config().price_book),
         "compact": compact_status(home, snapshot),
         "told_gap": told_gap(snapshot.told, gauge.band, snapshot.threshold),
         # Made when the part that shows it is rendered (a template calls a callable):
@@ -110,7 +114,8 @@ def ledger_view(ledger: Ledger, before: int | None = None) -> LedgerView:
     """The ledger's folds numbered below ``before`` (the newest page without it)."""
     page = ledger_page(ledger.folds, before=before, first=ledger.first)
     outcomes = any(has_outcome(row.fold) for row in page.rows)
-    rows = mark_safe("".join(ledger_row_html(row, outcomes) for row in page.rows))  # ours
+    book = get_config().price_book
+    rows = mark_safe("".join(ledger_row_html(row, outcomes, book) for row in page.rows))  # ours
     tail = refused_tail(ledger.refused, earlier=ledger.refused_earlier)
     return LedgerView(page, rows, tail, outcomes)
 
@@ -146,6 +151,7 @@ def row_context(entry: SessionEntry, many: bool) -> dict[str, Any]:
         # goes within one
         "forecast": entry.snapshot.forecast(now_ms=int(time.time() * 1000)),
         "threshold_at": window_share(entry.gauge.threshold, entry.gauge.window),
+        "cost": list_cost(entry.snapshot, get_config().price_book),
     }
 
 
@@ -171,7 +177,7 @@ def row_html(entry: SessionEntry, many: bool) -> str:
 
 
 LEDGER_ROW_TEMPLATE = "dashboard/_ledger_row.html"
-_ledger_rows: OrderedDict[tuple[NumberedFold, bool, str], str] = OrderedDict()
+_ledger_rows: OrderedDict[tuple[NumberedFold, bool, PriceBook, str], str] = OrderedDict()
 RENDERED_KEPT = 64
 """Sessions whose live parts are kept rendered: a page view or a socket of a session
 renders them once per version, whoever asks."""
@@ -181,16 +187,22 @@ session's ledger card is rendered again at every fold of it. Enough for the newe
 of each session whose live parts are kept."""
 
 
-def ledger_row_html(row: NumberedFold, outcomes: bool = True) -> str:
+def ledger_row_html(row: NumberedFold, outcomes: bool, book: PriceBook) -> str:
     """One fold's row of a ledger table (with its outcome cell when the table has that
-    column), rendered once per fold state (and number) and language."""
-    key = (row, outcomes, get_language())
+    column; priced by ``book``), rendered once per fold state (and number) and language."""
+    key = (row, outcomes, book, get_language())
     with _rendered_lock:
         html = _ledger_rows.get(key)
         if html is not None:
             _ledger_rows.move_to_end(key)
             return html
-    html = _render(LEDGER_ROW_TEMPLATE, {"row": row, "fold": row.fold, "outcomes": outcomes})
+    context = {
+        "row": row,
+        "fold": row.fold,
+        "outcomes": outcomes,
+        "priced": fold_price(row.fold, book),
+    }
+    html = _render(LEDGER_ROW_TEMPLATE, context)
     with _rendered_lock:
         _ledger_rows[key] = html
         while len(_ledger_rows) > LEDGER_ROWS_KEPT:
@@ -298,6 +310,7 @@ LIVE_PARTS: tuple[tuple[str, Callable[[SessionSnapshot], object] | None], ...] =
     ("dashboard/_context_pressure.html", None),
     ("dashboard/_breakdown.html", None),
     ("dashboard/_token_usage.html", None),
+    ("dashboard/_cost.html", None),
     ("dashboard/_compaction_point.html", None),
     ("dashboard/_told.html", None),
     ("dashboard/_timeline.html", None),

@@ -121,7 +121,7 @@ class StepStream:
             handoff.stopped.set()
 
     def _produce(self, handoff: _Handoff) -> None:
-        batch: list[StepRow] = []
+        batch: list[Row] = []
 
         def on_row(row: StepRow) -> None:
             batch.append(row)

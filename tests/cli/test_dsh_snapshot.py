@@ -187,8 +187,16 @@ def test_without_a_home_the_bundled_demo_is_shown(tmp_path: Path) -> None:
     result = _manage("--json", env=env)
     assert result.returncode == 0, result.stderr
     shots = json.loads(result.stdout)
-    assert sorted(s["sessionId"] for s in shots) == ["auto-compact", "big-tools", "cjk-emoji"]
+    assert sorted(s["sessionId"] for s in shots) == [
+        "auto-compact",
+        "big-tools",
+        "cjk-emoji",
+        "cost-switch",
+    ]
     assert {s["compaction"]["thresholdTokens"] for s in shots} == {12_000}
+    # The demo's priced session (deepseek-v4-pro) has a cost; the flash ones have none.
+    costs = {s["sessionId"]: s["cost"]["totalUsd"] for s in shots}
+    assert costs["cost-switch"] > 0 and costs["auto-compact"] is None
     env["DSHWEB_NO_DEMO"] = "1"
     result = _manage("--json", env=env)
     assert result.returncode == 1

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from dshweb.core.fold import ledger as ledger_module
+from dshweb.core.fold.cost import PriceBook
 from dshweb.core.fold.ledger import MAX_FOLDS, MAX_REFUSED
 from dshweb.core.fold.meter import MAX_PROBLEMS
 from dshweb.core.fold.session import SessionTracker, take_snapshot
@@ -81,8 +82,8 @@ def test_the_ledger_keeps_the_newest_folds_and_counts_the_rest(
     oldest = ledger_page(kept.folds, first=kept.first, before=kept.first + LEDGER_PAGE_SIZE)
     assert oldest.older is None and oldest.rows[-1].number == kept.first
     assert oldest.rows[-1].fold == whole.folds[kept.first - 1]
-    rows = list(fold_rows(kept.folds, first=kept.first))
-    assert rows == list(fold_rows(whole.folds))[-MAX_FOLDS:]
+    rows = list(fold_rows(kept.folds, PriceBook(), first=kept.first))
+    assert rows == list(fold_rows(whole.folds, PriceBook()))[-MAX_FOLDS:]
     numbers = {p.fold for p in kept.points if p.fold is not None}
     assert min(numbers) == kept.first and max(numbers) == folds
 

@@ -78,12 +78,13 @@ def _snapshot(tracker: SessionTracker, home: Path) -> SessionSnapshot:
 
 def _assert_same(found: SessionTracker, cold: SessionTracker, home: Path) -> None:
     assert _snapshot(found, home) == _snapshot(cold, home)
-    assert (found.meter, found.activity, found.pace, found.ledger, found.told) == (
+    assert (found.meter, found.activity, found.pace, found.ledger, found.told, found.cost) == (
         cold.meter,
         cold.activity,
         cold.pace,
         cold.ledger,
         cold.told,
+        cold.cost,
     )
     assert (found.header, found.error, found.stop_after_seq) == (
         cold.header,
@@ -179,6 +180,7 @@ def test_the_checkpoint_keeps_every_field_of_the_tracker() -> None:
         "pace",
         "ledger",
         "told",
+        "cost",
         "step_band",
         "header",
         "error",

@@ -24,6 +24,7 @@ from django.http import StreamingHttpResponse
 from django.template.loader import render_to_string
 from django.test import AsyncClient, Client
 
+from dshweb.core.fold.cost import PriceBook
 from dshweb.core.fold.folds import CompactCommand
 from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
@@ -164,12 +165,12 @@ async def test_ledger_downloads_are_every_fold(
     _, chunks = await _download(async_user, f"/homes/local/sessions/{session_id}/ledger.csv")
     header, *rows = csv.reader(io.StringIO(b"".join(chunks).decode()))
     assert tuple(header) == FOLD_COLUMNS
-    assert rows == _texts(fold_rows(ledger.folds))
+    assert rows == _texts(fold_rows(ledger.folds, PriceBook()))
     assert [int(r[0]) for r in rows] == list(range(1, len(ledger.folds) + 1))
 
     _, chunks = await _download(async_user, f"/homes/local/sessions/{session_id}/ledger.json")
     data = json.loads(b"".join(chunks))
-    assert data["folds"] == _objects(FOLD_COLUMNS, fold_rows(ledger.folds))
+    assert data["folds"] == _objects(FOLD_COLUMNS, fold_rows(ledger.folds, PriceBook()))
     assert data["refused"] == _objects(REFUSED_COLUMNS, map(refused_row, ledger.refused))
     assert len(data["folds"]) == {"auto-compact": 3, "web-driven": 1, MANY: 60}[session_id]
     assert len(data["refused"]) == (1 if session_id == "web-driven" else 0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from dshweb.core.fold.cost import PriceBook
 from dshweb.core.fold.folds import CompactCommand, Fold, TimelinePoint
 from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.home import session_logs
@@ -110,7 +111,7 @@ def test_rows_carry_the_ledgers_figures() -> None:
     tracker.refresh()
     ledger = tracker.ledger.result(tracker.meter)
     fold = ledger.folds[1]
-    row = dict(zip(FOLD_COLUMNS, fold_row(2, fold), strict=True))
+    row = dict(zip(FOLD_COLUMNS, fold_row(2, fold, PriceBook()), strict=True))
     assert row["number"] == 2 and row["kind"] == "automatic" and row["status"] == "done"
     assert (row["seq"], row["end_seq"], row["turn"]) == (130, 134, 8)
     assert (row["shadowed_tokens"], row["checkpoint_tokens"]) == (3943, 178)
@@ -123,6 +124,6 @@ def test_rows_carry_the_ledgers_figures() -> None:
 
 def test_texts_from_the_log_encode_as_utf8() -> None:
     fold = Fold("manual", seq=1, time=None, command="/compact \ud800", error="bad \udfff")
-    row = dict(zip(FOLD_COLUMNS, fold_row(1, fold), strict=True))
+    row = dict(zip(FOLD_COLUMNS, fold_row(1, fold, PriceBook()), strict=True))
     assert row["command"] == "/compact \ufffd" and row["error"] == "bad \ufffd"
     assert all(isinstance(v, str) and v.encode() for v in (row["command"], row["error"]))

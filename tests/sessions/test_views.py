@@ -27,6 +27,7 @@ from django.core.management.base import CommandError
 from django.template.loader import render_to_string
 from django.test import Client
 
+from dshweb.core.fold.cost import PriceBook
 from dshweb.core.fold.gauge import Band, context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
@@ -816,14 +817,14 @@ def test_a_ledger_row_is_rendered_again_when_its_fold_changes() -> None:
     from dshweb.sessions.display.ledger_pages import NumberedFold
 
     open_fold = Fold("automatic", 40, None, turn=3, before=9000)
-    shown = fragments.ledger_row_html(NumberedFold(7, open_fold))
+    shown = fragments.ledger_row_html(NumberedFold(7, open_fold), True, PriceBook())
     assert 'data-status="open"' in shown and "in progress" in shown
-    assert fragments.ledger_row_html(NumberedFold(7, open_fold)) is shown  # kept
+    assert fragments.ledger_row_html(NumberedFold(7, open_fold), True, PriceBook()) is shown  # kept
     done = replace(open_fold, end_seq=44, after=2500)
-    ended = fragments.ledger_row_html(NumberedFold(7, done))
+    ended = fragments.ledger_row_html(NumberedFold(7, done), True, PriceBook())
     assert 'data-status="done"' in ended and "in progress" not in ended
     assert 'data-after="2500"' in ended and '<data value="6500">6,500</data>' in ended
-    renumbered = fragments.ledger_row_html(NumberedFold(8, done))
+    renumbered = fragments.ledger_row_html(NumberedFold(8, done), True, PriceBook())
     assert 'data-fold="8"' in renumbered and 'data-fold="7"' in ended
 
 

@@ -40,6 +40,7 @@ from typing import Any
 import zstandard
 
 from dshweb.core.errors import LogError
+from dshweb.core.fold.cost import CostCollector
 from dshweb.core.fold.ledger import LedgerCollector
 from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.fold.pace import PaceCollector
@@ -49,7 +50,7 @@ from dshweb.core.fold.told import ToldCollector
 from dshweb.core.log.frames import decompressor
 from dshweb.core.log.home import LogFile
 
-CHECKPOINT_VERSION = 8
+CHECKPOINT_VERSION = 9
 """Raise it whenever the state's shape or meaning changes."""
 
 FINGERPRINT_SPAN = 4 << 10
@@ -61,6 +62,7 @@ _MAC_SIZE = hashlib.sha256().digest_size
 _STATE_MODULES = frozenset(
     {
         "dshweb.core.fold.checkpoint",
+        "dshweb.core.fold.cost",
         "dshweb.core.fold.folds",
         "dshweb.core.fold.ledger",
         "dshweb.core.fold.meter",
@@ -109,6 +111,7 @@ class _State:
     step_band: StepBand
     ledger: LedgerCollector
     told: ToldCollector
+    cost: CostCollector
     header: dict[str, Any]
     error: str | None
 
@@ -220,6 +223,7 @@ def dump_checkpoint(tracker: SessionTracker, *, key: bytes) -> bytes:
         step_band=tracker.step_band,
         ledger=tracker.ledger,
         told=tracker.told,
+        cost=tracker.cost,
         header=tracker.header,
         error=tracker.error,
     )
@@ -345,6 +349,7 @@ def restore_checkpoint(log: LogFile, blob: bytes, *, key: bytes) -> SessionTrack
         tail.error.args = (text,)  # the text as it was formatted when the error arose
     tracker.meter, tracker.activity = state.meter, state.activity
     tracker.pace, tracker.ledger, tracker.told = state.pace, state.ledger, state.told
+    tracker.cost = state.cost
     tracker.step_band = state.step_band
     tracker.header, tracker.error = state.header, state.error
     tracker.touch()

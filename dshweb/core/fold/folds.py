@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from dshweb.core.fold.cost import FoldCost
 from dshweb.core.fold.meter import Usage
 
 FoldKind = Literal["automatic", "manual", "overflow", "prune"]
@@ -66,6 +67,9 @@ class Fold:
     """``compaction/summary.shadowedRange``: the first and last node the engine shadowed."""
     previewed: Previewed | None = None
     """What the fold preview said, from the log just before the fold began."""
+    cost: FoldCost | None = None
+    """What it cost and saved, in tokens by slot (priced by a
+    :class:`~dshweb.core.fold.cost.PriceBook`)."""
 
     @property
     def as_previewed(self) -> bool | None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from dshweb.core.fold.cost import FoldCost, Slot, slot_of, summary_route
 from dshweb.core.fold.folds import CompactCommand, Fold, FoldKind, FoldTally, TimelinePoint
 from dshweb.core.fold.meter import USAGE_EVENTS, SessionMeter, stream_chunks, to_usage
 from dshweb.core.fold.preview import previewed
@@ -241,6 +242,13 @@ class LedgerCollector:
     stride: int = 1
     seen: int = 0
     last_time: int | None = None
+    checkpoint_seq: int | None = None
+    """The seq of the last compaction's checkpoint (what follows it is sent anew)."""
+    crediting: int | None = None
+    """Index of the last fold that ended well: the requests after it did not resend what
+    it freed (until the next one ends well)."""
+    not_resent: dict[Slot, int] = field(default_factory=dict)
+    """Those requests by slot (kept here, written into the fold as it is let go)."""
 
     def observe(self, event: AnyEvent, meter: SessionMeter, retain: int | None = None) -> None:
         """Look at ``event`` after ``meter`` has folded it (``retain``: the ``retainTokens``
@@ -262,10 +270,11 @@ class LedgerCollector:
             tokens = meter.projected_tokens
             if tokens is not None and seq == meter.sampled_seq:
                 self._step_point(seq, time, tokens)
+            self._request(meter)
         elif cls is CompactionStart:
             self._start(data or CompactionData(), seq, time, meter, retain)
         elif cls is CompactionSummary:
-            self._summary(data or ShadowData())
+            self._summary(data or ShadowData(), time)
         elif cls is CompactionEnd:
             self._end(data or CompactionData(), seq, time, meter)
         elif cls is CompactionPrune:
@@ -278,6 +287,47 @@ class LedgerCollector:
             self._checkpoint(armed, seq, time, meter)
 
     # -- events --------------------------------------------------------------------------
+
+    def _request(self, meter: SessionMeter) -> None:
+        """A request after a fold: the first sends the changed prefix again, each does not
+        resend what the fold freed (a sample replacing its step's last is not counted again)."""
+        sample, index = meter.sample, self.crediting
+        if sample is None or sample.replaced is not None or index is None:
+            return
+        slot = slot_of((sample.model, sample.provider), sample.time)
+        fold = self.folds[index]
+        if fold.cost is not None and fold.cost.rewrite is None:
+            self.folds[index] = replace(fold, cost=replace(fold.cost, rewrite=slot))
+        self.not_resent[slot] = self.not_resent.get(slot, 0) + 1
+
+    def _credit(self, index: int, meter: SessionMeter, checkpoint_seq: int | None) -> None:
+        """Fold ``index`` ended well: the requests from now on are its; ``checkpoint_seq``
+        the node that replaced what it shadowed (what follows it is sent anew)."""
+        if index != self.crediting:
+            self._settle()
+            self.crediting = index
+        fold = self.folds[index]
+        if fold.cost is None or checkpoint_seq is None:
+            return
+        try:
+            at = meter.node_seqs.index(checkpoint_seq)
+        except ValueError:
+            return
+        rewritten = sum(node.tokens for node in meter.nodes[at:])
+        if rewritten > fold.cost.rewritten:
+            self.folds[index] = replace(fold, cost=replace(fold.cost, rewritten=rewritten))
+
+    def _settle(self) -> None:
+        """Write the requests counted so far into the fold they belong to."""
+        index = self.crediting
+        if index is not None:
+            self.folds[index] = self._credited(self.folds[index])
+        self.crediting, self.not_resent = None, {}
+
+    def _credited(self, fold: Fold) -> Fold:
+        if fold.cost is None or not self.not_resent:
+            return fold
+        return replace(fold, cost=replace(fold.cost, not_resent=tuple(self.not_resent.items())))
 
     def _step_point(self, seq: int, time: int | None, tokens: int) -> None:
         if self.seen % self.stride == 0:
@@ -313,6 +363,7 @@ class LedgerCollector:
             command=_typed(run[2], run[3]) if run is not None else None,
             command_seq=run[0] if run is not None else None,
             previewed=None if kept is None else previewed(meter, kept),
+            cost=FoldCost(),
         )
         self.folds.append(fold)
         self.open_fold = len(self.folds) - 1
@@ -324,9 +375,13 @@ class LedgerCollector:
         """Count the oldest fold instead of keeping it, past :data:`MAX_FOLDS`."""
         if len(self.folds) <= MAX_FOLDS:
             return
+        if self.crediting == 0:
+            self._settle()
         self.earlier = self.earlier.add(self.folds.pop(0))
         if self.open_fold is not None:
             self.open_fold = self.open_fold - 1 if self.open_fold > 0 else None
+        if self.crediting is not None:
+            self.crediting -= 1
         self.command_folds = {c: i - 1 for c, i in self.command_folds.items() if i > 0}
 
     def _open(self, data: CompactionData | ShadowData) -> int | None:
@@ -337,13 +392,19 @@ class LedgerCollector:
         found = self.folds[index].compaction_id
         return index if wanted is None or found is None or wanted == found else None
 
-    def _summary(self, data: ShadowData) -> None:
+    def _summary(self, data: ShadowData, time: int | None) -> None:
         index = self._open(data)
         if index is None:
             return
         provider, model = _str(data.provider), _str(data.model)
+        route = summary_route(data)
+        fold = self.folds[index]
+        cost = fold.cost
+        if cost is not None and route is not None:
+            cost = replace(cost, summary=slot_of(route, time))
         self.folds[index] = replace(
-            self.folds[index],
+            fold,
+            cost=cost,
             shadowed_tokens=_count(data),
             shadowed_nodes=len(data.shadowed_seqs or ()),
             shadowed_range=_range(data),
@@ -365,6 +426,9 @@ class LedgerCollector:
             error=None if error in (None, "") else str(error),
         )
         self.open_fold = None
+        checkpoint = self.checkpoint_seq
+        if self.folds[index].status == "done":
+            self._credit(index, meter, checkpoint)
 
     def _prune(self, data: ShadowData, seq: int, time: int | None, meter: SessionMeter) -> None:
         if not self.pass_open:
@@ -376,6 +440,7 @@ class LedgerCollector:
                     shadowed_tokens=0,
                     checkpoint_tokens=0,
                     before=meter.projected_tokens,
+                    cost=FoldCost(),
                 )
             )
             self.pass_open = True
@@ -395,6 +460,7 @@ class LedgerCollector:
             index = self.open_fold
             if index is not None:
                 self.folds[index] = replace(self.folds[index], checkpoint_tokens=price)
+                self.checkpoint_seq = seq
         elif self.pass_open:
             last = self.folds[-1]
             self.folds[-1] = replace(
@@ -404,6 +470,7 @@ class LedgerCollector:
                 end_time=time,
                 after=meter.projected_tokens,
             )
+            self._credit(len(self.folds) - 1, meter, seq)
 
     def _command_run(self, data: CommandData, seq: int, time: int | None) -> None:
         command_id = _str(data.command_id)
@@ -435,8 +502,12 @@ class LedgerCollector:
     def result(self, meter: SessionMeter, *, threshold: int | None = None) -> Ledger:
         """The ledger as of the last event folded; ``threshold`` is drawn on the timeline."""
         tokens = meter.projected_tokens
+        folds = tuple(self.folds)
+        if self.crediting is not None and self.not_resent:
+            index = self.crediting
+            folds = (*folds[:index], self._credited(folds[index]), *folds[index + 1 :])
         return Ledger(
-            folds=tuple(self.folds),
+            folds=folds,
             refused=tuple(self.refused),
             steps=tuple(self.steps),
             now=(meter.last_seq, self.last_time, tokens) if tokens is not None else None,

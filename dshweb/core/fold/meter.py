@@ -84,6 +84,19 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
+class Sample:
+    """The usage sample the event just folded counted into ``tokenUsage``: who answered,
+    when, and which earlier sample it replaced (DSH_FACTS §6: a sample of the same turn
+    and step replaces the last one in the totals)."""
+
+    time: int | None
+    model: str
+    provider: str
+    usage: Usage
+    replaced: Usage | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Claim:
     """A shadow price armed by ``compaction/summary`` or ``compaction/prune``."""
 
@@ -180,6 +193,10 @@ class SessionMeter:
     reserved_tokens: int = 0
     """``maxTokens`` of the request header's config: the completion DSH reserves."""
     model: str | None = None
+    provider: str | None = None
+    """``provider`` of the request header's config (the route's provider)."""
+    sample: Sample | None = None
+    """The usage sample of the event folded last (``None`` if it carried none)."""
     last_price: int = 0
     """Price of the last surface node folded (the ledger's checkpoint price)."""
     claim: Claim | None = None
@@ -213,6 +230,7 @@ class SessionMeter:
         if seq is not None:
             self.last_seq = seq
         self.events += 1
+        self.sample = None
         claim, self.claim = self.claim, None
         cls = type(event)
         priced = None
@@ -233,6 +251,7 @@ class SessionMeter:
             config = header_config(header)
             self.reserved_tokens = config.max_tokens or 0
             self.model = config.model if config.model is not None else self.model
+            self.provider = config.provider if config.provider is not None else self.provider
         elif cls is RequestContext:
             data = event.data  # type: ignore[union-attr]
             window = data.context_window if data is not None else None
@@ -258,18 +277,26 @@ class SessionMeter:
         turn, step = data.turn, data.step
         new = (usage.input, usage.output, usage.cache_read, usage.cache_write)
         last = self.last_sample
-        if last is not None and (last[0], last[1]) == (turn, step):
-            old = last[2]
+        replaced = last[2] if last is not None and (last[0], last[1]) == (turn, step) else None
+        if replaced is not None:
             new_totals = (
-                usage.input - old.input,
-                usage.output - old.output,
-                usage.cache_read - old.cache_read,
-                usage.cache_write - old.cache_write,
+                usage.input - replaced.input,
+                usage.output - replaced.output,
+                usage.cache_read - replaced.cache_read,
+                usage.cache_write - replaced.cache_write,
             )
             self.totals = [a + b for a, b in zip(self.totals, new_totals, strict=True)]
         else:
             self.totals = [a + b for a, b in zip(self.totals, new, strict=True)]
         self.last_sample = (turn, step, usage)
+        source = data.message.source if data.message is not None else None
+        self.sample = Sample(
+            time=event.time,
+            model=_source_str(source, "model") or self.model or "",
+            provider=_source_str(source, "provider") or self.provider or "",
+            usage=usage,
+            replaced=replaced,
+        )
         self.pressure_tokens = usage.prompt
         self.sampled_surface_tokens = self.surface_tokens
         self.sampled_seq = event.seq
@@ -427,6 +454,12 @@ class SessionMeter:
                 "breakdown": self.context_breakdown_view(),
             },
         }
+
+
+def _source_str(source: Any, key: str) -> str | None:
+    """``source[key]`` of an assistant message when it is a string (who answered)."""
+    value = source.get(key) if isinstance(source, dict) else None
+    return value if isinstance(value, str) and value else None
 
 
 def _op_text(op: object) -> str:

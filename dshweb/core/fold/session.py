@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dshweb.core.fold.compaction import CompactionPoint, measured_tokens
+from dshweb.core.fold.cost import CostCollector, PriceBook, SessionCost, cost_json
 from dshweb.core.fold.forecast import NO_FORECAST_YET, Forecast, as_of, fold_forecast
 from dshweb.core.fold.gauge import Band
 from dshweb.core.fold.ledger import Ledger, LedgerCollector
@@ -102,6 +103,7 @@ class SessionTracker:
     pace: PaceCollector = field(init=False)
     ledger: LedgerCollector = field(init=False)
     told: ToldCollector = field(init=False)
+    cost: CostCollector = field(init=False)
     step_band: StepBand = field(init=False)
     header: dict[str, Any] = field(init=False)
     error: str | None = field(init=False, default=None)
@@ -127,6 +129,7 @@ class SessionTracker:
         self.pace = PaceCollector()
         self.ledger = LedgerCollector()
         self.told = ToldCollector()
+        self.cost = CostCollector()
         self.step_band = StepBand()
         self.header = {}
 
@@ -159,6 +162,7 @@ class SessionTracker:
         kind = type(event)
         retain = self._retain() if kind is CompactionStart else None
         self.ledger.observe(event, self.meter, retain)  # after the fold: the reading it left
+        self.cost.observe(event, self.meter)
         self.activity.fold(event)
         if kind is StepEnd:
             engine, rule = self.settings_of(self) if self.settings_of else (None, DEFAULT_RULE)
@@ -240,6 +244,9 @@ class SessionSnapshot:
     compaction point's ``retainTokens`` is not known)."""
     manual_preview: FoldPreview = field(default_factory=lambda: FoldPreview("manual"))
     """What a Compact now would take away."""
+    cost: SessionCost = field(default_factory=SessionCost)
+    """The tokens of its requests and summaries by model and billing time (priced by a
+    :class:`~dshweb.core.fold.cost.PriceBook`)."""
 
     @property
     def used_tokens(self) -> int | None:
@@ -276,9 +283,15 @@ class SessionSnapshot:
         of the last event it folded."""
         return self.last_time if self.past and self.last_time is not None else now_ms
 
-    def as_json(self, now_ms: int | None = None) -> dict[str, Any]:
+    def priced(self, book: PriceBook) -> dict[str, Any]:
+        """Its cost and its folds' (``cost`` of :meth:`as_json`)."""
+        folds = (book.fold(f.cost, f.summary_usage, f.saved) for f in self.ledger.folds)
+        return cost_json(self.cost, folds, book)
+
+    def as_json(self, now_ms: int | None = None, book: PriceBook | None = None) -> dict[str, Any]:
         """The snapshot in the CLI's JSON shape (the host's field names, and dshweb's
-        ``forecast``, as of ``now_ms``)."""
+        ``forecast``, as of ``now_ms``; ``cost`` priced by ``book``, the registry's own
+        peak windows when none)."""
         compaction: dict[str, Any] = (
             self.point.as_dict()
             if self.point is not None
@@ -318,6 +331,7 @@ class SessionSnapshot:
             "compaction": compaction,
             "forecast": self.forecast(now_ms).as_json(),
             "told": self.told.as_json(),
+            "cost": self.priced(book or PriceBook()),
             "errors": list(self.errors),
         }
 
@@ -418,6 +432,7 @@ def take_snapshot(
             automatic_preview(meter, measured, threshold, retain, ledger.folds, pruner=pruner)
         ),
         manual_preview=_printable_preview(manual_preview(meter, measured, ledger.folds)),
+        cost=tracker.cost.result(),
     )
 
 

@@ -80,6 +80,7 @@ class HeaderData(Struct):
 
 
 class HeaderConfig(Struct, rename="camel"):
+    provider: str | None = None
     model: str | None = None
     max_tokens: SafeInt | None = None
 

@@ -6,6 +6,7 @@ never Python's round-half-to-even.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from django.utils.translation import gettext as _
@@ -48,6 +49,28 @@ def format_exact(value: int | str | None) -> str:
     """``1234567`` → ``1,234,567`` (the full figure beside a compact one); unknown (``None``,
     or ``""`` for a key a projection does not have yet) as an em dash."""
     return UNKNOWN if value is None or value == "" else f"{int(value):,}"
+
+
+def format_usd(value: float | None) -> str:
+    """Dollars as a person reads a bill: ``$12.35``, ``$0.0634``, ``$0.000857`` (three
+    significant digits below a dollar; a cent is a lot here, a request costs fractions
+    of one); ``—`` when unknown (a model without a price is never shown as $0)."""
+    if value is None:
+        return UNKNOWN
+    if value < 0:
+        return "−" + format_usd(-value)
+    if value == 0:
+        return "$0"
+    if value < SMALLEST_USD:
+        return f"<${SMALLEST_USD:.6f}"
+    decimals = 2 - math.floor(math.log10(value))
+    if value >= 1 or round(value, decimals) >= 1:
+        return f"${value:,.2f}"
+    return f"${value:.{decimals}f}"
+
+
+SMALLEST_USD = 0.000001
+"""Below this a cost is shown as "less than" (it would read as zero)."""
 
 
 def svg_number(value: float | None) -> str:

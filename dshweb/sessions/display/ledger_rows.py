@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from dshweb.core.fold.cost import PriceBook
 from dshweb.core.fold.folds import CompactCommand, Fold, TimelinePoint
 from dshweb.core.log.jsjson import printable
 from dshweb.core.log.times import iso_utc
 
-Value = int | str | None
+Value = int | float | str | None
 
 TIMELINE_COLUMNS = ("seq", "time", "time_ms", "tokens", "role", "fold")
 """``time`` is ISO 8601 UTC (``Z``), ``time_ms`` DSH's epoch milliseconds; ``fold`` is the
@@ -43,6 +44,12 @@ FOLD_COLUMNS = (
     "summary_cache_read",
     "summary_cache_write",
     "summary_output",
+    "rewritten_tokens",
+    "requests_after",
+    "cost_usd",
+    "summary_usd",
+    "rewrite_usd",
+    "not_resent_usd",
     "command",
     "command_seq",
     "command_kind",
@@ -50,7 +57,11 @@ FOLD_COLUMNS = (
     "error",
 )
 """``before``/``after`` are the projected tokens just before and right after the fold,
-``bought`` their difference, as the ledger table shows them."""
+``bought`` their difference, as the ledger table shows them. The ``*_usd`` columns are its
+cost (:mod:`dshweb.core.fold.cost`): ``summary_usd`` the summariser's request,
+``rewrite_usd`` the next request sending ``rewritten_tokens`` of prefix again,
+``cost_usd`` both, ``not_resent_usd`` what the ``requests_after`` it, until the next
+fold, saved by not sending what it took out; empty for a model without a price."""
 
 REFUSED_COLUMNS = ("seq", "time", "time_ms", "command", "kind", "text", "done_seq")
 
@@ -63,8 +74,10 @@ def timeline_row(point: TimelinePoint) -> tuple[Value, ...]:
     return (point.seq, iso_utc(point.time), point.time, point.tokens, point.role, point.fold)
 
 
-def fold_row(number: int, fold: Fold) -> tuple[Value, ...]:
+def fold_row(number: int, fold: Fold, book: PriceBook) -> tuple[Value, ...]:
     usage = fold.summary_usage
+    priced = book.fold(fold.cost, usage, fold.saved)
+    known = priced is not None and not priced.unpriced
     return (
         number,
         fold.kind,
@@ -86,6 +99,12 @@ def fold_row(number: int, fold: Fold) -> tuple[Value, ...]:
         usage.cache_read if usage else None,
         usage.cache_write if usage else None,
         usage.output if usage else None,
+        fold.cost.rewritten if fold.cost is not None and fold.cost.rewrite is not None else None,
+        priced.requests_after if priced is not None else None,
+        priced.cost if known and priced is not None else None,
+        priced.summary if known and priced is not None else None,
+        priced.rewrite if known and priced is not None else None,
+        priced.not_resent if known and priced is not None else None,
         _text(fold.command),
         fold.command_seq,
         _text(fold.command_kind),
@@ -111,6 +130,9 @@ def timeline_rows(points: Iterable[TimelinePoint]) -> Iterator[tuple[Value, ...]
     return (timeline_row(point) for point in points)
 
 
-def fold_rows(folds: Iterable[Fold], *, first: int = 1) -> Iterator[tuple[Value, ...]]:
-    """One row per fold, oldest first, numbered from ``first`` (:data:`FOLD_COLUMNS`)."""
-    return (fold_row(number, fold) for number, fold in enumerate(folds, start=first))
+def fold_rows(
+    folds: Iterable[Fold], book: PriceBook, *, first: int = 1
+) -> Iterator[tuple[Value, ...]]:
+    """One row per fold, oldest first, numbered from ``first`` (:data:`FOLD_COLUMNS`),
+    priced by ``book``."""
+    return (fold_row(number, fold, book) for number, fold in enumerate(folds, start=first))

@@ -47,6 +47,12 @@ def ratio(value: float | None) -> str:
 
 
 @register.filter
+def usd(value: float | None) -> str:
+    """``0.0634`` → ``$0.0634`` (:func:`~dshweb.sessions.display.figures.format_usd`)."""
+    return figures.format_usd(value)
+
+
+@register.filter
 def epoch_ms(value: int | None) -> datetime | None:
     """DSH event time (epoch milliseconds) → an aware UTC datetime for ``|date``; a time
     no calendar can show (a log can hold any number) is shown as unknown."""

@@ -21,6 +21,12 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
+            given = options["peak_windows"] or options["price_as"]
+            book = (
+                snapshot.price_book(options["peak_windows"], options["price_as"])
+                if given
+                else get_config().price_book
+            )
             shots = snapshot.snapshots(
                 home=options["home"] or shown_home().path,
                 profile=options["profile"] or get_config().profile,
@@ -30,4 +36,4 @@ class Command(BaseCommand):
             )
         except snapshot.SnapshotError as error:
             raise CommandError(str(error)) from error
-        snapshot.write(shots, self.stdout, as_json=options["json"])
+        snapshot.write(shots, self.stdout, as_json=options["json"], book=book)

@@ -1,0 +1,470 @@
+"""What a session's requests and folds cost, in dollars, by the ``dsh-llm-cost`` registry.
+
+Prices are never typed here: the registry (the PyPI package ``dsh-llm-cost``, shared with
+DSH's own cost plugin) resolves a model to its per-million prices, its off-peak factor
+and the date they took effect, with the plugin's matching ladder (exact id, then the
+longest registry key inside the id, else *unknown*: shown as unknown, never as $0).
+
+**Fold side** (:class:`CostCollector`, fed each event after the meter): tokens, not
+dollars, kept by :data:`Slot` — who answered (model, provider) and *when* on the billing
+clock (:func:`clock`: whether the day is a weekend the registry bills off-peak, and the
+quarter hour of the UTC day). So the peak windows can change without folding again, and
+a slot's tokens cost what each request of it would have cost on its own: the price is
+linear in tokens and one factor holds a whole quarter hour (peak windows start and end on
+quarter hours, :func:`parse_windows`).
+
+**Read side** (:class:`PriceBook`): the registry, the peak windows and any models priced
+as another (``deepseek-flash`` as ``deepseek-v4-flash``: a choice the person running
+dshweb makes and the page names). :meth:`PriceBook.price` turns slots into dollars.
+
+What a fold cost and what it saved (:class:`FoldCost`, kept on each
+:class:`~dshweb.core.fold.folds.Fold` by the ledger):
+
+- *summary*: the summariser's own request (``compaction/summary.usage``), as billed;
+- *rewrite*: the next request sends the changed part of its prefix uncached — the
+  checkpoint and everything after it (DSH's count of those nodes right after the fold),
+  billed as a cache write where the model's price has one, else as input (a miss);
+- *not resent*: every request after the fold, until the next fold, did not send what it
+  freed (shadowed − what replaced it, DSH's count); those tokens would have been read
+  from the cache, so they are priced at the cache-read rate of the request that skipped
+  them.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from dsh_llm_cost import pricing as registry
+
+from dshweb.core.fold.meter import SessionMeter, Usage, to_usage
+from dshweb.core.log.wire import AnyEvent, CompactionSummary, ShadowData
+
+Route = tuple[str, str]
+"""(model, provider) as the log names them."""
+Clock = tuple[bool, int]
+"""(a weekend billed off-peak all day, quarter hour of the UTC day 0–95); quarter −1: the
+time is not known (billed at the base rate, as ``estimate_cost`` without ``at``)."""
+Slot = tuple[str, str, bool, int]
+"""A route and a clock: (model, provider, weekend, quarter)."""
+Buckets = tuple[int, int, int, int]
+"""Uncached input, output, cache-read and cache-write tokens."""
+
+QUARTERS = 96
+NO_TIME = -1
+
+
+def clock(time_ms: int | None) -> Clock:
+    """Where ``time_ms`` (epoch ms) falls on the billing clock."""
+    if time_ms is None:
+        return (False, NO_TIME)
+    at = datetime.fromtimestamp(time_ms / 1000, tz=UTC)
+    weekend = at >= registry.WEEKEND_OFF_PEAK_EFFECTIVE and at.weekday() >= 5
+    return (weekend, (at.hour * 60 + at.minute) // 15)
+
+
+def slot_of(route: Route, time_ms: int | None) -> Slot:
+    return (*route, *clock(time_ms))
+
+
+def _add(tally: dict[Slot, list[int]], slot: Slot, usage: Usage, sign: int = 1) -> None:
+    found = tally.get(slot)
+    if found is None:
+        found = tally[slot] = [0, 0, 0, 0]
+    found[0] += sign * usage.input
+    found[1] += sign * usage.output
+    found[2] += sign * usage.cache_read
+    found[3] += sign * usage.cache_write
+
+
+def frozen(tally: Mapping[Slot, list[int]]) -> tuple[tuple[Slot, Buckets], ...]:
+    return tuple((slot, (b[0], b[1], b[2], b[3])) for slot, b in tally.items())
+
+
+# -- fold side -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FoldCost:
+    """The tokens one fold cost and saved, by slot (priced by :meth:`PriceBook.fold`)."""
+
+    summary: Slot | None = None
+    """The summariser's request (its tokens are the fold's ``summary_usage``)."""
+    rewritten: int = 0
+    """DSH's count of the checkpoint and everything after it, right after the fold."""
+    rewrite: Slot | None = None
+    """The next request, which sent them uncached (``None`` until it comes)."""
+    not_resent: tuple[tuple[Slot, int], ...] = ()
+    """Requests after the fold, until the next one, by slot."""
+
+    @property
+    def requests_after(self) -> int:
+        return sum(count for _, count in self.not_resent)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionCost:
+    """A session's tokens by slot: its requests (exactly ``tokenUsage``, split) and its
+    summariser's (not part of ``tokenUsage``), and how many requests of each route."""
+
+    requests: tuple[tuple[Slot, Buckets], ...] = ()
+    summaries: tuple[tuple[Slot, Buckets], ...] = ()
+    counts: tuple[tuple[Route, int], ...] = ()
+
+
+@dataclass(slots=True)
+class CostCollector:
+    """Fold-side state of :class:`SessionCost`; see the module docstring."""
+
+    requests: dict[Slot, list[int]] = field(default_factory=dict)
+    summaries: dict[Slot, list[int]] = field(default_factory=dict)
+    counts: dict[Route, int] = field(default_factory=dict)
+    last_slot: Slot | None = None
+    """Where the last sample was counted (a sample that replaces it is taken off there)."""
+
+    def observe(self, event: AnyEvent, meter: SessionMeter) -> None:
+        """Look at ``event`` after ``meter`` has folded it."""
+        sample = meter.sample
+        if sample is not None:
+            last = self.last_slot
+            if sample.replaced is not None and last is not None:
+                _add(self.requests, last, sample.replaced, -1)
+                self.counts[(last[0], last[1])] -= 1
+            route = (sample.model, sample.provider)
+            self.counts[route] = self.counts.get(route, 0) + 1
+            self.last_slot = slot_of(route, sample.time)
+            _add(self.requests, self.last_slot, sample.usage)
+        elif type(event) is CompactionSummary:
+            data = event.data
+            found = summary_route(data)
+            usage = to_usage(data.usage) if data is not None else None
+            if found is not None and usage is not None:
+                _add(self.summaries, slot_of(found, event.time), usage)
+
+    def result(self) -> SessionCost:
+        return SessionCost(
+            requests=frozen(self.requests),
+            summaries=frozen(self.summaries),
+            counts=tuple((route, n) for route, n in self.counts.items() if n),
+        )
+
+
+def summary_route(data: ShadowData | None) -> Route | None:
+    """Who wrote a summary (``model``, ``provider`` of ``compaction/summary``)."""
+    model = data.model if data is not None else None
+    provider = data.provider if data is not None else None
+    if not isinstance(model, str) or not model:
+        return None
+    return (model, provider if isinstance(provider, str) else "")
+
+
+# -- read side -------------------------------------------------------------------------------
+
+Window = tuple[int, int]
+"""A peak window in quarter hours of the UTC day: [start, end)."""
+
+DEFAULT_WINDOWS: tuple[Window, ...] = tuple(
+    (round(start * 4), round(end * 4)) for start, end in registry.PEAK_WINDOWS
+)
+"""The registry's own peak windows (01:00–04:00 and 06:00–10:00 UTC)."""
+
+_WINDOW = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$")
+
+
+def parse_windows(text: str) -> tuple[Window, ...]:
+    """``"01:00-04:00, 06:00-10:00"`` (UTC, quarter hours; ``24:00`` ends a day) as windows;
+    ``ValueError`` with what is wrong."""
+    windows: list[Window] = []
+    for part in (p for p in text.split(",") if p.strip()):
+        found = _WINDOW.match(part)
+        if found is None:
+            raise ValueError(f"{part.strip()!r} is not HH:MM-HH:MM")
+        h1, m1, h2, m2 = (int(g) for g in found.groups())
+        for hours, minutes in ((h1, m1), (h2, m2)):
+            if minutes % 15 or minutes >= 60 or hours > 24 or (hours == 24 and minutes):
+                raise ValueError(f"{part.strip()!r}: times are quarter hours from 00:00 to 24:00")
+        start, end = h1 * 4 + m1 // 15, h2 * 4 + m2 // 15
+        if start >= end:
+            raise ValueError(f"{part.strip()!r} ends before it starts")
+        windows.append((start, end))
+    return tuple(sorted(windows))
+
+
+def window_text(window: Window) -> str:
+    (h1, q1), (h2, q2) = divmod(window[0], 4), divmod(window[1], 4)
+    return f"{h1:02d}:{q1 * 15:02d}–{h2:02d}:{q2 * 15:02d}"
+
+
+@functools.cache
+def registry_version() -> str:
+    try:
+        return importlib.metadata.version("dsh-llm-cost")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a broken install
+        return "?"
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """How one route is priced: the registry's entry, or why there is none."""
+
+    route: Route
+    entry: registry.PricingEntry | None
+    matched: str | None
+    """The registry key that priced it."""
+    match: str
+    """``exact``, ``substring``, ``ollama`` (free) or ``none`` (unknown)."""
+    alias: str | None = None
+    """The model this server prices it as (:attr:`PriceBook.aliases`)."""
+
+    @property
+    def known(self) -> bool:
+        return self.match != "none"
+
+    @property
+    def effective_date(self) -> str | None:
+        return self.entry.effective_date if self.entry is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class RouteCost:
+    """One model's requests and summaries: tokens, and dollars when it has a price."""
+
+    price: Price
+    requests: int
+    tokens: Buckets
+    """The requests' tokens (``tokenUsage``'s buckets, this route's part)."""
+    summary_tokens: Buckets
+    cost: float | None
+    """The requests' dollars (``None``: no price)."""
+    summary_cost: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class PricedFold:
+    """A fold's cost and savings in dollars; ``None`` where there is nothing to price (a
+    prune pass has no summariser; the next request has not come yet) or, with
+    ``unpriced``, a model without a price."""
+
+    summary: float | None
+    rewrite: float | None
+    not_resent: float | None
+    requests_after: int
+    unpriced: bool = False
+    """A model it involved has no price: its cost and savings are not known."""
+
+    @property
+    def cost(self) -> float | None:
+        if self.unpriced:
+            return None
+        return (self.summary or 0.0) + (self.rewrite or 0.0)
+
+    @property
+    def net(self) -> float | None:
+        """Saved − cost (positive: the fold paid for itself so far)."""
+        cost = self.cost
+        if cost is None or self.not_resent is None:
+            return None
+        return self.not_resent - cost
+
+
+@dataclass(frozen=True)
+class PriceBook:
+    """The registry, read with this server's peak windows and model aliases."""
+
+    windows: tuple[Window, ...] = DEFAULT_WINDOWS
+    aliases: tuple[tuple[str, str], ...] = ()
+    """(model as logged, registry model it is priced as)."""
+
+    @property
+    def version(self) -> str:
+        return registry_version()
+
+    def resolve(self, route: Route) -> Price:
+        return _resolve(route, dict(self.aliases).get(route[0]))
+
+    def factor(self, entry: registry.PricingEntry, weekend: bool, quarter: int) -> float:
+        """1 at peak, the entry's off-peak factor otherwise (the registry's rule, with
+        these windows)."""
+        off: float | None = entry.off_peak_factor
+        if off is None or quarter == NO_TIME:
+            return 1.0
+        if weekend:
+            return off
+        return 1.0 if any(start <= quarter < end for start, end in self.windows) else off
+
+    def money(self, slot: Slot, tokens: Buckets) -> float | None:
+        """``tokens`` of one slot in dollars, by the registry's own formula
+        (``None``: the route has no price)."""
+        price = self.resolve((slot[0], slot[1]))
+        if not price.known:
+            return None
+        entry = price.entry
+        if entry is None:  # free
+            return 0.0
+        base: float = registry.compute_cost_usd(
+            entry,
+            input_tokens=tokens[0],
+            output_tokens=tokens[1],
+            cache_read_tokens=tokens[2],
+            cache_write_tokens=tokens[3],
+        )
+        return base * self.factor(entry, slot[2], slot[3])
+
+    def by_route(self, cost: SessionCost) -> tuple[RouteCost, ...]:
+        """The session's requests and summaries by model, the dearest first."""
+        counts = dict(cost.counts)
+        routes = set(counts) | {(s[0], s[1]) for s, _ in cost.summaries}
+        rows = []
+        for route in routes:
+            tokens, money = self._sum(s for s in cost.requests if (s[0][0], s[0][1]) == route)
+            summary, summary_money = self._sum(
+                s for s in cost.summaries if (s[0][0], s[0][1]) == route
+            )
+            rows.append(
+                RouteCost(
+                    self.resolve(route), counts.get(route, 0), tokens, summary, money, summary_money
+                )
+            )
+        rows.sort(key=lambda r: (r.cost is None, -_total(r.cost, r.summary_cost), r.price.route))
+        return tuple(rows)
+
+    def _sum(self, items: Iterable[tuple[Slot, Buckets]]) -> tuple[Buckets, float | None]:
+        tokens = [0, 0, 0, 0]
+        money: float | None = 0.0
+        for slot, buckets in items:
+            for i in range(4):
+                tokens[i] += buckets[i]
+            priced = self.money(slot, buckets)
+            money = None if priced is None or money is None else money + priced
+        return (tokens[0], tokens[1], tokens[2], tokens[3]), money
+
+    def total(self, cost: SessionCost) -> tuple[float | None, bool]:
+        """Every priced request and summary in dollars (``None``: none had a price), and
+        whether some had no price."""
+        dollars: float | None = None
+        unknown = False
+        for slot, buckets in (*cost.requests, *cost.summaries):
+            if not any(buckets):
+                continue
+            money = self.money(slot, buckets)
+            if money is None:
+                unknown = True
+            else:
+                dollars = (dollars or 0.0) + money
+        return dollars, unknown
+
+    def fold(
+        self, cost: FoldCost | None, summary_usage: Usage | None, freed: int | None
+    ) -> PricedFold | None:
+        """One fold in dollars (``freed``: shadowed − what replaced it, what each later
+        request did not send; ``None``: nothing known about it)."""
+        if cost is None:
+            return None
+        summary = None
+        if cost.summary is not None and summary_usage is not None:
+            summary = self.money(cost.summary, _buckets(summary_usage))
+        rewrite = None
+        if cost.rewrite is not None:
+            rewrite = self._rewrite(cost.rewrite, cost.rewritten)
+        saved: float | None = 0.0
+        for slot, count in cost.not_resent:
+            money = self.money(slot, (0, 0, max(0, freed or 0) * count, 0))
+            saved = None if money is None or saved is None else saved + money
+        unpriced = (
+            (cost.summary is not None and summary_usage is not None and summary is None)
+            or (cost.rewrite is not None and rewrite is None)
+            or saved is None
+        )
+        return PricedFold(
+            None if unpriced else summary,
+            None if unpriced else rewrite,
+            None if unpriced else saved,
+            cost.requests_after,
+            unpriced,
+        )
+
+    def _rewrite(self, slot: Slot, tokens: int) -> float | None:
+        price = self.resolve((slot[0], slot[1]))
+        entry = price.entry
+        writes = entry is not None and entry.cache_write_per_m is not None
+        return self.money(slot, (0, 0, 0, tokens) if writes else (tokens, 0, 0, 0))
+
+
+@functools.lru_cache(maxsize=256)
+def _resolve(route: Route, alias: str | None) -> Price:
+    model, provider = route
+    found = registry.resolve_pricing(alias or model, provider)
+    return Price(route, found.entry, found.matched_model, found.match, alias)
+
+
+def _buckets(usage: Usage) -> Buckets:
+    return (usage.input, usage.output, usage.cache_read, usage.cache_write)
+
+
+def _total(*money: float | None) -> float:
+    return sum(m for m in money if m is not None)
+
+
+def parse_aliases(text: str) -> tuple[tuple[str, str], ...]:
+    """``"deepseek-flash=deepseek-v4-flash, …"`` as (model, registry model) pairs;
+    ``ValueError`` naming a registry model that does not exist."""
+    pairs: list[tuple[str, str]] = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        model, sep, target = (s.strip() for s in part.partition("="))
+        if not sep or not model or not target:
+            raise ValueError(f"{part!r} is not model=registry-model")
+        if registry.resolve_pricing(target).status == "unknown":
+            raise ValueError(f"{target!r} is not in the dsh-llm-cost registry")
+        pairs.append((model, target))
+    return tuple(pairs)
+
+
+def _buckets_json(tokens: Buckets) -> dict[str, int]:
+    return dict(
+        zip(
+            ("uncachedInputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"),
+            tokens,
+            strict=True,
+        )
+    )
+
+
+def cost_json(
+    cost: SessionCost, folds: Iterable[PricedFold | None], book: PriceBook
+) -> dict[str, Any]:
+    """A session's cost in the CLI's and the API's JSON shape (dollars as floats; ``None``
+    where a model has no price)."""
+    total, unpriced = book.total(cost)
+    priced = [f for f in folds if f is not None and not f.unpriced]
+    return {
+        "registry": {"package": "dsh-llm-cost", "version": book.version},
+        "peakWindowsUtc": [window_text(w).replace("–", "-") for w in book.windows],
+        "totalUsd": total,
+        "unpriced": unpriced,
+        "byModel": [
+            {
+                "model": row.price.route[0],
+                "provider": row.price.route[1],
+                "pricedAs": row.price.matched,
+                "match": row.price.match,
+                "alias": row.price.alias,
+                "effectiveDate": row.price.effective_date,
+                "requests": row.requests,
+                "tokens": _buckets_json(row.tokens),
+                "usd": row.cost,
+                "summaryTokens": _buckets_json(row.summary_tokens),
+                "summaryUsd": row.summary_cost,
+            }
+            for row in book.by_route(cost)
+        ],
+        "folds": {
+            "priced": len(priced),
+            "costUsd": sum(f.cost or 0.0 for f in priced),
+            "notResentUsd": sum(f.not_resent or 0.0 for f in priced),
+        },
+    }

@@ -1,0 +1,89 @@
+"""What a session cost, as the pages show it: by model, its folds, and the prices used.
+
+Pure: a snapshot's tokens by billing slot (:class:`~dshweb.core.fold.cost.SessionCost`)
+and a :class:`~dshweb.core.fold.cost.PriceBook` in, plain values out. The session page's
+cost card, each ledger row, the list's rows and the API read these, so a figure means the
+same wherever it is shown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dshweb.core.fold.cost import PriceBook, PricedFold, RouteCost, window_text
+from dshweb.core.fold.folds import Fold
+from dshweb.core.fold.session import SessionSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class CostView:
+    """A session's cost card."""
+
+    rows: tuple[RouteCost, ...]
+    """By model, the dearest first; a model without a price last."""
+    total: float | None
+    """Every priced request and summary (``None``: none had a price)."""
+    unpriced: bool
+    """Some model had no price: the total leaves it out."""
+    folds: int
+    """Folds priced (ended well, on priced models)."""
+    fold_cost: float
+    fold_saved: float
+    version: str
+    """The ``dsh-llm-cost`` registry's version."""
+    dates: tuple[str, ...]
+    """The dates the prices used took effect."""
+    windows: str
+    """The peak windows, as ``01:00–04:00, 06:00–10:00``."""
+    off_peak: tuple[tuple[str, float], ...]
+    """Each priced model's off-peak factor."""
+
+    @property
+    def fold_net(self) -> float:
+        return self.fold_saved - self.fold_cost
+
+
+def cost_view(snapshot: SessionSnapshot, book: PriceBook) -> CostView:
+    rows = book.by_route(snapshot.cost)
+    total, unpriced = book.total(snapshot.cost)
+    priced = [p for p in (fold_price(f, book) for f in snapshot.ledger.folds) if p is not None]
+    priced = [p for p in priced if not p.unpriced]
+    entries = [(r.price.matched or "", r.price.entry) for r in rows if r.price.entry is not None]
+    return CostView(
+        rows=rows,
+        total=total,
+        unpriced=unpriced,
+        folds=len(priced),
+        fold_cost=sum(p.cost or 0.0 for p in priced),
+        fold_saved=sum(p.not_resent or 0.0 for p in priced),
+        version=book.version,
+        dates=tuple(sorted({e.effective_date for _, e in entries if e.effective_date})),
+        windows=", ".join(window_text(w) for w in book.windows),
+        off_peak=tuple(
+            sorted({(m, e.off_peak_factor) for m, e in entries if e.off_peak_factor is not None})
+        ),
+    )
+
+
+def fold_price(fold: Fold, book: PriceBook) -> PricedFold | None:
+    """One fold's cost and savings (``None``: none known, a fold from before dshweb
+    priced folds)."""
+    return book.fold(fold.cost, fold.summary_usage, fold.saved)
+
+
+@dataclass(frozen=True, slots=True)
+class ListCost:
+    """A list row's cost: the total, and each model's part for the row's title."""
+
+    total: float | None
+    unpriced: bool
+    parts: tuple[tuple[str, float | None], ...]
+
+
+def list_cost(snapshot: SessionSnapshot, book: PriceBook) -> ListCost:
+    total, unpriced = book.total(snapshot.cost)
+    parts = tuple(
+        (row.price.route[0], None if row.cost is None else row.cost + (row.summary_cost or 0.0))
+        for row in book.by_route(snapshot.cost)
+    )
+    return ListCost(total, unpriced, parts)
