@@ -113,9 +113,13 @@ class Registry(Schema):
 
 
 class FoldsCost(Schema):
-    priced: int
+    """Every fold: its summary and the prefix sent again (``costUsd``), what the requests
+    after it did not send (``notResentUsd``); ``unpriced``: some fold was on a model
+    without a price, left out of both."""
+
     costUsd: float
     notResentUsd: float
+    unpriced: bool
 
 
 class Cost(Schema):

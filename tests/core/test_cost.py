@@ -194,6 +194,7 @@ def test_each_fold_costs_what_the_registry_says_of_its_summary_rewrite_and_reque
     folds = [f for f in snap.ledger.folds if f.status == "done"]
     assert len(folds) >= 10  # 9 compactions and the prune passes
     checked = {"summary": 0, "rewrite": 0, "requests after": 0}
+    spent, saved = [], []  # every priced part, request by request, for the totals
     for number, fold in enumerate(folds):
         priced = book.fold(fold.cost, fold.summary_usage, fold.saved)
         assert priced is not None and fold.cost is not None and fold.end_seq is not None
@@ -203,6 +204,7 @@ def test_each_fold_costs_what_the_registry_says_of_its_summary_rewrite_and_reque
         if fold.kind != "prune":
             summary = _summary_event(log, fold.compaction_id)
             expected = bill(summary["usage"], summary["model"], summary["provider"], fold.time or 0)
+            spent.append(expected)
             if expected is not None:
                 assert priced.summary == close(expected)
                 checked["summary"] += 1
@@ -210,10 +212,12 @@ def test_each_fold_costs_what_the_registry_says_of_its_summary_rewrite_and_reque
             assert fold.cost.rewrite is None and priced.rewrite is None
             continue
         assert priced.requests_after == len(after)
+        first, freed = after[0], fold.saved or 0
+        spent.append(estimate(first.model, first.provider, first.time, input=fold.cost.rewritten))
+        saved += [estimate(r.model, r.provider, r.time, cache_read=freed) for r in after]
         if not on_pro or priced.unpriced:
             assert priced.unpriced and priced.cost is None
             continue
-        first = after[0]
         # The rewritten prefix is the checkpoint and the tail after it: at least the
         # checkpoint, less than the whole surface, and near what the provider billed the
         # next request as uncached (it also carries what the step added).
@@ -222,12 +226,17 @@ def test_each_fold_costs_what_the_registry_says_of_its_summary_rewrite_and_reque
         rewrite = estimate(first.model, first.provider, first.time, input=fold.cost.rewritten)
         assert priced.rewrite == close(rewrite)
         checked["rewrite"] += 1
-        freed = fold.saved or 0
         expected_saved = sum(
             estimate(r.model, r.provider, r.time, cache_read=freed) or 0.0 for r in after
         )
         assert priced.not_resent == close(expected_saved)
         checked["requests after"] += len(after)
+    # All folds, from the ledger's running sums: each priced request's part, added up (a
+    # fold on flash whose later requests ran on pro saved on those).
+    total = book.folds(snap.cost, snap.ledger.spend)
+    assert total.unpriced == (None in spent or None in saved) == (name == "cost-switch")
+    assert total.cost == close(sum(p for p in spent if p is not None))
+    assert total.saved == close(sum(p for p in saved if p is not None))
     assert checked["summary"] >= (6 if name == "cost-pro" else 4), checked
     assert checked["rewrite"] >= (10 if name == "cost-pro" else 6), checked
 

@@ -62,9 +62,9 @@ def test_a_session_on_a_priced_and_an_unpriced_model_shows_both_and_never_zero(
     rows = dict(re.findall(r'<tr data-model="([^"]+)" data-usd="([^"]*)"', section))
     assert set(rows) == {"deepseek-v4-pro", "deepseek-flash"}
     assert rows["deepseek-flash"] == ""  # no price: not $0
-    assert "price unknown: not in dsh-llm-cost" in section
+    assert 'price unknown: not in <span translate="no">dsh-llm-cost</span>' in section
     assert "$0<" not in section
-    assert "dsh-llm-cost " + book.version in section and "2026-08-17" in section
+    assert "dsh-llm-cost</span> " + book.version in section and "2026-08-17" in section
     assert "01:00–04:00, 06:00–10:00" in section
 
     # Each ledger row prices its fold as the core does; the flash folds say unknown.

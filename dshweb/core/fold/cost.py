@@ -108,6 +108,34 @@ class FoldCost:
 
 
 @dataclass(frozen=True, slots=True)
+class FoldSpend:
+    """Every fold's rewrite and saving added up, by the slot of the request concerned
+    (kept as the ledger goes, so pricing all of a session's folds costs what pricing one
+    does, and folds past those the ledger keeps one by one still count)."""
+
+    resent: tuple[tuple[Slot, int], ...] = ()
+    """DSH's count of the prefix the first request after each fold sent again."""
+    unsent: tuple[tuple[Slot, int], ...] = ()
+    """What the requests after each fold, until the next, did not send."""
+
+
+@dataclass(frozen=True, slots=True)
+class FoldsPriced:
+    """All of a session's folds in dollars: their priced part, and whether a fold on a
+    model without a price was left out."""
+
+    cost: float
+    """The summaries and the prefixes sent again."""
+    saved: float
+    """What the requests after them did not send."""
+    unpriced: bool
+
+    @property
+    def net(self) -> float:
+        return self.saved - self.cost
+
+
+@dataclass(frozen=True, slots=True)
 class SessionCost:
     """A session's tokens by slot: its requests (exactly ``tokenUsage``, split) and its
     summariser's (not part of ``tokenUsage``), and how many requests of each route."""
@@ -284,8 +312,12 @@ class PriceBook:
     def version(self) -> str:
         return registry_version()
 
+    @functools.cached_property
+    def _alias(self) -> dict[str, str]:
+        return dict(self.aliases)
+
     def resolve(self, route: Route) -> Price:
-        return _resolve(route, dict(self.aliases).get(route[0]))
+        return _resolve(route, self._alias.get(route[0]))
 
     def factor(self, entry: registry.PricingEntry, weekend: bool, quarter: int) -> float:
         """1 at peak, the entry's off-peak factor otherwise (the registry's rule, with
@@ -388,6 +420,18 @@ class PriceBook:
             unpriced,
         )
 
+    def folds(self, cost: SessionCost, spend: FoldSpend) -> FoldsPriced:
+        """Every fold: the summariser's requests (``cost.summaries``), the prefixes sent
+        again and what was not sent (``spend``)."""
+        parts = [self.money(slot, tokens) for slot, tokens in cost.summaries if any(tokens)]
+        parts += [self._rewrite(slot, tokens) for slot, tokens in spend.resent if tokens]
+        saved = [self.money(slot, (0, 0, tokens, 0)) for slot, tokens in spend.unsent if tokens]
+        return FoldsPriced(
+            cost=sum(p for p in parts if p is not None),
+            saved=sum(p for p in saved if p is not None),
+            unpriced=None in parts or None in saved,
+        )
+
     def _rewrite(self, slot: Slot, tokens: int) -> float | None:
         price = self.resolve((slot[0], slot[1]))
         entry = price.entry
@@ -434,13 +478,11 @@ def _buckets_json(tokens: Buckets) -> dict[str, int]:
     )
 
 
-def cost_json(
-    cost: SessionCost, folds: Iterable[PricedFold | None], book: PriceBook
-) -> dict[str, Any]:
+def cost_json(cost: SessionCost, spend: FoldSpend, book: PriceBook) -> dict[str, Any]:
     """A session's cost in the CLI's and the API's JSON shape (dollars as floats; ``None``
     where a model has no price)."""
     total, unpriced = book.total(cost)
-    priced = [f for f in folds if f is not None and not f.unpriced]
+    folds = book.folds(cost, spend)
     return {
         "registry": {"package": "dsh-llm-cost", "version": book.version},
         "peakWindowsUtc": [window_text(w).replace("–", "-") for w in book.windows],
@@ -463,8 +505,8 @@ def cost_json(
             for row in book.by_route(cost)
         ],
         "folds": {
-            "priced": len(priced),
-            "costUsd": sum(f.cost or 0.0 for f in priced),
-            "notResentUsd": sum(f.not_resent or 0.0 for f in priced),
+            "costUsd": folds.cost,
+            "notResentUsd": folds.saved,
+            "unpriced": folds.unpriced,
         },
     }

@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dshweb.core.fold.cost import FoldCost, Slot, slot_of, summary_route
+from dshweb.core.fold.cost import FoldCost, FoldSpend, Slot, slot_of, summary_route
 from dshweb.core.fold.folds import CompactCommand, Fold, FoldKind, FoldTally, TimelinePoint
 from dshweb.core.fold.meter import USAGE_EVENTS, SessionMeter, stream_chunks, to_usage
 from dshweb.core.fold.preview import previewed
@@ -114,6 +114,8 @@ class Ledger:
     """The folds older than those kept, counted."""
     refused_earlier: int = 0
     """Refused commands older than those kept."""
+    spend: FoldSpend = field(default_factory=FoldSpend)
+    """Every fold's rewrite and saving, added up (kept or counted)."""
 
     @property
     def first(self) -> int:
@@ -249,6 +251,9 @@ class LedgerCollector:
     it freed (until the next one ends well)."""
     not_resent: dict[Slot, int] = field(default_factory=dict)
     """Those requests by slot (kept here, written into the fold as it is let go)."""
+    resent_tokens: dict[Slot, int] = field(default_factory=dict)
+    unsent_tokens: dict[Slot, int] = field(default_factory=dict)
+    """Every fold's so far (:class:`~dshweb.core.fold.cost.FoldSpend`)."""
 
     def observe(self, event: AnyEvent, meter: SessionMeter, retain: int | None = None) -> None:
         """Look at ``event`` after ``meter`` has folded it (``retain``: the ``retainTokens``
@@ -298,7 +303,10 @@ class LedgerCollector:
         fold = self.folds[index]
         if fold.cost is not None and fold.cost.rewrite is None:
             self.folds[index] = replace(fold, cost=replace(fold.cost, rewrite=slot))
+            self.resent_tokens[slot] = self.resent_tokens.get(slot, 0) + fold.cost.rewritten
         self.not_resent[slot] = self.not_resent.get(slot, 0) + 1
+        freed = max(0, fold.saved or 0)
+        self.unsent_tokens[slot] = self.unsent_tokens.get(slot, 0) + freed
 
     def _credit(self, index: int, meter: SessionMeter, checkpoint_seq: int | None) -> None:
         """Fold ``index`` ended well: the requests from now on are its; ``checkpoint_seq``
@@ -514,6 +522,7 @@ class LedgerCollector:
             threshold=threshold,
             earlier=self.earlier,
             refused_earlier=self.refused_earlier,
+            spend=FoldSpend(tuple(self.resent_tokens.items()), tuple(self.unsent_tokens.items())),
         )
 
 

@@ -285,8 +285,7 @@ class SessionSnapshot:
 
     def priced(self, book: PriceBook) -> dict[str, Any]:
         """Its cost and its folds' (``cost`` of :meth:`as_json`)."""
-        folds = (book.fold(f.cost, f.summary_usage, f.saved) for f in self.ledger.folds)
-        return cost_json(self.cost, folds, book)
+        return cost_json(self.cost, self.ledger.spend, book)
 
     def as_json(self, now_ms: int | None = None, book: PriceBook | None = None) -> dict[str, Any]:
         """The snapshot in the CLI's JSON shape (the host's field names, and dshweb's

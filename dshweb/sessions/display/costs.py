@@ -26,9 +26,13 @@ class CostView:
     unpriced: bool
     """Some model had no price: the total leaves it out."""
     folds: int
-    """Folds priced (ended well, on priced models)."""
+    """Folds of the session (every one, kept or counted)."""
     fold_cost: float
+    """Their summaries and the prefixes sent again, where priced."""
     fold_saved: float
+    """What the requests after them did not send, where priced."""
+    folds_unpriced: bool
+    """Some fold was on a model without a price (left out of both)."""
     version: str
     """The ``dsh-llm-cost`` registry's version."""
     dates: tuple[str, ...]
@@ -46,16 +50,16 @@ class CostView:
 def cost_view(snapshot: SessionSnapshot, book: PriceBook) -> CostView:
     rows = book.by_route(snapshot.cost)
     total, unpriced = book.total(snapshot.cost)
-    priced = [p for p in (fold_price(f, book) for f in snapshot.ledger.folds) if p is not None]
-    priced = [p for p in priced if not p.unpriced]
+    folds = book.folds(snapshot.cost, snapshot.ledger.spend)
     entries = [(r.price.matched or "", r.price.entry) for r in rows if r.price.entry is not None]
     return CostView(
         rows=rows,
         total=total,
         unpriced=unpriced,
-        folds=len(priced),
-        fold_cost=sum(p.cost or 0.0 for p in priced),
-        fold_saved=sum(p.not_resent or 0.0 for p in priced),
+        folds=snapshot.ledger.total,
+        fold_cost=folds.cost,
+        fold_saved=folds.saved,
+        folds_unpriced=folds.unpriced,
         version=book.version,
         dates=tuple(sorted({e.effective_date for _, e in entries if e.effective_date})),
         windows=", ".join(window_text(w) for w in book.windows),
