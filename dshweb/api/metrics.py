@@ -41,6 +41,7 @@ from dshweb.accounts.tokens import token_user
 from dshweb.alerts.models import AlertDelivery
 from dshweb.collect.shown import shown_homes
 from dshweb.config import get_config
+from dshweb.core.fold.cost import PriceBook
 from dshweb.core.fold.folds import FoldKind
 from dshweb.core.fold.gauge import Band
 from dshweb.live.hub import SessionView
@@ -60,21 +61,27 @@ SESSION_GAUGES = (
 )
 BAND_LEVELS = {Band.AMPLE: 0, Band.MODERATE: 1, Band.TIGHT: 2, Band.CRITICAL: 3}
 
-Tally = tuple[dict[FoldKind, int], int, bool]
-"""A session's folds by kind, the tokens they freed, and whether its log has an error."""
+Tally = tuple[dict[FoldKind, int], int, bool, dict[str, float]]
+"""A session's folds by kind, the tokens they freed, whether its log has an error, and
+what its requests and summaries cost by model (models with a price)."""
 
 
-def _tally(view: SessionView) -> Tally:
+def _tally(view: SessionView, book: PriceBook) -> Tally:
     tally = view.snapshot.ledger.tally()
     kinds = dict.fromkeys(KINDS, 0) | dict(tally.done)
-    return kinds, tally.freed, bool(view.snapshot.errors)
+    costs: dict[str, float] = {}
+    for row in book.by_route(view.snapshot.cost):
+        if row.cost is not None:
+            model = row.price.route[0]
+            costs[model] = costs.get(model, 0.0) + row.cost + (row.summary_cost or 0.0)
+    return kinds, tally.freed, bool(view.snapshot.errors), costs
 
 
 class SessionCollector(Collector):
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._tallies: dict[tuple[str, str], tuple[int, Tally]] = {}
-        """(home, session) → (the view's version, its tally)."""
+        self._tallies: dict[tuple[str, str], tuple[tuple[int, PriceBook], Tally]] = {}
+        """(home, session) → (the view's version and the prices it was priced by, its tally)."""
 
     def collect(self) -> Iterator[Metric]:
         homes = shown_homes()
@@ -94,19 +101,29 @@ class SessionCollector(Collector):
             "dshweb_reader_errors", "Sessions whose log has a reader error.", labels=["home"]
         )
         count = GaugeMetricFamily("dshweb_sessions", "Sessions in the home.", labels=["home"])
+        cost = CounterMetricFamily(
+            "dshweb_cost_usd",
+            "What the requests and summaries cost, by model (models the dsh-llm-cost "
+            "registry prices; the peak windows of this server).",
+            labels=["home", "model"],
+        )
+        book = get_config().price_book
         seen: set[tuple[str, str]] = set()
         with self._lock:
             for shown in homes.shown:
                 home = shown.name
                 by_kind, freed_sum, broken = dict.fromkeys(KINDS, 0), 0, 0
+                by_model: dict[str, float] = {}
                 for session_id, view in shown.view.sessions.items():
                     key = (home, session_id)
                     seen.add(key)
                     kept = self._tallies.get(key)
-                    if kept is None or kept[0] != view.version:
-                        kept = (view.version, _tally(view))
+                    if kept is None or kept[0] != (view.version, book):
+                        kept = ((view.version, book), _tally(view, book))
                         self._tallies[key] = kept
-                    kinds, tokens, error = kept[1]
+                    kinds, tokens, error, costs = kept[1]
+                    for model, dollars in costs.items():
+                        by_model[model] = by_model.get(model, 0.0) + dollars
                     for kind, n in kinds.items():
                         by_kind[kind] += n
                     freed_sum += tokens
@@ -132,10 +149,12 @@ class SessionCollector(Collector):
                 freed.add_metric([home], freed_sum)
                 errors.add_metric([home], broken)
                 count.add_metric([home], len(shown.view.sessions))
+                for model, dollars in sorted(by_model.items()):
+                    cost.add_metric([home, model], dollars)
             for gone in set(self._tallies) - seen:
                 del self._tallies[gone]
         yield from gauges.values()
-        yield from (folds, freed, errors, count)
+        yield from (folds, freed, errors, count, cost)
         yield _alerts_sent()
 
 

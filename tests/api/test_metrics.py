@@ -23,6 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from dshweb.accounts.tokens import token_create
 from dshweb.api.metrics import RECENT_MS
+from dshweb.core.fold.cost import PriceBook
 from dshweb.core.log.home import session_logs
 from tests.browser.homes import copy_session
 from tests.browser.server import DshwebServer, free_port, serving, spawn, terminate
@@ -31,7 +32,7 @@ from tests.snapshots import fixture_snapshot
 
 pytestmark = [pytest.mark.django_db]
 
-SESSIONS = ("auto-compact", "pace-steady", "fold-failures")
+SESSIONS = ("auto-compact", "pace-steady", "fold-failures", "cost-switch")
 LIVE = "pace-steady"
 TOKEN = "scrape-token-for-tests-only"
 
@@ -121,6 +122,20 @@ def test_the_series_are_the_sessions_figures(home: Path) -> None:
     freed = sum(max(0, f.dropped or 0) for s in shots for f in s.ledger.folds if f.status == "done")
     assert got["dshweb_freed_tokens_total", (("home", "local"),)] == freed > 0
     assert got["dshweb_sessions", (("home", "local"),)] == len(SESSIONS)
+    # What the requests and summaries cost, by model: only the models with a price.
+    book = PriceBook()
+    costs = [
+        (row.price.route[0], row.cost + (row.summary_cost or 0.0))
+        for s in shots
+        for row in book.by_route(s.cost)
+        if row.cost is not None
+    ]
+    assert {model for model, _ in costs} == {"deepseek-v4-pro"}
+    cost = got["dshweb_cost_usd_total", (("home", "local"), ("model", "deepseek-v4-pro"))]
+    assert cost == pytest.approx(sum(usd for _, usd in costs)) and cost > 0
+    assert not any(
+        k[0] == "dshweb_cost_usd_total" and ("model", "deepseek-flash") in k[1] for k in got
+    )
     assert got["dshweb_reader_errors", (("home", "local"),)] == 0
     assert got["dshweb_alerts_sent_total", (("channel", "webhook"),)] == 0
     assert any(name.startswith("process_") for name, _ in got)
