@@ -21,6 +21,7 @@ from dsh_llm_cost import pricing as registry
 from dshweb.core.fold.cost import (
     DEFAULT_WINDOWS,
     CostCollector,
+    FoldCost,
     PriceBook,
     clock,
     parse_aliases,
@@ -28,7 +29,7 @@ from dshweb.core.fold.cost import (
 )
 from dshweb.core.fold.folds import Fold
 from dshweb.core.fold.index import HomeIndex
-from dshweb.core.fold.meter import SessionMeter
+from dshweb.core.fold.meter import SessionMeter, Usage
 from dshweb.core.fold.session import SessionSnapshot
 from tests.conftest import FIXTURE_HOMES
 from tests.fixtures.dshrun import SessionLog, session_logs
@@ -383,3 +384,48 @@ def test_a_sample_that_replaces_its_steps_last_is_taken_off_where_that_one_was_c
         for i, t in zip((120, 130), at, strict=True)
     )
     assert book.total(cost) == (close(expected), False)
+
+
+@pytest.mark.parametrize(
+    ("model", "provider", "bucket"),
+    [
+        ("deepseek-v4-pro", "deepseek-official", "input"),  # no cache-write price: a miss
+        ("claude-sonnet-5", "anthropic", "cache_write"),  # a cache write has its own price
+        ("claude-sonnet-5-20260901", "anthropic", "cache_write"),  # by the registry's ladder
+        ("qwen3", "ollama", None),  # free
+    ],
+)
+def test_a_rewritten_prefix_is_billed_as_the_models_price_bills_it(
+    model: str, provider: str, bucket: str | None
+) -> None:
+    at = datetime(2026, 12, 2, 3, 0, tzinfo=UTC)  # a Wednesday, at a peak hour
+    slot = (model, provider, *clock(int(at.timestamp() * 1000)))
+    cost = FoldCost(rewritten=5_000, rewrite=slot, not_resent=((slot, 3),))
+    priced = PriceBook().fold(cost, None, 4_000)
+    assert priced is not None and not priced.unpriced and priced.requests_after == 3
+    if bucket is None:
+        assert (priced.rewrite, priced.not_resent, priced.cost) == (0.0, 0.0, 0.0)
+        return
+    tokens = {"input_tokens": 0, "output_tokens": 0, f"{bucket}_tokens": 5_000}
+    expected = dsh_llm_cost.estimate_cost(model, provider, **tokens, at=at)
+    read = dsh_llm_cost.estimate_cost(
+        model, provider, input_tokens=0, output_tokens=0, cache_read_tokens=12_000, at=at
+    )
+    assert expected is not None and read is not None
+    assert priced.rewrite == close(expected.total_usd) and expected.total_usd > 0
+    assert priced.not_resent == close(read.total_usd)
+    assert priced.net == close(read.total_usd - expected.total_usd)
+
+
+def test_a_fold_on_a_model_without_a_price_is_unknown_not_free() -> None:
+    slot = ("deepseek-flash", "deepseek-official", False, 40)
+    cost = FoldCost(summary=slot, rewritten=5_000, rewrite=slot, not_resent=((slot, 2),))
+    priced = PriceBook().fold(cost, Usage(100, 10, 900, 0), 4_000)
+    assert priced is not None and priced.unpriced
+    assert (priced.summary, priced.rewrite, priced.not_resent, priced.cost, priced.net) == (
+        None,
+        None,
+        None,
+        None,
+        None,
+    )
