@@ -323,8 +323,10 @@ LIVE_PARTS: tuple[tuple[str, Callable[[SessionSnapshot], object] | None], ...] =
 small part of the snapshot (the ledger, the largest nodes: they move far less often than
 the session grows); such a part is rendered again only when that changed."""
 
-_rendered: OrderedDict[tuple[str, str, int, Forecast, str], tuple[str, ...]] = OrderedDict()
-_steady: OrderedDict[tuple[str, str, str, str], tuple[object, str]] = OrderedDict()
+_rendered: OrderedDict[tuple[str, str, int, Forecast, str, PriceBook], tuple[str, ...]] = (
+    OrderedDict()
+)
+_steady: OrderedDict[tuple[str, str, str, str, PriceBook], tuple[object, str]] = OrderedDict()
 
 
 def live_parts(home: str, view: SessionView) -> tuple[str, ...]:
@@ -332,7 +334,7 @@ def live_parts(home: str, view: SessionView) -> tuple[str, ...]:
     on its own, rendered once per version and language."""
     shot = view.snapshot
     forecast = session_forecast(shot)  # moves with the clock too: idle after a while
-    key = (home, shot.session_id, view.version, forecast, get_language())
+    key = (home, shot.session_id, view.version, forecast, get_language(), get_config().price_book)
     with _rendered_lock:
         parts = _rendered.get(key)
         if parts is not None:
@@ -374,7 +376,9 @@ def _part_html(
 ) -> str:
     if shows is None:
         return _render(name, context)
-    key, value = (home, shot.session_id, name, get_language()), shows(shot)
+    # and the prices: a ledger row prices its fold
+    key = (home, shot.session_id, name, get_language(), get_config().price_book)
+    value = shows(shot)
     with _rendered_lock:
         kept = _steady.get(key)
         if kept is not None and kept[0] == value:

@@ -60,7 +60,7 @@ class CostHome:
             number: book.fold(fold.cost, fold.summary_usage, fold.saved)
             for number, fold in enumerate(shot.ledger.folds, start=shot.ledger.first)
         }
-        costs = {n: p.cost for n, p in priced.items() if p is not None and p.cost is not None}
+        costs = {n: p.cost for n, p in priced.items() if p.cost is not None}
         return book.total(shot.cost)[0], shot.ledger.total, costs
 
 

@@ -80,7 +80,7 @@ def test_a_session_on_a_priced_and_an_unpriced_model_shows_both_and_never_zero(
         priced = book.fold(
             folds[int(seq)].cost, folds[int(seq)].summary_usage, folds[int(seq)].saved
         )
-        assert priced is not None and float(cost) == priced.cost
+        assert float(cost) == priced.cost
         assert float(saved) == priced.not_resent
     assert page.count("price unknown") >= 1 + sum(
         1 for f in shot.ledger.folds if f.status == "done" and f.seq < 240

@@ -390,13 +390,9 @@ class PriceBook:
                 dollars = (dollars or 0.0) + money
         return dollars, unknown
 
-    def fold(
-        self, cost: FoldCost | None, summary_usage: Usage | None, freed: int | None
-    ) -> PricedFold | None:
+    def fold(self, cost: FoldCost, summary_usage: Usage | None, freed: int | None) -> PricedFold:
         """One fold in dollars (``freed``: shadowed − what replaced it, what each later
-        request did not send; ``None``: nothing known about it)."""
-        if cost is None:
-            return None
+        request did not send)."""
         summary = None
         if cost.summary is not None and summary_usage is not None:
             summary = self.money(cost.summary, _buckets(summary_usage))

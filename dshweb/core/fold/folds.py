@@ -11,7 +11,7 @@ values; :mod:`dshweb.core.fold.ledger` says what counts as a fold and builds the
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from dshweb.core.fold.cost import FoldCost
@@ -67,7 +67,7 @@ class Fold:
     """``compaction/summary.shadowedRange``: the first and last node the engine shadowed."""
     previewed: Previewed | None = None
     """What the fold preview said, from the log just before the fold began."""
-    cost: FoldCost | None = None
+    cost: FoldCost = field(default_factory=FoldCost)
     """What it cost and saved, in tokens by slot (priced by a
     :class:`~dshweb.core.fold.cost.PriceBook`)."""
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dshweb.core.fold.cost import FoldCost, FoldSpend, Slot, slot_of, summary_route
+from dshweb.core.fold.cost import FoldSpend, Slot, slot_of, summary_route
 from dshweb.core.fold.folds import CompactCommand, Fold, FoldKind, FoldTally, TimelinePoint
 from dshweb.core.fold.meter import USAGE_EVENTS, SessionMeter, stream_chunks, to_usage
 from dshweb.core.fold.preview import previewed
@@ -301,7 +301,7 @@ class LedgerCollector:
             return
         slot = slot_of((sample.model, sample.provider), sample.time)
         fold = self.folds[index]
-        if fold.cost is not None and fold.cost.rewrite is None:
+        if fold.cost.rewrite is None:
             self.folds[index] = replace(fold, cost=replace(fold.cost, rewrite=slot))
             self.resent_tokens[slot] = self.resent_tokens.get(slot, 0) + fold.cost.rewritten
         self.not_resent[slot] = self.not_resent.get(slot, 0) + 1
@@ -315,7 +315,7 @@ class LedgerCollector:
             self._settle()
             self.crediting = index
         fold = self.folds[index]
-        if fold.cost is None or checkpoint_seq is None:
+        if checkpoint_seq is None:
             return
         try:
             at = meter.node_seqs.index(checkpoint_seq)
@@ -333,7 +333,7 @@ class LedgerCollector:
         self.crediting, self.not_resent = None, {}
 
     def _credited(self, fold: Fold) -> Fold:
-        if fold.cost is None or not self.not_resent:
+        if not self.not_resent:
             return fold
         return replace(fold, cost=replace(fold.cost, not_resent=tuple(self.not_resent.items())))
 
@@ -371,7 +371,6 @@ class LedgerCollector:
             command=_typed(run[2], run[3]) if run is not None else None,
             command_seq=run[0] if run is not None else None,
             previewed=None if kept is None else previewed(meter, kept),
-            cost=FoldCost(),
         )
         self.folds.append(fold)
         self.open_fold = len(self.folds) - 1
@@ -407,9 +406,7 @@ class LedgerCollector:
         provider, model = _str(data.provider), _str(data.model)
         route = summary_route(data)
         fold = self.folds[index]
-        cost = fold.cost
-        if cost is not None and route is not None:
-            cost = replace(cost, summary=slot_of(route, time))
+        cost = fold.cost if route is None else replace(fold.cost, summary=slot_of(route, time))
         self.folds[index] = replace(
             fold,
             cost=cost,
@@ -448,7 +445,6 @@ class LedgerCollector:
                     shadowed_tokens=0,
                     checkpoint_tokens=0,
                     before=meter.projected_tokens,
-                    cost=FoldCost(),
                 )
             )
             self.pass_open = True

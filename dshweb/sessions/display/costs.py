@@ -69,9 +69,8 @@ def cost_view(snapshot: SessionSnapshot, book: PriceBook) -> CostView:
     )
 
 
-def fold_price(fold: Fold, book: PriceBook) -> PricedFold | None:
-    """One fold's cost and savings (``None``: none known, a fold from before dshweb
-    priced folds)."""
+def fold_price(fold: Fold, book: PriceBook) -> PricedFold:
+    """One fold's cost and savings."""
     return book.fold(fold.cost, fold.summary_usage, fold.saved)
 
 

@@ -77,7 +77,7 @@ def timeline_row(point: TimelinePoint) -> tuple[Value, ...]:
 def fold_row(number: int, fold: Fold, book: PriceBook) -> tuple[Value, ...]:
     usage = fold.summary_usage
     priced = book.fold(fold.cost, usage, fold.saved)
-    known = priced is not None and not priced.unpriced
+    known = not priced.unpriced
     return (
         number,
         fold.kind,
@@ -99,12 +99,12 @@ def fold_row(number: int, fold: Fold, book: PriceBook) -> tuple[Value, ...]:
         usage.cache_read if usage else None,
         usage.cache_write if usage else None,
         usage.output if usage else None,
-        fold.cost.rewritten if fold.cost is not None and fold.cost.rewrite is not None else None,
-        priced.requests_after if priced is not None else None,
-        priced.cost if known and priced is not None else None,
-        priced.summary if known and priced is not None else None,
-        priced.rewrite if known and priced is not None else None,
-        priced.not_resent if known and priced is not None else None,
+        fold.cost.rewritten if fold.cost.rewrite is not None else None,
+        priced.requests_after,
+        priced.cost if known else None,
+        priced.summary if known else None,
+        priced.rewrite if known else None,
+        priced.not_resent if known else None,
         _text(fold.command),
         fold.command_seq,
         _text(fold.command_kind),
