@@ -12,6 +12,7 @@ import pytest
 
 from dshweb.core.fold.gauge import context_band
 from dshweb.core.fold.index import HomeIndex
+from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.fold.steps import STEP_COLUMNS, StepRow, fold_steps
 from dshweb.core.log.home import session_logs
 from dshweb.core.profile.effective import (
@@ -22,6 +23,7 @@ from dshweb.core.profile.effective import (
 )
 from dshweb.core.profile.layers import engine_config
 from tests.conftest import all_homes
+from tests.inferred import events_of
 
 HOMES = [home for home in all_homes() if (home / "checkpoints.json").exists()]
 
@@ -44,29 +46,41 @@ def host_points(home: Path) -> dict[tuple[str, int], dict[str, Any]]:
     return {(p["sessionId"], p["seq"]): p["values"] for p in data["replayed"]}
 
 
+FOLDS_UP_TO_A_ROW = 40
+"""Rows per session checked against a whole new fold of the home cut at the row (the rows
+where the host spoke, and evenly spread others): each costs a fold of the log so far."""
+
+
 @pytest.mark.parametrize("home", HOMES, ids=[h.name for h in HOMES])
 def test_every_step_agrees_with_the_fold_and_with_the_host_where_it_spoke(home: Path) -> None:
     host = host_points(home)
+    logs = {log.session_dir.name: log for log in session_logs(home)}
     for session_id, rows in rows_of(home).items():
         assert rows, session_id
-        for row in rows:
-            # dshweb's own fold of the log up to the row's seq (its parity with the host
-            # at every flushed point is tests/core/test_parity.py's).
+        # dshweb's own fold of the log, event by event: every row against the meter as it
+        # stood right after the row's event (its parity with the host at every flushed
+        # point is tests/core/test_parity.py's) ...
+        by_seq = {row["seq"]: row for row in rows}
+        meter, compared = SessionMeter(), 0
+        for event in events_of(logs[session_id]):
+            meter.fold(event)
+            row = by_seq.get(event.seq) if event.seq is not None else None
+            if row is not None:
+                _assert_row(row, meter.token_usage_view(), meter.context_pressure_view())
+                compared += 1
+        assert compared == len(rows), session_id
+        stride = max(1, len(rows) // FOLDS_UP_TO_A_ROW)
+        for number, row in enumerate(rows):
+            values = host.get((session_id, row["seq"])) or host.get((session_id, row["seq"] + 1))
+            if values is None and number % stride:
+                continue
+            # ... and the dashboard's: a home folded anew up to the row's seq.
             index = HomeIndex(home, stop_after_seq=row["seq"])
             index.refresh()
             shot = index.snapshot(next(f for f in index.trackers if f.name == session_id))
-            usage, pressure = shot.token_usage, shot.context_pressure
-            assert row["pressure"] == pressure.get("pressureTokens")
-            assert row["projected"] == pressure.get("projectedTokens")
-            assert row["window"] == pressure.get("contextWindow")
-            assert (row["uncached_input"], row["output"], row["cache_read"]) == (
-                usage["uncachedInputTokens"],
-                usage["outputTokens"],
-                usage["cacheReadTokens"],
-            )
+            _assert_row(row, shot.token_usage, shot.context_pressure)
             # The host's own figures at this step's end, or at the turn's end right after
             # it (the host answered for logs cut at turn ends; a turn/end changes none).
-            values = host.get((session_id, row["seq"])) or host.get((session_id, row["seq"] + 1))
             if values is not None:
                 totals, view = values["tokenUsage"], values["contextPressure"]
                 assert (row["cache_write"], row["output"]) == (
@@ -76,6 +90,17 @@ def test_every_step_agrees_with_the_fold_and_with_the_host_where_it_spoke(home: 
                 assert row["pressure"] == view.get("pressureTokens")
                 assert row["projected"] == view.get("projectedTokens")
                 assert row["window"] == view.get("contextWindow")
+
+
+def _assert_row(row: dict[str, Any], usage: dict[str, int], pressure: dict[str, int]) -> None:
+    assert row["pressure"] == pressure.get("pressureTokens")
+    assert row["projected"] == pressure.get("projectedTokens")
+    assert row["window"] == pressure.get("contextWindow")
+    assert (row["uncached_input"], row["output"], row["cache_read"]) == (
+        usage["uncachedInputTokens"],
+        usage["outputTokens"],
+        usage["cacheReadTokens"],
+    )
 
 
 def test_the_host_spoke_at_step_ends() -> None:
