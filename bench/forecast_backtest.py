@@ -174,6 +174,8 @@ SHAPES = {
     "replay-cycle-a-headroom": "pace changes inside a fold cycle",
     "replay-slow-fast-low": "slow then fast",
     "replay-cycle-b-retain": "pace changes inside a fold cycle",
+    "cost-pro": "a big result every fifth step, pruned",
+    "cost-switch": "a big result every fifth step, pruned",
 }
 """Each fixture home's shape; the ``hidden-*`` homes name theirs in the manifest."""
 
