@@ -29,6 +29,7 @@ from dshweb.core.fold.cost import (
 )
 from dshweb.core.fold.folds import Fold
 from dshweb.core.fold.index import HomeIndex
+from dshweb.core.fold.ledger import LedgerCollector
 from dshweb.core.fold.meter import SessionMeter, Usage
 from dshweb.core.fold.session import SessionSnapshot
 from tests.conftest import FIXTURE_HOMES
@@ -429,3 +430,39 @@ def test_a_fold_on_a_model_without_a_price_is_unknown_not_free() -> None:
         None,
         None,
     )
+
+
+@pytest.mark.parametrize("time", [2**53, -(2**53), 10**15, None])
+def test_a_request_at_a_time_no_calendar_holds_is_billed_at_the_base_rate(time: int | None) -> None:
+    """A hostile log's time (any safe integer) neither stops the fold nor loses the
+    request: it is billed as ``estimate_cost`` bills a request without a time."""
+    usage = {"inputTokens": 1000, "outputTokens": 100, "cacheReadTokens": 5000}
+    raw = [
+        {
+            "type": "request/header",
+            "seq": 0,
+            "time": time,
+            "data": {
+                "header": {"config": {"provider": "deepseek-official", "model": "deepseek-v4-pro"}}
+            },
+        },
+        {
+            "type": "assistant/message",
+            "seq": 1,
+            "time": time,
+            "data": {"turn": 1, "step": 1, "usage": usage},
+        },
+    ]
+    meter, collector, ledger = SessionMeter(), CostCollector(), LedgerCollector()
+    for item in raw:
+        event = typed({k: v for k, v in item.items() if v is not None})
+        meter.fold(event)
+        ledger.observe(event, meter)
+        collector.observe(event, meter)
+    ((slot, _),) = collector.result().requests
+    assert slot[2:] == (False, -1)
+    expected = dsh_llm_cost.estimate_cost(
+        "deepseek-v4-pro", input_tokens=1000, output_tokens=100, cache_read_tokens=5000
+    )
+    assert expected is not None
+    assert PriceBook().total(collector.result()) == (close(expected.total_usd), False)

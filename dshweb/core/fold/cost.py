@@ -60,10 +60,14 @@ NO_TIME = -1
 
 
 def clock(time_ms: int | None) -> Clock:
-    """Where ``time_ms`` (epoch ms) falls on the billing clock."""
+    """Where ``time_ms`` (epoch ms) falls on the billing clock (a time that is not known,
+    or that no calendar holds, is billed at the base rate)."""
     if time_ms is None:
         return (False, NO_TIME)
-    at = datetime.fromtimestamp(time_ms / 1000, tz=UTC)
+    try:
+        at = datetime.fromtimestamp(time_ms / 1000, tz=UTC)
+    except (ValueError, OverflowError, OSError):  # a time no calendar holds (a hostile log)
+        return (False, NO_TIME)
     weekend = at >= registry.WEEKEND_OFF_PEAK_EFFECTIVE and at.weekday() >= 5
     return (weekend, (at.hour * 60 + at.minute) // 15)
 
