@@ -168,3 +168,21 @@ def test_dsh_snapshot_prices_with_the_windows_it_is_given(tmp_path: Path) -> Non
     assert listed["cost"]["totalUsd"] == pytest.approx(2 * off_peak)
     with pytest.raises(CommandError, match="--peak-windows: '25:00-26:00'"):
         call_command("dsh_snapshot", "--home", str(home), "--peak-windows", "25:00-26:00")
+
+
+@pytest.mark.django_db
+def test_a_session_on_a_model_without_a_price_says_so_once(
+    tmp_path: Path, settings: Any, fresh_hub: None
+) -> None:
+    home = _home("auto-compact", tmp_path, settings)
+    shot = _snapshot(home)
+    assert PriceBook().total(shot.cost) == (None, True)
+    client, _ = signed_in()
+    listing = client.get("/").content.decode()
+    (row,) = re.findall(
+        r'<span class="cost" data-usd="([^"]*)" data-unpriced="([^"]*)">([^<]*)', listing
+    )
+    assert row == ("", "true", "cost unknown")
+    page = client.get(f"/homes/local/sessions/{shot.session_id}/").content.decode()
+    assert _attrs(page, "session-cost") == {"data-total-usd": "", "data-unpriced": "true"}
+    assert "no model of this session has a price in the registry" in page

@@ -23,6 +23,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 
+from dshweb import environment
 from dshweb.config import get_config
 from dshweb.dsh_web.client import is_loopback
 
@@ -96,7 +97,16 @@ class Command(BaseCommand):
             self.stdout.write(f"dshweb: behind a TLS proxy; it forwards to {url}")
         else:
             self.stdout.write(f"dshweb: {url}")
-        self.stdout.write(f"dshweb: showing the DSH home {config.dsh_home}")
+        choice = environment.home_choice(
+            config.dsh_home, demo=config.demo, data_dir=config.data_dir, prepare=False
+        )
+        if choice.is_demo:
+            self.stdout.write(
+                f"dshweb: no DSH home at {config.dsh_home}: showing the bundled demo home "
+                "(DSH_HOME names another home; DSHWEB_NO_DEMO=1 turns the demo off)"
+            )
+        else:
+            self.stdout.write(f"dshweb: showing the DSH home {config.dsh_home}")
         self.stdout.flush()
         if options["open"]:
             threading.Thread(
