@@ -25,7 +25,7 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from dshweb import secret_key
-from dshweb.core.fold.cost import DEFAULT_WINDOWS, PriceBook, parse_aliases, parse_windows
+from dshweb.core.fold.cost import PriceBook, price_book
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME, home_name_problem
 from dshweb.environment import DEFAULT_HSTS_SECONDS, DEFAULT_PROFILE, data_dir
 
@@ -179,13 +179,9 @@ def _forget_config(*, setting: str, **kwargs: Any) -> None:
 def _price_book(value: Mapping[str, object]) -> PriceBook:
     windows, aliases = _typed(value, "PEAK_WINDOWS", str), _typed(value, "PRICE_AS", str)
     try:
-        parsed = parse_windows(windows) if windows.strip() else DEFAULT_WINDOWS
+        return price_book(windows, aliases, ("DSHWEB['PEAK_WINDOWS']", "DSHWEB['PRICE_AS']"))
     except ValueError as exc:
-        raise ImproperlyConfigured(f"DSHWEB['PEAK_WINDOWS']: {exc}") from None
-    try:
-        return PriceBook(windows=parsed, aliases=parse_aliases(aliases))
-    except ValueError as exc:
-        raise ImproperlyConfigured(f"DSHWEB['PRICE_AS']: {exc}") from None
+        raise ImproperlyConfigured(str(exc)) from None
 
 
 def _home_name(value: Mapping[str, object]) -> str:

@@ -17,7 +17,7 @@ from typing import Protocol, TextIO
 
 from dshweb import environment
 from dshweb.core.errors import DshError
-from dshweb.core.fold.cost import DEFAULT_WINDOWS, PriceBook, parse_aliases, parse_windows
+from dshweb.core.fold.cost import PriceBook, price_book
 from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.progress import ProgressCounter
@@ -62,6 +62,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 class SnapshotError(Exception):
     """A one-line reason the command cannot answer (it exits 1)."""
+
+
+def prices(peak_windows: str, price_as: str) -> PriceBook:
+    """``--peak-windows`` and ``--price-as`` read (:class:`SnapshotError` when wrong)."""
+    try:
+        return price_book(peak_windows, price_as, ("--peak-windows", "--price-as"))
+    except ValueError as exc:
+        raise SnapshotError(str(exc)) from None
 
 
 def session_folders(home: Path, session_id: str) -> list[Path]:
@@ -127,19 +135,6 @@ class Out(Protocol):
     def write(self, text: str, /) -> object: ...
 
 
-def price_book(peak_windows: str, price_as: str) -> PriceBook:
-    """The prices the ``cost`` of ``--json`` goes by; :class:`SnapshotError` naming what
-    is wrong with either option."""
-    try:
-        windows = parse_windows(peak_windows) if peak_windows.strip() else DEFAULT_WINDOWS
-    except ValueError as exc:
-        raise SnapshotError(f"--peak-windows: {exc}") from None
-    try:
-        return PriceBook(windows=windows, aliases=parse_aliases(price_as))
-    except ValueError as exc:
-        raise SnapshotError(f"--price-as: {exc}") from None
-
-
 def write(
     shots: list[SessionSnapshot], out: Out, *, as_json: bool, book: PriceBook | None = None
 ) -> None:
@@ -178,7 +173,7 @@ def main(
         ).path
     )
     try:
-        book = price_book(options.peak_windows, options.price_as)
+        book = prices(options.peak_windows, options.price_as)
         shots = snapshots(
             home=home,
             profile=options.profile or environment.profile(),

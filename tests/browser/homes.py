@@ -14,6 +14,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+import zstandard
+
 from dshweb.core.fold.gauge import ContextGauge, context_band, context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
@@ -44,6 +46,29 @@ def copy_session(home: Path, log: LogFile, *, frames: int | None = None) -> Path
     if frames is not None:
         (target / log.path.name).write_bytes(b"".join(frames_of(log.path)[:frames]))
     return target / log.path.name
+
+
+class CutHome:
+    """A home holding one fixture session (and its profiles) cut just before the
+    ``compaction/start`` of its fold number ``fold``; :meth:`grow` appends the rest, the
+    real frames DSH wrote."""
+
+    def __init__(self, root: Path, session: str, fold: int) -> None:
+        self.path = root / "home"
+        log = fixture_log(session)
+        frames = frames_of(log.path)
+        starts = [
+            i
+            for i, f in enumerate(frames)
+            if b'"compaction/start"' in zstandard.ZstdDecompressor().decompress(f, 1 << 26)
+        ]
+        cut = starts[fold - 1]
+        self.log = copy_session(self.path, log, frames=cut)
+        shutil.copytree(FIXTURE_HOMES / session / "profiles", self.path / "profiles")
+        self.rest = frames[cut:]
+
+    def grow(self) -> None:
+        append_frames(self.log, self.rest)
 
 
 def create_session(home: Path, log: LogFile) -> Path:

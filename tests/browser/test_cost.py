@@ -9,21 +9,17 @@ the registry) cut just before a compaction.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import zstandard
 from playwright.sync_api import Page, expect
 
 from dshweb.core.fold.cost import PriceBook
 from dshweb.core.fold.index import HomeIndex
 from tests.browser.conftest import WAIT_MS, SameDocument
-from tests.browser.homes import append_frames, copy_session, fixture_log
+from tests.browser.homes import CutHome
 from tests.browser.server import DshwebServer, serving
-from tests.conftest import FIXTURE_HOMES
-from tests.logbuilder import frames_of
 
 pytestmark = pytest.mark.browser
 
@@ -32,24 +28,7 @@ FOLD = 4
 """The compaction whose ``compaction/start`` the cut leaves out."""
 
 
-class CostHome:
-    def __init__(self, root: Path) -> None:
-        self.path = root / "home"
-        log = fixture_log(SESSION)
-        frames = frames_of(log.path)
-        starts = [
-            i
-            for i, f in enumerate(frames)
-            if b'"compaction/start"' in zstandard.ZstdDecompressor().decompress(f, 1 << 26)
-        ]
-        cut = starts[FOLD - 1]
-        self.log = copy_session(self.path, log, frames=cut)
-        shutil.copytree(FIXTURE_HOMES / SESSION / "profiles", self.path / "profiles")
-        self.rest = frames[cut:]
-
-    def grow(self) -> None:
-        append_frames(self.log, self.rest)
-
+class CostHome(CutHome):
     def figures(self) -> tuple[float | None, int, dict[int, float]]:
         """The session's cost, its folds, and each priced fold's cost by number."""
         index = HomeIndex(self.path)
@@ -66,7 +45,7 @@ class CostHome:
 
 @pytest.fixture(scope="module")
 def cost_home(tmp_path_factory: pytest.TempPathFactory) -> CostHome:
-    return CostHome(tmp_path_factory.mktemp("cost"))
+    return CostHome(tmp_path_factory.mktemp("cost"), SESSION, FOLD)
 
 
 @pytest.fixture(scope="module")

@@ -8,22 +8,18 @@ Its own home and server: ``pace-steady`` (real DSH output) cut just before a fol
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import zstandard
 from playwright.sync_api import Page, expect
 
 from dshweb.core.fold.replay import record_log, replay
 from dshweb.core.log.home import session_logs
 from dshweb.core.profile.effective import EngineConfig
 from tests.browser.conftest import WAIT_MS, SameDocument
-from tests.browser.homes import append_frames, copy_session, fixture_log
+from tests.browser.homes import CutHome
 from tests.browser.server import DshwebServer, serving
-from tests.conftest import FIXTURE_HOMES
-from tests.logbuilder import frames_of
 
 pytestmark = pytest.mark.browser
 
@@ -32,37 +28,18 @@ FOLD = 3
 """The automatic fold the page sees coming (its ``compaction/start`` is cut off)."""
 
 
-class FoldHome:
-    def __init__(self, root: Path) -> None:
-        self.path = root / "home"
-        log = fixture_log(SESSION)
-        frames = frames_of(log.path)
-        starts = [
-            i
-            for i, f in enumerate(frames)
-            if b'"compaction/start"' in zstandard.ZstdDecompressor().decompress(f, 1 << 26)
-        ]
-        cut = starts[FOLD - 1]
-        self.log = copy_session(self.path, log, frames=cut)
-        shutil.copytree(FIXTURE_HOMES / SESSION / "profiles", self.path / "profiles")
-        self.rest = frames[cut:]
-
-    def grow(self) -> None:
-        append_frames(self.log, self.rest)
+@pytest.fixture(scope="module")
+def fold_home(tmp_path_factory: pytest.TempPathFactory) -> CutHome:
+    return CutHome(tmp_path_factory.mktemp("fold-preview"), SESSION, FOLD)
 
 
 @pytest.fixture(scope="module")
-def fold_home(tmp_path_factory: pytest.TempPathFactory) -> FoldHome:
-    return FoldHome(tmp_path_factory.mktemp("fold-preview"))
-
-
-@pytest.fixture(scope="module")
-def server(fold_home: FoldHome, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DshwebServer]:
+def server(fold_home: CutHome, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DshwebServer]:
     yield from serving(DshwebServer(fold_home.path, tmp_path_factory.mktemp("fold-data")))
 
 
 def test_the_preview_stands_and_the_ledger_shows_it_beside_the_engines_fold(
-    page: Page, fold_home: FoldHome, artifacts: Path
+    page: Page, fold_home: CutHome, artifacts: Path
 ) -> None:
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
@@ -97,13 +74,13 @@ def test_the_preview_stands_and_the_ledger_shows_it_beside_the_engines_fold(
     page.screenshot(path=artifacts / "fold-preview.png", full_page=True)
 
 
-def _folds(fold_home: FoldHome) -> int:
+def _folds(fold_home: CutHome) -> int:
     (log,) = session_logs(fold_home.path)
     return len(record_log(log).folded)
 
 
 def test_the_settings_form_replays_the_session_as_the_ratio_changes(
-    page: Page, fold_home: FoldHome
+    page: Page, fold_home: CutHome
 ) -> None:
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))

@@ -82,6 +82,18 @@ def test_a_key_left_out_takes_its_default() -> None:
         ({"TRUSTED_ORIGINS": "https://a.example"}, "not a list of origins"),
         ({"HOME_NAME": "my home"}, r"DSHWEB\['HOME_NAME'\]: 'my home' is not a home name"),
         ({"HOME_NAME": ""}, "is not a home name: use 1 to 64 ASCII letters"),
+        (
+            {"PEAK_WINDOWS": "1-4"},
+            r"DSHWEB\['PEAK_WINDOWS'\]: '1-4' is not HH:MM-HH:MM",
+        ),
+        (
+            {"PEAK_WINDOWS": "01:00-04:10"},
+            r"DSHWEB\['PEAK_WINDOWS'\]: '01:00-04:10': times are quarter hours",
+        ),
+        (
+            {"PRICE_AS": "deepseek-flash=deepseek-v9"},
+            r"DSHWEB\['PRICE_AS'\]: 'deepseek-v9' is not in the dsh-llm-cost registry",
+        ),
     ],
 )
 def test_a_setting_dshweb_cannot_use_is_refused(given: dict[str, object], message: str) -> None:

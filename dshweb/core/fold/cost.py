@@ -454,6 +454,20 @@ def _total(*money: float | None) -> float:
     return sum(m for m in money if m is not None)
 
 
+def price_book(peak_windows: str, price_as: str, names: tuple[str, str]) -> PriceBook:
+    """The prices a person set: ``peak_windows`` (:func:`parse_windows`; empty: the
+    registry's) and ``price_as`` (:func:`parse_aliases`). ``ValueError`` saying what is
+    wrong, under the setting's name as the person typed it (``names``: those of the two)."""
+    try:
+        windows = parse_windows(peak_windows) if peak_windows.strip() else DEFAULT_WINDOWS
+    except ValueError as exc:
+        raise ValueError(f"{names[0]}: {exc}") from None
+    try:
+        return PriceBook(windows=windows, aliases=parse_aliases(price_as))
+    except ValueError as exc:
+        raise ValueError(f"{names[1]}: {exc}") from None
+
+
 def parse_aliases(text: str) -> tuple[tuple[str, str], ...]:
     """``"deepseek-flash=deepseek-v4-flash, …"`` as (model, registry model) pairs;
     ``ValueError`` naming a registry model that does not exist."""

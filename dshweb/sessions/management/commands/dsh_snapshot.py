@@ -23,7 +23,7 @@ class Command(BaseCommand):
         try:
             given = options["peak_windows"] or options["price_as"]
             book = (
-                snapshot.price_book(options["peak_windows"], options["price_as"])
+                snapshot.prices(options["peak_windows"], options["price_as"])
                 if given
                 else get_config().price_book
             )
