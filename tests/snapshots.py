@@ -3,6 +3,7 @@ measured, only what a test names set), and the snapshot of a one-session fixture
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -67,3 +68,10 @@ LIVE_PART_IDS = (
     "session-errors",
 )
 """The ids of a session page's live parts, in page order (what its socket replaces)."""
+
+
+def data_attributes(page: str, element_id: str) -> dict[str, str]:
+    """The ``data-*`` attributes of the element of ``page`` with id ``element_id``."""
+    tag = re.search(rf'<[a-z]+[^>]*\bid="{element_id}"[^>]*>', page, re.S)
+    assert tag is not None, element_id
+    return dict(re.findall(r'(data-[a-z-]+)="([^"]*)"', tag.group(0)))

@@ -20,6 +20,7 @@ from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
 from tests.api.test_v1 import signed_in
 from tests.conftest import FIXTURE_HOMES
+from tests.snapshots import data_attributes
 
 
 def _home(name: str, tmp_path: Path, settings: Any, **config: str) -> Path:
@@ -36,12 +37,6 @@ def _snapshot(home: Path) -> SessionSnapshot:
     return shot
 
 
-def _attrs(page: str, element_id: str) -> dict[str, str]:
-    tag = re.search(rf'<[a-z]+[^>]*\bid="{element_id}"[^>]*>', page, re.S)
-    assert tag is not None, element_id
-    return dict(re.findall(r'(data-[a-z-]+)="([^"]*)"', tag.group(0)))
-
-
 @pytest.mark.django_db
 def test_a_session_on_a_priced_and_an_unpriced_model_shows_both_and_never_zero(
     tmp_path: Path, settings: Any, fresh_hub: None
@@ -54,7 +49,7 @@ def test_a_session_on_a_priced_and_an_unpriced_model_shows_both_and_never_zero(
 
     client, _ = signed_in()
     page = client.get(f"/homes/local/sessions/{shot.session_id}/").content.decode()
-    card = _attrs(page, "session-cost")
+    card = data_attributes(page, "session-cost")
     assert float(card["data-total-usd"]) == total and card["data-unpriced"] == "true"
     section = page[
         page.index('id="session-cost"') : page.index("</section>", page.index('id="session-cost"'))
@@ -128,7 +123,7 @@ def test_the_peak_windows_and_a_models_price_are_this_servers_to_set(
     client, _ = signed_in()
     url = f"/homes/local/sessions/{shot.session_id}/"
     assert (
-        float(_attrs(client.get(url).content.decode(), "session-cost")["data-total-usd"])
+        float(data_attributes(client.get(url).content.decode(), "session-cost")["data-total-usd"])
         == off_peak
     )
 
@@ -141,13 +136,13 @@ def test_the_peak_windows_and_a_models_price_are_this_servers_to_set(
     peak = PriceBook(windows=parse_windows(text)).total(shot.cost)[0]
     assert peak == pytest.approx(2 * off_peak)
     page = client.get(url).content.decode()
-    assert float(_attrs(page, "session-cost")["data-total-usd"]) == peak
+    assert float(data_attributes(page, "session-cost")["data-total-usd"]) == peak
 
     flash = _home("auto-compact", tmp_path, settings, PRICE_AS="deepseek-flash=deepseek-v4-flash")
     shot = _snapshot(flash)
     page = client.get(f"/homes/local/sessions/{shot.session_id}/").content.decode()
     expected = PriceBook(aliases=parse_aliases("deepseek-flash=deepseek-v4-flash")).total(shot.cost)
-    card = _attrs(page, "session-cost")
+    card = data_attributes(page, "session-cost")
     assert (float(card["data-total-usd"]), card["data-unpriced"]) == (expected[0], "false")
     assert 'priced as <span translate="no">deepseek-v4-flash</span> (this server’s setting)' in page
 
@@ -184,5 +179,5 @@ def test_a_session_on_a_model_without_a_price_says_so_once(
     )
     assert row == ("", "true", "cost unknown")
     page = client.get(f"/homes/local/sessions/{shot.session_id}/").content.decode()
-    assert _attrs(page, "session-cost") == {"data-total-usd": "", "data-unpriced": "true"}
+    assert data_attributes(page, "session-cost") == {"data-total-usd": "", "data-unpriced": "true"}
     assert "no model of this session has a price in the registry" in page

@@ -18,6 +18,7 @@ from django.core.management import call_command
 from dshweb.core.fold.index import HomeIndex
 from tests.api.test_v1 import signed_in
 from tests.conftest import FIXTURE_HOMES
+from tests.snapshots import data_attributes
 
 HOME = FIXTURE_HOMES / "pace-mixed"
 
@@ -28,12 +29,6 @@ def home(tmp_path: Path, settings: Any, fresh_hub: None) -> Path:
     shutil.copytree(HOME, copy, ignore=shutil.ignore_patterns("checkpoints.json"))
     settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": copy, "DEMO": False}
     return copy
-
-
-def _attrs(page: str, element_id: str) -> dict[str, str]:
-    tag = re.search(rf'<[a-z]+[^>]*\bid="{element_id}"[^>]*>', page, re.S)
-    assert tag is not None, element_id
-    return dict(re.findall(r'(data-[a-z-]+)="([^"]*)"', tag.group(0)))
 
 
 @pytest.mark.django_db
@@ -52,13 +47,13 @@ def test_the_page_and_dsh_snapshot_show_what_the_next_fold_would_take_away(home:
 
     client, _ = signed_in()
     page = client.get(f"/homes/local/sessions/{shot.session_id}/").content.decode()
-    assert _attrs(page, "fold-preview") == {
+    assert data_attributes(page, "fold-preview") == {
         "data-from-seq": str(auto.first.seq),
         "data-to-seq": str(auto.last.seq),
         "data-shadowed-tokens": str(auto.shadowed_tokens),
         "data-pruned-tokens": str(auto.pruned_tokens),
     }
-    shown = _attrs(page, "fold-preview-manual")
+    shown = data_attributes(page, "fold-preview-manual")
     assert shown["data-from-seq"] == str(manual.first.seq)
     assert shown["data-messages"] == str(manual.messages)
     assert shown["data-shadowed-tokens"] == str(manual.shadowed_tokens)
