@@ -304,7 +304,7 @@ def sessions(request: HttpRequest, filters: Query[SessionFilter]) -> dict[str, A
         home=filters.home,
         folder=filters.folder,
     )
-    page = homes.listing.page(query)
+    page = homes.listing.page(query, get_config().price_book)
     now = _now_ms()
     return {
         "page": page.page,

@@ -28,6 +28,7 @@ from django.utils import translation
 
 from dshweb.collect.shown import shown_homes, shown_session
 from dshweb.compaction import status as compact_status
+from dshweb.config import get_config
 from dshweb.core.listing.pages import ListPage
 from dshweb.core.listing.query import ListQuery, list_query
 from dshweb.live.outage import database_unreachable, layer_unreachable, store_name
@@ -200,7 +201,7 @@ class SessionsConsumer(_PageConsumer):
         return list_query(QueryDict(raw.decode("utf-8", "replace")))
 
     def current_html(self) -> list[str]:
-        self.shown = shown_homes().listing.page(self.query)
+        self.shown = shown_homes().listing.page(self.query, get_config().price_book)
         fragments.rows_news(self.heard, self.shown.rows)  # what the page shows: nothing to say
         return fragments.list_page_messages(self.shown)
 
@@ -212,7 +213,7 @@ class SessionsConsumer(_PageConsumer):
         """The page's rows among the ``change``'s sessions (their keys, and the versions of
         the homes that show them), or the whole page when its layout moved."""
         wanted, fresh = change
-        page = shown_homes(fresh=fresh or None).listing.page(self.query)
+        page = shown_homes(fresh=fresh or None).listing.page(self.query, get_config().price_book)
         before, self.shown = self.shown, page
         rows = [entry for entry in page.rows if entry.key in wanted]
         said = fragments.rows_news(self.heard, rows)

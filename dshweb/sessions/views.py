@@ -29,6 +29,7 @@ from dshweb.collect.shown import shown_homes
 from dshweb.compaction import service as compact
 from dshweb.compaction.engine import engine_configured
 from dshweb.compaction.status import latest_record
+from dshweb.config import get_config
 from dshweb.core.fold.progress import FoldProgress
 from dshweb.core.listing.query import list_query
 from dshweb.live.homes import Homes, ShownHome
@@ -70,7 +71,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     homes = shown_homes()
     if homes.error is not None:
         return _home_error(request, homes)
-    page = homes.listing.page(list_query(request.GET))
+    page = homes.listing.page(list_query(request.GET), get_config().price_book)
     context = {"progress": homes.progress, **fragments.list_context(page)}
     if request.htmx and not request.htmx.history_restore_request:
         # The filter form, sort and pager ask for the list section alone; the address

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from itertools import chain, islice
 
+from dshweb.core.fold.cost import PriceBook
 from dshweb.core.fold.gauge import Band
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME
 from dshweb.core.listing.query import ListQuery, SortKey, matches, search_text
@@ -117,6 +118,10 @@ class ListPage:
         return tuple(numbers)
 
 
+REGISTRY_PRICES = PriceBook()
+"""The registry's own prices and peak windows (a server passes its own)."""
+
+
 class SessionList:
     """The sessions of one or more homes in tree order, ready to be paged: ``entries`` (in
     :func:`~.tree.session_tree` order) and the ``homes`` listed, or each home's
@@ -135,6 +140,7 @@ class SessionList:
         trees: Sequence[HomeTree] = (),
     ) -> None:
         self._trees = tuple(trees)
+        self._by_cost: dict[PriceBook, tuple[int, ...]] = {}
         if trees:
             homes = [tree.home for tree in trees]
         else:
@@ -207,7 +213,24 @@ class SessionList:
 
         return tuple(sorted(range(len(self.entries)), key=key))
 
-    def _order(self, sort: SortKey) -> Sequence[int]:
+    def _dearest(self, book: PriceBook) -> tuple[int, ...]:
+        """Dearest first by ``book`` (kept per book: one per server)."""
+        found = self._by_cost.get(book)
+        if found is not None:
+            return found
+        totals = [book.total(entry.snapshot.cost)[0] for entry in self.entries]
+
+        def key(i: int) -> tuple[bool, float, int, str, str]:
+            entry, total = self.entries[i], totals[i]
+            last = -(entry.snapshot.last_time or 0)
+            return (total is None, -(total or 0.0), last, entry.home, entry.snapshot.session_id)
+
+        found = self._by_cost[book] = tuple(sorted(range(len(self.entries)), key=key))
+        return found
+
+    def _order(self, sort: SortKey, book: PriceBook) -> Sequence[int]:
+        if sort is SortKey.COST:
+            return self._dearest(book)
         if sort is SortKey.PERCENT:
             return self._by_percent
         if sort is SortKey.HEADROOM:
@@ -216,7 +239,8 @@ class SessionList:
             return self._by_fold
         return range(len(self.entries))
 
-    def page(self, query: ListQuery) -> ListPage:
+    def page(self, query: ListQuery, book: PriceBook = REGISTRY_PRICES) -> ListPage:
+        """The page ``query`` asks for (``book``: the prices the cost sort goes by)."""
         if not query.filtering and query.sort is SortKey.ACTIVITY:
             # Every session, in list order: only the page's rows are read.
             matched = self.counts.total
@@ -224,7 +248,7 @@ class SessionList:
             rows = tuple(islice(self._in_order(), offset, offset + query.per_page))
             return ListPage(query.on_page(page), rows, matched, count, offset, self.counts)
         entries = self.entries
-        order = self._order(query.sort)
+        order = self._order(query.sort, book)
         if query.filtering:
             terms = query.terms
             texts = self._texts if terms else ("",) * len(entries)

@@ -50,6 +50,9 @@ class SortKey(StrEnum):
     FOLD = "fold"
     """Closest to its next automatic fold first (its forecast's expected steps); flat.
     Sessions with no forecast, or not running (a fold waits for DSH), come last."""
+    COST = "cost"
+    """Dearest first (its priced requests and summaries so far); flat. Sessions on models
+    without a price come last."""
 
 
 @dataclass(frozen=True, slots=True)
