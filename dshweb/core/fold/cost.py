@@ -42,7 +42,7 @@ from typing import Any
 
 from dsh_llm_cost import pricing as registry
 
-from dshweb.core.fold.meter import SessionMeter, Usage, to_usage
+from dshweb.core.fold.meter import BUCKET_NAMES, SessionMeter, Usage, to_usage
 from dshweb.core.log.wire import AnyEvent, CompactionSummary, ShadowData
 
 Route = tuple[str, str]
@@ -55,7 +55,6 @@ Slot = tuple[str, str, bool, int]
 Buckets = tuple[int, int, int, int]
 """Uncached input, output, cache-read and cache-write tokens."""
 
-QUARTERS = 96
 NO_TIME = -1
 
 
@@ -483,13 +482,7 @@ def parse_aliases(text: str) -> tuple[tuple[str, str], ...]:
 
 
 def _buckets_json(tokens: Buckets) -> dict[str, int]:
-    return dict(
-        zip(
-            ("uncachedInputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens"),
-            tokens,
-            strict=True,
-        )
-    )
+    return dict(zip(BUCKET_NAMES, tokens, strict=True))
 
 
 def cost_json(cost: SessionCost, spend: FoldSpend, book: PriceBook) -> dict[str, Any]:

@@ -75,12 +75,8 @@ class Usage:
         return self.input + self.cache_read + self.cache_write
 
     def buckets(self) -> dict[str, int]:
-        return {
-            "uncachedInputTokens": self.input,
-            "outputTokens": self.output,
-            "cacheReadTokens": self.cache_read,
-            "cacheWriteTokens": self.cache_write,
-        }
+        counts = (self.input, self.output, self.cache_read, self.cache_write)
+        return dict(zip(BUCKET_NAMES, counts, strict=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,7 +406,7 @@ class SessionMeter:
         return max(0, self.pressure_tokens + self.surface_tokens - self.sampled_surface_tokens)
 
     def token_usage_view(self) -> dict[str, int]:
-        return dict(zip(_BUCKETS, self.totals, strict=True))
+        return dict(zip(BUCKET_NAMES, self.totals, strict=True))
 
     def context_pressure_view(self) -> dict[str, int]:
         view: dict[str, int] = {}
@@ -468,7 +464,8 @@ def _op_text(op: object) -> str:
     return repr(op)
 
 
-_BUCKETS = ("uncachedInputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
+BUCKET_NAMES = ("uncachedInputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
+"""``tokenUsage``'s buckets, in the order :class:`Usage` and the cost's tallies keep them."""
 
 
 def cache_and_prompt(token_usage: Mapping[str, int]) -> tuple[int, int]:
