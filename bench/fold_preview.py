@@ -24,7 +24,6 @@ Exit status 1 when the session had fewer than :data:`MIN_EVENTS` events or no fo
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -34,34 +33,26 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from one_session import largest_session  # noqa: E402
+from one_session import median_us as _us  # noqa: E402
+
 from dshweb.core.fold.compaction import measured_tokens  # noqa: E402
 from dshweb.core.fold.index import HomeIndex  # noqa: E402
 from dshweb.core.fold.meter import SessionMeter  # noqa: E402
 from dshweb.core.fold.preview import automatic_preview, manual_preview  # noqa: E402
 from dshweb.core.fold.replay import record_log, replay  # noqa: E402
-from dshweb.core.log.home import session_logs  # noqa: E402
 from dshweb.core.profile.effective import EngineConfig  # noqa: E402
-from tests.inferred import events_of  # noqa: E402
 
-DEFAULT = REPO / "tests" / "fixtures" / "homes" / "prune-heavy"
 MIN_EVENTS = 1_000
 STEPS = 1_000
 RETAIN = 2_400
 
 
-def _us(seconds: list[float]) -> float:
-    return statistics.median(seconds) * 1e6
-
-
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("home", nargs="?", type=Path, default=DEFAULT)
-    home = parser.parse_args().home
-    (log, *_) = sorted(session_logs(home), key=lambda log: -log.path.stat().st_size)
-    events = events_of(log)
-    if len(events) < MIN_EVENTS:
-        print(f"fold_preview: only {len(events)} events (< {MIN_EVENTS})", file=sys.stderr)
+    found = largest_session(__doc__.splitlines()[0], minimum=MIN_EVENTS)
+    if found is None:
         return 1
+    home, log, events = found
 
     meter = SessionMeter()
     folds, previews = [], []

@@ -71,9 +71,9 @@ def _tally(view: SessionView, book: PriceBook) -> Tally:
     kinds = dict.fromkeys(KINDS, 0) | dict(tally.done)
     costs: dict[str, float] = {}
     for row in book.by_route(view.snapshot.cost):
-        if row.cost is not None:
+        if row.dollars is not None:
             model = row.price.route[0]
-            costs[model] = costs.get(model, 0.0) + row.cost + (row.summary_cost or 0.0)
+            costs[model] = costs.get(model, 0.0) + row.dollars
     return kinds, tally.freed, bool(view.snapshot.errors), costs
 
 

@@ -17,7 +17,7 @@ from typing import Protocol, TextIO
 
 from dshweb import environment
 from dshweb.core.errors import DshError
-from dshweb.core.fold.cost import PriceBook, price_book
+from dshweb.core.fold.cost import REGISTRY_PRICES, PriceBook, price_book
 from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.progress import ProgressCounter
@@ -136,7 +136,7 @@ class Out(Protocol):
 
 
 def write(
-    shots: list[SessionSnapshot], out: Out, *, as_json: bool, book: PriceBook | None = None
+    shots: list[SessionSnapshot], out: Out, *, as_json: bool, book: PriceBook = REGISTRY_PRICES
 ) -> None:
     if as_json:
         now_ms = int(time.time() * 1000)

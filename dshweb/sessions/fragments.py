@@ -37,7 +37,7 @@ from dshweb.core.listing.query import ListQuery
 from dshweb.core.listing.tree import SessionEntry
 from dshweb.live.hub import SessionView
 from dshweb.sessions.display.compact_status import CompactView, compact_view
-from dshweb.sessions.display.costs import cost_view, fold_price, list_cost
+from dshweb.sessions.display.costs import cost_view, list_cost
 from dshweb.sessions.display.figures import cache_hit_ratio, dom_id
 from dshweb.sessions.display.ledger_pages import (
     LEDGER_PAGE_SIZE,
@@ -200,7 +200,7 @@ def ledger_row_html(row: NumberedFold, outcomes: bool, book: PriceBook) -> str:
         "row": row,
         "fold": row.fold,
         "outcomes": outcomes,
-        "priced": fold_price(row.fold, book),
+        "priced": row.fold.priced(book),
     }
     html = _render(LEDGER_ROW_TEMPLATE, context)
     with _rendered_lock:
@@ -376,7 +376,7 @@ def _part_html(
 ) -> str:
     if shows is None:
         return _render(name, context)
-    # and the prices: a ledger row prices its fold
+    # (with the prices: the ledger's rows price their folds)
     key = (home, shot.session_id, name, get_language(), get_config().price_book)
     value = shows(shot)
     with _rendered_lock:

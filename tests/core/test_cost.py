@@ -18,12 +18,12 @@ import dsh_llm_cost
 import pytest
 from dsh_llm_cost import pricing as registry
 
+from dshweb.core.fold.billing import clock
 from dshweb.core.fold.cost import (
     DEFAULT_WINDOWS,
     CostCollector,
     FoldCost,
     PriceBook,
-    clock,
     parse_aliases,
     parse_windows,
 )

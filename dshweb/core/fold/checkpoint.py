@@ -50,7 +50,7 @@ from dshweb.core.fold.told import ToldCollector
 from dshweb.core.log.frames import decompressor
 from dshweb.core.log.home import LogFile
 
-CHECKPOINT_VERSION = 9
+CHECKPOINT_VERSION = 10
 """Raise it whenever the state's shape or meaning changes."""
 
 FINGERPRINT_SPAN = 4 << 10

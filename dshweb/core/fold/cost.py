@@ -6,16 +6,15 @@ and the date they took effect, with the plugin's matching ladder (exact id, then
 longest registry key inside the id, else *unknown*: shown as unknown, never as $0).
 
 **Fold side** (:class:`CostCollector`, fed each event after the meter): tokens, not
-dollars, kept by :data:`Slot` — who answered (model, provider) and *when* on the billing
-clock (:func:`clock`: whether the day is a weekend the registry bills off-peak, and the
-quarter hour of the UTC day). So the peak windows can change without folding again, and
-a slot's tokens cost what each request of it would have cost on its own: the price is
-linear in tokens and one factor holds a whole quarter hour (peak windows start and end on
-quarter hours, :func:`parse_windows`).
+dollars, kept by billing slot (:mod:`dshweb.core.fold.billing`: who answered and *when*
+on the registry's clock, to the quarter hour). So the peak windows can change without
+folding again, and a slot's tokens cost what each request of it would have cost on its
+own: the price is linear in tokens and one factor holds a whole quarter hour (peak
+windows start and end on quarter hours, :func:`parse_windows`).
 
 **Read side** (:class:`PriceBook`): the registry, the peak windows and any models priced
 as another (``deepseek-flash`` as ``deepseek-v4-flash``: a choice the person running
-dshweb makes and the page names). :meth:`PriceBook.price` turns slots into dollars.
+dshweb makes and the page names). :meth:`PriceBook.money` turns a slot's tokens into dollars.
 
 What a fold cost and what it saved (:class:`FoldCost`, kept on each
 :class:`~dshweb.core.fold.folds.Fold` by the ledger):
@@ -37,52 +36,24 @@ import importlib.metadata
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
 from dsh_llm_cost import pricing as registry
 
+from dshweb.core.fold.billing import NO_TIME, Route, Slot, slot_of
 from dshweb.core.fold.meter import BUCKET_NAMES, SessionMeter, Usage, to_usage
 from dshweb.core.log.wire import AnyEvent, CompactionSummary, ShadowData
 
-Route = tuple[str, str]
-"""(model, provider) as the log names them."""
-Clock = tuple[bool, int]
-"""(a weekend billed off-peak all day, quarter hour of the UTC day 0–95); quarter −1: the
-time is not known (billed at the base rate, as ``estimate_cost`` without ``at``)."""
-Slot = tuple[str, str, bool, int]
-"""A route and a clock: (model, provider, weekend, quarter)."""
 Buckets = tuple[int, int, int, int]
 """Uncached input, output, cache-read and cache-write tokens."""
-
-NO_TIME = -1
-
-
-def clock(time_ms: int | None) -> Clock:
-    """Where ``time_ms`` (epoch ms) falls on the billing clock (a time that is not known,
-    or that no calendar holds, is billed at the base rate)."""
-    if time_ms is None:
-        return (False, NO_TIME)
-    try:
-        at = datetime.fromtimestamp(time_ms / 1000, tz=UTC)
-    except (ValueError, OverflowError, OSError):  # a time no calendar holds (a hostile log)
-        return (False, NO_TIME)
-    weekend = at >= registry.WEEKEND_OFF_PEAK_EFFECTIVE and at.weekday() >= 5
-    return (weekend, (at.hour * 60 + at.minute) // 15)
-
-
-def slot_of(route: Route, time_ms: int | None) -> Slot:
-    return (*route, *clock(time_ms))
 
 
 def _add(tally: dict[Slot, list[int]], slot: Slot, usage: Usage, sign: int = 1) -> None:
     found = tally.get(slot)
     if found is None:
         found = tally[slot] = [0, 0, 0, 0]
-    found[0] += sign * usage.input
-    found[1] += sign * usage.output
-    found[2] += sign * usage.cache_read
-    found[3] += sign * usage.cache_write
+    for bucket, count in enumerate(usage.counts):
+        found[bucket] += sign * count
 
 
 def frozen(tally: Mapping[Slot, list[int]]) -> tuple[tuple[Slot, Buckets], ...]:
@@ -166,10 +137,10 @@ class CostCollector:
             if sample.replaced is not None and last is not None:
                 _add(self.requests, last, sample.replaced, -1)
                 self.counts[(last[0], last[1])] -= 1
-            route = (sample.model, sample.provider)
+            route = (sample.slot[0], sample.slot[1])
             self.counts[route] = self.counts.get(route, 0) + 1
-            self.last_slot = slot_of(route, sample.time)
-            _add(self.requests, self.last_slot, sample.usage)
+            self.last_slot = sample.slot
+            _add(self.requests, sample.slot, sample.usage)
         elif type(event) is CompactionSummary:
             data = event.data
             found = summary_route(data)
@@ -274,6 +245,11 @@ class RouteCost:
     """The requests' dollars (``None``: no price)."""
     summary_cost: float | None
 
+    @property
+    def dollars(self) -> float | None:
+        """Its requests and summaries together (``None``: no price)."""
+        return None if self.cost is None else self.cost + (self.summary_cost or 0.0)
+
 
 @dataclass(frozen=True, slots=True)
 class PricedFold:
@@ -365,7 +341,7 @@ class PriceBook:
                     self.resolve(route), counts.get(route, 0), tokens, summary, money, summary_money
                 )
             )
-        rows.sort(key=lambda r: (r.cost is None, -_total(r.cost, r.summary_cost), r.price.route))
+        rows.sort(key=lambda r: (r.cost is None, -(r.dollars or 0.0), r.price.route))
         return tuple(rows)
 
     def _sum(self, items: Iterable[tuple[Slot, Buckets]]) -> tuple[Buckets, float | None]:
@@ -398,7 +374,7 @@ class PriceBook:
         request did not send)."""
         summary = None
         if cost.summary is not None and summary_usage is not None:
-            summary = self.money(cost.summary, _buckets(summary_usage))
+            summary = self.money(cost.summary, summary_usage.counts)
         rewrite = None
         if cost.rewrite is not None:
             rewrite = self._rewrite(cost.rewrite, cost.rewritten)
@@ -438,19 +414,15 @@ class PriceBook:
         return self.money(slot, (0, 0, 0, tokens) if writes else (tokens, 0, 0, 0))
 
 
+REGISTRY_PRICES = PriceBook()
+"""The registry's own peak windows and no aliases (a server passes its own)."""
+
+
 @functools.lru_cache(maxsize=256)
 def _resolve(route: Route, alias: str | None) -> Price:
     model, provider = route
     found = registry.resolve_pricing(alias or model, provider)
     return Price(route, found.entry, found.matched_model, found.match, alias)
-
-
-def _buckets(usage: Usage) -> Buckets:
-    return (usage.input, usage.output, usage.cache_read, usage.cache_write)
-
-
-def _total(*money: float | None) -> float:
-    return sum(m for m in money if m is not None)
 
 
 def price_book(peak_windows: str, price_as: str, names: tuple[str, str]) -> PriceBook:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from dshweb.core.fold.cost import FoldCost
+from dshweb.core.fold.cost import FoldCost, PriceBook, PricedFold
 from dshweb.core.fold.meter import Usage
 
 FoldKind = Literal["automatic", "manual", "overflow", "prune"]
@@ -70,6 +70,10 @@ class Fold:
     cost: FoldCost = field(default_factory=FoldCost)
     """What it cost and saved, in tokens by slot (priced by a
     :class:`~dshweb.core.fold.cost.PriceBook`)."""
+
+    def priced(self, book: PriceBook) -> PricedFold:
+        """What it cost and saved, in dollars by ``book``."""
+        return book.fold(self.cost, self.summary_usage, self.saved)
 
     @property
     def as_previewed(self) -> bool | None:

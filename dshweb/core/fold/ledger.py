@@ -36,7 +36,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dshweb.core.fold.cost import FoldSpend, Slot, slot_of, summary_route
+from dshweb.core.fold.billing import Slot, slot_of
+from dshweb.core.fold.cost import FoldSpend, summary_route
 from dshweb.core.fold.folds import CompactCommand, Fold, FoldKind, FoldTally, TimelinePoint
 from dshweb.core.fold.meter import USAGE_EVENTS, SessionMeter, stream_chunks, to_usage
 from dshweb.core.fold.preview import previewed
@@ -299,8 +300,7 @@ class LedgerCollector:
         sample, index = meter.sample, self.crediting
         if sample is None or sample.replaced is not None or index is None:
             return
-        slot = slot_of((sample.model, sample.provider), sample.time)
-        fold = self.folds[index]
+        slot, fold = sample.slot, self.folds[index]
         if fold.cost.rewrite is None:
             self.folds[index] = replace(fold, cost=replace(fold.cost, rewrite=slot))
             self.resent_tokens[slot] = self.resent_tokens.get(slot, 0) + fold.cost.rewritten
@@ -431,9 +431,8 @@ class LedgerCollector:
             error=None if error in (None, "") else str(error),
         )
         self.open_fold = None
-        checkpoint = self.checkpoint_seq
         if self.folds[index].status == "done":
-            self._credit(index, meter, checkpoint)
+            self._credit(index, meter, self.checkpoint_seq)
 
     def _prune(self, data: ShadowData, seq: int, time: int | None, meter: SessionMeter) -> None:
         if not self.pass_open:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dshweb.core.fold.billing import Slot, slot_of
 from dshweb.core.fold.pricing import (
     header_config,
     header_key,
@@ -74,20 +75,22 @@ class Usage:
     def prompt(self) -> int:
         return self.input + self.cache_read + self.cache_write
 
+    @property
+    def counts(self) -> tuple[int, int, int, int]:
+        """The four buckets, in :data:`BUCKET_NAMES`' order."""
+        return (self.input, self.output, self.cache_read, self.cache_write)
+
     def buckets(self) -> dict[str, int]:
-        counts = (self.input, self.output, self.cache_read, self.cache_write)
-        return dict(zip(BUCKET_NAMES, counts, strict=True))
+        return dict(zip(BUCKET_NAMES, self.counts, strict=True))
 
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """The usage sample the event just folded counted into ``tokenUsage``: who answered,
-    when, and which earlier sample it replaced (DSH_FACTS §6: a sample of the same turn
-    and step replaces the last one in the totals)."""
+    """The usage sample the event just folded counted into ``tokenUsage``: its billing
+    slot (who answered, when), and which earlier sample it replaced (DSH_FACTS §6: a sample
+    of the same turn and step replaces the last one in the totals)."""
 
-    time: int | None
-    model: str
-    provider: str
+    slot: Slot
     usage: Usage
     replaced: Usage | None = None
 
@@ -271,28 +274,18 @@ class SessionMeter:
         if usage is None or data is None:
             return
         turn, step = data.turn, data.step
-        new = (usage.input, usage.output, usage.cache_read, usage.cache_write)
         last = self.last_sample
         replaced = last[2] if last is not None and (last[0], last[1]) == (turn, step) else None
-        if replaced is not None:
-            new_totals = (
-                usage.input - replaced.input,
-                usage.output - replaced.output,
-                usage.cache_read - replaced.cache_read,
-                usage.cache_write - replaced.cache_write,
-            )
-            self.totals = [a + b for a, b in zip(self.totals, new_totals, strict=True)]
-        else:
-            self.totals = [a + b for a, b in zip(self.totals, new, strict=True)]
+        old = replaced.counts if replaced is not None else (0, 0, 0, 0)
+        self.totals = [
+            total + new - gone
+            for total, new, gone in zip(self.totals, usage.counts, old, strict=True)
+        ]
         self.last_sample = (turn, step, usage)
         source = data.message.source if data.message is not None else None
-        self.sample = Sample(
-            time=event.time,
-            model=_source_str(source, "model") or self.model or "",
-            provider=_source_str(source, "provider") or self.provider or "",
-            usage=usage,
-            replaced=replaced,
-        )
+        model = _source_str(source, "model") or self.model or ""
+        provider = _source_str(source, "provider") or self.provider or ""
+        self.sample = Sample(slot_of((model, provider), event.time), usage, replaced)
         self.pressure_tokens = usage.prompt
         self.sampled_surface_tokens = self.surface_tokens
         self.sampled_seq = event.seq

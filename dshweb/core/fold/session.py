@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from dshweb.core.fold.compaction import CompactionPoint, measured_tokens
-from dshweb.core.fold.cost import CostCollector, PriceBook, SessionCost, cost_json
+from dshweb.core.fold.cost import (
+    REGISTRY_PRICES,
+    CostCollector,
+    PriceBook,
+    SessionCost,
+    cost_json,
+)
 from dshweb.core.fold.forecast import NO_FORECAST_YET, Forecast, as_of, fold_forecast
 from dshweb.core.fold.gauge import Band
 from dshweb.core.fold.ledger import Ledger, LedgerCollector
@@ -283,14 +289,11 @@ class SessionSnapshot:
         of the last event it folded."""
         return self.last_time if self.past and self.last_time is not None else now_ms
 
-    def priced(self, book: PriceBook) -> dict[str, Any]:
-        """Its cost and its folds' (``cost`` of :meth:`as_json`)."""
-        return cost_json(self.cost, self.ledger.spend, book)
-
-    def as_json(self, now_ms: int | None = None, book: PriceBook | None = None) -> dict[str, Any]:
+    def as_json(
+        self, now_ms: int | None = None, book: PriceBook = REGISTRY_PRICES
+    ) -> dict[str, Any]:
         """The snapshot in the CLI's JSON shape (the host's field names, and dshweb's
-        ``forecast``, as of ``now_ms``; ``cost`` priced by ``book``, the registry's own
-        peak windows when none)."""
+        ``forecast``, as of ``now_ms``; ``cost`` priced by ``book``)."""
         compaction: dict[str, Any] = (
             self.point.as_dict()
             if self.point is not None
@@ -330,7 +333,7 @@ class SessionSnapshot:
             "compaction": compaction,
             "forecast": self.forecast(now_ms).as_json(),
             "told": self.told.as_json(),
-            "cost": self.priced(book or PriceBook()),
+            "cost": cost_json(self.cost, self.ledger.spend, book),
             "errors": list(self.errors),
         }
 

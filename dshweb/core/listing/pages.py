@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from itertools import chain, islice
 
-from dshweb.core.fold.cost import PriceBook
+from dshweb.core.fold.cost import REGISTRY_PRICES, PriceBook
 from dshweb.core.fold.gauge import Band
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME
 from dshweb.core.listing.query import ListQuery, SortKey, matches, search_text
@@ -116,10 +116,6 @@ class ListPage:
             numbers.append(number)
             previous = number
         return tuple(numbers)
-
-
-REGISTRY_PRICES = PriceBook()
-"""The registry's own prices and peak windows (a server passes its own)."""
 
 
 class SessionList:

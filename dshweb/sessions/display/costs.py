@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dshweb.core.fold.cost import PriceBook, PricedFold, RouteCost, window_text
-from dshweb.core.fold.folds import Fold
+from dshweb.core.fold.cost import PriceBook, RouteCost, window_text
 from dshweb.core.fold.session import SessionSnapshot
 
 
@@ -69,14 +68,9 @@ def cost_view(snapshot: SessionSnapshot, book: PriceBook) -> CostView:
     )
 
 
-def fold_price(fold: Fold, book: PriceBook) -> PricedFold:
-    """One fold's cost and savings."""
-    return book.fold(fold.cost, fold.summary_usage, fold.saved)
-
-
 @dataclass(frozen=True, slots=True)
 class ListCost:
-    """A list row's cost: the total, and each model's part for the row's title."""
+    """A list row's cost: the total, and each model's part (shown when it used several)."""
 
     total: float | None
     unpriced: bool
@@ -85,8 +79,5 @@ class ListCost:
 
 def list_cost(snapshot: SessionSnapshot, book: PriceBook) -> ListCost:
     total, unpriced = book.total(snapshot.cost)
-    parts = tuple(
-        (row.price.route[0], None if row.cost is None else row.cost + (row.summary_cost or 0.0))
-        for row in book.by_route(snapshot.cost)
-    )
+    parts = tuple((row.price.route[0], row.dollars) for row in book.by_route(snapshot.cost))
     return ListCost(total, unpriced, parts)

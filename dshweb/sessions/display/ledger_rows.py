@@ -76,7 +76,7 @@ def timeline_row(point: TimelinePoint) -> tuple[Value, ...]:
 
 def fold_row(number: int, fold: Fold, book: PriceBook) -> tuple[Value, ...]:
     usage = fold.summary_usage
-    priced = book.fold(fold.cost, usage, fold.saved)
+    priced = fold.priced(book)
     known = not priced.unpriced
     return (
         number,
