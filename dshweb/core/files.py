@@ -47,6 +47,8 @@ _KINDS = (
     (stat.S_ISLNK, "a symbolic link"),
 )
 _MISSING = (errno.ENOENT, errno.ENOTDIR)
+IN_HOME_LINK = "is a symbolic link: dshweb follows no link inside a DSH home"
+LINK = "is a symbolic link: dshweb does not follow links here"
 
 
 class FileRefused(DshError):
@@ -81,7 +83,7 @@ def _os_problem(path: Path, error: OSError) -> FileRefused:
     if error.errno in (errno.EACCES, errno.EPERM):
         return FileRefused(path, "cannot be read: permission denied")
     if error.errno == errno.ELOOP:
-        return FileRefused(path, "is a symbolic link: dshweb follows no link there")
+        return FileRefused(path, LINK)
     return FileRefused(path, f"cannot be read: {error.strerror or error}")
 
 
@@ -121,7 +123,7 @@ def _is_folder(where: Path, name: str, folder: int) -> bool:
     except FileNotFoundError:
         return False
     if stat.S_ISLNK(st.st_mode):
-        raise FileRefused(where, "is a symbolic link: dshweb follows no link inside a DSH home")
+        raise FileRefused(where, IN_HOME_LINK)
     return stat.S_ISDIR(st.st_mode)
 
 
@@ -129,7 +131,7 @@ def _open_final(path: Path, name: Path | str, folder: int | None, follow_links: 
     st = os.stat(name, dir_fd=folder, follow_symlinks=False)
     if stat.S_ISLNK(st.st_mode):
         if not follow_links:
-            raise FileRefused(path, "is a symbolic link: dshweb follows no link there")
+            raise FileRefused(path, LINK if folder is None else IN_HOME_LINK)
         st = os.stat(name, dir_fd=folder)
     if not stat.S_ISREG(st.st_mode):
         raise _refuse_kind(path, st.st_mode)

@@ -58,7 +58,7 @@ def save_row(
     ``expected_sha256`` was read, and ``PatchError`` when it does not parse.
     """
     path = profile.patch_path
-    document = read_patch(path)
+    document = read_patch(path, home=profile.home)
     text = set_row_config(
         document.text,
         schema.plugin_id,
@@ -116,7 +116,7 @@ def restore(
 ) -> PatchRevision:
     """Put back the file as it was before or after ``revision``; recorded as a revision."""
     path = home / revision.path
-    document = read_patch(path)
+    document = read_patch(path, home=home)
     text = (revision.before if which == "before" else revision.after) or DEFAULT_PATCH_TEXT
     return _write_and_record(
         path,
@@ -203,7 +203,7 @@ def save_preset_engines(
     """
     assert targets.composed is not None
     path = profile.patch_path
-    document = read_patch(path)
+    document = read_patch(path, home=profile.home)
     text = document.text
     for target in targets.presets:
         assert target.preset is not None

@@ -176,7 +176,7 @@ def index() -> IndexPage:
     for name in profile_names(home):
         profile = Profile.read(home, name)
         try:
-            truth, error = _has_truth_row(read_patch(profile.patch_path)), None
+            truth, error = _has_truth_row(read_patch(profile.patch_path, home=home)), None
         except DshError as problem:
             truth, error = False, str(problem)
         cards.append({"name": name, "truth": truth, "error": error, "web": profile.web_app})
@@ -196,7 +196,8 @@ class _Row:
         self.schema = _schema(section)
         self.section = section
         self.path = self.profile.patch_path
-        self.document = read_patch(self.path)  # DshError: the file cannot be edited here
+        # DshError: the file cannot be edited here
+        self.document = read_patch(self.path, home=self.profile.home)
         if self.document.not_utf8 is not None:
             raise PatchNotWritable(self.document.not_utf8)
         self.current = row_config(self.document, section)

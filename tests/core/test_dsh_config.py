@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import shutil
 import stat
 import sys
@@ -392,6 +393,30 @@ def test_dsh_runs_with_the_home_and_telemetry_off(tmp_path: Path) -> None:
     composed = dump_config(tmp_path, "web", dsh=dsh)
     assert [(r.id, r.name) for r in composed.rows] == [("DISABLED", str(tmp_path))]
     assert composed.warnings == ("warned",)
+
+
+def test_dsh_is_not_run_on_a_file_it_would_wait_for(tmp_path: Path) -> None:
+    """dsh reads a FIFO at a patch layer and waits for ever (then times out after a
+    minute): the file is named at once and dsh never started; the profile's other files
+    reach dsh's scratch home only when they are regular files, copied within bounds."""
+    seen = tmp_path / "seen"
+    dsh = fake_dsh(tmp_path, f'ls "$DSH_HOME/profiles/web" > {seen}\necho "[]"\n')
+    profile = tmp_path / "profiles" / "web"
+    profile.mkdir(parents=True)
+    os.mkfifo(tmp_path / "cordis.patch.yml")
+    with pytest.raises(DshConfigError) as refused:
+        dump_config(tmp_path, "web", dsh=dsh, timeout=30)
+    assert str(refused.value) == (
+        f"dsh was not run: {tmp_path}/cordis.patch.yml is a FIFO (named pipe), not a regular "
+        "file: dshweb does not read it"
+    )
+    assert not seen.exists()
+    (tmp_path / "cordis.patch.yml").unlink()
+    os.mkfifo(profile / "stray")
+    (profile / "linked.yml").symlink_to("/etc/passwd")
+    (profile / "package.json").write_text("{}")
+    dump_config(tmp_path, "web", dsh=dsh, timeout=30)
+    assert seen.read_text().split() == ["package.json"]  # the FIFO and the link left out
 
 
 # --- the real dsh -----------------------------------------------------------------------

@@ -54,7 +54,9 @@ def test_a_fifo_named_like_a_log_is_not_a_log(tmp_path: Path) -> None:
     # a log replaced by a FIFO after it was found: reported, never opened for a blocking read
     tail = LogTail(folder / "session.v4.jsonl.zstd", compressed=True)
     batch = tail.read(lambda e: None, lambda: None)
-    assert str(batch.error) == "not a regular file (at byte 0)"
+    assert str(batch.error) == (
+        "the log is a FIFO (named pipe), not a regular file: dshweb does not read it (at byte 0)"
+    )
 
 
 def _frame_of(chunks: int, piece: bytes) -> bytes:

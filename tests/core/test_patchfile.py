@@ -420,9 +420,10 @@ def test_a_symlinked_file_is_refused_and_its_target_kept(tmp_path: Path) -> None
     link = tmp_path / "home" / "cordis.patch.yml"
     link.parent.mkdir()
     link.symlink_to(real)
-    doc = read_patch(link)
+    with pytest.raises(PatchError, match="is a symbolic link: dshweb does not follow links"):
+        read_patch(link)  # what it points to is never shown either
     with pytest.raises(PatchNotWritable, match="is a symbolic link"):
-        write_patch_atomically(link, "[]\n", expected_sha256=doc.sha256)
+        write_patch_atomically(link, "[]\n", expected_sha256=EMPTY_SHA256)
     assert link.is_symlink() and real.read_text() == WEB_PATCH
     assert leftovers(tmp_path / "home") == [] and leftovers(real.parent) == []
 
@@ -431,10 +432,10 @@ def test_a_dangling_symlink_is_refused_and_nothing_created(tmp_path: Path) -> No
     link = tmp_path / "cordis.patch.yml"
     link.symlink_to(tmp_path / "elsewhere" / "made.yml")
     (tmp_path / "elsewhere").mkdir()
-    doc = read_patch(link)
-    assert not doc.exists
+    with pytest.raises(PatchError, match="is a symbolic link"):
+        read_patch(link)
     with pytest.raises(PatchNotWritable, match="is a symbolic link"):
-        write_patch_atomically(link, "[]\n", expected_sha256=doc.sha256)
+        write_patch_atomically(link, "[]\n", expected_sha256=EMPTY_SHA256)
     assert list((tmp_path / "elsewhere").iterdir()) == []
     assert link.is_symlink() and leftovers(tmp_path) == []
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
+from dshweb.core.profile.effective import effective_settings
 from dshweb.core.profile.patch import read_patch
 from dshweb.core.profile.profile import (
     CONTEXT_TRUTH_PACKAGE,
@@ -145,3 +147,42 @@ def test_an_inserted_row_is_context_truth_by_its_module(
     path.write_text(text, "utf-8")
     rows = read_patch(path).inserted_rows()
     assert [row.is_context_truth for row in rows] == found
+
+
+def test_a_hostile_file_is_named_and_nothing_waits_for_it(tmp_path: Path) -> None:
+    """A FIFO in place of the profile's package.json and of a plugin's manifest: read as
+    nothing there, each named in ``problems``; what the profile sets is then not known
+    (the estimate says so instead of guessing the engine)."""
+    folder = tmp_path / "profiles" / "sdk"
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "package.json")
+    (folder / "node_modules" / CONTEXT_TRUTH_PACKAGE).mkdir(parents=True)
+    os.mkfifo(folder / "node_modules" / CONTEXT_TRUTH_PACKAGE / "package.json")
+    profile = Profile.read(tmp_path, "sdk")  # a plain open of either would wait for ever
+    fifo = "is a FIFO (named pipe), not a regular file: dshweb does not read it"
+    assert profile.problems == (
+        f"{folder}/package.json {fifo}",
+        f"{folder}/node_modules/{CONTEXT_TRUTH_PACKAGE}/package.json {fifo}",
+    )
+    assert profile.package_refused == profile.problems[0]
+    assert profile.context_truth == Plugin(CONTEXT_TRUTH_PACKAGE)
+    settings = effective_settings(tmp_path, "sdk")
+    assert settings.engine is None
+    assert settings.error == f"DSH cannot load profile 'sdk': {folder}/package.json {fifo}"
+
+
+def test_a_plugin_is_read_through_the_link_pnpm_makes_and_no_other(tmp_path: Path) -> None:
+    folder = tmp_path / "profiles" / "sdk"
+    store = folder / "node_modules" / ".pnpm" / "dsh-context-truth@0.1.3"
+    store.mkdir(parents=True)
+    (store / "package.json").write_text('{"version": "0.1.3"}')
+    (folder / "node_modules" / CONTEXT_TRUTH_PACKAGE).symlink_to(store)
+    assert Profile.read(tmp_path, "sdk").context_truth.version == "0.1.3"
+    # a profile folder that is a link is no profile of the home: nothing read through it
+    (tmp_path / "profiles" / "linked").symlink_to(folder)
+    assert profile_names(tmp_path) == ["sdk"]
+    linked = Profile.read(tmp_path, "linked")
+    assert linked.context_truth == Plugin(CONTEXT_TRUTH_PACKAGE)
+    assert linked.package_refused == (
+        f"{tmp_path}/profiles/linked is a symbolic link: dshweb follows no link inside a DSH home"
+    )

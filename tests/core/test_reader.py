@@ -241,7 +241,9 @@ def test_unreadable_file_reports_and_recovers(tmp_path: Path) -> None:
     path.unlink()
     path.mkdir()  # unreadable as a file even for root
     assert tracker.refresh() is True
-    assert tracker.error == "cannot read log: Is a directory (at byte 0)"
+    assert tracker.error == (
+        "the log is a folder, not a regular file: dshweb does not read it (at byte 0)"
+    )
     path.rmdir()
     _write(path, data)
     assert tracker.refresh() is True

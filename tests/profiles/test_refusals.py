@@ -1,7 +1,7 @@
 """Saves the settings page refuses, with the reason on the page and nothing written: a
-``cordis.patch.yml`` that is a symbolic link (to a file outside the home, or dangling)
-and one that is read-only. Real files in a real home; the tests run as root, where only
-the mode bits tell a read-only file."""
+``cordis.patch.yml`` that is a symbolic link (to a file outside the home, or dangling:
+not even read, as it could lead anywhere) and one that is read-only. Real files in a
+real home; the tests run as root, where only the mode bits tell a read-only file."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from django.test import Client
 
+from dshweb.core.settings.patchfile import EMPTY_SHA256
 from dshweb.profiles.models import PatchRevision
 from tests.profiles.test_views import HAND_WRITTEN, _form_data, home, staff
 
@@ -23,6 +24,10 @@ URL = "/settings/sdk/context-truth/"
 
 def _patch(home: Path) -> Path:
     return home / "profiles" / "sdk" / "cordis.patch.yml"
+
+
+BLIND_SAVE = {"sha256": EMPTY_SHA256, "base_text": "", "quantumPercent": "10"}
+"""A save posted without the page (the file cannot be shown)."""
 
 
 def _save(staff: Client) -> str:
@@ -41,10 +46,14 @@ def test_a_link_to_a_file_outside_the_home_is_not_written(
     _patch(home).unlink()
     _patch(home).symlink_to(outside)
     before = outside.stat()
-    assert "is a symbolic link" in staff.get(URL).content.decode()  # said before a save
-    page = _save(staff)
-    assert 'id="unwritable"' in page and "is a symbolic link" in page
-    assert "Saving here is refused; nothing is written." in page
+    for page in (staff.get(URL), staff.post(URL, BLIND_SAVE)):
+        assert page.status_code == 409
+        said = page.content.decode()
+        assert 'id="patch-error"' in said
+        assert (
+            f"{_patch(home)} is a symbolic link: dshweb follows no link inside a DSH home" in said
+        )
+        assert "quantumPercent" not in said  # nothing of the file it leads to is shown
     assert outside.read_text() == HAND_WRITTEN
     assert outside.stat().st_mtime_ns == before.st_mtime_ns
     assert _patch(home).is_symlink()
@@ -57,8 +66,8 @@ def test_a_dangling_link_creates_nothing(home: Path, staff: Client, tmp_path: Pa
     target.parent.mkdir()
     _patch(home).unlink()
     _patch(home).symlink_to(target)
-    page = _save(staff)
-    assert "is a symbolic link" in page
+    page = staff.post(URL, BLIND_SAVE)
+    assert page.status_code == 409 and "is a symbolic link" in page.content.decode()
     assert not target.exists() and list(target.parent.iterdir()) == []
     assert _patch(home).is_symlink()
     assert not PatchRevision.objects.exists()

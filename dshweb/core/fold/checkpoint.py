@@ -40,6 +40,7 @@ from typing import Any
 import zstandard
 
 from dshweb.core.errors import LogError
+from dshweb.core.files import FileRefused
 from dshweb.core.fold.cost import CostCollector
 from dshweb.core.fold.ledger import LedgerCollector
 from dshweb.core.fold.meter import SessionMeter
@@ -49,6 +50,7 @@ from dshweb.core.fold.session import Activity, SessionTracker
 from dshweb.core.fold.told import ToldCollector
 from dshweb.core.log.frames import decompressor
 from dshweb.core.log.home import LogFile
+from dshweb.core.log.reader import open_log
 
 CHECKPOINT_VERSION = 10
 """Raise it whenever the state's shape or meaning changes."""
@@ -177,11 +179,6 @@ def _fingerprint(fd: int, offset: int) -> bytes:
     return hashlib.sha256(head + b"\0" + tail).digest()
 
 
-def _open(path: Path) -> int:
-    # Never block: a FIFO named like a log would stall a plain open (as in reader.py).
-    return os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-
-
 def dump_checkpoint(tracker: SessionTracker, *, key: bytes) -> bytes:
     """The tracker's whole fold state as a signed blob for :func:`restore_checkpoint`;
     a ``ValueError`` for a tail folded to the middle of a frame (no offset resumes it)."""
@@ -191,7 +188,7 @@ def dump_checkpoint(tracker: SessionTracker, *, key: bytes) -> bytes:
     size: int | None = None
     fingerprint: bytes | None = None
     try:
-        fd = _open(tail.path)
+        fd = open_log(tail.path)
         try:
             st = os.fstat(fd)
             size = st.st_size
@@ -203,7 +200,7 @@ def dump_checkpoint(tracker: SessionTracker, *, key: bytes) -> bytes:
                 fingerprint = _fingerprint(fd, tail.offset)
         finally:
             os.close(fd)
-    except OSError:
+    except (OSError, FileRefused):
         pass  # no fingerprint: this checkpoint will be refused, and the log refolded
     error = tail.error
     state = _State(
@@ -325,7 +322,7 @@ def restore_checkpoint(log: LogFile, blob: bytes, *, key: bytes) -> SessionTrack
     ):
         return Refusal.OTHER_LOG
     try:
-        fd = _open(log.path)
+        fd = open_log(log.path)
         try:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != state.identity:
@@ -338,7 +335,7 @@ def restore_checkpoint(log: LogFile, blob: bytes, *, key: bytes) -> SessionTrack
                 return Refusal.REWRITTEN
         finally:
             os.close(fd)
-    except OSError:
+    except (OSError, FileRefused):
         return Refusal.UNREADABLE
     tracker = SessionTracker(log, stop_after_seq=state.stop_after_seq)
     tail = tracker.tail

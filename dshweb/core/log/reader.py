@@ -20,9 +20,9 @@ line it stopped at, so a fold read in slices equals a fold read at once.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
-import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -33,6 +33,7 @@ from typing import IO, Any
 import zstandard
 
 from dshweb.core.errors import LogError
+from dshweb.core.files import FileRefused, open_file
 from dshweb.core.log.decode import LineError, decode_event
 from dshweb.core.log.frames import ZSTD_MAGIC, frame_spans, frame_text
 from dshweb.core.log.jsjson import loads_js
@@ -152,6 +153,16 @@ def _whole(line: bytes) -> dict[str, Any]:
     return record
 
 
+def open_log(path: Path) -> int:
+    """A descriptor of the log at ``path`` (the caller closes it): a regular file, never a
+    link, opened without waiting (:mod:`dshweb.core.files`). Raises
+    :class:`FileNotFoundError` when it is gone, :class:`FileRefused` for anything else."""
+    fd = open_file(path)
+    if fd is None:
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(path))
+    return fd
+
+
 @dataclass(slots=True)
 class LogTail:
     path: Path
@@ -177,18 +188,17 @@ class LogTail:
         batch = Batch()
         self._spent = 0
         try:
-            # Never block: a FIFO (or a device) named like a log would stall a plain open.
-            fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            fd = open_log(self.path)
+        except FileRefused as refused:  # said while it lasts; a log put back reads again
+            batch.error = LogError(f"the log {refused.reason}", offset=0)
+            return batch
+        except OSError as error:
+            batch.error = LogError(f"cannot read log: {error.strerror}", offset=self.offset)
+            return batch
+        try:
             with os.fdopen(fd, "rb") as handle:
                 st = os.fstat(fd)
                 identity = (st.st_dev, st.st_ino)
-                if not stat.S_ISREG(st.st_mode):
-                    if identity != self.identity:
-                        self.identity, self.offset, self.next_seq = identity, 0, 0
-                        self._held = None
-                    batch.error = LogError("not a regular file", offset=0)
-                    self.error = batch.error
-                    return batch
                 held_end = self._held.end if self._held is not None else 0
                 if identity != self.identity or st.st_size < max(self.offset, held_end):
                     if self.identity is not None:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from dshweb.core.profile.patch import read_patch
+from dshweb.core.profile.patch import PatchError, read_layer, read_patch
 from dshweb.core.profile.profile import Layer, Profile, patch_layers
 
 ENGINE_ID = "compaction-basic"
@@ -30,6 +30,20 @@ DEFAULT_PRESET = "standard"
 def load_patch(path: Path) -> list[Any]:
     """The rows of one patch file, read as DSH reads them ([] when it does not exist)."""
     return list(read_patch(path).rows)
+
+
+def layer_rows(layer: Layer) -> list[Any]:
+    """The rows of one patch layer (:func:`~dshweb.core.profile.patch.read_layer`)."""
+    return list(read_layer(layer).rows)
+
+
+def read_profile(home: Path, profile: str, extra_patches: Sequence[Path] = ()) -> Profile:
+    """:meth:`Profile.read`, raising :class:`PatchError` when its ``package.json`` (what
+    assembles it, so which engine runs) could not be read."""
+    read = Profile.read(home, profile, extra_patches)
+    if read.package_refused is not None:
+        raise PatchError(read.package_refused)
+    return read
 
 
 def _rows_with_id(rows: list[Any], row_id: str) -> list[dict[str, Any]]:
@@ -59,7 +73,7 @@ def layered_config(
 def _layered(layers: Sequence[Layer], row_id: str) -> dict[str, Any] | None:
     config: dict[str, Any] | None = None
     for layer in layers:
-        for row in _rows_with_id(load_patch(layer.path), row_id):
+        for row in _rows_with_id(layer_rows(layer), row_id):
             if isinstance(row.get("config"), dict):
                 config = row["config"]
     return config
@@ -75,7 +89,7 @@ def engine_config(
     of a preset row reaches them (the settings pages write one for each preset), and
     the default preset's (``preset-standard``) engine config is the one shown.
     """
-    read = Profile.read(home, profile, extra_patches)
+    read = read_profile(home, profile, extra_patches)
     if not read.web_app:
         return _layered(read.layers, ENGINE_ID)
     found = _preset_configs(read.layers)
@@ -90,7 +104,7 @@ def preset_engine_configs(
     ``compaction-basic`` gets (``None``: none, the engine's defaults). A preset no visible
     layer patches runs the engine on its defaults too. ``None`` for a profile whose
     engine is a top-level row."""
-    read = Profile.read(home, profile, extra_patches)
+    read = read_profile(home, profile, extra_patches)
     return _preset_configs(read.layers) if read.web_app else None
 
 
@@ -103,7 +117,7 @@ def _preset_rows(layers: Sequence[Layer], row_id: str) -> dict[str, dict[str, An
     (``None``: the preset's patch has none)."""
     found: dict[str, dict[str, Any] | None] = {}
     for layer in layers:
-        for row in load_patch(layer.path):
+        for row in layer_rows(layer):
             preset_row = row.get("id") if isinstance(row, dict) else None
             config = row.get("config") if isinstance(row, dict) else None
             if (
@@ -146,13 +160,13 @@ def _runs(row: dict[str, Any] | None) -> bool:
 def pruner_runs(home: Path, profile: str, extra_patches: Sequence[Path] = ()) -> bool:
     """Whether the tool-result pruner runs: no visible layer disables its row (on a web-app
     profile, the one in the default preset)."""
-    read = Profile.read(home, profile, extra_patches)
+    read = read_profile(home, profile, extra_patches)
     if read.web_app:
         return _runs(_preset_rows(read.layers, PRUNER_ID).get(DEFAULT_PRESET))
     rows = [
         row
         for layer in read.layers
-        for row in _rows_with_id(load_patch(layer.path), PRUNER_ID)
+        for row in _rows_with_id(layer_rows(layer), PRUNER_ID)
         if "disabled" in row
     ]
     return _runs(rows[-1] if rows else None)
@@ -163,7 +177,7 @@ def preset_pruners(
 ) -> dict[str, bool] | None:
     """Whether the tool-result pruner runs in each agent preset a visible layer of a web-app
     profile patches (``None`` for a profile whose engines are top-level rows)."""
-    read = Profile.read(home, profile, extra_patches)
+    read = read_profile(home, profile, extra_patches)
     if not read.web_app:
         return None
     return {name: _runs(row) for name, row in _preset_rows(read.layers, PRUNER_ID).items()}

@@ -5,7 +5,9 @@ Contract:
 - :func:`read_patch` returns the file's text, the sha256 of its bytes and its rows
   (``!!js`` scalars become :class:`JsExpr`). A missing file reads as the file ``dsh``
   creates (:data:`DEFAULT_PATCH_TEXT`) with the sha256 of no bytes; one that does not
-  parse raises :class:`PatchSyntaxError` with a 1-based line and column.
+  parse raises :class:`PatchSyntaxError` with a 1-based line and column. It is read
+  through :mod:`dshweb.core.files` (a regular file of at most :data:`PATCH_LIMIT` bytes,
+  no link inside the home): anything else raises :class:`PatchError` naming the file.
 - :func:`find_row` names the row that decides a row id's config: the last one that has
   a ``config`` key, else the last one naming the id (top level or inside ``- insert:``).
 - :meth:`PatchDocument.inserted_rows` lists the rows the file's ``- insert:`` lists add,
@@ -28,8 +30,9 @@ from typing import Any, Literal
 from yaml.nodes import SequenceNode
 
 from dshweb.core.errors import DshError
+from dshweb.core.files import FileRefused, read_file
 from dshweb.core.profile.dshyaml import DshYamlError, check_patch_rows, compose_yaml, construct
-from dshweb.core.profile.profile import CONTEXT_TRUTH_PACKAGE
+from dshweb.core.profile.profile import CONTEXT_TRUTH_PACKAGE, Layer
 
 DEFAULT_PATCH_TEXT = (
     "# Your patch layer for this dsh profile, applied after every bundle layer:\n"
@@ -38,6 +41,9 @@ DEFAULT_PATCH_TEXT = (
     "[]\n"
 )
 """What ``dsh`` writes into a new profile's ``cordis.patch.yml``."""
+
+PATCH_LIMIT = 4 << 20
+"""The largest patch file read (DSH's own are a few KB; the largest seen, 60 KB)."""
 
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 """The sha256 a missing file reads with."""
@@ -163,17 +169,28 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_patch(path: Path) -> PatchDocument:
-    """The patch file at ``path``; raises :class:`PatchSyntaxError` if it does not parse."""
+def read_patch(
+    path: Path, *, home: Path | None = None, follow_links: bool = False
+) -> PatchDocument:
+    """The patch file at ``path``; raises :class:`PatchSyntaxError` if it does not parse.
+
+    ``home``: the DSH home ``path`` lies in (no link below it is followed);
+    ``follow_links``: a ``--patch`` overlay a person named, read wherever it leads."""
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+        data = read_file(path, limit=PATCH_LIMIT, home=home, follow_links=follow_links)
+    except FileRefused as refused:
+        raise PatchError(str(refused)) from refused
+    if data is None:
         return PatchDocument(path, DEFAULT_PATCH_TEXT, EMPTY_SHA256, False, ())
-    except OSError as error:
-        raise PatchError(f"cannot read {path}: {error.strerror}") from error
     text = data.decode("utf-8", "replace")  # as DSH reads it: a bad byte is U+FFFD
     rows = parse_patch(text, str(path)).rows
     return PatchDocument(path, text, sha256_hex(data), True, rows, utf8_problem(data, path.name))
+
+
+def read_layer(layer: Layer) -> PatchDocument:
+    """One patch layer: no link below its home followed; an overlay a person named is
+    read wherever it leads."""
+    return read_patch(layer.path, home=layer.home, follow_links=layer.home is None)
 
 
 def utf8_problem(data: bytes, name: str) -> str | None:

@@ -5,7 +5,10 @@ Contract (DSH_FACTS §1, §9):
 - :meth:`Profile.read` reads the profile's ``package.json`` and, for each plugin it
   names (bundles and dependencies) and ``dsh-context-truth`` (which may be installed
   without being named), ``node_modules/<package>/package.json``, once. It never fails:
-  a file that is missing or not JSON reads as nothing named, not installed.
+  a file that is missing or not JSON reads as nothing named, not installed; one that
+  :mod:`dshweb.core.files` refuses (a FIFO, a device, a link, too big, unreadable) reads
+  the same and is named in :attr:`Profile.problems`. The one link followed is the one
+  ``pnpm`` makes for a package, ``node_modules/<package>``.
 - The visible patch layers, in the order DSH applies them, are
   ``profiles/<p>/cordis.patch.yml`` (the one file the settings pages write),
   ``$DSH_HOME/cordis.patch.yml``, then the ``--patch`` overlays. Each bundle's patch
@@ -17,16 +20,23 @@ Contract (DSH_FACTS §1, §9):
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from dshweb.core.files import FileRefused, read_file
+
 PATCH_FILE = "cordis.patch.yml"
 PACKAGE_FILE = "package.json"
 PROFILE_FILES = frozenset({PATCH_FILE, PACKAGE_FILE})
 """The names of the files whose change changes what a profile sets."""
+MODULES = "node_modules"
+MANIFEST_LIMIT = 1 << 20
+"""The largest ``package.json`` read (a profile's is a few hundred bytes)."""
 
 WEB_APP_BUNDLE = "@deepseek-ai/dsh-web-app"
 CONTEXT_TRUTH_ID = "context-truth"
@@ -45,6 +55,9 @@ class Layer:
 
     kind: LayerKind
     path: Path
+    home: Path | None = None
+    """The DSH home the file lies in (no link below it is followed); ``None`` for an
+    overlay a person named, read wherever it leads."""
 
     @property
     def writable(self) -> bool:
@@ -82,28 +95,46 @@ def profile_folder(home: Path, name: str) -> Path:
 
 
 def profile_names(home: Path) -> list[str]:
-    """Every profile folder of the home, sorted."""
+    """Every profile folder of the home, sorted (a link is not a profile folder)."""
     try:
-        return sorted(p.name for p in (home / "profiles").iterdir() if p.is_dir())
+        with os.scandir(home / "profiles") as entries:
+            return sorted(e.name for e in entries if _is_folder(e))
     except OSError:
         return []
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 def patch_layers(home: Path, name: str, extra_patches: Sequence[Path] = ()) -> tuple[Layer, ...]:
     """The visible patch layers of profile ``name``, in the order DSH applies them."""
     return (
-        Layer(LayerKind.PROFILE, profile_folder(home, name) / PATCH_FILE),
-        Layer(LayerKind.HOME, home / PATCH_FILE),
+        Layer(LayerKind.PROFILE, profile_folder(home, name) / PATCH_FILE, home),
+        Layer(LayerKind.HOME, home / PATCH_FILE, home),
         *(Layer(LayerKind.OVERLAY, path) for path in extra_patches),
     )
 
 
-def _json_object(path: Path) -> dict[str, Any]:
+def _package(path: Path, home: Path, problems: list[str]) -> dict[str, Any]:
+    """The profile's own ``package.json`` ({} when missing, refused or not an object)."""
     try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
+        data = read_file(path, limit=MANIFEST_LIMIT, home=home)
+    except FileRefused as refused:
+        problems.append(str(refused))
         return {}
-    return data if isinstance(data, dict) else {}
+    return {} if data is None else _json_value(data)
+
+
+def _json_value(data: bytes) -> dict[str, Any]:
+    try:
+        found = json.loads(data)
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def _bundles(package: dict[str, Any]) -> tuple[str, ...]:
@@ -114,15 +145,28 @@ def _bundles(package: dict[str, Any]) -> tuple[str, ...]:
     return tuple(str(b) for b in bundles) if isinstance(bundles, list) else ()
 
 
-def _installed(folder: Path, package: str) -> tuple[bool, str | None]:
+def _installed(folder: Path, package: str, problems: list[str]) -> tuple[bool, str | None]:
     """Whether ``package`` is in ``folder/node_modules``, and the version it states."""
     parts = PurePosixPath(package).parts
     if not parts or package.startswith("/") or ".." in parts:
         return False, None  # not a package name: nothing outside node_modules is read
-    manifest = folder.joinpath("node_modules", *parts, PACKAGE_FILE)
-    if not manifest.is_file():
+    modules = folder / MODULES
+    try:
+        # The profile folder and node_modules are real folders of the home; the package
+        # in it may be the link pnpm makes, and is read wherever that leads.
+        if not all(stat.S_ISDIR(os.lstat(f).st_mode) for f in (folder.parent, folder, modules)):
+            return False, None
+    except OSError:
         return False, None
-    version = _json_object(manifest).get("version")
+    manifest = modules.joinpath(*parts, PACKAGE_FILE)
+    try:
+        data = read_file(manifest, limit=MANIFEST_LIMIT, follow_links=True)
+    except FileRefused as refused:
+        problems.append(str(refused))
+        return False, None
+    if data is None:
+        return False, None
+    version = _json_value(data).get("version")
     return True, version if isinstance(version, str) else None
 
 
@@ -138,17 +182,23 @@ class Profile:
     """Its bundles, then its dependencies, then ``dsh-context-truth`` if neither names it."""
     extra_patches: tuple[Path, ...] = ()
     """``--patch`` overlays, applied after every layer of the profile."""
+    problems: tuple[str, ...] = ()
+    """Each of its files that could not be read, and why (the file named)."""
+    package_refused: str | None = None
+    """Why its own ``package.json`` could not be read (what it assembles is unknown)."""
 
     @classmethod
     def read(cls, home: Path, name: str, extra_patches: Sequence[Path] = ()) -> Profile:
         folder = profile_folder(home, name)
-        package = _json_object(folder / PACKAGE_FILE)
+        problems: list[str] = []
+        package = _package(folder / PACKAGE_FILE, home, problems)
+        package_refused = problems[0] if problems else None
         bundles = _bundles(package)
         dependencies = package.get("dependencies")
         named = tuple(dependencies) if isinstance(dependencies, dict) else ()
         plugins = []
         for package_name in dict.fromkeys([*bundles, *named, CONTEXT_TRUTH_PACKAGE]):
-            installed, version = _installed(folder, package_name)
+            installed, version = _installed(folder, package_name, problems)
             plugins.append(
                 Plugin(
                     package_name,
@@ -158,7 +208,15 @@ class Profile:
                     version=version,
                 )
             )
-        return cls(home, name, bundles, tuple(plugins), tuple(extra_patches))
+        return cls(
+            home,
+            name,
+            bundles,
+            tuple(plugins),
+            tuple(extra_patches),
+            tuple(problems),
+            package_refused,
+        )
 
     @property
     def folder(self) -> Path:

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dshweb.core.errors import DshError
-from dshweb.core.profile.profile import CONTEXT_TRUTH_ID, CONTEXT_TRUTH_PACKAGE, Profile
+from dshweb.core.profile.profile import CONTEXT_TRUTH_ID, CONTEXT_TRUTH_PACKAGE, Layer, Profile
 from dshweb.core.settings.dshconfig.composed import ComposedConfig
-from dshweb.core.settings.patchfile import read_patch
+from dshweb.core.settings.patchfile import read_layer
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,9 +42,9 @@ class Presence:
         return not self.present
 
 
-def _inserts(path: Path) -> bool:
+def _inserts(layer: Layer) -> bool:
     try:
-        inserted = read_patch(path).inserted_rows()
+        inserted = read_layer(layer).inserted_rows()
     except DshError:
         return False
     return any(row.is_context_truth for row in inserted)
@@ -86,7 +86,7 @@ def context_truth_presence(profile: Profile, composed: ComposedConfig | None) ->
         sources.append("package.json dsh.profile.bundles")
     inserted = False
     for layer in profile.layers:
-        if _inserts(layer.path):
+        if _inserts(layer):
             sources.append(f"insert row in the {layer.label} ({layer.path})")
             inserted = True
     row_ids: tuple[str, ...] = ()

@@ -11,6 +11,12 @@ Reading changes nothing on disk: ``dsh`` rewrites a profile's ``cordis.yml`` (an
 write other files of the profile) whenever it composes it, so without ``create=True``
 it runs on a scratch home: the profile's own files copied, everything else (patch
 files, folders, the rest of the home) linked, so the layers it names are the real ones.
+
+``dsh`` reads a file as it finds it, and would wait for ever on a FIFO: the patch layers
+and ``package.json`` are first read the way dshweb reads them (:mod:`dshweb.core.files`),
+and one dshweb refuses is the run's error, naming the file, before ``dsh`` starts. Only
+regular files of the profile are copied (at most :data:`COPY_LIMIT` bytes each) and only
+folders linked: a FIFO, a device or a link there is left out of the scratch home.
 """
 
 from __future__ import annotations
@@ -22,16 +28,26 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from dshweb.core.profile.profile import PATCH_FILE, profile_folder
+from dshweb.core.files import FileRefused, read_file
+from dshweb.core.profile.patch import PatchError, PatchSyntaxError, read_layer
+from dshweb.core.profile.profile import (
+    MANIFEST_LIMIT,
+    PACKAGE_FILE,
+    PATCH_FILE,
+    patch_layers,
+    profile_folder,
+)
 from dshweb.core.settings.dshconfig.composed import ComposedConfig, parse_dump
 from dshweb.core.settings.dshconfig.errors import DshConfigError
 
 DUMP_TIMEOUT = 60.0
 SCHEMA_TIMEOUT = 120.0
+COPY_LIMIT = 16 << 20
+"""The largest file of a profile copied into the scratch home."""
 
 
 def find_dsh() -> Path | None:
@@ -71,6 +87,18 @@ def _run_dsh(
     return done.stdout, done.stderr
 
 
+def _check_files(home: Path, profile: str, patches: Sequence[Path]) -> None:
+    """Raise :class:`DshConfigError` naming the first file ``dsh`` would read that dshweb
+    refuses (a FIFO, a device, a link inside the home, too big, unreadable)."""
+    try:
+        for layer in patch_layers(home, profile, patches):
+            with suppress(PatchSyntaxError):  # dsh says what is wrong with it, in its words
+                read_layer(layer)
+        read_file(profile_folder(home, profile) / PACKAGE_FILE, limit=MANIFEST_LIMIT, home=home)
+    except (PatchError, FileRefused) as refused:
+        raise DshConfigError(f"dsh was not run: {refused}") from refused
+
+
 @contextmanager
 def _reading_home(home: Path, profile: str, *, create: bool) -> Iterator[Path]:
     """The home ``dsh`` may run on: ``home`` itself with ``create=True``, else a scratch
@@ -80,17 +108,29 @@ def _reading_home(home: Path, profile: str, *, create: bool) -> Iterator[Path]:
         return
     with tempfile.TemporaryDirectory(prefix="dshweb-dsh-") as scratch:
         root = Path(scratch)
-        for entry in home.iterdir():
-            if entry.name != "profiles":
-                (root / entry.name).symlink_to(entry)
+        for path in home.iterdir():
+            if path.name != "profiles":
+                (root / path.name).symlink_to(path)
         source, target = profile_folder(home, profile), profile_folder(root, profile)
         target.mkdir(parents=True)
-        for entry in source.iterdir():
-            if entry.is_file() and not entry.is_symlink() and entry.name != PATCH_FILE:
-                shutil.copy2(entry, target / entry.name)
-            else:
-                (target / entry.name).symlink_to(entry)
+        with os.scandir(source) as entries:
+            for entry in entries:
+                _stage(home, Path(entry.path), entry, target / entry.name)
         yield root  # dsh names the layers it read under this root: the callers map it back
+
+
+def _stage(home: Path, path: Path, entry: os.DirEntry[str], staged: Path) -> None:
+    """Put one entry of the profile folder into the scratch profile: a folder and the
+    patch file (read already) linked, a regular file copied, anything else left out."""
+    if entry.is_dir(follow_symlinks=False) or entry.name == PATCH_FILE:
+        staged.symlink_to(path)
+    elif entry.is_file(follow_symlinks=False):
+        try:
+            data = read_file(path, limit=COPY_LIMIT, home=home)
+        except FileRefused as refused:
+            raise DshConfigError(f"dsh was not run: {refused}") from refused
+        if data is not None:
+            staged.write_bytes(data)
 
 
 def _profile_dir(home: Path, profile: str, *, create: bool) -> Path:
@@ -116,6 +156,7 @@ def dump_config(
     ``create=True``, otherwise a missing profile folder is an error.
     """
     _profile_dir(home, profile, create=create)
+    _check_files(home, profile, patches)
     args = ["--profile", profile, "--dump-config"]
     for patch in patches:
         args += ["--patch", str(patch)]
@@ -137,6 +178,7 @@ def dump_config_schema(
     ``schema["x-cordis"]["diagnostics"]``, and only a run without a schema fails.
     """
     _profile_dir(home, profile, create=create)
+    _check_files(home, profile, ())
     args = ["--profile", profile, "--dump-config-schema"]
     with _reading_home(home, profile, create=create) as where:
         out, err = _run_dsh(dsh, where, args, timeout, any_exit=True)

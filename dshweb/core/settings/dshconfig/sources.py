@@ -22,7 +22,7 @@ from dshweb.core.errors import DshError
 from dshweb.core.profile.profile import Layer, LayerKind, Profile
 from dshweb.core.settings.dshconfig.composed import ComposedConfig, ComposedRow
 from dshweb.core.settings.dshconfig.schema import config_defaults
-from dshweb.core.settings.patchfile import find_row, read_patch
+from dshweb.core.settings.patchfile import find_row, read_layer
 
 
 class SourceKind(StrEnum):
@@ -70,7 +70,7 @@ def _config_layer(
         if not any(_same_file(named, layer.path) for named in owner.layers):
             continue
         try:
-            found = find_row(read_patch(layer.path), owner.id)
+            found = find_row(read_layer(layer), owner.id)
         except DshError:
             continue
         if found is not None and "config" in found.data:

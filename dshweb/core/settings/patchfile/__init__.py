@@ -34,6 +34,7 @@ from dshweb.core.profile.patch import (
     PatchSyntaxError,
     find_row,
     load_entry_list,
+    read_layer,
     read_patch,
     row_config,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "PatchSyntaxError",
     "find_row",
     "load_entry_list",
+    "read_layer",
     "read_patch",
     "row_config",
     "set_row_config",

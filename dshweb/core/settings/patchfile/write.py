@@ -18,7 +18,8 @@ import tempfile
 from contextlib import suppress
 from pathlib import Path
 
-from dshweb.core.profile.patch import PatchError, sha256_hex, utf8_problem
+from dshweb.core.files import FileRefused, read_file
+from dshweb.core.profile.patch import PATCH_LIMIT, PatchError, sha256_hex, utf8_problem
 from dshweb.core.settings.patchfile.lock import patch_file_lock
 
 NEW_FILE_MODE = 0o644
@@ -86,9 +87,10 @@ def folder_refusal(path: Path) -> str | None:
 
 def _current(path: Path) -> tuple[bytes, bool]:
     try:
-        return path.read_bytes(), True
-    except FileNotFoundError:
-        return b"", False
+        data = read_file(path, limit=PATCH_LIMIT)  # a link or a FIFO swapped in is refused
+    except FileRefused as refused:
+        raise PatchNotWritable(f"{refused}; nothing was written.") from refused
+    return (b"", False) if data is None else (data, True)
 
 
 def write_patch_atomically(path: Path, new_text: str, *, expected_sha256: str) -> None:
