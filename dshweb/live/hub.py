@@ -32,10 +32,6 @@ from functools import cached_property, partial
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
-from watchfiles import Change
-from watchfiles._rust_notify import RustNotify
-from watchfiles.main import _default_force_polling
-
 from dshweb.core.errors import DshError
 from dshweb.core.fold.gauge import ContextGauge, context_gauge
 from dshweb.core.fold.index import HomeIndex
@@ -45,7 +41,6 @@ from dshweb.core.listing.homes import DEFAULT_HOME_NAME
 from dshweb.core.listing.pages import SessionList
 from dshweb.core.listing.tree import REBUILD_SHARE, HomeTree, SessionEntry
 from dshweb.core.log.home import LogFile, filed_as, session_logs
-from dshweb.core.profile.profile import PROFILE_FILES
 from dshweb.live.timing import (
     BACKOFF_MAX,
     CHECKPOINT_EVERY,
@@ -54,10 +49,12 @@ from dshweb.live.timing import (
     MISSING_HOME_RETRY,
     NOTIFY_MAX_MS,
     NOTIFY_STEP_MS,
+    POLL_EVERY,
     PROGRESS_EVERY,
     RESCAN_EVERY,
     TICK,
 )
+from dshweb.live.watch import HomeWatch
 
 log = logging.getLogger("dshweb.live")
 
@@ -92,6 +89,9 @@ class HomeView:
     name: str = DEFAULT_HOME_NAME
     """The home's name on the dashboard (:mod:`dshweb.core.listing.homes`)."""
     basis: TreeBasis | None = field(default=None, compare=False, repr=False)
+    unreadable: tuple[str, ...] = ()
+    """Each folder of the home that could not be read, and why (its sessions are not
+    shown; the rest of the home is)."""
 
     @cached_property
     def snapshots(self) -> tuple[SessionSnapshot, ...]:
@@ -244,6 +244,8 @@ class Hub:
         self._dirty: set[Path] = set()
         self._checkpoints_down = False
         self._stop = threading.Event()
+        self._watch: HomeWatch | None = None
+        self._unreadable: tuple[str, ...] = ()
         self._thread: threading.Thread | None = None
         self._started_at: float | None = None
         self._progress = FoldProgress()
@@ -294,6 +296,9 @@ class Hub:
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
+        watch = self._watch
+        if watch is not None:
+            watch.wake()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout)
@@ -326,38 +331,46 @@ class Hub:
         last_liveness = last_checkpoint = now
         last_rescan = now - RESCAN_EVERY  # the first batch comes once the watch is set up:
         # a full pass then catches what changed between the cold start and that moment
-        # watchfiles' own ``watch()`` waits a fixed time for changes; the hub waits no
-        # time at all while a log is folded a slice at a time.
-        args = ([str(home)], False, _default_force_polling(None), 300, True, False)
-        with RustNotify(*args) as notify:
-            while not self._stop.is_set():
-                wait = 1 if self.index.unfinished else int(TICK * 1000)
-                found = notify.watch(NOTIFY_MAX_MS, NOTIFY_STEP_MS, wait, self._stop)
-                if found in ("stop", "signal"):
-                    return
-                now = time.monotonic()
-                paths: set[Path] | None = {
-                    Path(path)
-                    for change, path in (() if isinstance(found, str) else found)
-                    if _relevant(home, Change(change), path)
-                }
-                reload_profile = bool(paths) and any(
-                    not p.is_relative_to(home / "sessions") for p in paths or ()
+        with HomeWatch(home) as watch:
+            self._watch = watch
+            try:
+                self._follow_with(watch, last_liveness, last_checkpoint, last_rescan)
+            finally:
+                self._watch = None
+
+    def _follow_with(
+        self, watch: HomeWatch, last_liveness: float, last_checkpoint: float, last_rescan: float
+    ) -> None:
+        home = self.home
+        step, longest = NOTIFY_STEP_MS / 1000, NOTIFY_MAX_MS / 1000
+        while not self._stop.is_set():
+            # No wait at all while a log is folded a slice at a time.
+            batch = watch.wait(0.001 if self.index.unfinished else TICK, step=step, longest=longest)
+            if batch is None:
+                return
+            now = time.monotonic()
+            paths: set[Path] | None = {p for p in batch.paths if _relevant(home, p)}
+            reload_profile = bool(paths) and any(
+                not p.is_relative_to(home / "sessions") for p in paths or ()
+            )
+            if batch.overflow or now - last_rescan >= (
+                RESCAN_EVERY if watch.notified else POLL_EVERY
+            ):
+                watch.rescan()
+                paths, last_rescan = None, now
+            self._unreadable = _unreadable_words(home, watch.unreadable)
+            liveness = now - last_liveness >= LIVENESS_EVERY
+            if liveness:
+                last_liveness = now
+            if paths or paths is None or liveness or reload_profile or self.index.unfinished:
+                self.sync(
+                    None if reload_profile else paths,
+                    liveness=liveness,
+                    reload_profile=reload_profile,
                 )
-                if now - last_rescan >= RESCAN_EVERY:
-                    paths, last_rescan = None, now
-                liveness = now - last_liveness >= LIVENESS_EVERY
-                if liveness:
-                    last_liveness = now
-                if paths or paths is None or liveness or reload_profile or self.index.unfinished:
-                    self.sync(
-                        None if reload_profile else paths,
-                        liveness=liveness,
-                        reload_profile=reload_profile,
-                    )
-                if now - last_checkpoint >= CHECKPOINT_EVERY:
-                    last_checkpoint = now
-                    self.flush_checkpoints()
+            if now - last_checkpoint >= CHECKPOINT_EVERY:
+                last_checkpoint = now
+                self.flush_checkpoints()
 
     # -- folding (the hub's thread, or a test / the CLI calling ``sync``) ---------------
 
@@ -463,7 +476,11 @@ class Hub:
             if old is not None and old.snapshot.session_id != snapshot.session_id:
                 removed.add(old.snapshot.session_id)
         old_view = self._view
-        if not (changed or removed or old_view.error) and old_view.progress == self._progress:
+        if (
+            not (changed or removed or old_view.error)
+            and old_view.progress == self._progress
+            and old_view.unreadable == self._unreadable
+        ):
             return HomeChange(old_view, frozenset(), frozenset())  # keep what readers cached
         if removed:  # a session went: another folder may hold its id
             sessions = _by_id({}, self._by_folder.values())
@@ -478,6 +495,7 @@ class Hub:
             old_view.version + 1,
             self.name,
             view_basis(old_view, changed | removed),
+            self._unreadable,
         )
         return HomeChange(self._view, frozenset(changed), frozenset(removed))
 
@@ -555,9 +573,15 @@ class Hub:
         return len(blobs)
 
 
-def _relevant(home: Path, change: Change, path: str) -> bool:
-    """Session logs, folders and lock files, and the files that set the compaction point."""
-    target = Path(path)
-    if target.is_relative_to(home / "sessions"):
-        return not target.name.endswith(".tmp")
-    return target.name in PROFILE_FILES
+def _relevant(home: Path, path: Path) -> bool:
+    """Session logs, folders and lock files, and what sets the compaction point (the
+    watch reports nothing else)."""
+    return not (path.is_relative_to(home / "sessions") and path.name.endswith(".tmp"))
+
+
+def _unreadable_words(home: Path, unreadable: Mapping[Path, str]) -> tuple[str, ...]:
+    """Each folder the watch could not read, as a person reads it (relative to the home)."""
+    return tuple(
+        f"{folder.relative_to(home) if folder.is_relative_to(home) else folder} {reason}"
+        for folder, reason in sorted(unreadable.items())
+    )

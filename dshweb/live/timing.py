@@ -19,6 +19,8 @@ TICK = 0.25
 LIVENESS_EVERY = 1.0
 RESCAN_EVERY = 120.0
 """A ``stat`` of every log, in case a notification was missed (folds nothing unchanged)."""
+POLL_EVERY = 2.0
+"""The same pass, when there are no file notifications (:mod:`dshweb.live.watch`)."""
 CHECKPOINT_EVERY = 5.0
 """Fold state of the sessions that changed is saved at most this often."""
 FOLD_SLICE = Budget(events=20_000, bytes=8 << 20)

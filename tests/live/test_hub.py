@@ -327,16 +327,15 @@ def test_a_change_made_before_the_watch_is_set_up_is_not_missed(
 
     home = tmp_path / "home"
     rest = _cut_home(FIXTURE_HOMES / "auto-compact", home, random.Random(5))
-    real_notify = hub_module.RustNotify  # type: ignore[attr-defined]
-
+    real_watch = hub_module.HomeWatch  # type: ignore[attr-defined]
     written = threading.Event()
 
-    def late_notify(*args: Any, **kwargs: Any) -> Any:
+    def late_watch(*args: Any, **kwargs: Any) -> Any:
         _grow(rest)  # written after the cold start, before the kernel is asked to watch
         written.set()
-        return real_notify(*args, **kwargs)
+        return real_watch(*args, **kwargs)
 
-    monkeypatch.setattr(hub_module, "RustNotify", late_notify)
+    monkeypatch.setattr(hub_module, "HomeWatch", late_watch)
     hub = Hub(home, "sdk")
     hub.start()
     try:

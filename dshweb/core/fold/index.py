@@ -25,9 +25,11 @@ from dshweb.core.fold.session import SessionSnapshot, SessionTracker, take_snaps
 from dshweb.core.log.home import (
     LogFile,
     check_home,
+    is_folder,
     lock_stat,
     locked_files,
     newest_log,
+    session_folders,
     session_logs,
 )
 from dshweb.core.log.reader import UNBOUNDED, Budget
@@ -110,7 +112,7 @@ class HomeIndex:
         else:
             found, gone = {}, set()
             for folder in self._session_folders(changed) | self.unfinished:
-                log = newest_log(folder)
+                log = newest_log(folder) if is_folder(folder) else None  # never a link
                 if log is None:
                     gone.add(folder)
                 else:
@@ -186,8 +188,7 @@ class HomeIndex:
             elif len(parts) == 1:  # a project folder came or went: every session in it
                 project = root / parts[0]
                 folders.update(f for f in self.trackers if f.parent == project)
-                if project.is_dir():
-                    folders.update(p for p in project.iterdir() if p.is_dir())
+                folders.update(session_folders(project))
             else:
                 folders.update(self.trackers)
                 folders.update(log.session_dir for log in session_logs(self.home))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +48,7 @@ class LogFile:
 
 def newest_log(session_dir: Path) -> LogFile | None:
     """The highest ``session.vN`` generation in a session folder (``*.tmp`` ignored; only
-    regular files count)."""
+    regular files count: DSH never makes a log a symbolic link)."""
     best: LogFile | None = None
     try:
         with os.scandir(session_dir) as scan:
@@ -69,7 +70,7 @@ def newest_log(session_dir: Path) -> LogFile | None:
 
 def _regular(entry: os.DirEntry[str]) -> bool:
     try:
-        return entry.is_file()
+        return entry.is_file(follow_symlinks=False)
     except OSError:
         return False
 
@@ -140,15 +141,31 @@ def check_home(home: Path) -> None:
 
 
 def session_logs(home: Path) -> list[LogFile]:
-    """Every session log under ``home/sessions/--project--/<session>/``."""
+    """Every session log under ``home/sessions/--project--/<session>/`` (a link where a
+    folder should be is not followed: DSH never makes one)."""
     root = home / "sessions"
     found: list[LogFile] = []
+    if not is_folder(root):
+        return found
     for project in _subdirs(root):
         for session_dir in _subdirs(project):
             log = newest_log(session_dir)
             if log is not None:
                 found.append(log)
     return found
+
+
+def session_folders(project: Path) -> list[Path]:
+    """The session folders of one project folder (none when it is a link)."""
+    return list(_subdirs(project)) if is_folder(project) else []
+
+
+def is_folder(path: Path) -> bool:
+    """``path`` is a folder itself, not a link to one."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _subdirs(folder: Path) -> Iterable[Path]:
