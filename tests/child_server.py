@@ -86,6 +86,8 @@ class ChildServer:
     """The source tree it runs from: this checkout, or another (a benchmark's baseline)."""
     command: list[str] = field(default_factory=list)
     """What :meth:`start` runs instead of Daphne (``manage.py`` arguments: a collector)."""
+    wrapper: list[str] = field(default_factory=list)
+    """A program the server runs under (e.g. ``setpriv …``, :mod:`tests.unprivileged`)."""
     umask: int = -1
     """The child's umask (-1: this process's; ``scripts/start`` runs with 077)."""
     stop_timeout: float = STOP_TIMEOUT
@@ -145,7 +147,11 @@ class ChildServer:
             log.write(f"=== start {self.starts} on port {self.port}\n".encode())
         self.started_at = time.monotonic()
         self.process = spawn(
-            command, cwd=self.tree, env=self.env(), log=self.log_path, umask=self.umask
+            [*self.wrapper, *command],
+            cwd=self.tree,
+            env=self.env(),
+            log=self.log_path,
+            umask=self.umask,
         )
         if not wait:
             return

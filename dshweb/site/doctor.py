@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import stat
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -19,9 +20,11 @@ from dshweb.compaction.engine import dsh_web_from_environment, test_connection
 from dshweb.compaction.models import DshWebSetting
 from dshweb.config import get_config
 from dshweb.core.log.home import session_logs
-from dshweb.core.profile.profile import Profile, profile_names
+from dshweb.core.profile.patch import PatchError, read_layer
+from dshweb.core.profile.profile import PATCH_FILE, Layer, LayerKind, Profile, profile_names
 from dshweb.core.settings.dshconfig import context_truth_presence, find_dsh
 from dshweb.environment import home_choice, stores
+from dshweb.live.watch import unreadable_folders
 
 VERSION_TIMEOUT = 20.0
 
@@ -46,6 +49,7 @@ def findings() -> list[Finding]:
         _database(),
         _redis(),
         _home(),
+        _unreadable(),
         _dsh(),
         *_profiles(),
         _engine(),
@@ -158,6 +162,35 @@ def _home() -> Finding:
     return Finding("DSH home", Status.OK, f"{home}: {count} session{'s' * (count != 1)}")
 
 
+def _unreadable() -> Finding:
+    """What the hub would read in the home and cannot: folders and the home's patch."""
+    home, _ = _shown_home()
+    if not home.is_dir():
+        return Finding("home's files", Status.NOTE, "no home to read")
+    problems = [f"{folder} {reason}" for folder, reason in unreadable_folders(home).items()]
+    problems += _refused_layers([Layer(LayerKind.HOME, home / PATCH_FILE, home)])
+    if problems:
+        return Finding(
+            "home's files",
+            Status.PROBLEM,
+            "dshweb does not read: " + "; ".join(problems),
+            "make them regular files and folders DSH wrote (not links, FIFOs or devices), "
+            "readable by this user",
+        )
+    return Finding("home's files", Status.OK, "every folder and file dshweb reads is readable")
+
+
+def _refused_layers(layers: Sequence[Layer]) -> list[str]:
+    """Why each of ``layers`` cannot be read, as DSH reads it or as dshweb does."""
+    found = []
+    for layer in layers:
+        try:
+            read_layer(layer)
+        except PatchError as problem:
+            found.append(str(problem))
+    return found
+
+
 def _dsh() -> Finding:
     dsh = find_dsh()
     if dsh is None:
@@ -206,7 +239,19 @@ def _profiles() -> list[Finding]:
             )
         )
     for name in names:
-        presence = context_truth_presence(Profile.read(home, name), None)
+        profile = Profile.read(home, name)
+        problems = [*profile.problems, *_refused_layers(profile.layers[:1])]
+        if problems:
+            found.append(
+                Finding(
+                    f"profile {name}",
+                    Status.PROBLEM,
+                    "cannot be read as DSH reads it: " + "; ".join(problems),
+                    "correct or replace the files named (regular files, valid YAML and JSON)",
+                )
+            )
+            continue
+        presence = context_truth_presence(profile, None)
         if presence.present:
             found.append(Finding(f"profile {name}", Status.OK, "dsh-context-truth is assembled"))
         else:
