@@ -1,5 +1,6 @@
-"""The user's API tokens page: make one (shown once), see when each was last used,
-revoke one. Every change is a POST with the CSRF token; another user's token is a 404."""
+"""The user's API tokens page: make one (shown once, in the answer to the POST that made
+it), see when each was last used, revoke one. Every change is a POST with the CSRF token;
+another user's token is a 404."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.cache import add_never_cache_headers
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
@@ -16,7 +18,9 @@ from django.views.decorators.http import require_http_methods, require_POST
 from dshweb.accounts.models import ApiToken
 from dshweb.accounts.tokens import token_create
 
-SHOWN_TOKEN = "dshweb-api-token"
+PARKED_TOKEN = "dshweb-api-token"
+"""Where an earlier dshweb parked a new token in the session until its page was loaded:
+dropped, unshown, when the page is (a token is never kept in the session now)."""
 
 
 class TokenForm(forms.Form):
@@ -27,16 +31,24 @@ class TokenForm(forms.Form):
 
 @require_http_methods(["GET", "POST"])
 def api_tokens(request: HttpRequest) -> HttpResponse:
+    """The page; a valid POST makes a token and answers with the page showing it, this
+    once: it is in that answer alone (never kept in the session for a later page), which
+    no cache may keep. An invalid POST answers with the form's errors."""
     form = TokenForm(request.POST or None)
+    new = None
     if request.method == "POST" and form.is_valid() and request.user.is_authenticated:
-        _, token = token_create(user=request.user, name=form.cleaned_data["name"])
-        request.session[SHOWN_TOKEN] = token
-        return HttpResponseRedirect(reverse("dashboard:api-tokens"))
+        _, new = token_create(user=request.user, name=form.cleaned_data["name"])
+        form = TokenForm()
+    if PARKED_TOKEN in request.session:
+        del request.session[PARKED_TOKEN]
     tokens = ApiToken.objects.filter(user_id=int(request.user.pk or 0))
-    shown = request.session.pop(SHOWN_TOKEN, None)
-    return render(
-        request, "account/api_tokens.html", {"form": form, "tokens": tokens, "new": shown}
+    response = render(
+        request, "account/api_tokens.html", {"form": form, "tokens": tokens, "new": new}
     )
+    if new is not None:
+        add_never_cache_headers(response)  # no-cache, no-store, must-revalidate, private
+        response["Pragma"] = "no-cache"  # and an HTTP/1.0 cache
+    return response
 
 
 @require_POST
