@@ -19,7 +19,9 @@ SIGN_IN_TRIES = 5
 class Visitor:
     """A signed-in person's HTTP client of one server."""
 
-    def __init__(self, server: DshwebServer) -> None:
+    def __init__(
+        self, server: DshwebServer, username: str = USERNAME, password: str = PASSWORD
+    ) -> None:
         self.server = server
         self.jar = jar = http.cookiejar.CookieJar()
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
@@ -27,7 +29,7 @@ class Visitor:
         page = self.get("/accounts/login/")[1]
         found = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)
         assert found, page[:500]
-        form = {"username": USERNAME, "password": PASSWORD, "csrfmiddlewaretoken": found[1]}
+        form = {"username": username, "password": password, "csrfmiddlewaretoken": found[1]}
         data = urllib.parse.urlencode(form).encode()
         for attempt in range(SIGN_IN_TRIES):
             try:

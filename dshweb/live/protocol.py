@@ -2,16 +2,18 @@
 channel layer, in one place.
 
 Groups: the sessions list (:data:`SESSIONS_GROUP`), one per session of each home
-(:func:`session_group`), one per user for alert notices (:func:`alerts_group`), one per
-collected home's collector (:func:`collector_group`). A group name allows only a few
+(:func:`session_group`), one per user for alert notices (:func:`alerts_group`) and one per
+user for changes to their sign-in (:func:`account_group`), one per collected home's
+collector (:func:`collector_group`). A group name allows only a few
 ASCII characters, so names and ids are hashed.
 
 Messages (each a ``TypedDict``; its ``type`` names the consumer's handler, dots as
 underscores): :class:`SessionChanged`, :class:`SessionsChanged`, :class:`CompactChanged`
-(which carries the request's new state: a socket shows it without asking the database)
-and :class:`AlertFired` go to pages' sockets; the commands :data:`COMPACT_RUN` and
-:data:`SETTINGS_REQUEST` go to a collector, sealed (:mod:`dshweb.collect.commands`), and
-its :data:`COLLECTOR_ANSWER` comes back on the asker's own channel.
+(which carries the request's new state: a socket shows it without asking the database),
+:class:`AlertFired` and :class:`AccountChanged` go to pages' sockets; the commands
+:data:`COMPACT_RUN` and :data:`SETTINGS_REQUEST` go to a collector, sealed
+(:mod:`dshweb.collect.commands`), and its :data:`COLLECTOR_ANSWER` comes back on the asker's
+own channel.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ SESSIONS_GROUP = "dshweb.sessions"
 
 SESSION_CHANGED = "session.changed"
 SESSIONS_CHANGED = "sessions.changed"
+ACCOUNT_CHANGED = "account.changed"
 COMPACT_RUN = "compact.run"
 SETTINGS_REQUEST = "settings.request"
 COLLECTOR_ANSWER = "collector.answer"
@@ -41,6 +44,17 @@ def session_group(home: str, session_id: str) -> str:
 def alerts_group(user_id: int) -> str:
     """The group every socket of one user joins, for their browser notifications."""
     return f"dshweb.alerts.{user_id}"
+
+
+def account_group(user_id: int) -> str:
+    """The group every socket of one user joins, told when their sign-in may have ended."""
+    return f"dshweb.account.{user_id}"
+
+
+def signed_out_name(session_key: str) -> str:
+    """What :class:`AccountChanged` calls the session that signed out: its key hashed (a
+    session key on the channel layer would be a login to whoever reads it)."""
+    return _hashed("session\0" + session_key)
 
 
 def collector_group(name: str) -> str:
@@ -91,6 +105,15 @@ class AlertFired(TypedDict):
     type: Literal["alert.fired"]
     headline: str
     alert: dict[str, Any]
+
+
+class AccountChanged(TypedDict):
+    """Something of the user's account changed: a sign-out (``ended``: the session that
+    ended, :func:`signed_out_name`), or the user saved or deleted (``ended`` empty). Each
+    socket of theirs checks its sign-in again, and closes if it no longer holds."""
+
+    type: Literal["account.changed"]
+    ended: str
 
 
 class SettingsQuestion(TypedDict):

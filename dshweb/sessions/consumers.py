@@ -7,7 +7,9 @@ changed, off the event loop, and sends it. Announcements that arrive while a ren
 are merged into one render of the newest state, done next (a socket never works through a
 backlog of states its page has already passed). Sockets only carry state to the browser:
 nothing is changed through them. Every socket also joins its user's alerts group and
-passes each of their alerts on as a notice.
+passes each of their alerts on as a notice, and lives no longer than its sign-in: it closes
+with 4401 when that ends (:mod:`dshweb.accounts.socket_logins`). A list socket reads its
+query as the page does; one the page would answer 400 is told why and closed with 4400.
 """
 
 from __future__ import annotations
@@ -21,18 +23,28 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from channels.consumer import get_handler_name
 from channels.generic.websocket import AsyncWebsocketConsumer, WebsocketConsumer
+from django.conf import settings
+from django.core.exceptions import SuspiciousOperation
 from django.db import close_old_connections
 from django.db.utils import InterfaceError, OperationalError
 from django.http import HttpRequest, QueryDict
 from django.utils import translation
 
+from dshweb.accounts.logins import Login, login_of
+from dshweb.accounts.socket_logins import check_soon, unwatch, watch
 from dshweb.collect.shown import shown_homes, shown_session
 from dshweb.compaction import status as compact_status
 from dshweb.config import get_config
 from dshweb.core.listing.pages import ListPage
 from dshweb.core.listing.query import ListQuery, list_query
 from dshweb.live.outage import database_unreachable, layer_unreachable, store_name
-from dshweb.live.protocol import SESSIONS_GROUP, alerts_group, session_group
+from dshweb.live.protocol import (
+    SESSIONS_GROUP,
+    account_group,
+    alerts_group,
+    session_group,
+    signed_out_name,
+)
 from dshweb.live.publisher import start_publisher
 from dshweb.live.subscriptions import subscriptions
 from dshweb.live.unavailable import STORE_UNAVAILABLE_CLOSE, say_unavailable
@@ -41,6 +53,7 @@ from dshweb.sessions.display.news import Told
 
 log = logging.getLogger("dshweb.dashboard")
 
+BAD_REQUEST = 4400
 UNAUTHORIZED = 4401
 NOT_FOUND = 4404
 
@@ -49,7 +62,12 @@ class _PageConsumer(AsyncWebsocketConsumer):
     group: str
     alerts: str
     """The user's alerts group: every page with a socket shows their alerts."""
+    account: str
+    """The user's account group: told when their sign-in may have ended."""
+    login: Login
+    """The sign-in it opened with (:mod:`dshweb.accounts.socket_logins` checks it)."""
     _drainer: asyncio.Task[None] | None = None
+    _left = False
 
     @cached_property
     def _waiting(self) -> dict[str, Any]:
@@ -58,20 +76,47 @@ class _PageConsumer(AsyncWebsocketConsumer):
 
     async def connect(self) -> None:
         start_publisher()
-        user = self.scope.get("user")
-        if user is None or not user.is_authenticated:
+        login = login_of(self.scope)
+        if login is None:
             # Accept, then close with a code the page understands as "signed out" (a
             # refused handshake looks like a network error, retried for ever).
             await self.accept()
             await self.close(code=UNAUTHORIZED)
             return
+        refused = self.refusal()
+        if refused is not None:
+            await self.accept()
+            await self.send(text_data=refused)
+            await self.close(code=BAD_REQUEST, reason=refused)
+            return
+        self.login = login
         self.group = self.group_name()
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        self.alerts = alerts_group(login.user_id)
+        self.account = account_group(login.user_id)
         subscriptions.add(self.group)
-        self.alerts = alerts_group(user.pk)
-        await self.channel_layer.group_add(self.alerts, self.channel_name)
+        watch(self)
+        for group in (self.group, self.alerts, self.account):
+            await self.channel_layer.group_add(group, self.channel_name)
         await self.accept()
         await self._send_rendered(self.current_html)
+
+    def refusal(self) -> str | None:
+        """Why the socket's address is a bad request (a person reads it), or None."""
+        return None
+
+    async def account_changed(self, event: dict[str, Any]) -> None:
+        """The user signed out (this socket's session, or another), or their account
+        changed (:mod:`dshweb.accounts.sign_outs`)."""
+        ended = event.get("ended")
+        if ended and ended == signed_out_name(self.login.session_key):
+            await self.signed_out()
+        elif not ended:
+            check_soon()  # one check of every socket of this process, for any number told
+
+    async def signed_out(self) -> None:
+        """Its sign-in no longer holds: nothing more is sent, and the page hears 4401."""
+        await self._leave()
+        await self.close(code=UNAUTHORIZED)
 
     async def dispatch(self, message: dict[str, Any]) -> None:
         """Each message to its handler, without Channels' ``aclose_old_connections()``
@@ -87,6 +132,8 @@ class _PageConsumer(AsyncWebsocketConsumer):
         """Render ``name`` (a method of this consumer, called with ``value``) and send it,
         after the render running now; while it waits, a second ask is merged into the
         first (``merge(waiting, new)``)."""
+        if self._left:
+            return
         waiting = self._waiting
         waiting[name] = merge(waiting[name], value) if name in waiting else value
         if self._drainer is None:
@@ -104,17 +151,27 @@ class _PageConsumer(AsyncWebsocketConsumer):
             self._drainer = None
 
     async def disconnect(self, code: int) -> None:
+        await self._leave()
+
+    async def _leave(self) -> None:
+        """Leave its groups and stop rendering (once: a socket closed for its sign-in
+        leaves before the server says it is gone)."""
+        if self._left:
+            return
+        self._left = True
         if self._drainer is not None:
             self._drainer.cancel()
-        if hasattr(self, "group"):
-            subscriptions.remove(self.group)
-            try:
-                await self.channel_layer.group_discard(self.group, self.channel_name)
-                await self.channel_layer.group_discard(self.alerts, self.channel_name)
-            except Exception as error:
-                if not layer_unreachable(error):
-                    raise
-                # Gone with the layer's Redis, or dropped by it after its expiry.
+        if not hasattr(self, "group"):
+            return
+        unwatch(self)
+        subscriptions.remove(self.group)
+        try:
+            for group in (self.group, self.alerts, self.account):
+                await self.channel_layer.group_discard(group, self.channel_name)
+        except Exception as error:
+            if not layer_unreachable(error):
+                raise
+            # Gone with the layer's Redis, or dropped by it after its expiry.
 
     @cached_property
     def language(self) -> str:
@@ -125,6 +182,8 @@ class _PageConsumer(AsyncWebsocketConsumer):
     async def _send_rendered(self, render: Any, *args: Any) -> None:
         """Send what ``render`` returns (HTML, or a list of messages), rendered off the
         event loop in the page's language."""
+        if self._left:
+            return
         try:
             rendered = await sync_to_async(_rendered, thread_sensitive=False)(
                 self.language, render, *args
@@ -137,7 +196,7 @@ class _PageConsumer(AsyncWebsocketConsumer):
             await self.close(code=STORE_UNAVAILABLE_CLOSE)
             return
         for html in [rendered] if isinstance(rendered, str) else rendered:
-            if html:
+            if html and not self._left:
                 await self.send(text_data=html)
 
     async def alert_fired(self, event: dict[str, Any]) -> None:
@@ -195,10 +254,23 @@ class SessionsConsumer(_PageConsumer):
     def group_name(self) -> str:
         return SESSIONS_GROUP
 
-    @cached_property
-    def query(self) -> ListQuery:
+    query: ListQuery
+    """The list's query, read from the address as the page reads its own (Django's
+    ``QueryDict``, within the same limits: ``DATA_UPLOAD_MAX_NUMBER_FIELDS``)."""
+
+    def refusal(self) -> str | None:
+        """The query, or why there is none: too many parameters, refused as the page
+        answers the same address (400), with one line in the log and no traceback."""
         raw = self.scope.get("query_string", b"")
-        return list_query(QueryDict(raw.decode("utf-8", "replace")))
+        try:
+            self.query = list_query(QueryDict(raw.decode("utf-8", "replace")))
+        except SuspiciousOperation as error:
+            log.warning("socket %s refused (a bad request): %s", self.scope.get("path"), error)
+            with translation.override(self.language):
+                return translation.gettext(
+                    "Bad request (400): the address has more than %(limit)s query parameters."
+                ) % {"limit": settings.DATA_UPLOAD_MAX_NUMBER_FIELDS}
+        return None
 
     def current_html(self) -> list[str]:
         self.shown = shown_homes().listing.page(self.query, get_config().price_book)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import re
 import shutil
 import threading
@@ -20,7 +21,7 @@ from unittest.mock import patch
 import pytest
 import pytest_asyncio
 from channels.db import database_sync_to_async
-from channels.testing import WebsocketCommunicator
+from channels.testing import HttpCommunicator, WebsocketCommunicator
 from django.contrib.auth import get_user_model
 from django.test import Client
 
@@ -179,6 +180,54 @@ async def test_missing_origin_is_refused(home: Path, cookie: bytes, stop: None) 
     communicator, connected, _ = await _connect("/ws/sessions/", (b"cookie", cookie))
     assert connected is False
     await communicator.disconnect()
+
+
+async def _page_status(path: str, cookie: bytes) -> int:
+    """The status of a page asked for through the same ASGI application."""
+    page = HttpCommunicator(application, "GET", path, headers=[HOST, (b"cookie", cookie)])
+    status = int((await page.get_response(timeout=WAIT))["status"])
+    await page.wait(timeout=WAIT)  # the request ends (its body file closed)
+    return status
+
+
+def _parameters(count: int) -> str:
+    return "&".join(f"p{n}=1" for n in range(count))
+
+
+@pytest.mark.asyncio
+async def test_a_list_socket_with_too_many_parameters_is_refused_as_its_page_is(
+    home: Path, cookie: bytes, stop: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Django's limit of 1,000 parameters: the page answers 400, the socket says why in a
+    message and closes with 4400; one line in the log, no traceback."""
+    query = _parameters(1001)
+    communicator, connected, _ = await _connect(
+        f"/ws/sessions/?{query}", ORIGIN, (b"cookie", cookie)
+    )
+    assert connected is True
+    said = "Bad request (400): the address has more than 1000 query parameters."
+    assert await communicator.receive_output(timeout=WAIT) == {
+        "type": "websocket.send",
+        "text": said,
+    }
+    assert await communicator.receive_output(timeout=WAIT) == {
+        "type": "websocket.close",
+        "code": 4400,
+        "reason": said,
+    }
+    await communicator.disconnect()
+    logged = [r for r in caplog.records if r.name.startswith("dshweb")]
+    assert [r.getMessage() for r in logged if "refused" in r.getMessage()] == [
+        "socket /ws/sessions/ refused (a bad request): The number of GET/POST parameters "
+        "exceeded settings.DATA_UPLOAD_MAX_NUMBER_FIELDS."
+    ]
+    assert not [r for r in logged if r.exc_info or r.levelno >= logging.ERROR]
+    assert await _page_status(f"/?{query}", cookie) == 400
+    # At the limit, both answer.
+    socket, first = await _signed_in(f"/ws/sessions/?{_parameters(1000)}", cookie)
+    assert [tag_id for _, tag_id in _top_level(first)] == PAGE_PARTS
+    await socket.disconnect()
+    assert await _page_status(f"/?{_parameters(1000)}", cookie) == 200
 
 
 @pytest.mark.asyncio

@@ -22,7 +22,9 @@
  *                       hx-swap-oob="afterbegin">` with the alert's notice.
  * A socket that fails is opened again after a growing, jittered delay; the delay starts
  * over only once a socket has delivered a message (a socket that opens and then fails at
- * once is still failing).
+ * once is still failing). A socket closed with 4401 (its sign-in ended: the server closes
+ * every socket of a sign-in within seconds of its end) is opened once more; closed so
+ * again before any message, it stays closed and the status says the browser is signed out.
  */
 (() => {
   "use strict";
@@ -83,6 +85,7 @@
   const EXTENSION_RECONNECTS = [1006, 1011, 1012, 1013];
   const APPLICATION_CODES = 4000; // a close code the server chose on purpose: stay closed
   const STORE_UNAVAILABLE = 4503; // but this one passes (the database is down): try again later
+  const SIGNED_OUT = 4401; // and this one is tried once more: the browser may be signed in again
   const FIRST_DELAY_MS = 500;
   const MAX_DELAY_MS = 15000;
   let opened = false;
@@ -128,6 +131,20 @@
     if (!document.body.contains(elt)) return; // the page moved on (or htmx replaced the list)
     if (EXTENSION_RECONNECTS.includes(code)) {
       setStatus("closed", "reconnecting");
+      return;
+    }
+    if (code === SIGNED_OUT) {
+      // The sign-in the socket opened with ended (signed out, made inactive, a new password,
+      // a renewed session): one more try, which the browser's sign-in now answers; a socket
+      // closed so before it delivered anything stays closed, saying why.
+      if (failures > 0) {
+        setStatus("closed", "signedOut", { force: true });
+        return;
+      }
+      setStatus("closed", "reconnecting");
+      window.setTimeout(() => {
+        if (document.body.contains(elt)) socketWrapper.reconnect();
+      }, reconnectDelay());
       return;
     }
     if (code === STORE_UNAVAILABLE) {
