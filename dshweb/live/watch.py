@@ -27,7 +27,6 @@ import select
 import struct
 import sys
 import time
-from collections.abc import Iterator
 from contextlib import suppress
 from dataclasses import dataclass, field
 from enum import Enum
@@ -85,23 +84,24 @@ class Role(Enum):
     def child(self, name: str) -> Role | None:
         """The role of the folder ``name`` inside a folder of this role (None: not read)."""
         if self is Role.HOME:
-            return {"sessions": Role.SESSIONS, "profiles": Role.PROFILES}.get(name)
-        if self is Role.MODULES and name.startswith("@"):
-            return Role.SCOPE
-        return {
-            Role.SESSIONS: Role.PROJECT,
-            Role.PROJECT: Role.SESSION,
-            Role.PROFILES: Role.PROFILE,
-            Role.PROFILE: Role.MODULES if name == MODULES else None,
-        }.get(self)
+            return _HOME_CHILDREN.get(name)
+        if self is Role.PROFILE:
+            return Role.MODULES if name == MODULES else None
+        if self is Role.MODULES:
+            return Role.SCOPE if name.startswith("@") else None
+        return _CHILD.get(self)
 
     def tells(self, name: str) -> bool:
         """Whether a change of the entry ``name`` of such a folder matters to the hub."""
         if self is Role.HOME:
-            return name in ("sessions", "profiles") or name in PROFILE_FILES
+            return name in _HOME_CHILDREN or name in PROFILE_FILES
         if self is Role.PROFILE:
             return name in PROFILE_FILES or name == MODULES
         return True
+
+
+_HOME_CHILDREN = {"sessions": Role.SESSIONS, "profiles": Role.PROFILES}
+_CHILD = {Role.SESSIONS: Role.PROJECT, Role.PROJECT: Role.SESSION, Role.PROFILES: Role.PROFILE}
 
 
 @dataclass(slots=True)
@@ -130,7 +130,7 @@ class _Inotify:
             raise OSError(number, os.strerror(number))
         return result
 
-    def add(self, path: Path) -> int:
+    def add(self, path: str) -> int:
         return self._call(self._add, self.fd, os.fsencode(path), MASK)
 
     def remove(self, wd: int) -> None:
@@ -157,8 +157,9 @@ class HomeWatch:
         self.home = home
         self.unreadable: dict[Path, str] = {}
         """Each folder that could not be watched, and why (a person reads it)."""
-        self._roles: dict[int, tuple[Path, Role]] = {}
-        self._watched: dict[Path, int] = {}
+        # Folders as strings: a home of 20,000 sessions is 20,000 of them, hashed often.
+        self._roles: dict[int, tuple[str, Role]] = {}
+        self._watched: dict[str, int] = {}
         self._inotify: _Inotify | None = None
         self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._full = False
@@ -199,17 +200,19 @@ class HomeWatch:
 
     # -- the folders ----------------------------------------------------------------------
 
-    def rescan(self) -> set[Path]:
+    def rescan(self) -> None:
         """Watch every folder the hub reads that is not watched yet (and try again those
-        that could not be read); the folders newly watched."""
+        that could not be read)."""
         self.unreadable.clear()
         self._full = False
-        added: set[Path] = set()
-        self._add(self.home, Role.HOME, added)
-        return added
+        self._add(str(self.home), Role.HOME, [])
 
-    def _add(self, folder: Path, role: Role, added: set[Path]) -> None:
-        if folder not in self._watched and self._inotify is not None and not self._full:
+    def _add(self, folder: str, role: Role, added: list[str]) -> None:
+        """Watch ``folder`` (a ``role``) and the folders the hub reads in it; each folder
+        newly watched is appended to ``added``."""
+        if folder in self._watched:
+            pass  # readable when its watch was set; a change of its mode is told
+        elif self._inotify is not None and not self._full:
             try:
                 wd = self._inotify.add(folder)
             except OSError as error:
@@ -217,36 +220,37 @@ class HomeWatch:
                 return
             self._watched[folder] = wd
             self._roles[wd] = (folder, role)
-            added.add(folder)
+            added.append(folder)
         elif role is Role.SESSION and not os.access(folder, os.R_OK | os.X_OK):
             self._refused(folder, PermissionError(errno.EACCES, "permission denied"))
-            return  # not watched: the watch would have said so
-        for name, child in self._children(folder, role):
-            self._add(folder / name, child, added)
-
-    def _children(self, folder: Path, role: Role) -> Iterator[tuple[str, Role]]:
-        if role is Role.SESSION:
             return
+        if role is not Role.SESSION:
+            for name, child in self._children(folder, role):
+                self._add(os.path.join(folder, name), child, added)
+
+    def _children(self, folder: str, role: Role) -> list[tuple[str, Role]]:
         try:
             with os.scandir(folder) as entries:
                 found = [(e.name, e.is_dir(follow_symlinks=False), e.is_symlink()) for e in entries]
         except FileNotFoundError:
-            return
+            return []
         except OSError as error:
             self._refused(folder, error)
-            return
+            return []
+        children = []
         for name, is_folder, is_link in found:
             child = role.child(name)
             if child is None:
                 continue
             if is_link:
-                self.unreadable[folder / name] = (
+                self.unreadable[Path(folder, name)] = (
                     "is a symbolic link: dshweb follows no link inside a DSH home"
                 )
             elif is_folder:
-                yield name, child
+                children.append((name, child))
+        return children
 
-    def _refused(self, folder: Path, error: OSError) -> None:
+    def _refused(self, folder: str, error: OSError) -> None:
         if error.errno in (errno.ENOENT, errno.ENOTDIR):
             return  # gone, or not a folder (a link, a file): nothing below it is read
         if error.errno == errno.ENOSPC:
@@ -259,14 +263,14 @@ class HomeWatch:
             self._full = True
             return
         reason = "permission denied" if error.errno == errno.EACCES else error.strerror
-        self.unreadable[folder] = f"cannot be read: {reason}"
+        self.unreadable[Path(folder)] = f"cannot be read: {reason}"
 
     def _forget(self, wd: int) -> None:
         folder, _ = self._roles.pop(wd, (None, None))
         if folder is not None and self._watched.get(folder) == wd:
             del self._watched[folder]
 
-    def _gone(self, folder: Path) -> None:
+    def _gone(self, folder: str) -> None:
         """``folder`` left its place (deleted, or moved away: its watch would go on
         reporting under this path); a new folder there is watched anew."""
         wd = self._watched.get(folder)
@@ -309,7 +313,7 @@ class HomeWatch:
             data = os.read(self._inotify.fd, _READ_SIZE)
         except BlockingIOError:
             return
-        added: set[Path] = set()
+        added: list[str] = []
         offset = 0
         while offset + _EVENT.size <= len(data):
             wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
@@ -326,12 +330,12 @@ class HomeWatch:
             if folder is None or role is None:
                 continue
             if mask & (IN_DELETE_SELF | IN_MOVE_SELF):
-                batch.paths.add(folder)
+                batch.paths.add(Path(folder))
                 continue
             if not name or not role.tells(name):
                 continue
-            path = folder / name
-            batch.paths.add(path)
+            path = os.path.join(folder, name)
+            batch.paths.add(Path(path))
             child = role.child(name)
             if child is None or not mask & IN_ISDIR:
                 continue
@@ -339,4 +343,4 @@ class HomeWatch:
                 self._gone(path)
             elif mask & (IN_CREATE | IN_MOVED_TO):
                 self._add(path, child, added)  # and whatever was made in it meanwhile
-        batch.paths |= added
+        batch.paths.update(map(Path, added))
