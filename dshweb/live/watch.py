@@ -270,6 +270,12 @@ class HomeWatch:
         if folder is not None and self._watched.get(folder) == wd:
             del self._watched[folder]
 
+    def _recheck(self, folder: str) -> None:
+        if os.access(folder, os.R_OK | os.X_OK):
+            self.unreadable.pop(Path(folder), None)
+        else:
+            self.unreadable[Path(folder)] = "cannot be read: permission denied"
+
     def _gone(self, folder: str) -> None:
         """``folder`` left its place (deleted, or moved away: its watch would go on
         reporting under this path); a new folder there is watched anew."""
@@ -330,6 +336,10 @@ class HomeWatch:
             if folder is None or role is None:
                 continue
             if mask & (IN_DELETE_SELF | IN_MOVE_SELF):
+                batch.paths.add(Path(folder))
+                continue
+            if not name and mask & IN_ATTRIB:  # its own mode: readable still?
+                self._recheck(folder)
                 batch.paths.add(Path(folder))
                 continue
             if not name or not role.tells(name):

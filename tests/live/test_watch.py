@@ -137,15 +137,23 @@ import sys, time
 from pathlib import Path
 from dshweb.live.watch import HomeWatch
 home = Path(sys.argv[1])
+
+def seen_within(watch, path):
+    seen = set()
+    deadline = time.monotonic() + 2
+    while path not in seen and time.monotonic() < deadline:
+        seen |= watch.wait(0.5, step=0.005, longest=0.04).paths
+    return path in seen
+
 with HomeWatch(home) as watch:
     print(sorted(f"{p.relative_to(home)} {r}" for p, r in watch.unreadable.items()))
     log = Path(sys.argv[2])
     log.write_bytes(log.read_bytes() + b"x")
-    seen = set()
-    deadline = time.monotonic() + 2
-    while log not in seen and time.monotonic() < deadline:
-        seen |= watch.wait(0.5, step=0.005, longest=0.04).paths
-    print(log in seen)
+    print(seen_within(watch, log))
+    log.parent.chmod(0)  # a watched folder closed later: told, and named
+    print(seen_within(watch, log.parent), watch.unreadable.get(log.parent))
+    log.parent.chmod(0o755)
+    print(seen_within(watch, log.parent), watch.unreadable.get(log.parent))
 """
 
 
@@ -180,4 +188,6 @@ def test_an_unreadable_folder_is_set_aside_and_the_rest_is_watched(tmp_path: Pat
             ]
         ),
         "True",
+        "True cannot be read: permission denied",
+        "True None",
     ]
