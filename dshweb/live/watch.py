@@ -203,7 +203,8 @@ class HomeWatch:
     def rescan(self) -> None:
         """Watch every folder the hub reads that is not watched yet (and try again those
         that could not be read)."""
-        self.unreadable.clear()
+        watched = self._watched  # a watched folder closed since is named until it opens
+        self.unreadable = {p: r for p, r in self.unreadable.items() if str(p) in watched}
         self._full = False
         self._add(str(self.home), Role.HOME, [])
 
