@@ -28,6 +28,7 @@ import hmac
 import json
 import logging
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -35,11 +36,13 @@ from urllib.parse import quote
 
 from django.core.mail import send_mail
 from django.db import transaction
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from dshweb.alerts.models import AlertDelivery, AlertFiring, AlertRule
-from dshweb.alerts.webhooks import PostFailed, TargetRefused, post, webhook_target
+from dshweb.alerts.webhooks import PostFailed, TargetRefused, post, target_key, webhook_target
 from dshweb.alerts.words import in_language
 from dshweb.config import get_config
 from dshweb.core.log.jsjson import printable
@@ -226,16 +229,45 @@ def record_failure(delivery: AlertDelivery, error: str) -> None:
     delivery.save(update_fields=["attempts", "last_error", "state", "next_attempt_at"])
 
 
-def due_deliveries(home: str, limit: int = 50) -> tuple[list[int], float | None]:
-    """The pending deliveries of ``home``'s firings due now (the first ``limit`` ids), and
-    in how many seconds the next one not due yet is (``None``: none)."""
+@dataclass(frozen=True, slots=True)
+class Due:
+    """A delivery due now: its way of telling, whose it is and where it goes."""
+
+    delivery_id: int
+    channel: str
+    owner: int
+    target: str
+    """A webhook's ``host:port`` (:func:`~dshweb.alerts.webhooks.target_key`); else empty."""
+
+
+def due_deliveries(
+    home: str, *, leaving_out: Collection[int] = (), per_owner: int | None = None
+) -> tuple[list[Due], float | None]:
+    """The pending deliveries of ``home``'s firings due now, oldest first (but those in
+    ``leaving_out``: attempts under way), at most each owner's oldest ``per_owner`` per
+    way of telling (:data:`~dshweb.live.timing.DUE_LOOKED_AT`): one owner's thousands
+    hide no one else's; and in how many seconds the next one not due yet is (``None``:
+    none)."""
     now = timezone.now()
     pending = AlertDelivery.objects.filter(state=AlertDelivery.State.PENDING, firing__home=home)
-    due = list(
-        pending.filter(next_attempt_at__lte=now)
-        .order_by("next_attempt_at")
-        .values_list("pk", flat=True)[:limit]
+    oldest_first = (F("next_attempt_at").asc(), F("id").asc())
+    in_turn = Window(
+        RowNumber(),
+        partition_by=[F("channel"), F("firing__rule__owner_id")],
+        order_by=oldest_first,
     )
+    rows = (
+        pending.filter(next_attempt_at__lte=now)
+        .exclude(pk__in=list(leaving_out))
+        .annotate(turn=in_turn)
+        .filter(turn__lte=timing.DUE_LOOKED_AT if per_owner is None else per_owner)
+        .order_by(*oldest_first)
+        .values_list("pk", "channel", "firing__rule__owner_id", "firing__rule__webhook_url")
+    )
+    due = [
+        Due(pk, channel, owner, target_key(url) if channel == AlertDelivery.Channel.WEBHOOK else "")
+        for pk, channel, owner, url in rows
+    ]
     later = pending.filter(next_attempt_at__gt=now).order_by("next_attempt_at").first()
     wait = (
         None

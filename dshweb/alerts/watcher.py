@@ -7,10 +7,14 @@ a few comparisons per changed session, never a read of the home. For each change
 in a rule's scope it takes the condition's reading (:mod:`dshweb.core.alerts.conditions`)
 and decides (:mod:`dshweb.core.alerts.firing`) whether the rule fires; a firing is written
 with one delivery per way the rule tells (:mod:`dshweb.alerts.deliveries`), which it then
-tries, and tries again with back-off while they fail. Attempts run in threads of their
-own (at most :data:`~dshweb.live.timing.DELIVERY_THREADS` at once, each within its own
-deadline), never in the round: a receiver that is slow, trickles or breaks holds up no
-evaluation and no other delivery.
+tries, and tries again with back-off while they fail. Attempts run in daemon threads of
+their own, each within its own deadline, never in the round, in three lanes that share
+no slot (:data:`LANES`: browser notices, emails, webhooks), each taking due attempts in
+fair turns (:mod:`dshweb.core.alerts.lanes`): at most a few of one owner's at once and a
+few to one receiver. A receiver that is slow, trickles or breaks holds up no evaluation,
+no browser notice nor email, and no other user's webhook; an attempt waiting for its
+turn stays due in the database, and is not counted as failed. Nothing waits for an
+attempt at a stop (a daemon thread's result is dropped; its claim runs out).
 
 What each rule last fired for, per session, is taken back from the firings in the database
 when the rule is first seen, so a restart does not fire again for a band still held or a
@@ -23,25 +27,27 @@ sessions that changed for when it is back (their newest state is what it reads t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 from django.db.models import Count, Max
 from django.db.utils import IntegrityError, InterfaceError, OperationalError
 from django.utils import timezone
 
 from dshweb.alerts import deliveries
-from dshweb.alerts.models import AlertFiring, AlertRule
+from dshweb.alerts.models import AlertDelivery, AlertFiring, AlertRule
 from dshweb.alerts.words import summary_in
 from dshweb.core.alerts.conditions import Condition, RuleSpec, condition_reading
 from dshweb.core.alerts.firing import Armed, decide
+from dshweb.core.alerts.lanes import Attempt, Lane, LaneLimits
 from dshweb.live import timing
 from dshweb.live.hub import ChangeSource, HomeChange, HomeView
 from dshweb.live.hubtask import HubTask, next_within
@@ -83,7 +89,7 @@ class AlertWatcher:
         when an attempt ended, else when the next retry is due; never while none is
         pending (this watcher alone makes its home's)."""
         self._attempting: dict[int, asyncio.Task[None]] = {}
-        self._pool = ThreadPoolExecutor(timing.DELIVERY_THREADS, "dshweb-delivery")
+        self._lanes = {channel: Lane(limits()) for channel, limits in LANES.items()}
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -100,9 +106,8 @@ class AlertWatcher:
                 wait = await self._round()
         finally:
             unsubscribe()
-            for task in self._attempting.values():
+            for task in list(self._attempting.values()):
                 task.cancel()
-            self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _take(self, change: HomeChange | None) -> None:
         if change is None or change.view.name != self.home:
@@ -215,28 +220,33 @@ class AlertWatcher:
         return True
 
     async def _deliver(self) -> float | None:
-        """Try the deliveries due; the seconds until the next one is (``None``: none)."""
+        """Start the due deliveries whose turn it is; the seconds until the next one not
+        due yet is (``None``: none)."""
         if time.monotonic() < self._deliveries_at:
             return self._deliveries_at - time.monotonic()
-        due, wait = await _in_thread(deliveries.due_deliveries, self.home)
-        for delivery_id in due:
-            if len(self._attempting) >= timing.DELIVERY_THREADS:
-                break  # the next one to end looks again
-            if delivery_id not in self._attempting:
-                task = asyncio.create_task(self._attempt(delivery_id))
-                self._attempting[delivery_id] = task
-        if self._attempting:
-            wait = None  # the next attempt to end looks again
+        if all(lane.full for lane in self._lanes.values()):
+            self._deliveries_at = float("inf")  # the next attempt to end looks again
+            return None
+        due, wait = await _in_thread(
+            deliveries.due_deliveries, self.home, leaving_out=frozenset(self._attempting)
+        )
+        waiting: dict[str, list[Attempt]] = {channel: [] for channel in self._lanes}
+        for item in due:
+            if item.channel in waiting:
+                waiting[item.channel].append(Attempt(item.delivery_id, item.owner, item.target))
+        for channel, lane in self._lanes.items():
+            for attempt in lane.take(waiting[channel]):
+                task = asyncio.create_task(self._attempt(channel, attempt.delivery_id))
+                self._attempting[attempt.delivery_id] = task
+        # One that waits for its turn is taken when an attempt ends (that looks again).
         self._deliveries_at = time.monotonic() + (wait if wait is not None else float("inf"))
         return wait
 
-    async def _attempt(self, delivery_id: int) -> None:
-        """One delivery, in the pool; whatever happens, the watcher looks again after."""
-        loop = asyncio.get_running_loop()
+    async def _attempt(self, channel: str, delivery_id: int) -> None:
+        """One delivery, in a thread of its own; whatever happens, the watcher looks again
+        after."""
         try:
-            message = await loop.run_in_executor(
-                self._pool, _dropping_broken_connections(deliveries.attempt), delivery_id
-            )
+            message = await _on_a_thread_of_its_own(deliveries.attempt, delivery_id)
             if message is not None:
                 layer = get_channel_layer()
                 error: BaseException | None = None
@@ -246,14 +256,40 @@ class AlertWatcher:
                     await layer.group_send(message.group, message.message)
                 except Exception as failure:
                     error = failure
-                sent = _dropping_broken_connections(deliveries.browser_sent)
-                await loop.run_in_executor(self._pool, sent, delivery_id, error)
+                await _on_a_thread_of_its_own(deliveries.browser_sent, delivery_id, error)
         except Exception:
             log.exception("alert watcher of %s: delivery %s", self.home, delivery_id)
         finally:
+            self._lanes[channel].ended(delivery_id)
             del self._attempting[delivery_id]
             self._deliveries_at = 0.0
             self._changes.put_nowait(None)
+
+
+def _browser_lane() -> LaneLimits:
+    slots = timing.BROWSER_SLOTS
+    return LaneLimits(slots, timing.BROWSER_SLOTS_PER_OWNER, per_target=slots)
+
+
+def _email_lane() -> LaneLimits:
+    slots = timing.EMAIL_SLOTS
+    return LaneLimits(slots, timing.EMAIL_SLOTS_PER_OWNER, per_target=slots)
+
+
+def _webhook_lane() -> LaneLimits:
+    return LaneLimits(
+        timing.WEBHOOK_SLOTS, timing.WEBHOOK_SLOTS_PER_OWNER, timing.WEBHOOK_SLOTS_PER_TARGET
+    )
+
+
+LANES: Mapping[str, Callable[[], LaneLimits]] = {
+    AlertDelivery.Channel.BROWSER: _browser_lane,
+    AlertDelivery.Channel.EMAIL: _email_lane,
+    AlertDelivery.Channel.WEBHOOK: _webhook_lane,
+}
+"""Each way of telling's lane (its limits read from :mod:`~dshweb.live.timing` when a
+watcher starts): a browser notice never waits behind an email or a webhook, an email
+never behind a webhook."""
 
 
 def _armed_from_firings(rule_ids: list[int], home: str) -> Mapping[ArmedKey, Armed]:
@@ -283,6 +319,38 @@ def _dropping_broken_connections(function: Callable[P, T]) -> Callable[P, T]:
             raise
 
     return run
+
+
+async def _on_a_thread_of_its_own(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """``function(*args, **kwargs)`` in a daemon thread started for it (its database connections
+    closed after): an attempt that hangs holds its own thread, never a pool's, and no
+    stop of the process waits for it."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[T] = loop.create_future()
+    run = _dropping_broken_connections(function)
+
+    def settle(result: T | None, error: BaseException | None) -> None:
+        if done.done():  # cancelled: the watcher stopped
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(result)  # type: ignore[arg-type]
+
+    def work() -> None:
+        result: T | None = None
+        error: BaseException | None = None
+        try:
+            result = run(*args, **kwargs)
+        except BaseException as failure:
+            error = failure
+        finally:
+            connections.close_all()
+        with contextlib.suppress(RuntimeError):  # the loop is closed: no one waits
+            loop.call_soon_threadsafe(settle, result, error)
+
+    threading.Thread(target=work, name="dshweb-delivery", daemon=True).start()
+    return await done
 
 
 async def _in_thread(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:

@@ -57,8 +57,9 @@ def is_public(address: str) -> bool:
     return ip.is_global and not ip.is_multicast
 
 
-def webhook_target(url: str, allowed: frozenset[str]) -> Target:
-    """The checked target of ``url``, or :class:`TargetRefused` saying why not."""
+def _parsed(url: str) -> tuple[str, str, int]:
+    """``url``'s scheme, host (as a URL's ``hostname`` has it) and port, or
+    :class:`TargetRefused`."""
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -67,7 +68,24 @@ def webhook_target(url: str, allowed: frozenset[str]) -> Target:
     scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
     if scheme not in SCHEMES or not host:
         raise TargetRefused("a webhook is an http:// or https:// URL with a host")
-    port = port or SCHEMES[scheme]
+    return scheme, host, port or SCHEMES[scheme]
+
+
+def target_key(url: str) -> str:
+    """The receiver ``url`` names, ``host:port`` as :func:`webhook_target` reads it, to
+    count the attempts at it (resolving nothing: a name server that takes its time
+    delays no one else's turn); ``url`` itself when it names none."""
+    try:
+        _, host, port = _parsed(url)
+    except TargetRefused:
+        return url
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def webhook_target(url: str, allowed: frozenset[str]) -> Target:
+    """The checked target of ``url``, or :class:`TargetRefused` saying why not."""
+    scheme, host, port = _parsed(url)
+    parts = urlsplit(url)
     try:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):

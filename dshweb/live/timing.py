@@ -61,7 +61,24 @@ ALERT_CLAIM = 60.0
 """An attempt claims its delivery for this long (its next attempt moved this far ahead)
 before it sends: another watcher of the home, during a collector's hand-over, leaves it
 alone; an attempt whose process died is taken again after it."""
-DELIVERY_THREADS = 4
-"""Alert deliveries attempted at once per watcher, each in a thread of its own."""
+WEBHOOK_SLOTS = 8
+"""Webhook attempts at once per watcher, each in a thread of its own: a lane of their own,
+apart from emails and browser notices (:mod:`dshweb.core.alerts.lanes`)."""
+WEBHOOK_SLOTS_PER_OWNER = 4
+"""Webhook attempts at once of one rule owner's: half the lane, so another user's webhook
+always finds a slot, whatever one user's receivers do."""
+WEBHOOK_SLOTS_PER_TARGET = 3
+"""Webhook attempts at once to one receiver (``host:port``), whoever's rules aim at it: a
+receiver that never answers holds at most these, and an owner's other receivers get the
+rest of the owner's slots."""
+EMAIL_SLOTS = 2
+"""Email attempts at once per watcher (all go to the one mail server)."""
+EMAIL_SLOTS_PER_OWNER = 1
+BROWSER_SLOTS = 2
+"""Browser notices at once per watcher (each a channel-layer message, never network I/O
+to a receiver)."""
+BROWSER_SLOTS_PER_OWNER = 1
+DUE_LOOKED_AT = 100
+"""At each look for due deliveries, each owner's oldest this many per way of telling."""
 ALERT_RULES_EVERY = 1.0
 """The watcher looks for rules added, changed or removed at most this often."""
