@@ -27,7 +27,12 @@ from django.dispatch import receiver
 from dshweb import secret_key
 from dshweb.core.fold.cost import PriceBook, price_book
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME, home_name_problem
-from dshweb.environment import DEFAULT_HSTS_SECONDS, DEFAULT_PROFILE, data_dir
+from dshweb.environment import (
+    DEFAULT_HSTS_SECONDS,
+    DEFAULT_PROFILE,
+    DEFAULT_WEBHOOK_RULES_PER_USER,
+    data_dir,
+)
 
 T = TypeVar("T")
 
@@ -53,6 +58,7 @@ DEFAULTS: Mapping[str, object] = {
     "METRICS_TOKEN": "",
     "WEBHOOK_ALLOWED_HOSTS": (),
     "MAIL_ALLOWED_DOMAINS": (),
+    "WEBHOOK_RULES_PER_USER": DEFAULT_WEBHOOK_RULES_PER_USER,
     "PEAK_WINDOWS": "",
     "PRICE_AS": "",
 }
@@ -122,6 +128,9 @@ class DshwebConfig:
     mail_allowed_domains: frozenset[str]
     """``MAIL_ALLOWED_DOMAINS``: domains an alert rule may mail besides its owner's own
     address."""
+    webhook_rules_per_user: int
+    """``WEBHOOK_RULES_PER_USER``: the most alert rules with a webhook one user may have,
+    staff included (0: none); checked when a rule is saved in the browser."""
     price_book: PriceBook
     """``PEAK_WINDOWS`` (``01:00-04:00,06:00-10:00``: the UTC hours billed at the peak
     rate, in quarter hours; empty: the registry's own) and ``PRICE_AS``
@@ -166,6 +175,7 @@ def get_config() -> DshwebConfig:
         mail_allowed_domains=frozenset(
             d.strip().lower() for d in _strings(value, "MAIL_ALLOWED_DOMAINS") if d.strip()
         ),
+        webhook_rules_per_user=_at_least_zero(value, "WEBHOOK_RULES_PER_USER"),
         price_book=_price_book(value),
     )
 
@@ -189,6 +199,13 @@ def _home_name(value: Mapping[str, object]) -> str:
     if (problem := home_name_problem(name)) is not None:
         raise ImproperlyConfigured(f"DSHWEB['HOME_NAME']: {problem}")
     return name
+
+
+def _at_least_zero(value: Mapping[str, object], key: str) -> int:
+    item = _typed(value, key, int)
+    if item < 0 or isinstance(item, bool):
+        raise ImproperlyConfigured(f"DSHWEB[{key!r}]: {item!r} is not a count (0 or more)")
+    return item
 
 
 def _path(value: Mapping[str, object], key: str) -> Path:

@@ -98,6 +98,7 @@ def price_as() -> str:
 # Django's CSRF_TRUSTED_ORIGINS, SECURE_PROXY_SSL_HEADER, secure cookies, HSTS and redirect.
 
 DEFAULT_HSTS_SECONDS = 365 * 24 * 3600
+DEFAULT_WEBHOOK_RULES_PER_USER = 10
 
 
 class ConfigurationError(ValueError):
@@ -290,6 +291,19 @@ def home_name() -> str:
     if (problem := home_name_problem(value)) is not None:
         raise ConfigurationError(f"DSHWEB_HOME_NAME: {problem}")
     return value
+
+
+def webhook_rules_per_user() -> int:
+    """``DSHWEB_WEBHOOK_RULES_PER_USER`` (default 10): the most alert rules with a webhook
+    one user may have (0: none)."""
+    value = os.environ.get("DSHWEB_WEBHOOK_RULES_PER_USER", "").strip()
+    if not value:
+        return DEFAULT_WEBHOOK_RULES_PER_USER
+    if not value.isascii() or not value.isdigit():
+        raise ConfigurationError(
+            f"DSHWEB_WEBHOOK_RULES_PER_USER: {value!r} is not a whole number of rules"
+        )
+    return int(value)
 
 
 def _switch(name: str) -> bool:

@@ -45,6 +45,7 @@ DSHWEB: dict[str, object] = {
     "METRICS_TOKEN": os.environ.get("DSHWEB_METRICS_TOKEN", ""),
     "WEBHOOK_ALLOWED_HOSTS": os.environ.get("DSHWEB_WEBHOOK_ALLOWED_HOSTS", ""),
     "MAIL_ALLOWED_DOMAINS": os.environ.get("DSHWEB_MAIL_ALLOWED_DOMAINS", ""),
+    "WEBHOOK_RULES_PER_USER": environment.webhook_rules_per_user(),
     "PEAK_WINDOWS": environment.peak_windows(),
     "PRICE_AS": environment.price_as(),
     "LOGIN_THROTTLE_FAILURES": 5,

@@ -4,7 +4,10 @@ Only the condition's own parameters are checked (a band rule has no cache window
 kept; a scope names what it needs (a project folder, or a home and a session); a rule
 tells someone at least one way. A webhook must go to a public address or a host staff
 allowed (:mod:`dshweb.alerts.webhooks`); mail to the owner's own address or a domain staff
-allowed. A person reads every error next to its field.
+allowed. A user has at most ``WEBHOOK_RULES_PER_USER`` rules with a webhook (staff too):
+a rule gets one only below it, checked again under a lock on the owner when it is saved
+(:func:`save_rule`), so saves at once cannot pass it together. A person reads every error
+next to its field.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 from django import forms
+from django.contrib.auth import get_user_model
+from django.db import transaction
 from django.forms import BoundField
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
@@ -115,6 +120,7 @@ class AlertRuleForm(forms.ModelForm[AlertRule]):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._had_webhook = bool(self.instance.pk and self.instance.webhook_url)
         # Each choice as a person reads it, in the page's language.
         self._choices("condition", [(c.value, CONDITIONS[c]) for c in Condition])
         self._choices("band", [(b.value, named(BANDS, b.value)) for b in ALERT_BANDS])
@@ -176,7 +182,27 @@ class AlertRuleForm(forms.ModelForm[AlertRule]):
                 raise forms.ValidationError(
                     _("Not a webhook dshweb posts to: %(reason)s.") % {"reason": refused}
                 ) from None
+        if url and (full := self.webhook_rules_full()) is not None:
+            raise forms.ValidationError(full)
         return url
+
+    def webhook_rules_full(self) -> str | None:
+        """Why this rule may not get a webhook (its owner has as many rules with one as
+        anyone may), or None. A rule that has one keeps it (saved before a lower cap)."""
+        if self._had_webhook:
+            return None
+        most = get_config().webhook_rules_per_user
+        if most == 0:
+            return _("This server sends no webhooks: staff allow none.")
+        others = AlertRule.objects.filter(owner_id=self.instance.owner_id).exclude(webhook_url="")
+        if self.instance.pk:
+            others = others.exclude(pk=self.instance.pk)
+        if (count := others.count()) < most:
+            return None
+        return _(
+            "Your rules with a webhook: %(count)s, the most one person may have (%(most)s)."
+            " Take the webhook off one of them, or delete one, first."
+        ) % {"count": count, "most": most}
 
     def clean_email_to(self) -> str:
         address = str(self.cleaned_data.get("email_to") or "").strip()
@@ -225,6 +251,19 @@ class AlertRuleForm(forms.ModelForm[AlertRule]):
         if commit:
             rule.save()
         return rule
+
+
+def save_rule(form: AlertRuleForm) -> AlertRule | None:
+    """Save the valid ``form``'s rule, its owner locked meanwhile, so the cap on rules
+    with a webhook holds against saves at once; None (the error on the form) when another
+    save filled it since the form was checked."""
+    with transaction.atomic():
+        owner = get_user_model().objects.select_for_update().filter(pk=form.instance.owner_id)
+        list(owner.values_list("pk", flat=True))
+        if form.cleaned_data.get("webhook_url") and (full := form.webhook_rules_full()):
+            form.add_error("webhook_url", full)
+            return None
+        return form.save()
 
 
 IN_STEPS = gettext_lazy("From %(low)s to %(high)s steps.")

@@ -17,7 +17,7 @@ from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST, require_safe
 
-from dshweb.alerts.forms import AlertRuleForm, new_secret
+from dshweb.alerts.forms import AlertRuleForm, new_secret, save_rule
 from dshweb.alerts.models import AlertDelivery, AlertFiring, AlertRule
 
 RECENT_FIRINGS = 50
@@ -70,9 +70,8 @@ def alert_new(request: HttpRequest) -> HttpResponse:
         instance=AlertRule(owner_id=int(request.user.pk or 0)),
         initial=_chosen(request),
     )
-    if request.method == "POST" and form.is_valid():
-        form.instance.language = get_language()  # its alerts speak the page's language
-        rule = form.save()
+    form.instance.language = get_language()  # its alerts speak the page's language
+    if request.method == "POST" and form.is_valid() and (rule := save_rule(form)) is not None:
         if rule.webhook_url:
             request.session[SHOWN_SECRET] = [rule.pk, rule.webhook_secret]
         messages.success(request, _("Alert rule “%(name)s” made.") % {"name": rule.name})
@@ -86,9 +85,9 @@ def alert_rule(request: HttpRequest, rule_id: int) -> HttpResponse:
     form = AlertRuleForm(request.POST or None, instance=rule, initial=_chosen(request))
     if request.method == "POST" and form.is_valid():
         form.instance.language = get_language()
-        form.save()
-        messages.success(request, _("Alert rule “%(name)s” saved.") % {"name": rule.name})
-        return HttpResponseRedirect(request.path)
+        if save_rule(form) is not None:
+            messages.success(request, _("Alert rule “%(name)s” saved.") % {"name": rule.name})
+            return HttpResponseRedirect(request.path)
     context = {"form": form, "rule": rule, "secret": _secret_once(request, rule)}
     return render(request, "alerts/rule.html", context)
 

@@ -82,6 +82,9 @@ def test_a_key_left_out_takes_its_default() -> None:
         ({"TRUSTED_ORIGINS": "https://a.example"}, "not a list of origins"),
         ({"HOME_NAME": "my home"}, r"DSHWEB\['HOME_NAME'\]: 'my home' is not a home name"),
         ({"HOME_NAME": ""}, "is not a home name: use 1 to 64 ASCII letters"),
+        ({"WEBHOOK_RULES_PER_USER": -1}, r"\['WEBHOOK_RULES_PER_USER'\]: -1 is not a count"),
+        ({"WEBHOOK_RULES_PER_USER": True}, "True is not a count"),
+        ({"WEBHOOK_RULES_PER_USER": "10"}, "'10' is not a int"),
         (
             {"PEAK_WINDOWS": "1-4"},
             r"DSHWEB\['PEAK_WINDOWS'\]: '1-4' is not HH:MM-HH:MM",
