@@ -227,9 +227,16 @@ class AlertWatcher:
         if all(lane.full for lane in self._lanes.values()):
             self._deliveries_at = float("inf")  # the next attempt to end looks again
             return None
-        due, wait = await _in_thread(
-            deliveries.due_deliveries, self.home, leaving_out=frozenset(self._attempting)
-        )
+        # An attempt that ends while the look reads sets this to 0 (look again at once):
+        # kept below, so that end is not lost.
+        self._deliveries_at = float("inf")
+        try:
+            due, wait = await _in_thread(
+                deliveries.due_deliveries, self.home, leaving_out=frozenset(self._attempting)
+            )
+        except BaseException:
+            self._deliveries_at = 0.0  # the round's outage retry looks again
+            raise
         waiting: dict[str, list[Attempt]] = {channel: [] for channel in self._lanes}
         for item in due:
             if item.channel in waiting:
@@ -239,7 +246,8 @@ class AlertWatcher:
                 task = asyncio.create_task(self._attempt(channel, attempt.delivery_id))
                 self._attempting[attempt.delivery_id] = task
         # One that waits for its turn is taken when an attempt ends (that looks again).
-        self._deliveries_at = time.monotonic() + (wait if wait is not None else float("inf"))
+        later = time.monotonic() + (wait if wait is not None else float("inf"))
+        self._deliveries_at = min(self._deliveries_at, later)
         return wait
 
     async def _attempt(self, channel: str, delivery_id: int) -> None:

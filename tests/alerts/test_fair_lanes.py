@@ -1,21 +1,24 @@
 """The watcher's lanes in the real ASGI application (the hub and the watcher in this
-process): a browser notice never waits behind webhooks, and each look for due
-deliveries shows every owner's, however many one owner has."""
+process): a browser notice never waits behind webhooks; each look for due deliveries
+shows every owner's, however many one owner has; an attempt that ends during a look is
+not lost."""
 
 from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from channels.db import database_sync_to_async
 from django.contrib.auth import get_user_model
+from django.db.utils import OperationalError
 from django.utils import timezone
 
 from dshweb.alerts import deliveries
 from dshweb.alerts.models import AlertDelivery, AlertFiring, AlertRule
+from dshweb.alerts.watcher import AlertWatcher
 from dshweb.live import timing
 from tests.alerts.test_alerts_end_to_end import (  # noqa: F401 (fixtures)
     cut_home,
@@ -126,3 +129,28 @@ def test_a_look_for_due_deliveries_shows_every_owner_however_many_one_has() -> N
     assert not under_way & {item.delivery_id for item in again}
     assert AlertFiring.objects.count() == many + 1
     assert AlertRule.objects.count() == 2
+
+
+@pytest.mark.asyncio
+async def test_an_attempt_that_ends_while_the_watcher_reads_is_not_lost(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An attempt that ends during a look for due work asks for another look (its lane
+    has room now, a retry of its own may be due sooner): the look's end keeps that."""
+    watcher = AlertWatcher(cast(Any, None), "local")
+
+    def reading(home: str, **options: Any) -> tuple[list[deliveries.Due], float | None]:
+        watcher._deliveries_at = 0.0  # what an attempt ending now does
+        return [], 30.0
+
+    monkeypatch.setattr(deliveries, "due_deliveries", reading)
+    assert await watcher._deliver() == 30.0
+    assert watcher._deliveries_at == 0.0  # the next round looks again at once
+
+    def failing(home: str, **options: Any) -> tuple[list[deliveries.Due], float | None]:
+        raise OperationalError("the database went away")
+
+    monkeypatch.setattr(deliveries, "due_deliveries", failing)
+    with pytest.raises(OperationalError):
+        await watcher._deliver()
+    assert watcher._deliveries_at == 0.0  # looked at again once the database is back
