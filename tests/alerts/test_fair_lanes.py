@@ -19,6 +19,7 @@ from django.utils import timezone
 from dshweb.alerts import deliveries
 from dshweb.alerts.models import AlertDelivery, AlertFiring, AlertRule
 from dshweb.alerts.watcher import AlertWatcher
+from dshweb.alerts.webhooks import target_key
 from dshweb.live import timing
 from tests.alerts.test_alerts_end_to_end import (  # noqa: F401 (fixtures)
     cut_home,
@@ -154,3 +155,18 @@ async def test_an_attempt_that_ends_while_the_watcher_reads_is_not_lost(
     with pytest.raises(OperationalError):
         await watcher._deliver()
     assert watcher._deliveries_at == 0.0  # looked at again once the database is back
+
+
+@pytest.mark.parametrize(
+    ("url", "key"),
+    [
+        ("https://Hooks.Example/a?b=1", "hooks.example:443"),
+        ("http://hooks.example/other", "hooks.example:80"),
+        ("http://hooks.example:8080", "hooks.example:8080"),
+        ("https://[2001:DB8::1]:8443/x", "[2001:db8::1]:8443"),
+        ("ftp://hooks.example/", "ftp://hooks.example/"),  # no receiver: counted as itself
+        ("http://hooks.example:99999/", "http://hooks.example:99999/"),
+    ],
+)
+def test_a_target_is_the_receiver_a_url_names_resolving_nothing(url: str, key: str) -> None:
+    assert target_key(url) == key
