@@ -6,7 +6,8 @@ the database cannot be reached closes with 4503 "store unavailable"
 (:mod:`dshweb.live.unavailable`). Behind a trusted proxy the client's address is
 the one its ``X-Forwarded-For`` names (:mod:`dshweb.site.forwarded`). The hub starts
 folding the home at once; its publisher starts on the server's event loop with the first
-connection of any kind.
+connection of any kind. A setting dshweb cannot use ends the process at import with one
+line per setting and exit status 2 (:mod:`dshweb.setting_errors`).
 """
 
 from __future__ import annotations
@@ -15,17 +16,22 @@ import os
 
 from django.core.asgi import get_asgi_application
 
+from dshweb.setting_errors import ConfigurationError, refuse
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dshweb.settings")
-django_asgi = get_asgi_application()  # sets Django up before the imports below
+try:
+    django_asgi = get_asgi_application()  # sets Django up before the imports below
+except ConfigurationError as refused:
+    raise SystemExit(refuse(refused)) from None
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
-from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.auth import AuthMiddlewareStack
+from channels.routing import ProtocolTypeRouter, URLRouter
 
-from dshweb.live.startup import StartLiveServices  # noqa: E402
-from dshweb.live.unavailable import StoreUnavailableSockets  # noqa: E402
-from dshweb.sessions.routing import websocket_urlpatterns  # noqa: E402
-from dshweb.site.forwarded import ForwardedClient  # noqa: E402
-from dshweb.site.origin import SameOriginValidator  # noqa: E402
+from dshweb.live.startup import StartLiveServices
+from dshweb.live.unavailable import StoreUnavailableSockets
+from dshweb.sessions.routing import websocket_urlpatterns
+from dshweb.site.forwarded import ForwardedClient
+from dshweb.site.origin import SameOriginValidator
 
 application = ForwardedClient(
     StartLiveServices(

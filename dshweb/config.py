@@ -2,8 +2,10 @@
 :func:`get_config`.
 
 ``settings.py`` fills ``DSHWEB`` from the environment once, at import (docs/configuration.md;
-the table); nothing else reads the environment. A key left out takes its default in
-:data:`DEFAULTS`; an unknown key is refused, so a typo is never silently ignored.
+the table), checking each variable; nothing else reads the environment. A key left out
+takes its default in :data:`DEFAULTS`; an unknown key or a value of the wrong type or shape
+is refused with a :class:`~dshweb.setting_errors.ConfigurationError` naming the key
+(``DSHWEB['PRICE_AS']``), so a typo is never silently ignored.
 :func:`get_config` is cached and forgotten on ``setting_changed``: a test changes a setting
 with ``override_settings(DSHWEB={**settings.DSHWEB, "PROFILE": "x"})`` (or pytest-django's
 ``settings`` fixture) and nothing else. Reading the settings touches no file.
@@ -12,7 +14,6 @@ with ``override_settings(DSHWEB={**settings.DSHWEB, "PROFILE": "x"})`` (or pytes
 from __future__ import annotations
 
 import functools
-import ipaddress
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -20,7 +21,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
@@ -33,6 +33,8 @@ from dshweb.environment import (
     DEFAULT_WEBHOOK_RULES_PER_USER,
     data_dir,
 )
+from dshweb.environment_server import proxy_addresses
+from dshweb.setting_errors import ConfigurationError
 
 T = TypeVar("T")
 
@@ -147,8 +149,8 @@ def get_config() -> DshwebConfig:
     """``settings.DSHWEB`` over :data:`DEFAULTS`, checked and typed (cached)."""
     given: Mapping[str, object] = getattr(settings, "DSHWEB", {})
     if unknown := sorted(set(given) - set(DEFAULTS)):
-        raise ImproperlyConfigured(
-            f"DSHWEB: unknown key {', '.join(unknown)}; the keys are {', '.join(DEFAULTS)}"
+        raise ConfigurationError(
+            "DSHWEB", f"unknown key {', '.join(unknown)}; the keys are {', '.join(DEFAULTS)}"
         )
     value = {**DEFAULTS, **given}
     return DshwebConfig(
@@ -191,34 +193,35 @@ def _price_book(value: Mapping[str, object]) -> PriceBook:
     try:
         return price_book(windows, aliases, ("DSHWEB['PEAK_WINDOWS']", "DSHWEB['PRICE_AS']"))
     except ValueError as exc:
-        raise ImproperlyConfigured(str(exc)) from None
+        setting, _, problem = str(exc).partition(": ")
+        raise ConfigurationError(setting, problem) from None
 
 
 def _home_name(value: Mapping[str, object]) -> str:
     name = _typed(value, "HOME_NAME", str)
     if (problem := home_name_problem(name)) is not None:
-        raise ImproperlyConfigured(f"DSHWEB['HOME_NAME']: {problem}")
+        raise ConfigurationError("DSHWEB['HOME_NAME']", problem)
     return name
 
 
 def _at_least_zero(value: Mapping[str, object], key: str) -> int:
     item = _typed(value, key, int)
     if item < 0 or isinstance(item, bool):
-        raise ImproperlyConfigured(f"DSHWEB[{key!r}]: {item!r} is not a count (0 or more)")
+        raise ConfigurationError(f"DSHWEB[{key!r}]", f"{item!r} is not a count (0 or more)")
     return item
 
 
 def _path(value: Mapping[str, object], key: str) -> Path:
     item = value[key]
     if not isinstance(item, str | os.PathLike):
-        raise ImproperlyConfigured(f"DSHWEB[{key!r}]: {item!r} is not a path")
+        raise ConfigurationError(f"DSHWEB[{key!r}]", f"{item!r} is not a path")
     return Path(item)
 
 
 def _typed(value: Mapping[str, object], key: str, kind: type[T]) -> T:
     item = value[key]
     if not isinstance(item, kind):
-        raise ImproperlyConfigured(f"DSHWEB[{key!r}]: {item!r} is not a {kind.__name__}")
+        raise ConfigurationError(f"DSHWEB[{key!r}]", f"{item!r} is not a {kind.__name__}")
     return item
 
 
@@ -227,7 +230,7 @@ def _strings(value: Mapping[str, object], key: str) -> tuple[str, ...]:
     if isinstance(item, str):
         item = item.split(",")
     if not isinstance(item, tuple | list) or not all(isinstance(o, str) for o in item):
-        raise ImproperlyConfigured(f"DSHWEB[{key!r}]: {item!r} is not a list of names")
+        raise ConfigurationError(f"DSHWEB[{key!r}]", f"{item!r} is not a list of names")
     return tuple(str(o) for o in item)
 
 
@@ -238,23 +241,13 @@ LOOPBACK = frozenset({"127.0.0.1", "::1"})
 def _proxies(value: Mapping[str, object]) -> frozenset[str]:
     if value["TRUSTED_PROXIES"] is None:
         return LOOPBACK if value["BEHIND_TLS_PROXY"] else frozenset()
-    proxies = set()
-    for item in (o.strip() for o in _strings(value, "TRUSTED_PROXIES")):
-        if not item:
-            continue
-        try:
-            proxies.add(str(ipaddress.ip_address(item.strip("[]"))))
-        except ValueError:
-            raise ImproperlyConfigured(
-                f"DSHWEB['TRUSTED_PROXIES']: {item!r} is not an IP address"
-            ) from None
-    return frozenset(proxies)
+    return proxy_addresses(_strings(value, "TRUSTED_PROXIES"), "DSHWEB['TRUSTED_PROXIES']")
 
 
 def _origins(value: Mapping[str, object]) -> tuple[str, ...]:
     item = value["TRUSTED_ORIGINS"]
     if not isinstance(item, tuple | list) or not all(isinstance(o, str) for o in item):
-        raise ImproperlyConfigured(f"DSHWEB['TRUSTED_ORIGINS']: {item!r} is not a list of origins")
+        raise ConfigurationError("DSHWEB['TRUSTED_ORIGINS']", f"{item!r} is not a list of origins")
     return tuple(str(o) for o in item)
 
 

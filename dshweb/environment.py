@@ -6,21 +6,33 @@ it here too. Nothing here writes a file but :func:`home_choice`, called on first
 the database, the secret key and the demo home; the DSH home is ``$DSH_HOME`` (else
 ``~/.dsh``) or, when that does not exist and ``DSHWEB_NO_DEMO`` is not ``1``, a writable
 copy of the bundled demo home.
+
+Each reader checks its value and raises :class:`ConfigurationError` naming the variable
+when dshweb cannot use it (:mod:`dshweb.setting_errors`); one that reads several
+(:func:`https_setup`, :func:`stores`) names each refused. The server's own variables
+(hosts, mail, engine, links) are read by :mod:`dshweb.environment_server`.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from typing import cast
+from urllib.parse import SplitResult, urlsplit
 
+from dshweb.core.fold.cost import parse_aliases, parse_windows
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME, home_name_problem
 from dshweb.core.log.home import dsh_home
 from dshweb.demo.home import BUNDLED_HOME, ensure_demo_home
+from dshweb.environment_server import switch
 from dshweb.private_data import make_private
+from dshweb.setting_errors import ConfigurationError as ConfigurationError  # every reader's
+from dshweb.setting_errors import ConfigurationErrors as ConfigurationErrors
+from dshweb.setting_errors import Reading
+from dshweb.setting_values import is_origin
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_PROFILE = "sdk"
@@ -57,9 +69,23 @@ def configured_home() -> Path:
     return dsh_home()
 
 
+def checked_home() -> Path:
+    """:func:`configured_home`, refused when something other than a folder is there."""
+    home = configured_home()
+    try:
+        is_folder = home.is_dir() or not home.exists()
+    except OSError:  # a name too long, a folder above that cannot be searched
+        is_folder = False
+    if not is_folder:
+        raise ConfigurationError(
+            "DSH_HOME", f"{home} is not a folder", "name the folder DSH writes (default ~/.dsh)"
+        )
+    return home
+
+
 def demo_allowed() -> bool:
     """``DSHWEB_NO_DEMO`` is not ``1``: a missing DSH home shows the demo home instead."""
-    return os.environ.get("DSHWEB_NO_DEMO") != "1"
+    return not switch("DSHWEB_NO_DEMO")
 
 
 def home_choice(
@@ -80,7 +106,15 @@ def home_choice(
 
 
 def profile() -> str:
-    return os.environ.get("DSHWEB_PROFILE") or DEFAULT_PROFILE
+    """``DSHWEB_PROFILE``: a profile's name, the name of one folder of the home's ``profiles/``."""
+    name = os.environ.get("DSHWEB_PROFILE") or DEFAULT_PROFILE
+    if "/" in name or "\\" in name or name in (".", ".."):
+        raise ConfigurationError(
+            "DSHWEB_PROFILE",
+            f"{name!r} is not a profile name",
+            "name one folder of the DSH home's profiles/ (sdk, web, …)",
+        )
+    return name
 
 
 def peak_windows() -> str:
@@ -94,15 +128,28 @@ def price_as() -> str:
     return os.environ.get("DSHWEB_PRICE_AS", "")
 
 
+def prices() -> tuple[str, str]:
+    """:func:`peak_windows` and :func:`price_as`, each refused unless costs can go by it."""
+    read = Reading()
+    windows = read(lambda: _parsed("DSHWEB_PEAK_WINDOWS", peak_windows(), parse_windows), "")
+    aliases = read(lambda: _parsed("DSHWEB_PRICE_AS", price_as(), parse_aliases), "")
+    read.done()
+    return windows, aliases
+
+
+def _parsed(name: str, value: str, parse: Callable[[str], object]) -> str:
+    try:
+        parse(value)
+    except ValueError as error:
+        raise ConfigurationError(name, str(error)) from None
+    return value
+
+
 # Behind HTTPS and a reverse proxy (docs/https.md): settings.py turns these into
 # Django's CSRF_TRUSTED_ORIGINS, SECURE_PROXY_SSL_HEADER, secure cookies, HSTS and redirect.
 
 DEFAULT_HSTS_SECONDS = 365 * 24 * 3600
 DEFAULT_WEBHOOK_RULES_PER_USER = 10
-
-
-class ConfigurationError(ValueError):
-    """An environment variable holds a value dshweb cannot use; the message says which."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,11 +163,18 @@ class HttpsSetup:
 
 
 def https_setup() -> HttpsSetup:
-    return HttpsSetup(
-        behind_tls_proxy=_switch("DSHWEB_BEHIND_TLS_PROXY"),
-        trusted_origins=trusted_origins(os.environ.get("DSHWEB_TRUSTED_ORIGINS", "")),
-        hsts_seconds=_seconds("DSHWEB_HSTS_SECONDS", DEFAULT_HSTS_SECONDS),
+    read = Reading()
+    setup = HttpsSetup(
+        behind_tls_proxy=read(lambda: switch("DSHWEB_BEHIND_TLS_PROXY"), False),
+        trusted_origins=read(
+            lambda: trusted_origins(os.environ.get("DSHWEB_TRUSTED_ORIGINS", "")), ()
+        ),
+        hsts_seconds=read(
+            lambda: _seconds("DSHWEB_HSTS_SECONDS", DEFAULT_HSTS_SECONDS), DEFAULT_HSTS_SECONDS
+        ),
     )
+    read.done()
+    return setup
 
 
 def trusted_origins(value: str) -> tuple[str, ...]:
@@ -131,23 +185,14 @@ def trusted_origins(value: str) -> tuple[str, ...]:
         if not item:
             continue
         origin = item.rstrip("/")
-        if not _is_origin(origin):
+        if not is_origin(origin):
             raise ConfigurationError(
-                f"DSHWEB_TRUSTED_ORIGINS: {item!r} is not an origin; write it as "
-                "scheme://host[:port], e.g. https://dsh.example.com"
+                "DSHWEB_TRUSTED_ORIGINS",
+                f"{item!r} is not an origin",
+                "write it as scheme://host[:port], e.g. https://dsh.example.com",
             )
         origins.append(origin)
     return tuple(origins)
-
-
-def _is_origin(text: str) -> bool:
-    parts = urlsplit(text)
-    try:
-        port_ok = parts.port is None or parts.port > 0
-    except ValueError:  # not a number, or out of range
-        return False
-    extra = parts.path or parts.query or parts.fragment or parts.username or parts.password
-    return port_ok and parts.scheme in ("http", "https") and bool(parts.hostname) and not extra
 
 
 # Stores past one process (docs/team.md): PostgreSQL for the database, Redis
@@ -171,22 +216,37 @@ class Stores:
 
 
 def stores() -> Stores:
+    """The stores the environment names, each checked (:func:`store`)."""
+    read = Reading()
     found = Stores(
-        database_url=database_url(os.environ.get("DATABASE_URL", "")),
-        redis_url=redis_url(os.environ.get("DSHWEB_REDIS_URL", "")),
+        database_url=read(lambda: store("DATABASE_URL"), ""),
+        redis_url=read(lambda: store("DSHWEB_REDIS_URL"), ""),
     )
-    for name, given, modules in (
-        ("DATABASE_URL", found.database_url, TEAM_DATABASE_MODULES),
-        ("DSHWEB_REDIS_URL", found.redis_url, TEAM_REDIS_MODULES),
-    ):
-        if missing := [m for m in modules if given and importlib.util.find_spec(m) is None]:
-            raise ConfigurationError(
-                f"{name} is set, but {', '.join(missing)} is not installed: install dshweb "
-                "with its team extra (pip install 'dshweb[team]'), or leave it unset"
-            )
+    read.done()
     return found
 
 
+def store(name: str) -> str:
+    """The URL of ``DATABASE_URL`` or ``DSHWEB_REDIS_URL``, checked, and what it needs
+    installed; empty when unset."""
+    database = name == "DATABASE_URL"
+    given = (database_url if database else redis_url)(os.environ.get(name, ""))
+    modules = TEAM_DATABASE_MODULES if database else TEAM_REDIS_MODULES
+    if missing := [m for m in modules if given and importlib.util.find_spec(m) is None]:
+        raise ConfigurationError(
+            name,
+            f"set, but {', '.join(missing)} is not installed",
+            "install dshweb with its team extra (pip install 'dshweb[team]'), or leave it unset",
+        )
+    return given
+
+
+CONNECT_TIMEOUT = 5
+"""Seconds a connection to PostgreSQL may take before it fails (unless the URL sets
+``connect_timeout``): a host that drops packets or never answers fails a request, a start
+or ``dshweb doctor`` in seconds, never hangs it."""
+NO_DATABASE: dict[str, object] = {"ENGINE": "django.db.backends.dummy"}
+"""The database of ``dshweb doctor`` when the one configured is refused: none at all."""
 TEAM_DATABASE_MODULES = ("psycopg", "dj_database_url")
 """What ``DATABASE_URL`` needs: the ``team`` extra of the package (pyproject.toml)."""
 TEAM_REDIS_MODULES = ("channels_redis", "redis")
@@ -198,14 +258,15 @@ def database_url(value: str) -> str:
     value = value.strip()
     if not value:
         return ""
-    parts = urlsplit(value)
+    parts = _url_parts("DATABASE_URL", value, "postgres://user:password@host:port/name")
     if parts.scheme not in POSTGRES_SCHEMES or not parts.path.strip("/"):
         scheme = f"scheme {parts.scheme!r}" if parts.scheme else "no scheme"
         name = "" if parts.path.strip("/") else " and no database name"
         raise ConfigurationError(
-            "DATABASE_URL: dshweb's shared database is PostgreSQL, written as "
+            "DATABASE_URL",
+            "dshweb's shared database is PostgreSQL, written as "
             "postgres://user:password@host:port/name (leave it unset for the embedded SQLite); "
-            f"this one has {scheme}{name}"
+            f"this one has {scheme}{name}",
         )
     return value
 
@@ -213,12 +274,35 @@ def database_url(value: str) -> str:
 def redis_url(value: str) -> str:
     """``value`` when it names a Redis (or is empty); refused otherwise."""
     value = value.strip()
-    if value and urlsplit(value).scheme not in REDIS_SCHEMES:
+    if not value:
+        return ""
+    parts = _url_parts("DSHWEB_REDIS_URL", value, "redis://host:port/db")
+    if parts.scheme not in REDIS_SCHEMES:
         raise ConfigurationError(
-            "DSHWEB_REDIS_URL: write it as redis://host:port/db (rediss:// for TLS, unix:// "
-            "for a socket); leave it unset for the in-process channel layer"
+            "DSHWEB_REDIS_URL",
+            "write it as redis://host:port/db (rediss:// for TLS, unix:// for a socket)",
+            "leave it unset for the in-process channel layer",
+        )
+    db = parts.path.strip("/")
+    if parts.scheme != "unix" and db and not (db.isascii() and db.isdigit()):
+        raise ConfigurationError(
+            "DSHWEB_REDIS_URL",
+            f"the database {db!r} is not a number",
+            "write it as redis://host:port/db, db a number (0 to 15 by default)",
         )
     return value
+
+
+def _url_parts(name: str, value: str, shape: str) -> SplitResult:
+    """``value`` split, its host and port readable; the message never shows a password."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018  (raises on a port that is not a number or out of range)
+    except ValueError as error:
+        raise ConfigurationError(
+            name, f"not a URL dshweb can read ({error})", f"write it as {shape}"
+        ) from None
+    return parts
 
 
 def database_settings(stores: Stores, data_dir: Path) -> dict[str, object]:
@@ -228,7 +312,18 @@ def database_settings(stores: Stores, data_dir: Path) -> dict[str, object]:
 
         # Connections are opened per request or task and health-checked when reused, so a
         # restarted PostgreSQL costs one failed request, not a broken worker.
-        return dict(dj_database_url.parse(stores.database_url, conn_health_checks=True))
+        try:
+            database = dict(dj_database_url.parse(stores.database_url, conn_health_checks=True))
+        except ValueError as error:
+            raise ConfigurationError(
+                "DATABASE_URL",
+                f"not a URL dshweb can read ({error})",
+                "write it as postgres://user:password@host:port/name",
+            ) from None
+        # A host that never answers fails the connection in seconds, not never.
+        options = dict(cast(Mapping[str, object], database.get("OPTIONS") or {}))
+        options.setdefault("connect_timeout", CONNECT_TIMEOUT)
+        return database | {"OPTIONS": options}
     return {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": data_dir / "db.sqlite3",
@@ -268,7 +363,7 @@ def cache_settings(stores: Stores) -> dict[str, object]:
 
 def fold_checkpoints() -> bool:
     """``DSHWEB_FOLD_CHECKPOINTS`` (default on): keep fold state in the database."""
-    return os.environ.get("DSHWEB_FOLD_CHECKPOINTS", "") == "" or _switch("DSHWEB_FOLD_CHECKPOINTS")
+    return os.environ.get("DSHWEB_FOLD_CHECKPOINTS", "") == "" or switch("DSHWEB_FOLD_CHECKPOINTS")
 
 
 def collect() -> bool:
@@ -278,8 +373,9 @@ def collect() -> bool:
     value = os.environ.get("DSHWEB_COLLECT", "").strip()
     if value not in ("", "on", "off"):
         raise ConfigurationError(
-            f"DSHWEB_COLLECT: {value!r} is neither on (this process reads the DSH home) nor "
-            "off (a web worker: it shows what collectors wrote to the database)"
+            "DSHWEB_COLLECT",
+            f"{value!r} is neither on (this process reads the DSH home) nor "
+            "off (a web worker: it shows what collectors wrote to the database)",
         )
     return value != "off"
 
@@ -289,7 +385,7 @@ def home_name() -> str:
     embedded server's; default ``local``); refused unless it can name a home."""
     value = os.environ.get("DSHWEB_HOME_NAME", "").strip() or DEFAULT_HOME_NAME
     if (problem := home_name_problem(value)) is not None:
-        raise ConfigurationError(f"DSHWEB_HOME_NAME: {problem}")
+        raise ConfigurationError("DSHWEB_HOME_NAME", problem)
     return value
 
 
@@ -301,17 +397,9 @@ def webhook_rules_per_user() -> int:
         return DEFAULT_WEBHOOK_RULES_PER_USER
     if not value.isascii() or not value.isdigit():
         raise ConfigurationError(
-            f"DSHWEB_WEBHOOK_RULES_PER_USER: {value!r} is not a whole number of rules"
+            "DSHWEB_WEBHOOK_RULES_PER_USER", f"{value!r} is not a whole number of rules"
         )
     return int(value)
-
-
-def _switch(name: str) -> bool:
-    # A security switch spelled "true" or "yes" must not silently mean off.
-    value = os.environ.get(name, "")
-    if value not in ("", "0", "1"):
-        raise ConfigurationError(f"{name}: {value!r} is neither 1 (on) nor 0 (off)")
-    return value == "1"
 
 
 def _seconds(name: str, default: int) -> int:
@@ -319,5 +407,5 @@ def _seconds(name: str, default: int) -> int:
     if not value:
         return default
     if not value.isascii() or not value.isdigit():
-        raise ConfigurationError(f"{name}: {value!r} is not a whole number of seconds")
+        raise ConfigurationError(name, f"{value!r} is not a whole number of seconds")
     return int(value)

@@ -7,67 +7,105 @@ Everything works with no configuration: SQLite and a generated secret key under
 exist. dshweb's own settings are the one ``DSHWEB`` dict below, read through
 :func:`dshweb.config.get_config`.
 
-The environment is read here, once. Importing these settings creates, changes and copies
-no file: the one I/O is reading an existing secret key file (:mod:`dshweb.secret_key`).
+The environment is read here, once, and every value is checked as it is read: a setting
+dshweb cannot use ends the import with one line naming it, and the process with exit
+status 2 (:mod:`dshweb.setting_errors`; ``dshweb doctor`` shows it as a problem row
+instead). Importing these settings creates, changes and copies no file: the one I/O is
+looking at the data folder (owner, mode, kind of the files in it:
+:mod:`dshweb.private_data`) and reading an existing secret key file (:mod:`dshweb.secret_key`).
 The data folder is made private and the key created by ``manage.py dshweb_bootstrap``
 (``scripts/start`` runs it); the demo home is copied when it is first shown.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import django_stubs_ext
 
-from dshweb import environment, secret_key
+from dshweb import environment, environment_server, private_data, secret_key, setting_errors
+from dshweb.core.listing.homes import DEFAULT_HOME_NAME
 
 django_stubs_ext.monkeypatch()  # ModelAdmin[Model] and friends at run time
 
+# Every setting is checked as it is read; each one refused is kept (with a safe stand-in)
+# and the import ends by refusing them all, one line each (dshweb/setting_errors.py), but
+# for `dshweb doctor`, which shows them as problem rows.
+_read = setting_errors.Reading()
 DATA_DIR = environment.data_dir()
-_https = environment.https_setup()
-_stores = environment.stores()
-_env_secret_key = os.environ.get("DSHWEB_SECRET_KEY", "")
+_https = _read(
+    environment.https_setup,
+    environment.HttpsSetup(False, (), environment.DEFAULT_HSTS_SECONDS),
+)
+_stores = environment.Stores(
+    database_url=_read(lambda: environment.store("DATABASE_URL"), ""),
+    redis_url=_read(lambda: environment.store("DSHWEB_REDIS_URL"), ""),
+)
+_env_secret_key = _read(environment_server.secret_key, "")
+_collect = _read(environment.collect, True)
+_prices = _read(environment.prices, ("", ""))
 
 # dshweb's own settings (dshweb/config.py says what each means and its default).
 DSHWEB: dict[str, object] = {
     "DATA_DIR": DATA_DIR,
     "SECRET_KEY_FILE": not _env_secret_key,
-    "DSH_HOME": environment.configured_home(),
-    "DEMO": environment.demo_allowed(),
-    "PROFILE": environment.profile(),
-    "FOLD_CHECKPOINTS": environment.fold_checkpoints(),
-    "COLLECT": environment.collect(),
-    "HOME_NAME": environment.home_name(),
-    "ENGINE_URL": os.environ.get("DSHWEB_ENGINE_URL", ""),
-    "ENGINE": os.environ.get("DSHWEB_ENGINE", ""),
-    "PUBLIC_URL": os.environ.get("DSHWEB_PUBLIC_URL", ""),
-    "METRICS_TOKEN": os.environ.get("DSHWEB_METRICS_TOKEN", ""),
-    "WEBHOOK_ALLOWED_HOSTS": os.environ.get("DSHWEB_WEBHOOK_ALLOWED_HOSTS", ""),
-    "MAIL_ALLOWED_DOMAINS": os.environ.get("DSHWEB_MAIL_ALLOWED_DOMAINS", ""),
-    "WEBHOOK_RULES_PER_USER": environment.webhook_rules_per_user(),
-    "PEAK_WINDOWS": environment.peak_windows(),
-    "PRICE_AS": environment.price_as(),
+    # A web worker (COLLECT off) never reads a DSH home.
+    "DSH_HOME": _read(environment.checked_home, environment.configured_home())
+    if _collect
+    else environment.configured_home(),
+    "DEMO": _read(environment.demo_allowed, True),
+    "PROFILE": _read(environment.profile, environment.DEFAULT_PROFILE),
+    "FOLD_CHECKPOINTS": _read(environment.fold_checkpoints, True),
+    "COLLECT": _collect,
+    "HOME_NAME": _read(environment.home_name, DEFAULT_HOME_NAME),
+    "ENGINE_URL": _read(environment_server.engine_url, ""),
+    "ENGINE": _read(environment_server.engine, ""),
+    "PUBLIC_URL": _read(environment_server.public_url, ""),
+    "METRICS_TOKEN": _read(environment_server.metrics_token, ""),
+    "WEBHOOK_ALLOWED_HOSTS": _read(environment_server.webhook_allowed_hosts, ""),
+    "MAIL_ALLOWED_DOMAINS": _read(environment_server.mail_allowed_domains, ""),
+    "WEBHOOK_RULES_PER_USER": _read(
+        environment.webhook_rules_per_user, environment.DEFAULT_WEBHOOK_RULES_PER_USER
+    ),
+    "PEAK_WINDOWS": _prices[0],
+    "PRICE_AS": _prices[1],
     "LOGIN_THROTTLE_FAILURES": 5,
     "LOGIN_THROTTLE_SECONDS": 300,
     "LOGIN_THROTTLE_ADDRESS_FAILURES": 20,
     "BEHIND_TLS_PROXY": _https.behind_tls_proxy,
-    "TRUSTED_PROXIES": os.environ.get("DSHWEB_TRUSTED_PROXIES") or None,
+    "TRUSTED_PROXIES": _read(environment_server.trusted_proxies, None),
     "TRUSTED_ORIGINS": _https.trusted_origins,
     "HSTS_SECONDS": _https.hsts_seconds,
 }
+
+# The data folder: neither another user's nor writable by others, and only regular files
+# where the key and the database are (dshweb/private_data.py).
+_sqlite = not _stores.database_url and not _read.refused("DATABASE_URL")
+_read.problems.extend(
+    private_data.data_problems(
+        DATA_DIR,
+        names=(
+            *(private_data.KEY_FILES if not _env_secret_key else ()),
+            *(private_data.DATABASE_FILES if _sqlite else ()),
+            *private_data.FOLDERS,
+        ),
+    )
+)
+_data_refused = _read.refused(private_data.SETTING)
 
 # Until bootstrap has made the key file, a process signs with a key of its own
 # (system check dshweb.W001).
 SECRET_KEY = (
     _env_secret_key
-    or secret_key.read_secret_key(DATA_DIR / secret_key.FILE_NAME)
+    or (
+        None
+        if _data_refused
+        else _read(lambda: secret_key.read_secret_key(DATA_DIR / secret_key.FILE_NAME), None)
+    )
     or secret_key.random_secret_key()
 )
-DEBUG = os.environ.get("DSHWEB_DEBUG", "") == "1"
-ALLOWED_HOSTS = [
-    h for h in os.environ.get("DSHWEB_ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]").split(",") if h
-]
+DEBUG = _read(lambda: environment_server.switch("DSHWEB_DEBUG"), False)
+ALLOWED_HOSTS = _read(environment_server.allowed_hosts, ["127.0.0.1", "localhost", "[::1]"])
 
 INSTALLED_APPS = [
     "daphne",
@@ -130,19 +168,28 @@ TEMPLATES = [
     },
 ]
 
-# SQLite and in-process memory unless DATABASE_URL / DSHWEB_REDIS_URL name shared stores.
-DATABASES = {"default": environment.database_settings(_stores, DATA_DIR)}
+# SQLite and in-process memory unless DATABASE_URL / DSHWEB_REDIS_URL name shared stores;
+# none at all when the database is refused (only `dshweb doctor` gets this far then).
+DATABASES = {
+    "default": (
+        environment.NO_DATABASE
+        if _read.refused("DATABASE_URL") or (_sqlite and _data_refused)
+        else _read(
+            lambda: environment.database_settings(_stores, DATA_DIR), environment.NO_DATABASE
+        )
+    )
+}
 CHANNEL_LAYERS = {"default": environment.channel_layer_settings(_stores)}
 CACHES = {"default": environment.cache_settings(_stores)}
 
 # Alert emails (docs/alerts-api-metrics.md): Django's mail system, to the SMTP server named here.
-EMAIL_HOST = os.environ.get("DSHWEB_EMAIL_HOST", "127.0.0.1")
-EMAIL_PORT = int(os.environ.get("DSHWEB_EMAIL_PORT", "25"))
-EMAIL_HOST_USER = os.environ.get("DSHWEB_EMAIL_USER", "")
-EMAIL_HOST_PASSWORD = os.environ.get("DSHWEB_EMAIL_PASSWORD", "")
-EMAIL_USE_TLS = os.environ.get("DSHWEB_EMAIL_TLS", "") == "1"
-EMAIL_TIMEOUT = 5
-DEFAULT_FROM_EMAIL = os.environ.get("DSHWEB_EMAIL_FROM", "dshweb@localhost")
+_mail = _read(environment_server.mail, environment_server.Mail())
+EMAIL_HOST = _mail.host
+EMAIL_PORT = _mail.port
+EMAIL_HOST_USER = _mail.user
+EMAIL_HOST_PASSWORD = _mail.password
+EMAIL_USE_TLS = _mail.use_tls
+DEFAULT_FROM_EMAIL = _mail.sender
 EMAIL_TIMEOUT = 10  # seconds: a mail server that hangs holds one delivery thread, not for ever
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -198,3 +245,9 @@ if _https.behind_tls_proxy:
     # includeSubDomains and preload bind every name under the domain to HTTPS for good:
     # the domain owner's decision, made at the proxy, not dshweb's.
     SILENCED_SYSTEM_CHECKS = ["security.W005", "security.W021"]
+
+# Every setting refused, one line each: the process ends here (dshweb/setting_errors.py),
+# unless it only looks (`dshweb doctor`, which shows these as problem rows).
+CONFIGURATION_PROBLEMS = tuple(_read.problems)
+if not setting_errors.looking_only():
+    _read.done()

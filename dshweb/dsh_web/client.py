@@ -185,7 +185,7 @@ class _Target:
     token: str
 
 
-def _parse_launch_url(launch_url: str) -> _Target:
+def parse_launch_url(launch_url: str) -> _Target:
     """Split a launch URL; the messages name what is wrong, never the token."""
     try:
         parts = urlsplit(launch_url.strip())
@@ -271,7 +271,7 @@ class DshWebClient:
     """Talks to one running ``dsh web`` through its launch URL."""
 
     def __init__(self, launch_url: str, *, timeout: float) -> None:
-        self._target = _parse_launch_url(launch_url)
+        self._target = parse_launch_url(launch_url)
         self.timeout = timeout
         self._cookie: str | None = None
         self._lock = threading.Lock()

@@ -4,6 +4,7 @@
   keeps the database, does not exist yet.
 - ``dshweb.W001``: no secret key is kept yet, so this process signs sign-ins with a random
   key of its own (:mod:`dshweb.secret_key`).
+- ``dshweb.E002``: the key file cannot be read as a key (a FIFO, a link, too big, empty).
 
 ``manage.py dshweb_bootstrap`` (``scripts/start`` runs it on every start) answers both.
 """
@@ -19,6 +20,7 @@ from django.core.checks import Warning as CheckWarning
 
 from dshweb.config import get_config
 from dshweb.secret_key import read_secret_key
+from dshweb.setting_errors import ConfigurationError
 
 BOOTSTRAP_HINT = "Run 'python manage.py dshweb_bootstrap' (scripts/start does)."
 
@@ -44,8 +46,11 @@ def check_data_folder(
 @register()
 def check_secret_key(app_configs: Sequence[AppConfig] | None, **kwargs: Any) -> list[CheckMessage]:
     path = get_config().secret_key_path
-    if path is None or read_secret_key(path) is not None:
-        return []
+    try:
+        if path is None or read_secret_key(path) is not None:
+            return []
+    except ConfigurationError as refused:  # settings.py refuses it already: doctor's case
+        return [Error(refused.problem, hint=refused.fix, id="dshweb.E002")]
     return [
         CheckWarning(
             f"no secret key in {path} yet: this process signs sign-ins with a random key "

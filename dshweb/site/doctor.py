@@ -1,11 +1,18 @@
 """What ``dshweb doctor`` looks at: each part dshweb depends on, what it found there, and
 when something is wrong, the fix. It starts nothing (no managed ``dsh web``) and writes
 nothing; the database is only read.
+
+It runs on settings dshweb refuses (:mod:`dshweb.setting_errors`): each refused setting
+is a problem row of its own, named as a person sets it (``DATABASE_URL``), with the fix;
+what the data folder holds that dshweb refuses (another user's, writable by others, a
+FIFO or a link where the key or the database is) is a problem row of the data folder,
+with the command that fixes it. A part that depends on a refused setting is not looked
+at (a note says so): no database is opened then. Everything it waits for has a deadline
+(the database's connect timeout, Redis's socket timeouts, ``dsh --version``'s).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import stat
 import subprocess
 from collections.abc import Sequence
@@ -13,6 +20,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
 
@@ -23,8 +31,11 @@ from dshweb.core.log.home import session_logs
 from dshweb.core.profile.patch import PatchError, read_layer
 from dshweb.core.profile.profile import PATCH_FILE, Layer, LayerKind, Profile, profile_names
 from dshweb.core.settings.dshconfig import context_truth_presence, find_dsh
-from dshweb.environment import home_choice, stores
+from dshweb.environment import home_choice, store
 from dshweb.live.watch import unreadable_folders
+from dshweb.private_data import DATABASE_FILES, FOLDERS, KEY_FILES, SETTING, data_problems
+from dshweb.secret_key import read_secret_key
+from dshweb.setting_errors import ConfigurationError
 
 VERSION_TIMEOUT = 20.0
 
@@ -44,43 +55,84 @@ class Finding:
 
 
 def findings() -> list[Finding]:
+    database, usable = _database()
     return [
-        _data_folder(),
-        _database(),
+        *_configuration(),
+        *_data_folder(),
+        database,
         _redis(),
         _home(),
         _unreadable(),
         _dsh(),
         *_profiles(),
-        _engine(),
+        _engine(stored=usable),
     ]
 
 
-def _data_folder() -> Finding:
-    folder = get_config().data_dir
+def _refused() -> tuple[ConfigurationError, ...]:
+    """The settings ``settings.py`` refused (``dshweb doctor`` alone runs on them)."""
+    return tuple(getattr(settings, "CONFIGURATION_PROBLEMS", ()))
+
+
+def _configuration() -> list[Finding]:
+    return [
+        Finding(problem.setting, Status.PROBLEM, problem.problem, problem.fix)
+        for problem in _refused()
+        if problem.setting != SETTING  # the data folder's row says these
+    ]
+
+
+def _data_folder() -> list[Finding]:
+    config = get_config()
+    folder = config.data_dir
+    names = (
+        *(KEY_FILES if config.secret_key_file else ()),
+        *(DATABASE_FILES if connection.vendor != "postgresql" else ()),
+        *FOLDERS,
+    )
+    problems = data_problems(folder, names=names)
+    if not problems and config.secret_key_path is not None:
+        try:
+            read_secret_key(config.secret_key_path)
+        except ConfigurationError as problem:
+            problems = [problem]
+    if problems:
+        return [Finding("data folder", Status.PROBLEM, p.problem, p.fix) for p in problems]
     if not folder.is_dir():
-        return Finding(
-            "data folder", Status.NOTE, f"{folder} does not exist yet", "dshweb serve makes it"
-        )
+        return [
+            Finding(
+                "data folder", Status.NOTE, f"{folder} does not exist yet", "dshweb serve makes it"
+            )
+        ]
     mode = stat.S_IMODE(folder.stat().st_mode)
     if mode & 0o077:
-        return Finding(
-            "data folder",
-            Status.PROBLEM,
-            f"{folder} is readable by others (mode {mode:o}): it holds the database",
-            "dshweb serve makes it private (0700)",
+        return [
+            Finding(
+                "data folder",
+                Status.PROBLEM,
+                f"{folder} is readable by others (mode {mode:o}): it holds the database",
+                "dshweb serve makes it private (0700)",
+            )
+        ]
+    return [Finding("data folder", Status.OK, f"{folder} (private)")]
+
+
+def _database() -> tuple[Finding, bool]:
+    """The database's row, and whether it may be read (it is there and answers)."""
+    if connection.vendor == "unknown":  # none: settings.py refused the one configured
+        refused = ", ".join(
+            sorted({p.setting for p in _refused() if p.setting in ("DATABASE_URL", SETTING)})
         )
-    return Finding("data folder", Status.OK, f"{folder} (private)")
-
-
-def _database() -> Finding:
+        seen = f"not looked at: {refused or 'its setting'} is refused"
+        return Finding("database", Status.NOTE, seen), False
     where = (
         "PostgreSQL (DATABASE_URL)"
         if connection.vendor == "postgresql"
         else f"SQLite {connection.settings_dict['NAME']}"
     )
     if connection.vendor == "sqlite" and not Path(connection.settings_dict["NAME"]).exists():
-        return Finding("database", Status.NOTE, f"{where} not made yet", "dshweb serve makes it")
+        made = Finding("database", Status.NOTE, f"{where} not made yet", "dshweb serve makes it")
+        return made, False  # opening it would make it
     try:
         connection.ensure_connection()
         executor = MigrationExecutor(connection)
@@ -89,34 +141,30 @@ def _database() -> Finding:
         return Finding(
             "database",
             Status.PROBLEM,
-            f"{where} cannot be reached: {str(error).strip()}",
+            f"{where} cannot be reached: {' '.join(str(error).split())}",
             "start the database, or correct DATABASE_URL",
-        )
+        ), False
     if pending:
         return Finding(
             "database",
             Status.NOTE,
             f"{where}: {len(pending)} migrations to apply",
             "dshweb serve applies them",
-        )
-    return Finding("database", Status.OK, f"{where}, up to date")
+        ), True
+    return Finding("database", Status.OK, f"{where}, up to date"), True
 
 
 def _redis() -> Finding:
-    url = stores().redis_url
+    try:
+        url = store("DSHWEB_REDIS_URL")
+    except ConfigurationError:
+        return Finding("Redis", Status.NOTE, "not looked at: DSHWEB_REDIS_URL is refused")
     if not url:
         return Finding("Redis", Status.OK, "not configured: one process serves (no team)")
-    if importlib.util.find_spec("channels_redis") is None:
-        return Finding(
-            "Redis",
-            Status.PROBLEM,
-            "DSHWEB_REDIS_URL is set, but channels-redis is not installed",
-            "pip install 'dshweb[team]'",
-        )
     import redis
 
     try:
-        redis.Redis.from_url(url, socket_timeout=3).ping()
+        redis.Redis.from_url(url, socket_timeout=3, socket_connect_timeout=3).ping()
     except redis.RedisError as error:
         return Finding(
             "Redis",
@@ -268,12 +316,13 @@ def _profiles() -> list[Finding]:
     return found
 
 
-def _engine() -> Finding:
+def _engine(*, stored: bool) -> Finding:
+    """``stored``: the database may be read for the engine stored there."""
     configured = dsh_web_from_environment()
     if configured is None:
         try:
-            row = DshWebSetting.objects.first()
-        except DatabaseError:
+            row = DshWebSetting.objects.first() if stored else None
+        except DatabaseError:  # the table is not made yet
             row = None
         mode = row.mode if row is not None else DshWebSetting.Mode.OFF
         if mode == DshWebSetting.Mode.OFF:

@@ -4,6 +4,10 @@ Each verb is a command that ``manage.py`` also runs in a checkout (one implement
 two doors): ``serve`` is ``dshweb_serve``, ``collect`` is ``dshweb_collect``, ``user`` is
 ``dshweb_user``, ``doctor`` is ``dshweb_doctor`` and ``snapshot`` is ``dsh_snapshot``,
 which needs no Django and starts without it. ``dshweb VERB --help`` shows a verb's options.
+
+A setting dshweb cannot use (:mod:`dshweb.setting_errors`) ends any verb with one line per
+setting on standard error and exit status 2, before Django prints anything; ``doctor``
+alone runs on, showing each as a problem row.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 
+from dshweb import setting_errors
 from dshweb.cli import snapshot
+from dshweb.setting_errors import ConfigurationError
 
 PROGRAM = "dshweb"
 VERBS: dict[str, tuple[str, str]] = {
@@ -26,6 +32,9 @@ VERBS: dict[str, tuple[str, str]] = {
     "doctor": ("dshweb_doctor", "say what dshweb sees and what is wrong, with the fix"),
 }
 
+
+DOCTOR = "dshweb_doctor"
+"""The one command that runs on settings dshweb refuses, to show them."""
 
 DJANGO_OPTIONS = (
     "--version",
@@ -66,14 +75,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_help()
             return 2
     verb, rest = args[0], args[1:]
-    if verb == "snapshot":
-        return snapshot.main(rest, prog=f"{PROGRAM} snapshot")
-    return _run_command(VERBS[verb][0], verb, rest)
+    try:
+        if verb == "snapshot":
+            return snapshot.main(rest, prog=f"{PROGRAM} snapshot")
+        return _run_command(VERBS[verb][0], verb, rest)
+    except ConfigurationError as refused:
+        return setting_errors.refuse(refused)
 
 
 def _run_command(name: str, verb: str, rest: list[str]) -> int:
     """Run management command ``name`` as ``dshweb VERB``: its parser, help and errors."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dshweb.settings")
+    if name == DOCTOR:
+        setting_errors.look_only()  # it shows what is refused rather than stopping at it
     import django
     from django.core.management import get_commands, load_command_class
 

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
-from django.core.exceptions import ImproperlyConfigured
 from django.test import override_settings
 
 from dshweb.compaction import engine
 from dshweb.config import DEFAULTS, get_config
 from dshweb.environment import HomeChoice
 from dshweb.live import service
+from dshweb.setting_errors import ConfigurationError
 from tests.conftest import REPO, run_python
 
 
@@ -100,7 +100,7 @@ def test_a_key_left_out_takes_its_default() -> None:
     ],
 )
 def test_a_setting_dshweb_cannot_use_is_refused(given: dict[str, object], message: str) -> None:
-    with override_settings(DSHWEB=given), pytest.raises(ImproperlyConfigured, match=message):
+    with override_settings(DSHWEB=given), pytest.raises(ConfigurationError, match=message):
         get_config()
 
 

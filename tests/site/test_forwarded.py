@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.core.exceptions import ImproperlyConfigured
 
 from dshweb.config import get_config
+from dshweb.setting_errors import ConfigurationError
 from dshweb.site.forwarded import forwarded_client
 
 TRUSTED = frozenset({"127.0.0.2", "::1"})
@@ -46,5 +46,5 @@ def test_who_is_trusted(settings: Any) -> None:
     settings.DSHWEB = {**settings.DSHWEB, "TRUSTED_PROXIES": " 127.0.0.2 ,[::2],"}
     assert get_config().trusted_proxies == {"127.0.0.2", "::2"}
     settings.DSHWEB = {**settings.DSHWEB, "TRUSTED_PROXIES": "proxy.internal"}
-    with pytest.raises(ImproperlyConfigured, match=r"'proxy\.internal' is not an IP address"):
+    with pytest.raises(ConfigurationError, match=r"'proxy\.internal' is not an IP address"):
         get_config()

@@ -1,5 +1,7 @@
 """The data folder on a shared host: 0700, the database and the secret key 0600, for a
-new install and for one made before (tightened on start, with a log line).
+new install and for one made before (tightened on start, with a log line); a folder or a
+file others can write, or another user's, refused (tests/site/test_refused_settings.py
+tries each against the real server).
 
 Each test runs the real ``manage.py dshweb_bootstrap`` (``scripts/start`` runs it on every
 start) in a child process with the everyday umask 022, on a real data folder.
@@ -12,7 +14,10 @@ import stat
 import subprocess
 from pathlib import Path
 
-from dshweb.private_data import make_private
+import pytest
+
+from dshweb.private_data import SECRET_FILES, data_problems, make_private
+from dshweb.setting_errors import ConfigurationError
 from tests.conftest import run_python
 
 
@@ -61,27 +66,60 @@ def test_an_existing_install_is_made_private_on_start(tmp_path: Path) -> None:
     assert "mode" not in _manage(data, "dshweb_bootstrap").stderr  # nothing left to say
 
 
-def test_a_shared_sticky_folder_is_left_alone_and_named(tmp_path: Path) -> None:
+def test_a_shared_sticky_folder_is_refused_and_left_as_it_is(tmp_path: Path) -> None:
     shared = tmp_path / "shared"
     shared.mkdir()
     os.chmod(shared, 0o1777)
     (shared / "secret_key").write_text("k")
     os.chmod(shared / "secret_key", 0o644)
-    (shared / "elsewhere").write_text("not ours")
-    os.chmod(shared / "elsewhere", 0o644)
-    changes = make_private(shared)
+    with pytest.raises(ConfigurationError) as refused:
+        make_private(shared)
+    assert refused.value.setting == "DSHWEB_DATA_DIR"
+    assert refused.value.problem.startswith(f"{shared} is writable by others (mode 1777)")
+    assert "point DSHWEB_DATA_DIR at a folder of your own" in refused.value.fix
     assert _mode(shared) == 0o1777
-    assert any("is shared (mode 1777" in change for change in changes)
-    assert _mode(shared / "secret_key") == 0o600
-    assert _mode(shared / "elsewhere") == 0o644  # only dshweb's own secrets
+    assert _mode(shared / "secret_key") == 0o644  # nothing in it touched either
 
 
-def test_a_linked_secret_is_not_followed(tmp_path: Path) -> None:
+def test_a_linked_secret_is_refused_and_not_followed(tmp_path: Path) -> None:
     data = tmp_path / "var"
     data.mkdir(mode=0o700)
     outside = tmp_path / "outside"
     outside.write_text("someone else's")
     os.chmod(outside, 0o644)
     (data / "secret_key").symlink_to(outside)
-    assert make_private(data) == []
+    with pytest.raises(ConfigurationError, match="secret_key is a symbolic link: dshweb follows"):
+        make_private(data)
     assert _mode(outside) == 0o644
+
+
+def test_a_linked_data_folder_is_followed(tmp_path: Path) -> None:
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    os.chmod(target, 0o755)
+    (tmp_path / "var").symlink_to(target)
+    assert make_private(tmp_path / "var") == [f"{tmp_path / 'var'}: mode 0755 -> 0700"]
+    assert _mode(target) == 0o700
+    assert data_problems(tmp_path / "var", names=SECRET_FILES) == []
+
+
+def test_a_folder_writable_by_others_is_refused_one_merely_readable_tightened(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "var"
+    data.mkdir()
+    os.chmod(data, 0o775)
+    (problem,) = data_problems(data, names=SECRET_FILES)
+    assert problem.problem.startswith(f"{data} is writable by others (mode 0775)")
+    assert problem.fix.endswith(f"chmod 700 {data}")
+    os.chmod(data, 0o755)
+    (data / "db.sqlite3").write_bytes(b"")
+    os.chmod(data / "db.sqlite3", 0o664)
+    (problem,) = data_problems(data, names=SECRET_FILES)
+    assert problem.problem.startswith(f"{data / 'db.sqlite3'} is writable by others (mode 0664)")
+    os.chmod(data / "db.sqlite3", 0o644)
+    assert data_problems(data, names=SECRET_FILES) == []
+    assert make_private(data) == [
+        f"{data}: mode 0755 -> 0700",
+        f"{data / 'db.sqlite3'}: mode 0644 -> 0600",
+    ]

@@ -4,7 +4,9 @@
 already, and none of it happens when the settings are imported:
 
 1. the data folder (``DSHWEB["DATA_DIR"]``) is created 0700, or an existing one and its
-   secret files are tightened, each change logged (``dshweb.privacy``);
+   secret files are tightened, each change logged (``dshweb.privacy``); one another user
+   owns or others can write is refused (:mod:`dshweb.private_data`), as is a database
+   that cannot be reached, each with one line (:mod:`dshweb.setting_errors`);
 2. the secret key is kept in ``secret_key`` there, 0600 from the start, unless
    ``DSHWEB_SECRET_KEY`` gives it or the file exists (servers started after this read it);
 3. ``STATIC_ROOT`` exists (WhiteNoise warns at start without it);
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +27,12 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, connection, transaction
 
 from dshweb.config import get_config
 from dshweb.private_data import make_private
 from dshweb.secret_key import create_secret_key
+from dshweb.setting_errors import ConfigurationError
 
 USERNAME = "admin"
 log = logging.getLogger("dshweb.privacy")
@@ -52,7 +56,23 @@ class Command(BaseCommand):
             self.stdout.write(f"dshweb: a new secret key is kept in {key}")
         if settings.STATIC_ROOT:
             Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
-        call_command("migrate", interactive=False, verbosity=max(0, verbosity - 1))
+        try:
+            call_command("migrate", interactive=False, verbosity=max(0, verbosity - 1))
+        except DatabaseError as error:  # cannot connect (a timeout), not a database file
+            said = " ".join(str(error).split())
+            if connection.vendor == "postgresql":
+                raise ConfigurationError(
+                    "DATABASE_URL",
+                    f"the database cannot be used: {said}",
+                    "start PostgreSQL, or correct DATABASE_URL",
+                ) from None
+            name = Path(connection.settings_dict["NAME"])
+            raise ConfigurationError(
+                "DSHWEB_DATA_DIR",
+                f"{name} cannot be used as dshweb's database: {said}",
+                f"move it away (mv {shlex.quote(str(name))} {shlex.quote(str(name) + '.moved')}): "
+                "dshweb serve makes a new one",
+            ) from None
         self._first_superuser(verbosity)
 
     def _first_superuser(self, verbosity: int) -> None:

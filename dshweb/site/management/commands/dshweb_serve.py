@@ -3,11 +3,15 @@
 It runs ``dshweb_bootstrap`` (data folder, secret key, database, the first admin, whose
 password is printed once), collects the static files, then serves with Daphne on
 loopback. ``--home`` shows another DSH home than ``$DSH_HOME``; ``--open`` opens the
-dashboard in the browser once it answers.
+dashboard in the browser once it answers. An option it cannot use (a port that is none or
+taken, an address this machine does not have, a home that is no folder) ends it before
+anything is prepared, with one line naming the option and exit status 2
+(:mod:`dshweb.setting_errors`).
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import threading
@@ -20,12 +24,14 @@ from typing import Any
 from daphne.cli import CommandLineInterface
 from django.conf import settings
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 from django.db import connections
 
 from dshweb import environment
 from dshweb.config import get_config
 from dshweb.dsh_web.client import is_loopback
+from dshweb.setting_errors import ConfigurationError
+from dshweb.setting_values import port_problem
 
 OPEN_WAIT = 30.0
 """How long ``--open`` waits for the server to answer before it gives up."""
@@ -36,6 +42,37 @@ def show_home(home: Path) -> None:
     os.environ["DSH_HOME"] = str(home)
     settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": home}
     get_config.cache_clear()
+
+
+def check_listen(host: str, port_text: str) -> int:
+    """The port of ``--port``, once ``--host`` and it can be listened on (tried now: a port
+    another server holds, an address this machine does not have, are refused at once)."""
+    if (problem := port_problem(port_text)) is not None:
+        raise ConfigurationError("--port", f"{port_text!r} {problem}")
+    port = int(port_text)
+    try:
+        found = socket.getaddrinfo(host.strip("[]"), port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as error:
+        raise ConfigurationError(
+            "--host", f"{host!r} is not an address of this machine ({error})"
+        ) from None
+    family, kind, proto, _, address = found[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as Daphne listens
+        try:
+            probe.bind(address)
+        except OSError as error:
+            if error.errno == errno.EADDRNOTAVAIL:
+                raise ConfigurationError(
+                    "--host", f"{host!r} is not an address of this machine"
+                ) from None
+            what = (
+                "is in use (another server listens there)"
+                if error.errno == errno.EADDRINUSE
+                else f"cannot be listened on: {error.strerror}"
+            )
+            raise ConfigurationError("--port", f"{host}:{port} {what}") from None
+    return port
 
 
 def _open_when_up(host: str, port: int, url: str) -> None:
@@ -65,18 +102,16 @@ class Command(BaseCommand):
             default="127.0.0.1",
             help="address to listen on (default %(default)s: this machine only)",
         )
-        parser.add_argument("--port", type=int, default=8000, help="default %(default)s")
+        parser.add_argument("--port", default="8000", help="default %(default)s")
         parser.add_argument("--open", action="store_true", help="open the dashboard in the browser")
 
     def handle(self, *args: Any, **options: Any) -> None:
         host: str = options["host"]
-        port: int = options["port"]
-        if not 0 < port < 65536:
-            raise CommandError(f"--port: {port} is no port (1-65535)")
+        port = check_listen(host, str(options["port"]))
         if options["home"] is not None:
             home = options["home"].expanduser().resolve()
             if not home.is_dir():
-                raise CommandError(f"--home: {home} is not a folder")
+                raise ConfigurationError("--home", f"{home} is not a folder")
             show_home(home)
         verbosity = options["verbosity"]
         call_command("dshweb_bootstrap", verbosity=verbosity, stdout=self.stdout)
