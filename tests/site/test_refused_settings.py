@@ -497,11 +497,12 @@ def test_another_users_data_folder_is_refused_by_every_door(tmp_path: Path) -> N
         os.chown(path, OTHER_UID, OTHER_UID, follow_symlinks=False)
     env = _env(tmp_path)
     port = _free_port()
-    serve, doctor, migrate, daphne = _run_all(
+    serve, doctor, migrate, manage_doctor, daphne = _run_all(
         [
             _dshweb("serve", "--port", str(port)),
             _dshweb("doctor"),
             [sys.executable, "manage.py", "migrate", "--noinput"],  # scripts/start's checkout
+            [sys.executable, "manage.py", "dshweb_doctor"],
             [sys.executable, "-m", "daphne", "-p", str(_free_port()), "dshweb.asgi:application"],
         ],
         env,
@@ -513,6 +514,7 @@ def test_another_users_data_folder_is_refused_by_every_door(tmp_path: Path) -> N
     assert "point DSHWEB_DATA_DIR at a folder of your own" in serve.stderr
     assert_refused(migrate, "DSHWEB_DATA_DIR", says)
     assert_problem_row(doctor, "data folder", says)
+    assert_problem_row(manage_doctor, "data folder", says)
     refused = r"^note +database +not looked at: DSHWEB_DATA_DIR is refused"
     assert re.search(refused, doctor.stdout, re.M), doctor
     assert daphne.code == 2 and f"dshweb: DSHWEB_DATA_DIR: {says}" in daphne.stderr, daphne
