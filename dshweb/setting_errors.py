@@ -57,9 +57,6 @@ class ConfigurationErrors(ConfigurationError):
     def errors(self) -> tuple[ConfigurationError, ...]:
         return self._errors
 
-    def __str__(self) -> str:
-        return str(self.args[0])
-
 
 class Reading:
     """Reads settings one by one, keeping every :class:`ConfigurationError` instead of
@@ -103,8 +100,9 @@ def looking_only() -> bool:
 
 
 def lines(refusal: ConfigurationError) -> list[str]:
-    """What a person reads: one line per refused setting."""
-    return [f"dshweb: {error}" for error in refusal.errors]
+    """What a person reads: one line per refused setting (a line break a message quotes,
+    from a database driver say, becomes a space)."""
+    return [f"dshweb: {' '.join(str(error).split())}" for error in refusal.errors]
 
 
 def refuse(refusal: ConfigurationError, stream: TextIO | None = None) -> int:
