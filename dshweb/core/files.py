@@ -90,9 +90,11 @@ def _os_problem(path: Path, error: OSError) -> FileRefused:
 def open_file(path: Path, *, home: Path | None = None, follow_links: bool = False) -> int | None:
     """A read-only descriptor of the regular file at ``path`` (the caller closes it);
     ``None`` when there is no such file. Raises :class:`FileRefused`."""
-    if home is not None and not path.is_relative_to(home):
-        raise FileRefused(path, f"is outside {home}: dshweb does not read it")
-    parts = path.relative_to(home).parts if home is not None else ()
+    parts: tuple[str, ...] = ()
+    if home is not None:
+        parts = path.relative_to(home).parts if path.is_relative_to(home) else ("..",)
+        if ".." in parts:  # pathlib keeps a "..": the walk would climb out
+            raise FileRefused(path, f"is outside {home}: dshweb does not read it")
     if home is not None and not parts:
         raise FileRefused(path, "is the DSH home itself, not a file in it")
     folder: int | None = None

@@ -123,8 +123,9 @@ def test_a_linked_folder_inside_the_home_is_not_followed(tmp_path: Path) -> None
     assert str(refused.value) == (
         f"{home}/profiles/linked is a symbolic link: dshweb follows no link inside a DSH home"
     )
-    with pytest.raises(FileRefused, match="is outside"):
-        read_file(tmp_path / "elsewhere" / "cordis.patch.yml", limit=LIMIT, home=home)
+    for outside in (tmp_path / "elsewhere", home / "profiles" / ".." / ".." / "elsewhere"):
+        with pytest.raises(FileRefused, match="is outside"):
+            read_file(outside / "cordis.patch.yml", limit=LIMIT, home=home)
 
 
 def test_a_huge_file_is_refused_by_its_size_without_reading_it(tmp_path: Path) -> None:
