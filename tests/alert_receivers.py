@@ -1,6 +1,7 @@
 """Real receivers for alert deliveries on 127.0.0.1: a webhook server that checks each
-request's signature, and an SMTP server (aiosmtpd) that keeps what it is sent; and the
-wait for a watcher's first look at new rules."""
+request's signature, and an SMTP server (aiosmtpd) that keeps what it is sent; the
+settings a server needs to reach them; a rule's form as the page posts it; and the wait
+for a watcher's first look at new rules."""
 
 from __future__ import annotations
 
@@ -21,6 +22,29 @@ from typing import Any
 from aiosmtpd.controller import Controller
 
 from dshweb.alerts.deliveries import SIGNATURE_HEADER
+
+RULE_FORM = {
+    "enabled": "on",
+    "condition": "folded",
+    "band": "tight",
+    "steps": "3",
+    "ratio": "0.5",
+    "window": "10",
+    "scope": "all",
+    "cooldown_seconds": "0",
+    "webhook_format": "json",
+}
+"""A rule that fires on every fold, as the new-rule form posts it (no way of telling)."""
+
+
+def receivers_env(smtp_port: int) -> dict[str, str]:
+    """A server's settings that let its alerts reach this machine's receivers."""
+    return {
+        "DSHWEB_WEBHOOK_ALLOWED_HOSTS": "127.0.0.1",
+        "DSHWEB_MAIL_ALLOWED_DOMAINS": "example.test",
+        "DSHWEB_EMAIL_HOST": "127.0.0.1",
+        "DSHWEB_EMAIL_PORT": str(smtp_port),
+    }
 
 
 @dataclass

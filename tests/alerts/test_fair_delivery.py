@@ -23,7 +23,12 @@ from typing import Any
 import pytest
 
 from dshweb.live import timing
-from tests.alert_receivers import smtp_server, wait_for_first_look, webhook_receiver
+from tests.alert_receivers import (
+    receivers_env,
+    smtp_server,
+    wait_for_first_look,
+    webhook_receiver,
+)
 from tests.alerts.test_hostile_receivers import _text
 from tests.sessions.test_hostile_clients import Served
 from tests.stores import query_rows
@@ -147,12 +152,7 @@ def test_another_users_slow_receivers_delay_neither_webhook_nor_email(tmp_path: 
     ):
         served = Served(
             tmp_path,
-            extra_env={
-                "DSHWEB_WEBHOOK_ALLOWED_HOSTS": "127.0.0.1",
-                "DSHWEB_MAIL_ALLOWED_DOMAINS": "example.test",
-                "DSHWEB_EMAIL_HOST": "127.0.0.1",
-                "DSHWEB_EMAIL_PORT": str(smtp_port),
-            },
+            extra_env=receivers_env(smtp_port),
         )
         # ``dshweb serve`` itself (bootstrap, static files, Daphne), not Daphne alone.
         served.server.command = ["dshweb_serve", "--port", str(served.server.port)]

@@ -19,7 +19,7 @@ from django.test import Client
 
 from dshweb.alerts.models import AlertRule
 from dshweb.alerts.webhooks import TargetRefused, webhook_target
-from tests.alert_receivers import smtp_server, wait_for_first_look
+from tests.alert_receivers import RULE_FORM, receivers_env, smtp_server, wait_for_first_look
 from tests.sessions.test_hostile_clients import Served
 from tests.stores import query_rows
 
@@ -130,12 +130,7 @@ def test_a_canary_webhook_delivers_beside_broken_and_trickling_receivers(
     ):
         served = Served(
             tmp_path,
-            extra_env={
-                "DSHWEB_WEBHOOK_ALLOWED_HOSTS": "127.0.0.1",
-                "DSHWEB_MAIL_ALLOWED_DOMAINS": "example.test",
-                "DSHWEB_EMAIL_HOST": "127.0.0.1",
-                "DSHWEB_EMAIL_PORT": str(smtp_port),
-            },
+            extra_env=receivers_env(smtp_port),
         )
         served.start()
         try:
@@ -257,18 +252,7 @@ def test_a_user_cannot_save_an_internal_webhook_or_mail_anyone(settings: Any) ->
     user = get_user_model().objects.create_user("ann", "ann@home.test", "pw-for-tests-only")
     client = Client()
     client.force_login(user)
-    base = {
-        "name": "r",
-        "enabled": "on",
-        "condition": "folded",
-        "band": "tight",
-        "steps": "3",
-        "ratio": "0.5",
-        "window": "10",
-        "scope": "all",
-        "cooldown_seconds": "0",
-        "webhook_format": "json",
-    }
+    base = RULE_FORM | {"name": "r"}
     for url in INTERNAL:
         page = client.post("/alerts/new/", base | {"webhook_url": url}).content.decode()
         assert "is an internal address" in page, url

@@ -15,20 +15,11 @@ from dshweb import environment
 from dshweb.alerts.forms import AlertRuleForm, save_rule
 from dshweb.alerts.models import AlertRule
 from dshweb.config import get_config
+from tests.alert_receivers import RULE_FORM
 
 pytestmark = [pytest.mark.django_db]
 
-RULE = {
-    "enabled": "on",
-    "condition": "folded",
-    "band": "tight",
-    "steps": "3",
-    "ratio": "0.5",
-    "window": "10",
-    "scope": "all",
-    "cooldown_seconds": "0",
-    "webhook_format": "json",
-}
+RULE = RULE_FORM
 HOOK = "http://127.0.0.1:9/hook"
 FULL = "the most one person may have"
 
