@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 import sys
 
+from dshweb import setting_errors
+
 
 def main() -> None:
-    from dshweb import setting_errors
-
     try:
         run()
     except setting_errors.ConfigurationError as refused:
@@ -19,14 +19,11 @@ def main() -> None:
 
 
 def run() -> None:
-    from dshweb import setting_errors
-
     if sys.argv[1:2] == ["dsh_snapshot"]:  # needs no Django: skip its start-up
         from dshweb.cli.snapshot import main as snapshot
 
         sys.exit(snapshot(sys.argv[2:]))
-    if sys.argv[1:2] == ["dshweb_doctor"]:
-        setting_errors.look_only()  # it shows what is refused rather than stopping at it
+    setting_errors.prepare_for(sys.argv[1] if len(sys.argv) > 1 else "")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dshweb.settings")
     from django.core.management import execute_from_command_line
 

@@ -123,7 +123,7 @@ def measure(kind: Kind, tree: Path) -> dict[str, float | None]:
     home = hostile_home(root, kind)
     try:
         server = DshwebServer(home=home, data_dir=root / "data", tree=tree)
-        server.command = ["dshweb_serve", "--port", str(server.port)]
+        server.as_dshweb_serve()
         server.wrapper = without_reading_rights([]) if kind.unprivileged else []
         server.prepare()
         server.start()

@@ -170,7 +170,8 @@ def https_setup() -> HttpsSetup:
             lambda: trusted_origins(os.environ.get("DSHWEB_TRUSTED_ORIGINS", "")), ()
         ),
         hsts_seconds=read(
-            lambda: _seconds("DSHWEB_HSTS_SECONDS", DEFAULT_HSTS_SECONDS), DEFAULT_HSTS_SECONDS
+            lambda: _whole("DSHWEB_HSTS_SECONDS", DEFAULT_HSTS_SECONDS, "seconds"),
+            DEFAULT_HSTS_SECONDS,
         ),
     )
     read.done()
@@ -392,20 +393,14 @@ def home_name() -> str:
 def webhook_rules_per_user() -> int:
     """``DSHWEB_WEBHOOK_RULES_PER_USER`` (default 10): the most alert rules with a webhook
     one user may have (0: none)."""
-    value = os.environ.get("DSHWEB_WEBHOOK_RULES_PER_USER", "").strip()
-    if not value:
-        return DEFAULT_WEBHOOK_RULES_PER_USER
-    if not value.isascii() or not value.isdigit():
-        raise ConfigurationError(
-            "DSHWEB_WEBHOOK_RULES_PER_USER", f"{value!r} is not a whole number of rules"
-        )
-    return int(value)
+    return _whole("DSHWEB_WEBHOOK_RULES_PER_USER", DEFAULT_WEBHOOK_RULES_PER_USER, "rules")
 
 
-def _seconds(name: str, default: int) -> int:
-    value = os.environ.get(name, "")
+def _whole(name: str, default: int, unit: str) -> int:
+    """The whole number (0 or more) of ``unit`` in variable ``name``; ``default`` unset."""
+    value = os.environ.get(name, "").strip()
     if not value:
         return default
     if not value.isascii() or not value.isdigit():
-        raise ConfigurationError(name, f"{value!r} is not a whole number of seconds")
+        raise ConfigurationError(name, f"{value!r} is not a whole number of {unit}")
     return int(value)

@@ -85,6 +85,15 @@ class Reading:
 
 
 _looking_only = False
+LOOKING_COMMAND = "dshweb_doctor"
+"""The one command that runs on settings it refuses, to show them."""
+
+
+def prepare_for(command: str) -> None:
+    """Before Django reads the settings, for the management command ``command`` about
+    to run: :func:`look_only` for :data:`LOOKING_COMMAND`."""
+    if command == LOOKING_COMMAND:
+        look_only()
 
 
 def look_only() -> None:

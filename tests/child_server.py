@@ -94,6 +94,11 @@ class ChildServer:
     started_at: float = 0.0
     """``time.monotonic()`` just before the process was started."""
 
+    def as_dshweb_serve(self) -> None:
+        """Run as a person runs it: ``dshweb serve`` (``manage.py dshweb_serve``: bootstrap,
+        static files, then Daphne), not Daphne alone."""
+        self.command = ["dshweb_serve", "--port", str(self.port)]
+
     @property
     def url(self) -> str:
         return f"http://{HOST}:{self.port}"

@@ -9,7 +9,7 @@ and decides (:mod:`dshweb.core.alerts.firing`) whether the rule fires; a firing 
 with one delivery per way the rule tells (:mod:`dshweb.alerts.deliveries`), which it then
 tries, and tries again with back-off while they fail. Attempts run in daemon threads of
 their own, each within its own deadline, never in the round, in three lanes that share
-no slot (:data:`LANES`: browser notices, emails, webhooks), each taking due attempts in
+no slot (:func:`lane_limits`: browser notices, emails, webhooks), each taking due attempts in
 fair turns (:mod:`dshweb.core.alerts.lanes`): at most a few of one owner's at once and a
 few to one receiver. A receiver that is slow, trickles or breaks holds up no evaluation,
 no browser notice nor email, and no other user's webhook; an attempt waiting for its
@@ -89,7 +89,7 @@ class AlertWatcher:
         when an attempt ended, else when the next retry is due; never while none is
         pending (this watcher alone makes its home's)."""
         self._attempting: dict[int, asyncio.Task[None]] = {}
-        self._lanes = {channel: Lane(limits()) for channel, limits in LANES.items()}
+        self._lanes = {channel: Lane(limits) for channel, limits in lane_limits().items()}
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -274,30 +274,21 @@ class AlertWatcher:
             self._changes.put_nowait(None)
 
 
-def _browser_lane() -> LaneLimits:
-    slots = timing.BROWSER_SLOTS
-    return LaneLimits(slots, timing.BROWSER_SLOTS_PER_OWNER, per_target=slots)
-
-
-def _email_lane() -> LaneLimits:
-    slots = timing.EMAIL_SLOTS
-    return LaneLimits(slots, timing.EMAIL_SLOTS_PER_OWNER, per_target=slots)
-
-
-def _webhook_lane() -> LaneLimits:
-    return LaneLimits(
-        timing.WEBHOOK_SLOTS, timing.WEBHOOK_SLOTS_PER_OWNER, timing.WEBHOOK_SLOTS_PER_TARGET
-    )
-
-
-LANES: Mapping[str, Callable[[], LaneLimits]] = {
-    AlertDelivery.Channel.BROWSER: _browser_lane,
-    AlertDelivery.Channel.EMAIL: _email_lane,
-    AlertDelivery.Channel.WEBHOOK: _webhook_lane,
-}
-"""Each way of telling's lane (its limits read from :mod:`~dshweb.live.timing` when a
-watcher starts): a browser notice never waits behind an email or a webhook, an email
-never behind a webhook."""
+def lane_limits() -> dict[str, LaneLimits]:
+    """Each way of telling's lane, its limits read from :mod:`~dshweb.live.timing` now (a
+    watcher's start): a browser notice never waits behind an email or a webhook, an email
+    never behind a webhook. Only webhooks go to receivers of their own (a cap each)."""
+    return {
+        AlertDelivery.Channel.BROWSER: LaneLimits(
+            timing.BROWSER_SLOTS, timing.BROWSER_SLOTS_PER_OWNER, timing.BROWSER_SLOTS
+        ),
+        AlertDelivery.Channel.EMAIL: LaneLimits(
+            timing.EMAIL_SLOTS, timing.EMAIL_SLOTS_PER_OWNER, timing.EMAIL_SLOTS
+        ),
+        AlertDelivery.Channel.WEBHOOK: LaneLimits(
+            timing.WEBHOOK_SLOTS, timing.WEBHOOK_SLOTS_PER_OWNER, timing.WEBHOOK_SLOTS_PER_TARGET
+        ),
+    }
 
 
 def _armed_from_firings(rule_ids: list[int], home: str) -> Mapping[ArmedKey, Armed]:

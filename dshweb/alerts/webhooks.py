@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 SCHEMES = {"http": 80, "https": 443}
 READ_AT_MOST = 1 << 16
@@ -57,8 +57,8 @@ def is_public(address: str) -> bool:
     return ip.is_global and not ip.is_multicast
 
 
-def _parsed(url: str) -> tuple[str, str, int]:
-    """``url``'s scheme, host (as a URL's ``hostname`` has it) and port, or
+def _parsed(url: str) -> tuple[SplitResult, str, str, int]:
+    """``url`` split, its scheme, host (as a URL's ``hostname`` has it) and port, or
     :class:`TargetRefused`."""
     try:
         parts = urlsplit(url)
@@ -68,7 +68,7 @@ def _parsed(url: str) -> tuple[str, str, int]:
     scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
     if scheme not in SCHEMES or not host:
         raise TargetRefused("a webhook is an http:// or https:// URL with a host")
-    return scheme, host, port or SCHEMES[scheme]
+    return parts, scheme, host, port or SCHEMES[scheme]
 
 
 def target_key(url: str) -> str:
@@ -76,7 +76,7 @@ def target_key(url: str) -> str:
     count the attempts at it (resolving nothing: a name server that takes its time
     delays no one else's turn); ``url`` itself when it names none."""
     try:
-        _, host, port = _parsed(url)
+        _, _, host, port = _parsed(url)
     except TargetRefused:
         return url
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -84,8 +84,7 @@ def target_key(url: str) -> str:
 
 def webhook_target(url: str, allowed: frozenset[str]) -> Target:
     """The checked target of ``url``, or :class:`TargetRefused` saying why not."""
-    scheme, host, port = _parsed(url)
-    parts = urlsplit(url)
+    parts, scheme, host, port = _parsed(url)
     try:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):

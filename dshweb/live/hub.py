@@ -353,12 +353,14 @@ class Hub:
             reload_profile = bool(paths) and any(
                 not p.is_relative_to(home / "sessions") for p in paths or ()
             )
-            if batch.overflow or now - last_rescan >= (
+            rescan = batch.overflow or now - last_rescan >= (
                 RESCAN_EVERY if watch.notified else POLL_EVERY
-            ):
+            )
+            if rescan:
                 watch.rescan()
                 paths, last_rescan = None, now
-            self._unreadable = _unreadable_words(home, watch.unreadable)
+            if rescan or batch.paths:  # nothing else changes what the watch cannot read
+                self._unreadable = _unreadable_words(home, watch.unreadable)
             liveness = now - last_liveness >= LIVENESS_EVERY
             if liveness:
                 last_liveness = now

@@ -29,7 +29,7 @@ from dshweb.compaction.models import DshWebSetting
 from dshweb.config import get_config
 from dshweb.core.log.home import session_logs
 from dshweb.core.profile.patch import PatchError, read_layer
-from dshweb.core.profile.profile import PATCH_FILE, Layer, LayerKind, Profile, profile_names
+from dshweb.core.profile.profile import Layer, Profile, home_layer, profile_names
 from dshweb.core.settings.dshconfig import context_truth_presence, find_dsh
 from dshweb.environment import home_choice, store
 from dshweb.live.watch import unreadable_folders
@@ -216,7 +216,7 @@ def _unreadable() -> Finding:
     if not home.is_dir():
         return Finding("home's files", Status.NOTE, "no home to read")
     problems = [f"{folder} {reason}" for folder, reason in unreadable_folders(home).items()]
-    problems += _refused_layers([Layer(LayerKind.HOME, home / PATCH_FILE, home)])
+    problems += _refused_layers([home_layer(home)])
     if problems:
         return Finding(
             "home's files",

@@ -33,9 +33,6 @@ VERBS: dict[str, tuple[str, str]] = {
 }
 
 
-DOCTOR = "dshweb_doctor"
-"""The one command that runs on settings dshweb refuses, to show them."""
-
 DJANGO_OPTIONS = (
     "--version",
     "--settings",
@@ -86,8 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run_command(name: str, verb: str, rest: list[str]) -> int:
     """Run management command ``name`` as ``dshweb VERB``: its parser, help and errors."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dshweb.settings")
-    if name == DOCTOR:
-        setting_errors.look_only()  # it shows what is refused rather than stopping at it
+    setting_errors.prepare_for(name)  # doctor shows what is refused rather than stopping
     import django
     from django.core.management import get_commands, load_command_class
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -24,7 +22,8 @@ from websockets.typing import Origin
 from dshweb.accounts.socket_logins import CHECK_EVERY
 from tests.browser.server import DshwebServer, ServerError
 from tests.collect.test_shared_stores import stores, workers
-from tests.conftest import FIXTURE_HOMES, REPO
+from tests.conftest import FIXTURE_HOMES
+from tests.sessions.test_hostile_clients import manage_shell
 from tests.visitor import Visitor, form_fields
 
 __all__ = ["stores", "workers"]  # the fixtures: two web workers on PostgreSQL and Redis
@@ -47,11 +46,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DshwebServer]:
     folder = tmp_path_factory.mktemp("sockets-server")
     shutil.copytree(FIXTURE_HOMES / "auto-compact", folder / "home")
     made = DshwebServer(home=folder / "home", data_dir=folder / "data")
-    made.command = ["dshweb_serve", "--port", str(made.port)]
+    made.as_dshweb_serve()
     try:
         made.prepare()
-        _shell(
-            made,
+        manage_shell(
+            made.env(),
             "from django.contrib.auth.models import User\n"
             f"for name in {PEOPLE!r}: User.objects.create_user(name, password={PASSWORD!r})",
         )
@@ -60,18 +59,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DshwebServer]:
         pytest.fail(str(error), pytrace=False)
     yield made
     made.stop()
-
-
-def _shell(server: DshwebServer, code: str) -> None:
-    """``manage.py shell -c code`` on the server's database: another process."""
-    subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", code],
-        cwd=REPO,
-        env=server.env(),
-        capture_output=True,
-        timeout=60,
-        check=True,
-    )
 
 
 def _sockets(server: DshwebServer, visitor: Visitor, stack: ExitStack) -> list[ClientConnection]:

@@ -29,7 +29,7 @@ from tests.alert_receivers import (
     wait_for_first_look,
     webhook_receiver,
 )
-from tests.alerts.test_hostile_receivers import _text
+from tests.alerts.test_hostile_receivers import _text, tcp_server
 from tests.sessions.test_hostile_clients import Served
 from tests.stores import query_rows
 
@@ -47,10 +47,14 @@ class Blackhole:
     """A receiver that accepts every connection, reads what comes and never answers."""
 
     port: int = 0
-    came: int = 0
+    came_at: list[float] = field(default_factory=list)
     open_now: int = 0
     most_open: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def came(self) -> int:
+        return len(self.came_at)
 
     @property
     def url(self) -> str:
@@ -60,45 +64,28 @@ class Blackhole:
 @contextmanager
 def blackhole() -> Iterator[Blackhole]:
     hole = Blackhole()
-    listener = socket.create_server(("127.0.0.1", 0), backlog=64)
-    listener.settimeout(0.2)
-    hole.port = listener.getsockname()[1]
-    done = threading.Event()
 
-    def hold(conn: socket.socket) -> None:
-        with conn:
-            conn.settimeout(0.2)
-            while not done.is_set():
-                try:
-                    if not conn.recv(65536):
-                        break  # the attempt gave up and closed its end
-                except TimeoutError:
-                    continue
-                except OSError:
-                    break
+    def hold(conn: socket.socket, done: threading.Event) -> None:
         with hole.lock:
-            hole.open_now -= 1
-
-    def serve() -> None:
-        while not done.is_set():
-            try:
-                conn, _ = listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
+            hole.open_now += 1
+            hole.most_open = max(hole.most_open, hole.open_now)
+        try:
+            with conn:
+                conn.settimeout(0.2)
+                while not done.is_set():
+                    try:
+                        if not conn.recv(65536):
+                            break  # the attempt gave up and closed its end
+                    except TimeoutError:
+                        continue
+                    except OSError:
+                        break
+        finally:
             with hole.lock:
-                hole.came += 1
-                hole.open_now += 1
-                hole.most_open = max(hole.most_open, hole.open_now)
-            threading.Thread(target=hold, args=(conn,), daemon=True).start()
+                hole.open_now -= 1
 
-    threading.Thread(target=serve, daemon=True).start()
-    try:
+    with tcp_server(hold) as (hole.port, hole.came_at):
         yield hole
-    finally:
-        done.set()
-        listener.close()
 
 
 def _rules(hole: Blackhole, hook_url: str) -> str:
@@ -154,8 +141,7 @@ def test_another_users_slow_receivers_delay_neither_webhook_nor_email(tmp_path: 
             tmp_path,
             extra_env=receivers_env(smtp_port),
         )
-        # ``dshweb serve`` itself (bootstrap, static files, Daphne), not Daphne alone.
-        served.server.command = ["dshweb_serve", "--port", str(served.server.port)]
+        served.server.as_dshweb_serve()
         served.start()
         try:
             served.shell(_rules(hole, hook.url))

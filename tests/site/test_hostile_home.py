@@ -64,7 +64,7 @@ def _listed(visitor: Visitor, deadline: float) -> set[str]:
 def test_a_hostile_file_anywhere_hangs_nothing(hostile: tuple[Kind, Path], tmp_path: Path) -> None:
     kind, home = hostile
     server = DshwebServer(home=home, data_dir=tmp_path / "data")
-    server.command = ["dshweb_serve", "--port", str(server.port)]
+    server.as_dshweb_serve()
     server.wrapper = without_reading_rights([]) if kind.unprivileged else []
     served = serving(server)
     next(served)

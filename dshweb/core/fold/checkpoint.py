@@ -32,7 +32,6 @@ import importlib.metadata
 import io
 import os
 import pickle
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -192,11 +191,7 @@ def dump_checkpoint(tracker: SessionTracker, *, key: bytes) -> bytes:
         try:
             st = os.fstat(fd)
             size = st.st_size
-            if (
-                stat.S_ISREG(st.st_mode)
-                and (st.st_dev, st.st_ino) == tail.identity
-                and size >= tail.offset
-            ):
+            if (st.st_dev, st.st_ino) == tail.identity and size >= tail.offset:
                 fingerprint = _fingerprint(fd, tail.offset)
         finally:
             os.close(fd)
@@ -325,7 +320,7 @@ def restore_checkpoint(log: LogFile, blob: bytes, *, key: bytes) -> SessionTrack
         fd = open_log(log.path)
         try:
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or (st.st_dev, st.st_ino) != state.identity:
+            if (st.st_dev, st.st_ino) != state.identity:  # open_log opens regular files only
                 return Refusal.REPLACED
             if st.st_size < state.offset:
                 return Refusal.TRUNCATED

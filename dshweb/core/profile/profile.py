@@ -110,11 +110,16 @@ def _is_folder(entry: os.DirEntry[str]) -> bool:
         return False
 
 
+def home_layer(home: Path) -> Layer:
+    """The home's own patch layer, which every profile of it reads."""
+    return Layer(LayerKind.HOME, home / PATCH_FILE, home)
+
+
 def patch_layers(home: Path, name: str, extra_patches: Sequence[Path] = ()) -> tuple[Layer, ...]:
     """The visible patch layers of profile ``name``, in the order DSH applies them."""
     return (
         Layer(LayerKind.PROFILE, profile_folder(home, name) / PATCH_FILE, home),
-        Layer(LayerKind.HOME, home / PATCH_FILE, home),
+        home_layer(home),
         *(Layer(LayerKind.OVERLAY, path) for path in extra_patches),
     )
 
@@ -145,19 +150,22 @@ def _bundles(package: dict[str, Any]) -> tuple[str, ...]:
     return tuple(str(b) for b in bundles) if isinstance(bundles, list) else ()
 
 
-def _installed(folder: Path, package: str, problems: list[str]) -> tuple[bool, str | None]:
-    """Whether ``package`` is in ``folder/node_modules``, and the version it states."""
-    parts = PurePosixPath(package).parts
-    if not parts or package.startswith("/") or ".." in parts:
-        return False, None  # not a package name: nothing outside node_modules is read
+def _modules(folder: Path) -> Path | None:
+    """``folder/node_modules`` when the profile folder and it are real folders of the home
+    (the packages in it may be the links pnpm makes, read wherever they lead)."""
     modules = folder / MODULES
     try:
-        # The profile folder and node_modules are real folders of the home; the package
-        # in it may be the link pnpm makes, and is read wherever that leads.
-        if not all(stat.S_ISDIR(os.lstat(f).st_mode) for f in (folder.parent, folder, modules)):
-            return False, None
+        real = all(stat.S_ISDIR(os.lstat(f).st_mode) for f in (folder.parent, folder, modules))
     except OSError:
-        return False, None
+        return None
+    return modules if real else None
+
+
+def _installed(modules: Path | None, package: str, problems: list[str]) -> tuple[bool, str | None]:
+    """Whether ``package`` is in ``modules`` (:func:`_modules`), and the version it states."""
+    parts = PurePosixPath(package).parts
+    if modules is None or not parts or package.startswith("/") or ".." in parts:
+        return False, None  # not a package name: nothing outside node_modules is read
     manifest = modules.joinpath(*parts, PACKAGE_FILE)
     try:
         data = read_file(manifest, limit=MANIFEST_LIMIT, follow_links=True)
@@ -197,8 +205,9 @@ class Profile:
         dependencies = package.get("dependencies")
         named = tuple(dependencies) if isinstance(dependencies, dict) else ()
         plugins = []
+        modules = _modules(folder)
         for package_name in dict.fromkeys([*bundles, *named, CONTEXT_TRUTH_PACKAGE]):
-            installed, version = _installed(folder, package_name, problems)
+            installed, version = _installed(modules, package_name, problems)
             plugins.append(
                 Plugin(
                     package_name,
