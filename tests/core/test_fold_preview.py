@@ -25,6 +25,7 @@ from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.meter import SessionMeter, SurfaceNode
 from dshweb.core.fold.point import BETWEEN_STEPS, point_of
 from dshweb.core.fold.preview import automatic_preview, manual_preview, select_range
+from dshweb.core.fold.pricing import Shape
 from dshweb.core.log.wire import (
     CompactionPrune,
     CompactionStart,
@@ -207,9 +208,9 @@ def test_the_preview_was_checked_on_folds_of_every_kind_and_many_shapes(
 
 
 def _node(
-    seq: int, kind: str, tokens: int, calls: int = 0, pruned: int | None = None
+    seq: int, kind: str, tokens: int, calls: int = 0, shape: Shape | None = None
 ) -> SurfaceNode:
-    return SurfaceNode(seq, kind, tokens, f"node {seq}", calls=calls, pruned=pruned)
+    return SurfaceNode(seq, kind, tokens, f"node {seq}", calls=calls, shape=shape)
 
 
 def _meter(nodes: list[SurfaceNode]) -> SessionMeter:
@@ -226,7 +227,9 @@ SURFACE = [
     _node(0, "system/message", 500),
     _node(1, "user/message", 100),
     _node(2, "assistant/message", 50, calls=2),
-    _node(3, "tool/result", 3_000, calls=-1, pruned=1_300),
+    # 9,000 code points of plain text: the default cut leaves 4,096 + 39 + 1,024, priced
+    # ⌈5,159 / 4⌉ + 4 + 4 = 1,298.
+    _node(3, "tool/result", 3_000, calls=-1, shape=9_000),
     _node(4, "tool/result", 400, calls=-1),
     _node(5, "assistant/message", 80),
     _node(6, "user/message", 60),
@@ -253,19 +256,19 @@ def test_the_range_keeps_a_priced_tail_and_never_cuts_a_call_from_its_result() -
 def test_an_automatic_fold_prunes_first_and_compacts_only_if_still_at_the_point() -> None:
     meter = _meter(SURFACE)
     measured = meter.nodes_tokens  # 4,530
-    # At the point (4,000) now: the cut frees 1,700, which brings it under: no summary.
+    # At the point (4,000) now: the cut frees 1,702, which brings it under: no summary.
     only = automatic_preview(meter, measured, 4_000, 300)
-    assert [c.seq for c in only.cuts] == [3] and only.pruned_tokens == 1_700
-    assert not only.compacts and only.first is None and only.after == (2_830, 2_830)
+    assert [c.seq for c in only.cuts] == [3] and only.pruned_tokens == 1_702
+    assert not only.compacts and only.first is None and only.after == (2_828, 2_828)
     # At a point the cut does not get under (2,500): then the compaction, priced after it.
     both = automatic_preview(meter, measured, 2_500, 300)
     assert both.compacts and both.first is not None and both.last is not None
     assert (both.first.seq, both.last.seq, both.messages) == (1, 6, 6)
-    assert both.shadowed_tokens == 100 + 50 + 1_300 + 400 + 80 + 60
+    assert both.shadowed_tokens == 100 + 50 + 1_298 + 400 + 80 + 60
     assert both.retained_tokens == 340 and both.tool_pairs == 2
     # Without the pruner, no cut and the result's whole price is shadowed.
     plain = automatic_preview(meter, measured, 4_000, 300, pruner=False)
-    assert not plain.cuts and plain.shadowed_tokens == both.shadowed_tokens + 1_700
+    assert not plain.cuts and plain.shadowed_tokens == both.shadowed_tokens + 1_702
 
 
 def test_a_compact_now_keeps_only_the_newest_message_and_what_its_calls_need() -> None:

@@ -6,8 +6,20 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from dshweb.core.fold.pricing import header_key, message_price, message_tokens, tools_tokens
+from dshweb.core.fold.pricing import (
+    PRUNE_MARKER,
+    PruneCut,
+    header_key,
+    message_price,
+    message_tokens,
+    priced_message,
+    pruned_price,
+    shape_points,
+    tools_tokens,
+)
 from dshweb.core.log.decode import decode_event
 from dshweb.core.log.jsjson import js_len, js_number, js_stringify, json_len, loads_js
 from dshweb.core.log.structs import HAVE_MSGSPEC
@@ -160,3 +172,67 @@ def test_tools_price_and_the_canonical_header(fast: bool) -> None:
     )
     assert header_key(marked) != header_key(same)
     assert header_key(_header({"config": {"model": "n"}, "tools": tools}, fast)) != header_key(same)
+
+
+def _prune_content(blocks: list[dict[str, Any]], cut: PruneCut) -> list[dict[str, Any]] | None:
+    """``ToolResultPruner.pruneContent`` as the runtime writes it, on code points."""
+    total = sum(len(b["text"]) for b in blocks if b["type"] == "text")
+    if total <= cut.threshold:
+        return None
+    removed_start, removed_end = cut.head, total - cut.tail
+    pruned, consumed, marked = [], 0, False
+    for block in blocks:
+        if block["type"] != "text":
+            pruned.append(block)
+            continue
+        points = block["text"]
+        start, end = consumed, consumed + len(points)
+        head_end = min(len(points), max(0, removed_start - start))
+        tail_start = min(len(points), max(0, removed_end - start))
+        marker = ""
+        if start < removed_end and end > removed_start and not marked:
+            marker, marked = PRUNE_MARKER, True
+        text = points[:head_end] + marker + points[tail_start:]
+        if text:
+            pruned.append({**block, "text": text})
+        consumed = end
+    return pruned
+
+
+ALPHABET = "ab c\n数据😀𠀀"
+
+
+@pytest.mark.parametrize("fast", PATHS)
+@given(
+    texts=st.lists(st.text(ALPHABET, max_size=300), min_size=1, max_size=4),
+    image=st.booleans(),
+    head=st.integers(0, 120),
+    tail=st.integers(0, 120),
+    spare=st.integers(0, 200),
+)
+@settings(max_examples=150, deadline=None)
+def test_a_result_kept_as_its_shape_is_priced_as_the_pruner_would_leave_it(
+    fast: bool, texts: list[str], image: bool, head: int, tail: int, spare: int
+) -> None:
+    """The shape kept instead of the text prices any cut exactly as the pruned content
+    the runtime would write, for text of astral and CJK characters in several blocks."""
+    cut = PruneCut(head + len(PRUNE_MARKER) + tail + spare, head, tail)
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": t} for t in texts]
+    if image:
+        blocks.insert(1, {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"})
+    message = _message({"role": "tool", "content": blocks}, fast)
+    price, _, shape = priced_message(message, shape=True)
+    assert price == message_price(message)[0]
+    after = _prune_content(blocks, cut)
+    points = sum(map(len, texts))
+    if shape is None:
+        assert points <= len(PRUNE_MARKER)
+        return
+    assert shape_points(shape) == points
+    if after is None:
+        assert pruned_price(shape, cut) is None
+    else:
+        assert (
+            pruned_price(shape, cut)
+            == message_price(_message({"role": "tool", "content": after}, fast))[0]
+        )

@@ -51,7 +51,7 @@ from dshweb.core.log.frames import decompressor
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.reader import open_log
 
-CHECKPOINT_VERSION = 10
+CHECKPOINT_VERSION = 11
 """Raise it whenever the state's shape or meaning changes."""
 
 FINGERPRINT_SPAN = 4 << 10
@@ -70,6 +70,7 @@ _STATE_MODULES = frozenset(
         "dshweb.core.fold.gauge",
         "dshweb.core.fold.pace",
         "dshweb.core.fold.point",
+        "dshweb.core.fold.pricing",
         "dshweb.core.fold.session",
         "dshweb.core.fold.told",
     }

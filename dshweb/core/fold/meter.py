@@ -15,10 +15,11 @@ from typing import Any
 
 from dshweb.core.fold.billing import Slot, slot_of
 from dshweb.core.fold.pricing import (
+    Shape,
     header_config,
     header_key,
     message_price,
-    pruned_price,
+    priced_message,
     tool_calls,
     tools_tokens,
 )
@@ -60,8 +61,9 @@ class SurfaceNode:
     calls: int = 0
     """How it moves the count of tool calls awaiting their result (the engine's cut
     balance): an assistant message's tool calls, −1 for a tool result."""
-    pruned: int | None = None
-    """A tool result the pruner would cut: its price after the cut."""
+    shape: Shape | None = None
+    """A tool result long enough for some pruner to cut: its text as the pruner measures
+    it (:func:`~dshweb.core.fold.pricing.pruned_price` prices the cut)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,17 +154,24 @@ def surface_message(event: SurfaceEvent) -> Message | None:
     return data.message if data is not None else None
 
 
-def _node(event: SurfaceEvent, seq: int, price: int, preview: str) -> SurfaceNode:
-    """``event`` as a surface node (a tool result with what the pruner would leave of it)."""
+Priced = tuple[int, str, Shape | None]
+"""A surface message's price, preview and (a tool result's) shape."""
+
+
+def _node(event: SurfaceEvent, seq: int, priced: Priced) -> SurfaceNode:
+    """``event`` as a surface node (a tool result with its shape, for the pruner)."""
     kind = type(event)
+    price, preview, shape = priced
     if kind is AssistantMessage:
         calls = tool_calls(surface_message(event))
         return SurfaceNode(seq, event.kind, price, preview, calls=calls)
     if kind is ToolResult:
-        pruned = pruned_price(surface_message(event))
-        return SurfaceNode(seq, event.kind, price, preview, calls=-1, pruned=pruned)
+        return SurfaceNode(seq, event.kind, price, preview, calls=-1, shape=shape)
     return SurfaceNode(seq, event.kind, price, preview)
 
+
+MAX_ADDED = 256
+"""The most shapes :attr:`SessionMeter.results_added` holds for a reader that is late."""
 
 MAX_PROBLEMS = 20
 """Problems of a log kept word for word; the rest are counted (a hostile log can have
@@ -208,7 +217,10 @@ class SessionMeter:
     results: int = 0
     """Tool results on the surface."""
     prunable: dict[int, SurfaceNode] = field(default_factory=dict)
-    """The tool results on the surface the pruner would cut, by seq."""
+    """The tool results on the surface long enough for some pruner to cut, by seq."""
+    results_added: list[Shape] = field(default_factory=list)
+    """The shapes of the tool results appended since a reader last cleared it (the
+    forecast's samples: what each step added that a prune would cut)."""
     anchor: Anchor | None = None
     problems: list[str] = field(default_factory=list)
     """The first :data:`MAX_PROBLEMS` things in the log the meter could not fold."""
@@ -234,7 +246,8 @@ class SessionMeter:
         cls = type(event)
         priced = None
         if cls in _SURFACE and event.surface_op is not None:  # type: ignore[union-attr]
-            priced = message_price(surface_message(event))  # type: ignore[arg-type]
+            message = surface_message(event)  # type: ignore[arg-type]
+            priced = priced_message(message, shape=cls is ToolResult)
         if cls in USAGE_EVENTS:
             self._sample(event, priced)  # type: ignore[arg-type]
         if cls in _SURFACE:
@@ -266,9 +279,7 @@ class SessionMeter:
             ):
                 self.last_sample = None
 
-    def _sample(
-        self, event: AssistantMessage | AssistantAttempt, priced: tuple[int, str] | None
-    ) -> None:
+    def _sample(self, event: AssistantMessage | AssistantAttempt, priced: Priced | None) -> None:
         data = event.data
         usage = event_usage(data)
         if usage is None or data is None:
@@ -310,11 +321,11 @@ class SessionMeter:
             shadowed=frozenset(s for s in shadowed if s in system_seqs),
         )
 
-    def _surface(self, event: SurfaceEvent, claim: Claim | None, priced: tuple[int, str]) -> None:
-        price, preview = priced
+    def _surface(self, event: SurfaceEvent, claim: Claim | None, priced: Priced) -> None:
+        price = priced[0]
         seq = event.seq if event.seq is not None else -1
         self.last_price = price
-        node = _node(event, seq, price, preview)
+        node = _node(event, seq, priced)
         op = event.surface_op
         if op == "append":
             self.surface_tokens += price
@@ -323,6 +334,9 @@ class SessionMeter:
             self.node_seqs.append(seq)
             self.nodes_tokens += price
             self._count(node, 1)
+            if node.shape is not None:
+                self.results_added.append(node.shape)
+                del self.results_added[:-MAX_ADDED]
             if type(event) is SystemMessage:
                 self.systems.append((seq, price))
             return
@@ -377,7 +391,7 @@ class SessionMeter:
         self.open_calls += sign * node.calls
         if node.calls < 0:
             self.results += sign
-        if node.pruned is not None:
+        if node.shape is not None:
             if sign > 0:
                 self.prunable[node.seq] = node
             else:

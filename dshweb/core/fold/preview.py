@@ -31,6 +31,7 @@ from typing import Any
 
 from dshweb.core.fold.folds import Fold, Previewed
 from dshweb.core.fold.meter import SessionMeter, SurfaceNode
+from dshweb.core.fold.pricing import pruned_price
 
 SYSTEM = "system/message"
 COMPACTIONS = frozenset({"automatic", "manual", "overflow"})
@@ -177,9 +178,9 @@ def automatic_preview(
     (while the measure is still at or past the point; at the point when it is not there
     yet) the compaction keeping ``retain`` tokens."""
     cuts = tuple(
-        Cut(node.seq, node.tokens, node.pruned)
+        Cut(node.seq, node.tokens, after)
         for node in (meter.prunable.values() if pruner else ())
-        if node.pruned is not None
+        if node.shape is not None and (after := pruned_price(node.shape)) is not None
     )
     cut = {c.seq: c.after for c in cuts}
     freed = sum(c.freed for c in cuts)

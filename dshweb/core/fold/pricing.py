@@ -7,6 +7,7 @@ Prices are read off wire records (:mod:`dshweb.core.log.wire`), never off re-enc
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from dataclasses import dataclass
 from typing import Any
@@ -40,33 +41,63 @@ def block_tokens(raw: Any, block: Block | None) -> int:
 def message_price(message: Message | None) -> tuple[int, str]:
     """Price of one surface message (system messages have their own rule) and the first
     :data:`PREVIEW_CHARS` characters of its text, whitespace folded."""
+    price, preview, _ = priced_message(message, shape=False)
+    return price, preview
+
+
+def priced_message(message: Message | None, *, shape: bool) -> tuple[int, str, Shape | None]:
+    """:func:`message_price`, and with ``shape`` (a tool result's) the :data:`Shape` of
+    its text as the pruner measures it, from the same pass over its blocks (``None``:
+    too short for any pruner to cut, or not a list of blocks)."""
     if message is None:
-        return 0, ""
+        return 0, "", None
     content = message.content
     if isinstance(content, str):
         text = content
         chars = js_len(text)
         price = (_ceil4(chars) + 4) + 4 if message.role != "system" else _ceil4(chars) + 4
-        return price, text[:PREVIEW_CHARS]
+        return price, text[:PREVIEW_CHARS], None
     if not content:
-        return (0 if message.role in ("system", "developer", "assistant") else 4), ""
+        return (0 if message.role in ("system", "developer", "assistant") else 4), "", None
     system = message.role == "system"
     total = 0
     parts: list[str] = []
     size = 0
+    runs: list[int | TextRun] | None = [] if shape else None
+    points = 0
     for raw in content:
         block = raw_as(raw, Block)
         if system:
             is_text = block is not None and block.type == "text"
             total += js_len(block.text or "") if is_text and block is not None else raw_length(raw)
+        elif runs is not None and block is not None and block.type == "text":
+            text = block.text or ""
+            units, length = js_len(text), len(text)  # a Python string's length: code points
+            total += _ceil4(units) + 4
+            runs.append(TextRun(length, _astral(text) if units != length else ()))
+            points += length
         else:
-            total += block_tokens(raw, block)
+            price = block_tokens(raw, block)
+            total += price
+            if runs is not None:
+                runs.append(price)
         if size < PREVIEW_CHARS and block is not None:
             piece = block.text if isinstance(block.text, str) else _label(block)
             parts.append(piece[: PREVIEW_CHARS - size])
             size += len(parts[-1])
     price = _ceil4(total) + 4 if system else total + 4
-    return price, " ".join(" ".join(parts).split())[:PREVIEW_CHARS]
+    preview = " ".join(" ".join(parts).split())[:PREVIEW_CHARS]
+    if runs is None or points <= len(PRUNE_MARKER):
+        return price, preview, None
+    if len(runs) == 1 and isinstance(only := runs[0], TextRun) and not only.astral:
+        return price, preview, points  # the common case: one plain text block
+    return price, preview, TextShape(points, tuple(runs))
+
+
+def _astral(text: str) -> tuple[int, ...]:
+    """Where in ``text`` (in code points) the characters past the BMP are: two UTF-16
+    units each in a price, one code point each to the pruner."""
+    return tuple(i for i, c in enumerate(text) if ord(c) > 0xFFFF)
 
 
 PRUNE_MARKER = "\n\n[... tool result middle pruned ...]\n\n"
@@ -93,36 +124,72 @@ def tool_calls(message: Message | None) -> int:
     return sum(1 for raw in content if (b := raw_as(raw, Block)) and b.type == "tool-call")
 
 
-def pruned_price(message: Message | None, cut: PruneCut = DEFAULT_CUT) -> int | None:
+@dataclass(frozen=True, slots=True)
+class TextRun:
+    """One text block of a tool result: its length in code points, and the positions of
+    its characters past the BMP."""
+
+    points: int
+    astral: tuple[int, ...] = ()
+
+    def units(self, start: int, end: int) -> int:
+        """The UTF-16 length of its code points ``start`` up to ``end``."""
+        if not self.astral:
+            return end - start
+        return (
+            end
+            - start
+            + bisect.bisect_left(self.astral, end)
+            - bisect.bisect_left(self.astral, start)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TextShape:
+    """A tool result's blocks as the pruner measures them: each text block a
+    :class:`TextRun`, each other block its price (kept whole by a cut)."""
+
+    points: int
+    """Code points of all its text blocks."""
+    runs: tuple[int | TextRun, ...]
+
+
+Shape = int | TextShape
+"""What the pruner needs of a tool result, kept instead of its text: a result of one
+text block without characters past the BMP (nearly all) is its length in code points."""
+
+
+def shape_points(shape: Shape) -> int:
+    """The code points of a result's text, as the pruner counts them."""
+    return shape if isinstance(shape, int) else shape.points
+
+
+def pruned_price(shape: Shape, cut: PruneCut = DEFAULT_CUT) -> int | None:
     """The price of a tool result once the pruner has cut it (``None``: its text is within
     ``cut.threshold`` code points, and the pruner leaves it): the text blocks' first
     ``cut.head`` and last ``cut.tail`` code points kept, :data:`PRUNE_MARKER` between,
     every other block as it was (``ToolResultPruner.pruneContent``)."""
-    content = message.content if message is not None else None
-    # A block's JSON text is at least as long as its text: most results end here, undecoded.
-    if not isinstance(content, list) or sum(map(raw_length, content)) <= cut.threshold:
-        return None
-    blocks = [(raw, raw_as(raw, Block)) for raw in content]
-    texts = [b.text or "" for _, b in blocks if b is not None and b.type == "text"]
-    total = sum(map(len, texts))  # a Python string's length is in code points
+    if isinstance(shape, int):
+        if shape <= cut.threshold:
+            return None
+        return _ceil4(cut.head + len(PRUNE_MARKER) + cut.tail) + 4 + 4
+    total = shape.points
     if total <= cut.threshold:
         return None
     removed_start, removed_end = cut.head, total - cut.tail
     price, consumed, marked = 0, 0, False
-    for raw, block in blocks:
-        if block is None or block.type != "text":
-            price += block_tokens(raw, block)
+    for run in shape.runs:
+        if isinstance(run, int):
+            price += run
             continue
-        points = block.text or ""
-        start, end = consumed, consumed + len(points)
-        head_end = min(len(points), max(0, removed_start - start))
-        tail_start = min(len(points), max(0, removed_end - start))
-        marker = ""
+        start, end = consumed, consumed + run.points
+        head_end = min(run.points, max(0, removed_start - start))
+        tail_start = min(run.points, max(0, removed_end - start))
+        units = run.units(0, head_end) + run.units(tail_start, run.points)
         if start < removed_end and end > removed_start and not marked:
-            marker, marked = PRUNE_MARKER, True
-        text = points[:head_end] + marker + points[tail_start:]
-        if text:
-            price += _ceil4(js_len(text)) + 4
+            units, marked = units + len(PRUNE_MARKER), True
+        if units:
+            price += _ceil4(units) + 4
         consumed = end
     return price + 4
 

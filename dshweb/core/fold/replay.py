@@ -33,6 +33,7 @@ from dshweb.core.fold.compaction import compaction_point, measured_tokens
 from dshweb.core.fold.meter import SessionMeter, SurfaceNode
 from dshweb.core.fold.point import BETWEEN_STEPS
 from dshweb.core.fold.preview import select_range
+from dshweb.core.fold.pricing import DEFAULT_CUT, PruneCut, pruned_price
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.reader import LogTail
 from dshweb.core.log.wire import (
@@ -209,9 +210,10 @@ class _Surface:
     open_calls: int = 0
     prunable: set[int] = field(default_factory=set)
     """Indexes in ``nodes`` the pruner would cut."""
+    cut: PruneCut = DEFAULT_CUT
 
     def add(self, node: SurfaceNode) -> None:
-        if node.pruned is not None:
+        if node.shape is not None and pruned_price(node.shape, self.cut) is not None:
             self.prunable.add(len(self.nodes))
         self.nodes.append(node)
         self.tokens += node.tokens
@@ -221,9 +223,10 @@ class _Surface:
         freed = 0
         for index in sorted(self.prunable):
             node = self.nodes[index]
-            if node.pruned is not None:
-                freed += node.tokens - node.pruned
-                self.nodes[index] = replace(node, tokens=node.pruned, pruned=None)
+            after = pruned_price(node.shape, self.cut) if node.shape is not None else None
+            if after is not None:
+                freed += node.tokens - after
+                self.nodes[index] = replace(node, tokens=after, shape=None)
         self.prunable.clear()
         self.tokens -= freed
         return freed
