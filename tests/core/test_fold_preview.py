@@ -25,7 +25,7 @@ from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.meter import SessionMeter, SurfaceNode
 from dshweb.core.fold.point import BETWEEN_STEPS, point_of
 from dshweb.core.fold.preview import automatic_preview, manual_preview, select_range
-from dshweb.core.fold.pricing import Shape
+from dshweb.core.fold.pricing import DEFAULT_CUT, Shape
 from dshweb.core.log.wire import (
     CompactionPrune,
     CompactionStart,
@@ -74,7 +74,11 @@ def _previewed(how: str, meter: SessionMeter, settings: EffectiveSettings) -> tu
         point = point_of(meter, settings.engine)
         assert point is not None and point.retain_tokens is not None
         preview = automatic_preview(
-            meter, measured, point.threshold_tokens, point.retain_tokens, pruner=settings.pruner
+            meter,
+            measured,
+            point.threshold_tokens,
+            point.retain_tokens,
+            pruner=DEFAULT_CUT if settings.pruner else None,
         )
         # The engine checked the measure against the point, and pruned what it would cut.
         assert preview.compacts and not preview.cuts
@@ -114,7 +118,9 @@ def check_home(home: Path) -> dict[str, Checked]:
                 in_step = False
             if isinstance(event, CompactionPrune) and event.data is not None:
                 if not pruning:  # a pass begins: what the preview said it would cut
-                    preview = automatic_preview(meter, 0, None, 0, pruner=settings.pruner)
+                    preview = automatic_preview(
+                        meter, 0, 1, 0, pruner=DEFAULT_CUT if settings.pruner else None
+                    )
                     cuts = {cut.seq: cut.tokens for cut in preview.cuts}
                     afters = {cut.seq: cut.after for cut in preview.cuts}
                 pruning = True
@@ -267,7 +273,7 @@ def test_an_automatic_fold_prunes_first_and_compacts_only_if_still_at_the_point(
     assert both.shadowed_tokens == 100 + 50 + 1_298 + 400 + 80 + 60
     assert both.retained_tokens == 340 and both.tool_pairs == 2
     # Without the pruner, no cut and the result's whole price is shadowed.
-    plain = automatic_preview(meter, measured, 4_000, 300, pruner=False)
+    plain = automatic_preview(meter, measured, 4_000, 300, pruner=None)
     assert not plain.cuts and plain.shadowed_tokens == both.shadowed_tokens + 1_702
 
 

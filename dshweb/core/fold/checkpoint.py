@@ -51,7 +51,7 @@ from dshweb.core.log.frames import decompressor
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.reader import open_log
 
-CHECKPOINT_VERSION = 11
+CHECKPOINT_VERSION = 12
 """Raise it whenever the state's shape or meaning changes."""
 
 FINGERPRINT_SPAN = 4 << 10
@@ -71,6 +71,7 @@ _STATE_MODULES = frozenset(
         "dshweb.core.fold.pace",
         "dshweb.core.fold.point",
         "dshweb.core.fold.pricing",
+        "dshweb.core.fold.revealed",
         "dshweb.core.fold.session",
         "dshweb.core.fold.told",
     }

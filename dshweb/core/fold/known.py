@@ -21,7 +21,7 @@ pruned and left whole). Every estimate says which it went by:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Source = Literal["recorded", "profile", "catalogue", "inferred", "unknown"]
 
@@ -56,3 +56,25 @@ class Known:
 
 
 UNKNOWN = Known()
+
+
+@dataclass(frozen=True, slots=True)
+class CutKnown:
+    """The pruner as the preview goes by it: ``on`` (``None``: nothing says), its
+    threshold's range, its head and tail (each with its source)."""
+
+    on: bool
+    threshold: Known
+    head: Known
+    tail: Known
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "on": self.on,
+            "thresholdChars": self.threshold.as_json(),
+            "headChars": self.head.as_json(),
+            "tailChars": self.tail.as_json(),
+        }
+
+
+OFF = CutKnown(False, Known(), Known(), Known())

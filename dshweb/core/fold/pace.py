@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from dshweb.core.fold.compaction import measured_tokens
 from dshweb.core.fold.meter import USAGE_EVENTS, SessionMeter, cache_and_prompt
 from dshweb.core.fold.point import BETWEEN_STEPS, Decisions
+from dshweb.core.fold.pricing import Shape
+from dshweb.core.fold.revealed import Revealed
 from dshweb.core.log.wire import AnyEvent, CompactionPrune, CompactionStart, StepStart
 
 RUNGS = (1, 2, 3, 5, 8, 13, 20)
@@ -59,6 +61,9 @@ class CheckGrowth:
     """The reading the last step started at."""
     checked: int | None = None
     """The reading the pre-step under way checked, when it folded."""
+    added: list[tuple[Shape, ...]] = field(default_factory=list)
+    """Beside each of ``growth``, the shapes of the tool results its step added: what
+    a prune would take back of its growth (the summary forecast's net growth)."""
     in_step: bool = False
     steps: int = 0
     """The steps started so far."""
@@ -74,9 +79,12 @@ class CheckGrowth:
         if kind is StepStart:
             reading = measured_tokens(meter)
             checked = self.checked if self.checked is not None else reading
+            added = tuple(meter.results_added)
+            meter.results_added.clear()
             if self.steps > 1 and self.started is not None and checked >= self.started:
                 self.growth.append(checked - self.started)
-                del self.growth[:-MAX_SAMPLES]
+                self.added.append(added)
+                del self.growth[:-MAX_SAMPLES], self.added[:-MAX_SAMPLES]
             self.started, self.checked, self.in_step = reading, None, True
             self.steps += 1
         elif kind in BETWEEN_STEPS:
@@ -101,9 +109,12 @@ class PaceCollector:
     (``tokenUsage``'s running sums), the last :data:`MAX_SAMPLES`: the cache-hit ratio of
     any recent run of steps is a difference of two."""
     decisions: Decisions = field(default_factory=Decisions)
+    revealed: Revealed = field(default_factory=Revealed.new)
+    """What the engine's acts show of its retain and the pruner's cut."""
 
     def observe(self, event: AnyEvent, meter: SessionMeter) -> None:
         """Look at ``event`` before ``meter`` folds it."""
+        self.revealed.observe(event, meter, overflow=self.decisions.overflow)
         self.decisions.observe(event, meter)
         self.checks.observe(event, meter)
         if type(event) not in USAGE_EVENTS:

@@ -30,6 +30,7 @@ from typing import Any
 
 from dshweb.core.fold.compaction import CompactionPoint, compaction_point, measured_tokens
 from dshweb.core.fold.gauge import Band, context_band
+from dshweb.core.fold.known import UNKNOWN, Known
 from dshweb.core.fold.ledger import overflow_pending
 from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.log.wire import (
@@ -160,6 +161,28 @@ def effective_threshold(point: CompactionPoint | None, inferred: InferredPoint) 
     if source is None or high is None:
         return None
     return (low + high) // 2 if low is not None else high
+
+
+def point_known(
+    point: CompactionPoint | None, inferred: InferredPoint, meter: SessionMeter
+) -> Known:
+    """The compaction point as a range with its source: the profile's while the
+    engine's decisions allow it; else the range they allow, bounded above before the
+    first fold by the engine's own rule (the point is at most the window less the
+    reserved completion: ``min(window × thresholdRatio, window − reserved − headroom)``
+    with a ratio of at most 1 and a headroom of at least 0)."""
+    configured = point.threshold_tokens if point is not None else None
+    if configured is not None and inferred.holds(configured):
+        return Known.exactly(configured, "profile")
+    if inferred.low is not None or inferred.high is not None:
+        high = inferred.high
+        if high is None and meter.context_window is not None:
+            high = meter.context_window - meter.reserved_tokens
+        low = inferred.low
+        if low is not None and high is not None and high < low:
+            high = None
+        return Known(low, high, "inferred")
+    return Known.exactly(configured, "profile") if configured is not None else UNKNOWN
 
 
 def point_of(meter: SessionMeter, engine: EngineConfig | None) -> CompactionPoint | None:

@@ -26,18 +26,32 @@ largest, an estimate: before the first one, unknown).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dshweb.core.fold.folds import Fold, Previewed
+from dshweb.core.fold.known import OFF, UNKNOWN, CutKnown, Known
 from dshweb.core.fold.meter import SessionMeter, SurfaceNode
-from dshweb.core.fold.pricing import pruned_price
+from dshweb.core.fold.pricing import DEFAULT_CUT, PruneCut, pruned_price, shape_points
 
 SYSTEM = "system/message"
 COMPACTIONS = frozenset({"automatic", "manual", "overflow"})
 """The fold kinds that write a summary."""
 SUMMARIES = 8
 """The session's last summaries whose sizes say what the next one will be."""
+
+
+@dataclass(frozen=True, slots=True)
+class Condition:
+    """One setting's range that makes an outcome of the preview the one that comes."""
+
+    setting: str
+    """``thresholdTokens``, ``retainTokens`` or ``pruneThreshold``."""
+    low: int | None
+    high: int | None
+
+    def as_json(self) -> dict[str, int | str | None]:
+        return {"setting": self.setting, "low": self.low, "high": self.high}
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +95,8 @@ class FoldPreview:
     after: tuple[int, int] | None = None
     """The measure after the fold, with the smallest and the largest of the session's
     recent summaries in the range's place; ``None`` before the session's first summary."""
+    when: tuple[Condition, ...] = ()
+    """What makes this the outcome, when the settings known leave more than one."""
 
     @property
     def pruned_tokens(self) -> int:
@@ -104,6 +120,7 @@ class FoldPreview:
             "last": _node_json(last),
             "afterLow": self.after[0] if self.after is not None else None,
             "afterHigh": self.after[1] if self.after is not None else None,
+            "when": [condition.as_json() for condition in self.when],
         }
 
 
@@ -165,6 +182,181 @@ def select_range(
     return Range(first, keep, kept, results)
 
 
+MAX_OUTCOMES = 4
+"""The most outcomes a preview lists; past that it says which setting it does not know."""
+
+
+@dataclass(frozen=True, slots=True)
+class AutomaticPreview:
+    """The next automatic fold, as the settings known so far allow it: one outcome when
+    they decide it, each outcome with what decides it (``when``) when they leave more
+    than one open, none with ``unknown`` naming the setting when they leave too many."""
+
+    outcomes: tuple[FoldPreview, ...] = ()
+    unknown: str | None = None
+    """``retain``, ``pruner`` or ``point``: what must be known before it can say."""
+    point: Known = UNKNOWN
+    retain: Known = UNKNOWN
+    cut: CutKnown = OFF
+
+    @property
+    def one(self) -> FoldPreview | None:
+        """The outcome, when the known settings leave only one."""
+        return self.outcomes[0] if len(self.outcomes) == 1 else None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "outcomes": [outcome.as_json() for outcome in self.outcomes],
+            "unknown": self.unknown,
+            "settings": {
+                "thresholdTokens": self.point.as_json(),
+                "retainTokens": self.retain.as_json(),
+                "pruner": self.cut.as_json(),
+            },
+        }
+
+
+def automatic_outcomes(
+    meter: SessionMeter,
+    measured: int,
+    point: Known,
+    retain: Known,
+    cut: CutKnown,
+    folds: Sequence[Fold] = (),
+) -> AutomaticPreview:
+    """The next automatic fold, were it to come now (at the point, when the measure is
+    not there yet): the pruner's cuts, then (while the measure is still at or past the
+    point) the compaction keeping the retain; every outcome the known ranges of the
+    point, the retain and the pruner's threshold allow."""
+    said = AutomaticPreview(point=point, retain=retain, cut=cut)
+    options = _prune_options(meter, cut)
+    if options is None:
+        return replace(said, unknown="pruner")
+    outcomes: list[FoldPreview] = []
+    for cuts, when in options:
+        freed = sum(c.freed for c in cuts)
+        left = measured - freed
+        for compacts, decided in _compacts(point, freed, left):
+            if not compacts:
+                outcomes.append(
+                    FoldPreview("automatic", cuts, False, after=(left, left), when=when + decided)
+                )
+                continue
+            ranges = _retained(meter, retain, {c.seq: c.after for c in cuts})
+            if ranges is None:
+                return replace(said, unknown="retain")
+            for found, kept in ranges:
+                preview = _preview("automatic", meter, found, cuts, left, folds)
+                outcomes.append(replace(preview, when=when + decided + kept))
+        if len(outcomes) > MAX_OUTCOMES:
+            break
+    if len(outcomes) > MAX_OUTCOMES:
+        worst = "pruner" if len(options) > 1 else "retain" if retain.exact is None else "point"
+        return replace(said, unknown=worst)
+    return replace(said, outcomes=tuple(outcomes))
+
+
+def _prune_options(
+    meter: SessionMeter, cut: CutKnown
+) -> list[tuple[tuple[Cut, ...], tuple[Condition, ...]]] | None:
+    """The sets of cuts the pruner's known threshold allows, each with the threshold's
+    range that makes it (``None``: more than :data:`MAX_OUTCOMES`, or a result would be
+    cut whose price after the cut the unknown head or tail leaves open)."""
+    if not cut.on:
+        return [((), ())]
+    low, high = cut.threshold.low or 0, cut.threshold.high
+    candidates = sorted(
+        (node for node in meter.prunable.values() if node.shape is not None),
+        key=lambda node: node.seq,
+    )
+    sizes = sorted({p for n in candidates if n.shape and (p := shape_points(n.shape)) > low})
+    open_sizes = [p for p in sizes if high is None or p <= high]
+    if len(open_sizes) + 1 > MAX_OUTCOMES:
+        return None
+    head, tail = cut.head.exact, cut.tail.exact
+    if sizes and (head is None or tail is None):
+        return None
+    # Threshold ranges: [low, p1 − 1], [p1, p2 − 1], …, [pm, high]; each cuts what is over.
+    edges = [low, *open_sizes]
+    options: list[tuple[tuple[Cut, ...], tuple[Condition, ...]]] = []
+    for index, at in enumerate(edges):
+        upto = edges[index + 1] - 1 if index + 1 < len(edges) else high
+        prune = PruneCut(at, head or 0, tail or 0)
+        cuts = tuple(
+            Cut(node.seq, node.tokens, after)
+            for node in candidates
+            if node.shape is not None and (after := pruned_price(node.shape, prune)) is not None
+        )
+        when: tuple[Condition, ...] = ()
+        if len(edges) > 1:
+            when = (Condition("pruneThreshold", at, upto),)
+        options.append((cuts, when))
+    return options
+
+
+def _compacts(point: Known, freed: int, left: int) -> list[tuple[bool, tuple[Condition, ...]]]:
+    """Whether a compaction follows the cuts: the measure left (``left``; at the point
+    itself when the fold comes as the measure reaches it) still at or past the point.
+    Both, each with the point's range that makes it, when the point's range holds
+    ``left``."""
+    if freed <= 0:
+        return [(True, ())]
+    low, high = point.low, point.high
+    if high is not None and high <= left:
+        return [(True, ())]
+    if low is not None and low > left:
+        return [(False, ())]
+    return [
+        (True, (Condition("thresholdTokens", low, left),)),
+        (False, (Condition("thresholdTokens", left + 1, high),)),
+    ]
+
+
+def _retained(
+    meter: SessionMeter, retain: Known, cut: dict[int, int]
+) -> list[tuple[Range | None, tuple[Condition, ...]]] | None:
+    """Each range a compaction could shadow for a retain in the known range, with the
+    retain's range that gives it (``None``: more than :data:`MAX_OUTCOMES`, or the
+    retain is not bounded)."""
+    low, high = retain.low or 0, retain.high
+    if high is None:
+        return None
+
+    def price(node: SurfaceNode) -> int:
+        return cut.get(node.seq, node.tokens)
+
+    if low == high:
+        return [(select_range(meter.nodes, meter.open_calls, low, price), ())]
+    nodes = meter.nodes
+    found: list[tuple[Range | None, tuple[int, int]]] = []
+    tail = 0
+    for index in range(len(nodes) - 1, -1, -1):
+        below, tail = tail, tail + price(nodes[index])
+        # A retain in (below, tail] (from 0 at the newest node) stops the walk here.
+        start = 0 if index == len(nodes) - 1 else below + 1
+        if tail < low:
+            continue
+        if start > high:
+            break
+        sub = (max(low, start), min(high, tail))
+        one = select_range(nodes, meter.open_calls, sub[0], price)
+        if found and _same(found[-1][0], one):
+            found[-1] = (one, (found[-1][1][0], sub[1]))
+        else:
+            found.append((one, sub))
+        if len(found) > MAX_OUTCOMES:
+            return None
+    if len(found) == 1:
+        return [(found[0][0], ())]
+    return [(one, (Condition("retainTokens", *sub),)) for one, sub in found]
+
+
+def _same(a: Range | None, b: Range | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return (a.first, a.keep) == (b.first, b.keep)
+
+
 def automatic_preview(
     meter: SessionMeter,
     measured: int,
@@ -172,25 +364,22 @@ def automatic_preview(
     retain: int,
     folds: Sequence[Fold] = (),
     *,
-    pruner: bool = True,
+    pruner: PruneCut | None = DEFAULT_CUT,
 ) -> FoldPreview:
-    """The next automatic fold, were it to come now: the pruner's cuts (when it runs), then
-    (while the measure is still at or past the point; at the point when it is not there
-    yet) the compaction keeping ``retain`` tokens."""
-    cuts = tuple(
-        Cut(node.seq, node.tokens, after)
-        for node in (meter.prunable.values() if pruner else ())
-        if node.shape is not None and (after := pruned_price(node.shape)) is not None
-    )
-    cut = {c.seq: c.after for c in cuts}
-    freed = sum(c.freed for c in cuts)
-    compacts = threshold is None or max(measured, threshold) - freed >= threshold
-    if not compacts:
-        return FoldPreview("automatic", cuts, compacts=False, after=(measured - freed,) * 2)
-    found = select_range(
-        meter.nodes, meter.open_calls, retain, lambda node: cut.get(node.seq, node.tokens)
-    )
-    return _preview("automatic", meter, found, cuts, measured - freed, folds)
+    """The next automatic fold under settings known exactly (the compaction point
+    ``threshold``, ``retain``, the pruner's cut or ``None`` when it is off)."""
+    point = Known.exactly(threshold, "profile") if threshold is not None else UNKNOWN
+    cut = OFF
+    if pruner is not None:
+        cut = CutKnown(
+            True,
+            Known.exactly(pruner.threshold, "profile"),
+            Known.exactly(pruner.head, "profile"),
+            Known.exactly(pruner.tail, "profile"),
+        )
+    said = automatic_outcomes(meter, measured, point, Known.exactly(retain, "profile"), cut, folds)
+    assert said.one is not None  # settings known exactly leave one outcome
+    return said.one
 
 
 def manual_preview(meter: SessionMeter, measured: int, folds: Sequence[Fold] = ()) -> FoldPreview:

@@ -25,6 +25,7 @@ from dshweb.core.fold.cost import (
 )
 from dshweb.core.fold.forecast import NO_FORECAST_YET, Forecast, as_of, fold_forecast
 from dshweb.core.fold.gauge import Band
+from dshweb.core.fold.known import CutKnown, Known
 from dshweb.core.fold.ledger import Ledger, LedgerCollector
 from dshweb.core.fold.meter import SessionMeter, SurfaceNode
 from dshweb.core.fold.pace import PaceCollector
@@ -32,10 +33,18 @@ from dshweb.core.fold.point import (
     InferredPoint,
     StepBand,
     effective_threshold,
+    point_known,
     point_of,
     threshold_source,
 )
-from dshweb.core.fold.preview import FoldPreview, automatic_preview, manual_preview
+from dshweb.core.fold.preview import (
+    AutomaticPreview,
+    FoldPreview,
+    automatic_outcomes,
+    manual_preview,
+)
+from dshweb.core.fold.pricing import DEFAULT_CUT, PruneCut
+from dshweb.core.fold.revealed import cut_known, retain_known
 from dshweb.core.fold.told import Told, ToldCollector
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.jsjson import printable
@@ -175,10 +184,10 @@ class SessionTracker:
             self.step_band.step_end(self.meter, self.pace.decisions, engine, rule)
 
     def _retain(self) -> int | None:
-        """The ``retainTokens`` of the engine the session runs now."""
+        """The ``retainTokens`` the engine runs with now, when it is known exactly (the
+        ledger keeps what a preview keeping it said beside what the engine did)."""
         engine = self.settings_of(self)[0] if self.settings_of else None
-        point = point_of(self.meter, engine)
-        return point.retain_tokens if point is not None else None
+        return settings_known(self, engine, None)[1].exact
 
     @property
     def session_id(self) -> str:
@@ -245,14 +254,19 @@ class SessionSnapshot:
     past: bool = False
     """Folded only up to a chosen event (``--at-seq``): a view of the session as it was
     then, whose clock is that event's time, not the wall clock."""
-    automatic_preview: FoldPreview | None = None
-    """What the next automatic fold would take away, were it to come now (``None``: the
-    compaction point's ``retainTokens`` is not known)."""
+    automatic: AutomaticPreview = field(default_factory=AutomaticPreview)
+    """What the next automatic fold would take away, were it to come now: every outcome
+    the settings known so far allow, and those settings with their sources."""
     manual_preview: FoldPreview = field(default_factory=lambda: FoldPreview("manual"))
     """What a Compact now would take away."""
     cost: SessionCost = field(default_factory=SessionCost)
     """The tokens of its requests and summaries by model and billing time (priced by a
     :class:`~dshweb.core.fold.cost.PriceBook`)."""
+
+    @property
+    def automatic_preview(self) -> FoldPreview | None:
+        """The next automatic fold, when the settings known leave one outcome."""
+        return self.automatic.one
 
     @property
     def used_tokens(self) -> int | None:
@@ -308,6 +322,7 @@ class SessionSnapshot:
         automatic = self.automatic_preview
         compaction["preview"] = {
             "automatic": automatic.as_json() if automatic is not None else None,
+            "automaticOutcomes": self.automatic.as_json(),
             "manual": self.manual_preview.as_json(),
         }
         return {
@@ -387,7 +402,9 @@ def take_snapshot(
         errors.append(f"… and {meter.more_problems:,} more problems")
     nodes = heapq.nlargest(largest, meter.nodes, key=lambda n: n.tokens)
     ledger = tracker.ledger.result(meter, threshold=threshold)
-    retain = point.retain_tokens if point is not None else None
+    known_point, known_retain, known_cut = settings_known(
+        tracker, engine, DEFAULT_CUT if pruner else None
+    )
     return SessionSnapshot(
         session_id=printable(tracker.session_id),
         path=printable(path),
@@ -428,14 +445,35 @@ def take_snapshot(
         rule=rule,
         step_band=tracker.step_band.band,
         past=tracker.stop_after_seq is not None,
-        automatic_preview=None
-        if retain is None
-        else _printable_preview(
-            automatic_preview(meter, measured, threshold, retain, ledger.folds, pruner=pruner)
+        automatic=_printable_outcomes(
+            automatic_outcomes(meter, measured, known_point, known_retain, known_cut, ledger.folds)
         ),
         manual_preview=_printable_preview(manual_preview(meter, measured, ledger.folds)),
         cost=tracker.cost.result(),
     )
+
+
+def settings_known(
+    tracker: SessionTracker, engine: EngineConfig | None, cut: PruneCut | None
+) -> tuple[Known, Known, CutKnown]:
+    """The point, the retain and the pruner's cut the session's engine goes by now: the
+    profile's (``engine``, ``cut``) where the engine's acts in the log allow them, else
+    what those acts reveal (:mod:`dshweb.core.fold.revealed`)."""
+    meter, pace = tracker.meter, tracker.pace
+    profile = point_of(meter, engine)
+    point = point_known(profile, pace.decisions.inferred, meter)
+    basis = (meter.context_window, meter.reserved_tokens)
+    retain = retain_known(
+        profile.retain_tokens if profile is not None else None,
+        point,
+        pace.revealed.retain,
+        basis,
+    )
+    return point, retain, cut_known(cut, pace.revealed.cut, point)
+
+
+def _printable_outcomes(said: AutomaticPreview) -> AutomaticPreview:
+    return replace(said, outcomes=tuple(map(_printable_preview, said.outcomes)))
 
 
 def _printable_preview(preview: FoldPreview) -> FoldPreview:

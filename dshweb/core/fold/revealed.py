@@ -1,0 +1,274 @@
+"""What the engine's own acts in a log reveal of the retain and the pruner's cut it ran
+with, as :class:`~dshweb.core.fold.point.Decisions` reveals its compaction point.
+
+A ``dsh --patch`` is never recorded (DSH_FACTS §12), so a session's profile may not be
+what its engine ran. Each act bounds a setting by the engine's own rules (DSH_FACTS §7,
+read in the runtime's ``compaction-basic`` and ``tool-result-pruner``):
+
+- **The retain**, by every automatic summary (``selectCompactableRange``): walking back
+  from the newest node, the engine stopped at the first node ``k0`` whose tail (the
+  prices of ``k0`` and every node after it) reached ``retainTokens``, then moved back to
+  ``k`` while a tool call before the cut waited for a result after it. The summary's
+  ``shadowedRange`` ends just before ``k``; ``k0`` lies between ``k`` and the first node
+  after ``k`` where nothing waits (``b``), so ``tail(b) < retainTokens <= tail(k)``.
+  A retain is per window and reserve (a ``retainRatio`` of the message budget): the
+  bounds start over when either changes, and when a summary contradicts them (a
+  profile changed under the session).
+- **The pruner's head and tail**, exactly, by any replacing result: its text is the
+  original's first ``headChars`` code points, the marker, and its last ``tailChars``.
+- **The pruner's threshold**, from both sides: every result it cut had more code points
+  than the threshold; every result a pass left whole had no more. A pass is a pre-step
+  that pruned, or a compaction (the pruner, when it runs, goes first: an automatic one
+  and one recovering from an overflow alike).
+
+Kept per session and folded with it; reading them costs nothing per request.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dshweb.core.fold.known import CutKnown, Known
+from dshweb.core.fold.meter import SessionMeter, SurfaceNode, surface_message
+from dshweb.core.fold.point import BETWEEN_STEPS
+from dshweb.core.fold.pricing import PRUNE_MARKER, PruneCut, shape_points
+from dshweb.core.log.decode import raw_as
+from dshweb.core.log.wire import (
+    AnyEvent,
+    Block,
+    CompactionPrune,
+    CompactionStart,
+    CompactionSummary,
+    Replace,
+    StepStart,
+    ToolResult,
+)
+
+MARKER_POINTS = len(PRUNE_MARKER)
+
+
+@dataclass(slots=True)
+class RetainSeen:
+    """Bounds on ``retainTokens`` from the automatic summaries under one window and
+    reserve (``low``..``high``, both included)."""
+
+    low: int = 0
+    high: int | None = None
+    summaries: int = 0
+    basis: tuple[int | None, int] | None = None
+
+    def observe(self, meter: SessionMeter, last_seq: Any) -> None:
+        """An automatic summary whose range ends at ``last_seq``, on ``meter``'s surface
+        as the engine priced it (after the pass's prunes)."""
+        nodes = meter.nodes
+        keep = _index_after(meter, last_seq)
+        if keep is None:
+            return
+        tail = sum(node.tokens for node in nodes[keep:])
+        # Where nothing waits: walking forward from ``keep``, the balance of calls before
+        # each node still waiting for a result at or after it.
+        balance = meter.open_calls - sum(node.calls for node in nodes[keep:])
+        after = tail
+        low = 0
+        for index in range(keep, len(nodes)):
+            balance += nodes[index].calls
+            after -= nodes[index].tokens
+            if index + 1 < len(nodes) and balance == 0:
+                low = after + 1
+                break
+        basis = (meter.context_window, meter.reserved_tokens)
+        fresh = basis != self.basis or low > (self.high if self.high is not None else low)
+        fresh = fresh or tail < self.low
+        if fresh:
+            self.low, self.high, self.summaries, self.basis = low, tail, 0, basis
+        else:
+            self.low = max(self.low, low)
+            self.high = tail if self.high is None else min(self.high, tail)
+        self.summaries += 1
+
+
+def _index_after(meter: SessionMeter, last_seq: Any) -> int | None:
+    """The index of the node after the one ``last_seq`` names (searched from the tail)."""
+    seqs = meter.node_seqs
+    for index in range(len(seqs) - 1, -1, -1):
+        if seqs[index] == last_seq:
+            return index + 1
+    return None
+
+
+@dataclass(slots=True)
+class CutSeen:
+    """What the pruner's acts show of its cut: ``head`` and ``tail`` once it cut, and
+    its threshold between ``whole`` (the most code points of a result a pass left
+    whole) and ``pruned`` − 1 (the fewest of one it cut)."""
+
+    head: int | None = None
+    tail: int | None = None
+    pruned: int | None = None
+    whole: int | None = None
+    """Only from passes known to have run the pruner (see :attr:`CutSeen.prunes`)."""
+    whole_if_on: int | None = None
+    """From compactions whose pre-step pruned nothing: a bound only if the pruner runs."""
+    prunes: int = 0
+
+    def cut(self, node: SurfaceNode | None) -> None:
+        """The pruner cut ``node`` (its ``compaction/prune``)."""
+        self.prunes += 1
+        if node is not None and node.shape is not None:
+            points = shape_points(node.shape)
+            self.pruned = points if self.pruned is None else min(self.pruned, points)
+
+    def replaced(self, event: ToolResult) -> None:
+        """The pruner's replacing result: its text shows the head and tail it kept."""
+        message = surface_message(event)
+        content = message.content if message is not None else None
+        if not isinstance(content, list):
+            return
+        texts = [b.text or "" for raw in content if (b := raw_as(raw, Block)) and b.type == "text"]
+        text = "".join(texts)
+        at = text.find(PRUNE_MARKER)
+        if at < 0 or text.find(PRUNE_MARKER, at + 1) >= 0:
+            return  # no marker, or more than one: which one is the pruner's is not known
+        self.head, self.tail = at, len(text) - at - MARKER_POINTS
+
+    def passed(self, meter: SessionMeter, *, pruned: bool) -> None:
+        """A pass of the pruner over the surface ended (``pruned``: it cut something):
+        every result on it now is within the threshold."""
+        largest = max(
+            (shape_points(n.shape) for n in meter.prunable.values() if n.shape), default=0
+        )
+        if pruned:
+            self.whole = largest if self.whole is None else max(self.whole, largest)
+        else:
+            self.whole_if_on = (
+                largest if self.whole_if_on is None else max(self.whole_if_on, largest)
+            )
+
+
+@dataclass(slots=True)
+class Revealed:
+    """The retain and the cut as the engine's acts show them, folded with the log."""
+
+    retain: RetainSeen
+    cut: CutSeen
+    in_step: bool = False
+    pruning: bool = False
+    """The pre-step under way pruned."""
+    automatic: Any = None
+    """The id of the automatic compaction under way (``None``: none, or another kind)."""
+
+    @classmethod
+    def new(cls) -> Revealed:
+        return cls(RetainSeen(), CutSeen())
+
+    def observe(self, event: AnyEvent, meter: SessionMeter, *, overflow: bool) -> None:
+        """Look at ``event`` before ``meter`` folds it (``overflow``: a compaction now
+        would recover from a refused request, as the point's decisions tell)."""
+        kind = type(event)
+        if kind is CompactionPrune:
+            data = event.data  # type: ignore[union-attr]
+            seqs = (data.shadowed_seqs if data is not None else None) or []
+            node = _node_of(meter, seqs[0]) if len(seqs) == 1 else None
+            self.cut.cut(node)
+            self.pruning = True
+        elif kind is ToolResult and self.pruning and isinstance(event.surface_op, Replace):  # type: ignore[union-attr]
+            self.cut.replaced(event)  # type: ignore[arg-type]
+        elif kind is CompactionStart:
+            data = event.data  # type: ignore[union-attr]
+            automatic = data is not None and data.turn is not None
+            if automatic and (overflow or not self.in_step):
+                self.cut.passed(meter, pruned=self.pruning)
+            self.pruning = False
+            self.automatic = (
+                data.compaction_id if automatic and not (overflow or self.in_step) else None
+            )
+        elif kind is CompactionSummary:
+            data = event.data  # type: ignore[union-attr]
+            shadowed = data.shadowed_range if data is not None else None
+            if shadowed is not None and data is not None and data.compaction_id == self.automatic:
+                self.retain.observe(meter, shadowed.end)
+            self.automatic = None
+        elif kind is StepStart:
+            if self.pruning:  # a pass that pruned and needed no summary
+                self.cut.passed(meter, pruned=True)
+            self.in_step, self.pruning = True, False
+        elif kind in BETWEEN_STEPS:
+            self.in_step = self.pruning = False
+
+
+def _node_of(meter: SessionMeter, seq: Any) -> SurfaceNode | None:
+    seqs = meter.node_seqs
+    for index in range(len(seqs) - 1, -1, -1):
+        if seqs[index] == seq:
+            return meter.nodes[index]
+    return None
+
+
+def retain_known(
+    profile: int | None, point: Known, seen: RetainSeen, basis: tuple[int | None, int]
+) -> Known:
+    """The retain a summary now would keep: the profile's, unless the summaries under
+    this window and reserve rule it out (then the range they allow) or the point shows
+    the profile's settings do not apply and no summary has shown the retain yet
+    (unknown: anything under the point)."""
+    below = point.high - 1 if point.high is not None else None
+    if seen.summaries and seen.basis == basis:
+        high = seen.high if below is None or seen.high is None else min(seen.high, below)
+        if profile is not None and seen.low <= profile and (high is None or profile <= high):
+            return Known.exactly(profile, "profile")
+        if high is not None and high < seen.low:
+            high = seen.high  # the point's range and the summaries disagree: trust the summaries
+        return Known(seen.low, high, "inferred")
+    if profile is not None and point.source in ("profile", "catalogue"):
+        return Known.exactly(profile, "profile")
+    return Known(0, below, "unknown")
+
+
+def cut_known(profile: PruneCut | None, seen: CutSeen, point: Known) -> CutKnown:
+    """The pruner's cut: the profile's where nothing the pruner did contradicts it, else
+    what its cuts and the results it left whole allow. When the point shows the
+    profile's settings do not apply (a ``dsh --patch`` the log does not record), the
+    profile says nothing of the pruner either."""
+    if point.source not in ("profile", "catalogue"):
+        profile, trusted = None, False
+    else:
+        trusted = True
+    if profile is None and trusted and not seen.prunes:
+        return CutKnown(
+            False, Known(source="profile"), Known(source="profile"), Known(source="profile")
+        )
+    whole = seen.whole or 0
+    if profile is not None or seen.prunes or not trusted:
+        whole = max(whole, seen.whole_if_on or 0)
+    floor = MARKER_POINTS
+    if seen.head is not None and seen.tail is not None:
+        floor = seen.head + MARKER_POINTS + seen.tail
+    low = max(whole, floor)
+    high = seen.pruned - 1 if seen.pruned is not None else None
+    if high is not None and high < low:  # a profile changed under the session
+        low = min(low, high)
+    if (
+        profile is not None
+        and profile.threshold >= low
+        and (high is None or profile.threshold <= high)
+    ):
+        threshold = Known.exactly(profile.threshold, "profile")
+    else:
+        threshold = Known(low, high, "inferred")
+    return CutKnown(
+        True,
+        threshold,
+        _part(seen.head, profile.head if profile is not None else None, threshold),
+        _part(seen.tail, profile.tail if profile is not None else None, threshold),
+    )
+
+
+def _part(seen: int | None, profile: int | None, threshold: Known) -> Known:
+    """A head or a tail: as the pruner's replacements showed it, else the profile's while
+    its threshold holds."""
+    if seen is not None:
+        return Known.exactly(seen, "profile" if seen == profile else "inferred")
+    if profile is not None and threshold.source == "profile":
+        return Known.exactly(profile, "profile")
+    return Known(source="unknown")
