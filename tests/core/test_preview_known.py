@@ -16,11 +16,16 @@ from collections import Counter
 
 import pytest
 
+from dshweb.core.fold.compaction import measured_tokens
+from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.known import Known
 from dshweb.core.fold.meter import SessionMeter, SurfaceNode
 from dshweb.core.fold.preview import MAX_OUTCOMES, automatic_outcomes
+from dshweb.core.fold.pricing import DEFAULT_CUT
 from dshweb.core.fold.revealed import CutSeen, RetainSeen, cut_known, retain_known
+from dshweb.core.fold.session import SessionTracker, settings_known
 from tests.conftest import FIXTURE_HOMES
+from tests.inferred import events_of
 from tests.previewed import judge_home
 
 HOMES = sorted(p for p in FIXTURE_HOMES.iterdir() if p.is_dir())
@@ -136,3 +141,32 @@ def test_where_the_settings_known_leave_two_outcomes_it_gives_both() -> None:
 def _seen_cut() -> CutSeen:
     seen = CutSeen(head=4_096, tail=1_024, pruned=9_000, prunes=1)
     return seen
+
+
+@pytest.mark.timeout(600)
+def test_at_every_seq_of_every_log_no_range_is_inverted_or_empty() -> None:
+    """The point, the retain, the cut and every outcome's conditions, after every event of
+    every fixture log: ranges that can be (low <= high; :class:`Known` refuses others),
+    at most :data:`MAX_OUTCOMES` outcomes, and a reason whenever there is none."""
+    seqs = 0
+    for home in HOMES:
+        index = HomeIndex(home)
+        index.refresh()
+        for whole in index.trackers.values():
+            settings = index.settings_of(whole)[1]
+            tracker = SessionTracker(whole.log, settings_of=index._settings)
+            cut = DEFAULT_CUT if settings.pruner else None
+            for event in events_of(whole.log):
+                tracker._fold(event)
+                point, retain, known_cut = settings_known(tracker, settings.engine, cut)
+                said = automatic_outcomes(
+                    tracker.meter, measured_tokens(tracker.meter), point, retain, known_cut
+                )
+                assert 0 < len(said.outcomes) <= MAX_OUTCOMES or said.unknown is not None
+                for outcome in said.outcomes:
+                    assert all(
+                        c.low is None or c.high is None or c.low <= c.high for c in outcome.when
+                    )
+                    assert outcome.first is None or outcome.messages > 0
+                seqs += 1
+    assert seqs > 38_000  # 38,754 when written

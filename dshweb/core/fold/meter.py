@@ -218,9 +218,10 @@ class SessionMeter:
     """Tool results on the surface."""
     prunable: dict[int, SurfaceNode] = field(default_factory=dict)
     """The tool results on the surface long enough for some pruner to cut, by seq."""
-    results_added: list[Shape] = field(default_factory=list)
+    results_added: list[Shape] = field(default_factory=list, compare=False)
     """The shapes of the tool results appended since a reader last cleared it (the
-    forecast's samples: what each step added that a prune would cut)."""
+    forecast's samples: what each step added that a prune would cut). A hand-off
+    buffer, not a projection: two meters of the same log are equal whoever read it."""
     anchor: Anchor | None = None
     problems: list[str] = field(default_factory=list)
     """The first :data:`MAX_PROBLEMS` things in the log the meter could not fold."""

@@ -179,7 +179,7 @@ def point_known(
         if high is None and meter.context_window is not None:
             high = meter.context_window - meter.reserved_tokens
         low = inferred.low
-        if low is not None and high is not None and high < low:
+        if high is not None and high < (low or 0):  # a log the engine could not write
             high = None
         return Known(low, high, "inferred")
     return Known.exactly(configured, "profile") if configured is not None else UNKNOWN

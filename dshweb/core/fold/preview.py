@@ -334,7 +334,7 @@ def _retained(
         below, tail = tail, tail + price(nodes[index])
         # A retain in (below, tail] (from 0 at the newest node) stops the walk here.
         start = 0 if index == len(nodes) - 1 else below + 1
-        if tail < low:
+        if tail < low or start > tail:  # (a node priced 0 stops no walk of its own)
             continue
         if start > high:
             break

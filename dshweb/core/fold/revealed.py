@@ -212,7 +212,7 @@ def retain_known(
     this window and reserve rule it out (then the range they allow) or the point shows
     the profile's settings do not apply and no summary has shown the retain yet
     (unknown: anything under the point)."""
-    below = point.high - 1 if point.high is not None else None
+    below = max(0, point.high - 1) if point.high is not None else None
     if seen.summaries and seen.basis == basis:
         high = seen.high if below is None or seen.high is None else min(seen.high, below)
         if profile is not None and seen.low <= profile and (high is None or profile <= high):
