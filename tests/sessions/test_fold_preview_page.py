@@ -8,16 +8,22 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from dataclasses import dataclass
 from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django.template.loader import render_to_string
+from django.utils import translation
 
 from dshweb.core.fold.index import HomeIndex
+from dshweb.core.fold.preview import AutomaticPreview
+from dshweb.core.fold.preview import FoldPreview as ManualPreview
 from tests.api.test_v1 import signed_in
 from tests.conftest import FIXTURE_HOMES
+from tests.previewed import judge_home
 from tests.snapshots import data_attributes
 
 HOME = FIXTURE_HOMES / "pace-mixed"
@@ -52,6 +58,8 @@ def test_the_page_and_dsh_snapshot_show_what_the_next_fold_would_take_away(home:
         "data-to-seq": str(auto.last.seq),
         "data-shadowed-tokens": str(auto.shadowed_tokens),
         "data-pruned-tokens": str(auto.pruned_tokens),
+        "data-outcomes": "1",
+        "data-unknown": "",
     }
     shown = data_attributes(page, "fold-preview-manual")
     assert shown["data-from-seq"] == str(manual.first.seq)
@@ -104,3 +112,41 @@ def test_each_ledger_row_shows_the_preview_beside_what_the_engine_did(home: Path
         )
         assert attrs["data-previewed-tokens"] == str(fold.shadowed_tokens)
         assert attrs["data-as-previewed"] == "yes"
+
+
+def test_where_the_settings_are_unrecorded_the_card_lists_each_outcome_or_says_so() -> None:
+    """A session run under a ``dsh --patch`` the log does not record: at a pass where
+    the retain is not known yet the card says so; where it is known to a range, it lists
+    each outcome with the range that makes it; the settings say where each came from."""
+    seen: dict[str, AutomaticPreview] = {}
+    for home in ("hidden-sdk-1", "hidden-sdk-2"):
+        for session in judge_home(FIXTURE_HOMES / home):
+            for judged in session.judged:
+                seen.setdefault(judged.verdict, judged.said)
+    held, unknown = seen["held"], seen["unknown"]
+    with translation.override("en"):
+        page = render_to_string(
+            "dashboard/_fold_preview.html", {"session": _Shown(held, ManualPreview("manual"))}
+        )
+        assert data_attributes(page, "fold-preview")["data-outcomes"] == str(len(held.outcomes))
+        for number, outcome in enumerate(held.outcomes, 1):
+            (condition,) = outcome.when
+            assert f'data-low="{condition.low}"' in page
+            one = data_attributes(page, f"fold-preview-automatic-{number}")
+            assert one["data-shadowed-tokens"] == str(outcome.shadowed_tokens)
+        assert "if the engine keeps" in page and "inferred from what the engine did" in page
+        page = render_to_string(
+            "dashboard/_fold_preview.html", {"session": _Shown(unknown, ManualPreview("manual"))}
+        )
+        assert data_attributes(page, "fold-preview")["data-unknown"] == unknown.unknown
+        assert "Not known yet" in page and "nothing has shown it yet" in page
+
+
+@dataclass
+class _Shown:
+    automatic: AutomaticPreview
+    manual_preview: ManualPreview
+
+    @property
+    def automatic_preview(self) -> ManualPreview | None:
+        return self.automatic.one
