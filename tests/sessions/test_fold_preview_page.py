@@ -78,6 +78,15 @@ def test_the_page_and_dsh_snapshot_show_what_the_next_fold_would_take_away(home:
     assert said["automatic"]["shadowedTokens"] == auto.shadowed_tokens
     assert said["automatic"]["retainedTokens"] == auto.retained_tokens
     assert said["automatic"]["messages"] == auto.messages
+    outcomes = said["automaticOutcomes"]
+    assert [o["fromSeq"] for o in outcomes["outcomes"]] == [auto.first.seq]
+    assert outcomes["unknown"] is None and outcomes["outcomes"][0]["when"] == []
+    assert outcomes["settings"]["retainTokens"] == {
+        "low": shot.point.retain_tokens,  # type: ignore[union-attr]
+        "high": shot.point.retain_tokens,  # type: ignore[union-attr]
+        "source": "profile",
+    }
+    assert outcomes["settings"]["pruner"]["thresholdChars"]["low"] == 8_192
     assert said["manual"]["fromSeq"] == manual.first.seq
     assert said["manual"]["shadowedTokens"] == manual.shadowed_tokens
     assert set(said["automatic"]) >= {
