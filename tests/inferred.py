@@ -10,6 +10,7 @@ window) are judged too, as if it were hidden.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,8 +86,10 @@ def events_of(log: LogFile) -> list[AnyEvent]:
     return events
 
 
-def judge(log: LogFile, truth: int, shape: str) -> Judged:
-    """Fold ``log`` as the dashboard does and check the inferred range after every event."""
+def judge(log: LogFile, truth: int, shape: str, points: Mapping[int, int] | None = None) -> Judged:
+    """Fold ``log`` as the dashboard does and check the inferred range after every event
+    (``points``: the true point by window, for a session that moved between windows; the
+    range is judged against the point of the window its decisions were made under)."""
     meter, pace = SessionMeter(), PaceCollector()
     misses: list[tuple[int, InferredPoint]] = []
     widest: int | None = None
@@ -107,7 +110,9 @@ def judge(log: LogFile, truth: int, shape: str) -> Judged:
                     crossings.append(reading - last_passed)
         meter.fold(event)
         inferred = pace.decisions.inferred
-        if not inferred.holds(truth) and len(misses) < 5:
+        basis = pace.decisions.basis
+        now = (points or {}).get(basis[0] or 0, truth) if basis is not None else truth
+        if not inferred.holds(now) and len(misses) < 5:
             misses.append((event.seq if event.seq is not None else -1, inferred))
         if folds >= FOLDS_BEFORE_NARROW:
             low, high = inferred.low, inferred.high
@@ -137,15 +142,27 @@ def hidden_sessions(homes: Path = FIXTURE_HOMES) -> list[tuple[Path, int, str]]:
     ]
 
 
+def hidden_points(homes: Path = FIXTURE_HOMES) -> dict[str, dict[int, int]]:
+    """The true point by window of each session the manifest records per window
+    (``hidden.windows``: the shaped sessions of ``tests/fixtures/scenarios.py``)."""
+    manifest: dict[str, Any] = json.loads((homes / "MANIFEST.json").read_text("utf-8"))
+    return {
+        name: {int(w["contextWindow"]): int(w["thresholdTokens"]) for w in windows}
+        for name, entry in manifest.items()
+        if (windows := entry.get("hidden", {}).get("windows"))
+    }
+
+
 def judged_homes(homes: Path = FIXTURE_HOMES) -> list[Judged]:
     """Every hidden-point session and every session of :data:`KNOWN_POINTS`, judged."""
     chosen = hidden_sessions(homes) + [
         (homes / name, point, "small window, point in the profile")
         for name, point in KNOWN_POINTS.items()
     ]
+    points = hidden_points(homes)
     judged = []
     for home, truth, shape in chosen:
         for log in session_logs(home):
             if log.session_dir.name == home.name:
-                judged.append(judge(log, truth, shape))
+                judged.append(judge(log, truth, shape, points.get(home.name)))
     return judged

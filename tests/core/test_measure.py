@@ -30,23 +30,36 @@ from dshweb.core.log.wire import (
     TurnStart,
 )
 from tests.conftest import FIXTURE_HOMES
-from tests.inferred import hidden_sessions
+from tests.inferred import hidden_points, hidden_sessions
 
 HOMES = sorted(p for p in FIXTURE_HOMES.glob("*") if (p / "sessions").is_dir())
 KNOWN_POINTS = {"patched-point": 12_000} | {
     home.name: truth for home, truth, _ in hidden_sessions()
 }
 """Sessions run under a ``dsh --patch`` the home does not hold: the point it set."""
+BY_WINDOW = hidden_points()
+"""Sessions recorded with their point per window (one moves between two): the point of
+the window in force at each decision (the last ``request/context``: the engine's first
+check after a resume on another model still goes by the previous one)."""
 
 
 def _decisions(log: Path) -> tuple[list[int], list[int], int | None]:
-    """Measures at each fold the engine started, at each request it let pass, and the point."""
+    """Measures at each fold the engine started, at each request it let pass, and the point
+    (for a session that moved between windows: each measure less the point of the window
+    it was decided under, plus the first window's point)."""
     index = HomeIndex(log.parents[3], profile="sdk")  # the session's own profile and preset
     index.refresh([log.parent])
     engine = index.settings_of(index.trackers[log.parent])[1].engine
     folded, passed = [], []
     meter = SessionMeter()
     in_step = acted = compacted = after_failure = False
+    windows = BY_WINDOW.get(log.parent.name, {})
+    first = next(iter(windows.values()), 0)
+
+    def measured() -> int:
+        if len(set(windows.values())) < 2:
+            return measured_tokens(meter)
+        return measured_tokens(meter) - windows.get(meter.context_window or 0, first) + first
 
     def on_event(event: AnyEvent) -> None:
         nonlocal in_step, acted, compacted, after_failure
@@ -55,19 +68,19 @@ def _decisions(log: Path) -> tuple[list[int], list[int], int | None]:
             after_failure = event.data.error is not None
         elif isinstance(event, StepStart):
             if not (compacted or after_failure):
-                passed.append(measured_tokens(meter))
+                passed.append(measured())
             in_step, acted, compacted = True, False, False
         elif isinstance(event, StepEnd | TurnStart | TurnEnd):
             in_step, acted, compacted = False, False, False
         elif isinstance(event, CompactionPrune) and not in_step:
             if not acted:
-                folded.append(measured_tokens(meter))
+                folded.append(measured())
             acted = True
         elif isinstance(event, CompactionStart) and event.data is not None:
             after_failure = False
             if event.data.turn is not None and not in_step:  # not an overflow recovery
                 if not acted:
-                    folded.append(measured_tokens(meter))
+                    folded.append(measured())
                 acted = compacted = True
         meter.fold(event)
 
