@@ -89,7 +89,9 @@ def shape_of(home: Path) -> str:
     manifest = json.loads((home.parent / "MANIFEST.json").read_text("utf-8"))
     hidden = manifest.get(home.name, {}).get("hidden")
     if hidden:
-        return f"unrecorded: {hidden.get('shape', home.name)}"
+        visible = set(hidden.get("visible", ()))
+        where = "profile" if {"engine", "pruner"} <= visible else "unrecorded"
+        return f"{where}: {hidden.get('shape', home.name)}"
     return "profile"
 
 

@@ -48,7 +48,7 @@ def test_the_preview_never_names_an_outcome_the_engine_contradicts() -> None:
                             or (condition.low <= condition.high)
                         ), condition
                 verdict = judged.verdict
-                key = "profile" if session.shape == "profile" else "unrecorded"
+                key = session.shape.split(":")[0]
                 verdicts.setdefault(key, Counter())[verdict] += 1
                 if verdict == "wrong":
                     wrong.append(f"{home.name} pass {judged.fold} at seq {judged.done.seq}")

@@ -209,13 +209,16 @@ def retain_known(
     profile: int | None, point: Known, seen: RetainSeen, basis: tuple[int | None, int]
 ) -> Known:
     """The retain a summary now would keep: the profile's, unless the summaries under
-    this window and reserve rule it out (then the range they allow) or the point shows
-    the profile's settings do not apply and no summary has shown the retain yet
-    (unknown: anything under the point)."""
+    this window and reserve rule it out, or the point shows the profile's settings do
+    not apply (a profile's retain inside the summaries' range is then no more likely
+    than any other): the range the summaries allow, or before any, unknown (anything
+    under the point)."""
     below = max(0, point.high - 1) if point.high is not None else None
+    trusted = point.source in ("profile", "catalogue")
     if seen.summaries and seen.basis == basis:
         high = seen.high if below is None or seen.high is None else min(seen.high, below)
-        if profile is not None and seen.low <= profile and (high is None or profile <= high):
+        agrees = profile is not None and seen.low <= profile and (high is None or profile <= high)
+        if agrees and trusted:
             return Known.exactly(profile, "profile")
         if high is not None and high < seen.low:
             high = seen.high  # the point's range and the summaries disagree: trust the summaries
