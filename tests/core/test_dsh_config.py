@@ -20,8 +20,12 @@ from typing import Any
 
 import pytest
 
+from dshweb.core.profile.catalogue import model_catalogue
 from dshweb.core.profile.dshyaml import JsExpr
+from dshweb.core.profile.effective import effective_settings, preset_settings
+from dshweb.core.profile.layers import STOCK_PRESETS_WITHOUT_PRUNER
 from dshweb.core.profile.profile import Profile
+from dshweb.core.profile.pruner import PruneCut
 from dshweb.core.settings.dshconfig import (
     DshConfigError,
     SourceKind,
@@ -122,6 +126,17 @@ def test_the_running_engines_of_the_web_profile_are_inside_the_presets() -> None
     pruner = {"thresholdChars": 8192, "headChars": 4096, "tailChars": 1024}
     assert all(e.config == pruner for e in engines if e.engine == "tool-result-pruner")
     assert not any(e.addressable or e.conditional for e in engines)
+
+
+def test_the_stock_presets_without_a_pruner_are_the_ones_dshweb_reads_so() -> None:
+    composed = parse_dump(WEB_DUMP)
+    engines = active_engine_rows(composed)
+    presets = {e.preset_name for e in engines if e.engine == "compaction-basic"}
+    pruned = {e.preset_name for e in engines if e.engine == "tool-result-pruner"}
+    assert presets - pruned == STOCK_PRESETS_WITHOUT_PRUNER == {"minimal"}
+    # the adapter's row sets no config: its default catalogue
+    llm = composed.top("llm-deepseek")
+    assert llm is not None and not llm.config
 
 
 def test_preset_engine_patch_copies_the_preset_and_changes_only_the_engine() -> None:
@@ -484,6 +499,40 @@ def test_saved_sdk_settings_compose_on_the_running_rows(home: Path, dsh: Path) -
     assert validate_patch(
         [{"id": "compaction-basic", "config": {"headroomTokens": -1}}], schema
     ) == ["row 1 (compaction-basic): config.headroomTokens: -1 is less than the minimum of 0"]
+
+
+@pytest.mark.dsh
+def test_the_pruner_and_the_catalogue_read_as_dsh_composes_them(home: Path, dsh: Path) -> None:
+    dump_config(home, "sdk", dsh=dsh, create=True)
+    path = patch_path(home, "sdk")
+    cut = PruneCut(6000, 2500, 700)
+    save(path, "tool-result-pruner", cut.as_json())
+    models = {"models": [{"id": "deepseek-flash", "contextWindow": 24000, "maxTokens": 3000}]}
+    save(path, "llm-deepseek", models)
+    composed = dump_config(home, "sdk", dsh=dsh)
+    pruner, llm = composed.top("tool-result-pruner"), composed.top("llm-deepseek")
+    assert pruner is not None and pruner.runs is True and pruner.config == cut.as_json()
+    assert effective_settings(home, "sdk").pruner == cut
+    assert llm is not None and llm.config == models
+    flash = model_catalogue(home, "sdk").of("deepseek-flash")
+    assert (flash.context_window, flash.max_tokens) == (24000, 3000)
+
+    # web: the cut saved into the standard preset is the one that preset runs with
+    web = dump_config(home, "web", dsh=dsh, create=True)
+    row = preset_engine_patch(web, "preset-standard", "tool-result-pruner", cut.as_json())
+    save(patch_path(home, "web"), row["id"], row["config"])
+    after = dump_config(home, "web", dsh=dsh)
+    running = {
+        e.preset_name: e.config
+        for e in active_engine_rows(after)
+        if e.engine == "tool-result-pruner"
+    }
+    presets = preset_settings(home)
+    assert presets is not None and running["standard"] == cut.as_json()
+    assert presets.of("standard").pruner == cut
+    for name in ("ptc", "cordis", "minimal"):
+        shown = presets.of(name).pruner
+        assert (shown.as_json() if shown is not None else None) == running.get(name)
 
 
 @pytest.mark.dsh

@@ -35,6 +35,7 @@ from dshweb.core.log.wire import (
     ToolResult,
 )
 from dshweb.core.profile.effective import EffectiveSettings, EngineConfig
+from dshweb.core.profile.pruner import DEFAULT_CUT
 from tests.conftest import FIXTURE_HOMES
 from tests.fixtures.scenarios import SMALL_WINDOW
 from tests.inferred import events_of
@@ -60,7 +61,8 @@ def _settings(home: Path, index: HomeIndex, folder: Path) -> EffectiveSettings:
     own = index.settings_of(index.trackers[folder])[1]
     if hidden:
         engine = EngineConfig.from_config(hidden["engine"])
-        return EffectiveSettings(engine, own.rule, None, pruner=hidden["pruner"])
+        cut = DEFAULT_CUT if hidden["pruner"] else None
+        return EffectiveSettings(engine, own.rule, None, pruner=cut)
     if home.name == "patched-point":  # run under `dsh --patch` of the small window
         (row,) = (r for r in yaml.safe_load(SMALL_WINDOW) if r["id"] == "compaction-basic")
         return EffectiveSettings(EngineConfig.from_config(row["config"]), own.rule, None)

@@ -15,6 +15,12 @@ from typing import Any
 from dshweb.core.log.decode import raw_as, raw_key, raw_length, raw_present, raw_value
 from dshweb.core.log.jsjson import js_len, json_len
 from dshweb.core.log.wire import AdapterDefaults, Block, Header, HeaderConfig, Message
+from dshweb.core.profile.plugins import PRUNE_MARKER as PRUNE_MARKER
+from dshweb.core.profile.pruner import DEFAULT_CUT as DEFAULT_CUT
+from dshweb.core.profile.pruner import PruneCut as PruneCut
+
+# The pruner's cut and marker are defined once, in core/profile (the settings read them);
+# they are re-exported here for the fold's modules, which price with them.
 
 PREVIEW_CHARS = 80
 _EMPTY_TOOLS = frozenset({b"[]", b"null", b"false", b'""', b"0", b"{}"})
@@ -100,22 +106,6 @@ def _astral(text: str) -> tuple[int, ...]:
     return tuple(i for i, c in enumerate(text) if ord(c) > 0xFFFF)
 
 
-PRUNE_MARKER = "\n\n[... tool result middle pruned ...]\n\n"
-"""What the tool-result pruner puts where it cut a result's middle out."""
-
-
-@dataclass(frozen=True, slots=True)
-class PruneCut:
-    """The tool-result pruner's budgets, in code points (its defaults, DSH_FACTS §7)."""
-
-    threshold: int = 8192
-    head: int = 4096
-    tail: int = 1024
-
-
-DEFAULT_CUT = PruneCut()
-
-
 def tool_calls(message: Message | None) -> int:
     """The tool calls an assistant message makes (its ``tool-call`` blocks)."""
     content = message.content if message is not None else None
@@ -165,8 +155,9 @@ def shape_points(shape: Shape) -> int:
 
 
 def pruned_price(shape: Shape, cut: PruneCut = DEFAULT_CUT) -> int | None:
-    """The price of a tool result once the pruner has cut it (``None``: its text is within
-    ``cut.threshold`` code points, and the pruner leaves it): the text blocks' first
+    """The price of a tool result once the pruner has cut it with ``cut`` (the profile's:
+    :attr:`~dshweb.core.profile.effective.EffectiveSettings.pruner`; ``None``: its text is
+    within ``cut.threshold`` code points, and the pruner leaves it): the text blocks' first
     ``cut.head`` and last ``cut.tail`` code points kept, :data:`PRUNE_MARKER` between,
     every other block as it was (``ToolResultPruner.pruneContent``)."""
     if isinstance(shape, int):

@@ -1,10 +1,13 @@
 """The settings a profile's visible patch layers give the plugins the fold mirrors: the
-compaction engine's (``compaction-basic``) and ``context-truth``'s band edges.
+compaction engine's (``compaction-basic``), the tool-result pruner's cut
+(``tool-result-pruner``), the adapter's model catalogue (``llm-deepseek``) and
+``context-truth``'s band edges.
 
-Read the way each plugin reads its config: ``compaction-basic`` refuses a config that
-does not validate (DSH logs ``invalid config`` and runs without compaction, so there is no
-compaction point) and ``context-truth`` takes its default for each invalid value. The
-fold (:mod:`dshweb.core.fold`) reads these values and nothing of the settings editor.
+Read the way each plugin reads its config: ``compaction-basic`` and ``tool-result-pruner``
+refuse a config that does not validate (DSH logs ``invalid config`` and runs without
+that plugin: no compaction point, or no pruning) and ``context-truth`` takes its default
+for each invalid value. The fold (:mod:`dshweb.core.fold`) reads these values and nothing
+of the settings editor.
 """
 
 from __future__ import annotations
@@ -15,49 +18,18 @@ from pathlib import Path
 from typing import Any
 
 from dshweb.core.errors import DshError
-from dshweb.core.profile.dshyaml import JsExpr
+from dshweb.core.profile.catalogue import DEFAULT_CATALOGUE, ModelCatalogue, model_catalogue
 from dshweb.core.profile.layers import (
     engine_config,
     layered_config,
     preset_engine_configs,
-    preset_pruners,
-    pruner_runs,
+    preset_pruner_configs,
+    pruner_config,
 )
 from dshweb.core.profile.plugins import COMPACTION_BASIC_SCHEMA, CONTEXT_TRUTH_SCHEMA
 from dshweb.core.profile.profile import profile_names
-from dshweb.core.profile.schema import Schema, validate
-
-# The plugins' defaults are their schemas' (core/profile/plugins.py), read through these
-# and never retyped: the settings editor, the fold and the occupancy line then agree.
-
-
-def default_number(schema: Schema, key: str) -> float:
-    """The schema's default for a number key, as written there (an int stays an int)."""
-    value = schema.get(key).default
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{schema.plugin_id}.{key} has no number default: {value!r}")
-    return value
-
-
-def default_int(schema: Schema, key: str) -> int:
-    value = schema.get(key).default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{schema.plugin_id}.{key} has no integer default: {value!r}")
-    return value
-
-
-def default_flag(schema: Schema, key: str) -> bool:
-    value = schema.get(key).default
-    if not isinstance(value, bool):
-        raise TypeError(f"{schema.plugin_id}.{key} has no boolean default: {value!r}")
-    return value
-
-
-def default_text(schema: Schema, key: str) -> str:
-    value = schema.get(key).default
-    if not isinstance(value, str):
-        raise TypeError(f"{schema.plugin_id}.{key} has no string default: {value!r}")
-    return value
+from dshweb.core.profile.pruner import DEFAULT_CUT, PruneCut, PrunerConfigError
+from dshweb.core.profile.schema import default_int, default_number, refusals, validate
 
 
 class EngineConfigError(DshError):
@@ -83,13 +55,7 @@ class EngineConfig:
         by a ``!!js`` expression, which dshweb does not evaluate.
         """
         checked = validate(COMPACTION_BASIC_SCHEMA, config or {})
-        problems = [f"{key} {message}" for key, message in checked.errors.items()]
-        problems += [f"unknown key {key!r}" for key in checked.unknown]
-        problems += [
-            f"{key} is a !!js expression, which dshweb does not evaluate"
-            for key, value in checked.config.items()
-            if isinstance(value, JsExpr)
-        ]
+        problems = refusals(checked)
         if problems:
             raise EngineConfigError("; ".join(problems))
         merged: dict[str, Any] = checked.config  # every key: as given, else its default
@@ -140,27 +106,61 @@ class EffectiveSettings:
     """``None`` when DSH would not run the engine (see ``error``): no compaction point."""
     rule: BandRule
     error: str | None
-    """Why the profile gives no engine, for every session's errors."""
-    pruner: bool = True
-    """Whether the tool-result pruner runs (an automatic fold prunes before it compacts)."""
+    """What DSH would refuse of the profile (the engine, the pruner, the catalogue), for
+    every session's errors."""
+    pruner: PruneCut | None = DEFAULT_CUT
+    """The tool-result pruner's cut (an automatic fold prunes with it before it compacts);
+    ``None``: the pruner does not run (disabled, absent from the preset, or its config
+    refused: see ``error``)."""
+    models: ModelCatalogue = DEFAULT_CATALOGUE
+    """The adapter's model catalogue: the window and the default ``maxTokens`` of the
+    model a request header names, before the log records them."""
+
+
+def _engine(config: dict[str, Any] | None, where: str) -> tuple[EngineConfig | None, str | None]:
+    try:
+        return EngineConfig.from_config(config), None
+    except EngineConfigError as problem:
+        return None, f"compaction-basic does not start {where}: {problem}"
+
+
+def _cut(config: dict[str, Any] | None, where: str) -> tuple[PruneCut | None, str | None]:
+    """The pruner's cut from its row's config (``None``: it does not run)."""
+    if config is None:
+        return None, None
+    try:
+        return PruneCut.from_config(config), None
+    except PrunerConfigError as problem:
+        return None, f"tool-result-pruner does not start {where}: {problem}"
+
+
+def _settings(
+    engine_row: dict[str, Any] | None,
+    pruner_row: dict[str, Any] | None,
+    rule: BandRule,
+    models: ModelCatalogue,
+    where: str,
+) -> EffectiveSettings:
+    engine, refused = _engine(engine_row, where)
+    pruner, cut_refused = _cut(pruner_row, where)
+    errors = [e for e in (refused, cut_refused, models.error) if e is not None]
+    return EffectiveSettings(engine, rule, "; ".join(errors) or None, pruner, models)
 
 
 def effective_settings(
     home: Path, profile: str, extra_patches: Sequence[Path] = ()
 ) -> EffectiveSettings:
     """What the profile's visible layers (then ``extra_patches``) set, read now."""
-    engine: EngineConfig | None = None
-    rule, error, pruner = DEFAULT_RULE, None, True
+    rule = DEFAULT_RULE
     try:
         truth = layered_config(home, profile, CONTEXT_TRUTH_SCHEMA.plugin_id, extra_patches)
         rule = band_rule(truth)
-        pruner = pruner_runs(home, profile, extra_patches)
-        engine = EngineConfig.from_config(engine_config(home, profile, extra_patches))
-    except EngineConfigError as problem:
-        error = f"compaction-basic does not start with profile {profile!r}: {problem}"
+        models = model_catalogue(home, profile, extra_patches)
+        pruner_row = pruner_config(home, profile, extra_patches)
+        engine_row = engine_config(home, profile, extra_patches)
     except DshError as problem:
-        error = f"DSH cannot load profile {profile!r}: {problem}"
-    return EffectiveSettings(engine, rule, error, pruner)
+        return EffectiveSettings(None, rule, f"DSH cannot load profile {profile!r}: {problem}")
+    return _settings(engine_row, pruner_row, rule, models, f"with profile {profile!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,9 +184,10 @@ class PresetSettings:
 
     profile: str
     named: dict[str, EffectiveSettings]
-    """The presets a visible layer patches, by name (the ``agentPreset`` of a log)."""
+    """The presets a visible layer patches, and the stock ones without a pruner, by name
+    (the ``agentPreset`` of a log)."""
     others: EffectiveSettings
-    """Any other preset: the engine on its defaults."""
+    """Any other preset: the engine and the pruner on their defaults."""
 
     def of(self, preset: str) -> EffectiveSettings:
         return self.named.get(preset, self.others)
@@ -199,27 +200,21 @@ def preset_settings(
     profile cannot be read or runs a top-level engine."""
     try:
         configs = preset_engine_configs(home, profile, extra_patches)
-        pruners = preset_pruners(home, profile, extra_patches) or {}
+        pruners = preset_pruner_configs(home, profile, extra_patches) or {}
         rule = band_rule(
             layered_config(home, profile, CONTEXT_TRUTH_SCHEMA.plugin_id, extra_patches)
         )
+        models = model_catalogue(home, profile, extra_patches)
     except DshError:
         return None
     if configs is None:
         return None
     named: dict[str, EffectiveSettings] = {}
-    for name, config in configs.items():
-        pruner = pruners.get(name, True)
-        try:
-            engine = EngineConfig.from_config(config)
-            named[name] = EffectiveSettings(engine, rule, None, pruner)
-        except EngineConfigError as problem:
-            error = (
-                f"compaction-basic does not start in agent preset {name!r} of profile "
-                f"{profile!r}: {problem}"
-            )
-            named[name] = EffectiveSettings(None, rule, error, pruner)
-    return PresetSettings(profile, named, EffectiveSettings(EngineConfig(), rule, None))
+    for name in sorted(set(configs) | set(pruners)):
+        where = f"in agent preset {name!r} of profile {profile!r}"
+        named[name] = _settings(configs.get(name), pruners.get(name, {}), rule, models, where)
+    others = EffectiveSettings(EngineConfig(), rule, models.error, DEFAULT_CUT, models)
+    return PresetSettings(profile, named, others)
 
 
 @dataclass(frozen=True, slots=True)

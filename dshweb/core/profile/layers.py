@@ -1,4 +1,5 @@
-"""Profile patch layers as far as they set the compaction engine (DSH_FACTS §9).
+"""Profile patch layers as far as they set the compaction engine and the tool-result
+pruner (DSH_FACTS §9).
 
 Every layer is read the one way DSH reads it (:mod:`dshweb.core.profile.dshyaml`); a layer DSH
 would refuse raises its :class:`~dshweb.core.profile.patch.PatchError` (file, reason,
@@ -157,27 +158,52 @@ def _runs(row: dict[str, Any] | None) -> bool:
     return row is None or row.get("disabled") is not True
 
 
-def pruner_runs(home: Path, profile: str, extra_patches: Sequence[Path] = ()) -> bool:
-    """Whether the tool-result pruner runs: no visible layer disables its row (on a web-app
-    profile, the one in the default preset)."""
+STOCK_PRESETS_WITHOUT_PRUNER = frozenset({"minimal"})
+"""The web-app bundle's agent presets whose ``compaction`` group has no
+``tool-result-pruner`` (``dsh --profile web --dump-config`` of 0.2.1-rc.2:
+tests/fixtures/patches/web-dump-config.txt; the others run it on its defaults)."""
+
+
+def _preset_pruner(patched: dict[str, dict[str, Any] | None], preset: str) -> dict[str, Any] | None:
+    """The config ``preset``'s pruner gets (``None``: it has none, or it is disabled).
+
+    A patch of the preset row replaces its whole config, so a patched preset runs the
+    pruner only if the patch lists it; an unpatched one runs the bundle's."""
+    if preset not in patched:
+        return None if preset in STOCK_PRESETS_WITHOUT_PRUNER else {}
+    row = patched[preset]
+    return _config_of(row) if row is not None and _runs(row) else None
+
+
+def pruner_config(
+    home: Path, profile: str, extra_patches: Sequence[Path] = ()
+) -> dict[str, Any] | None:
+    """The ``config`` the running tool-result pruner gets from the visible patch layers
+    (``{}``: none sets one, the pruner's defaults); ``None``: it does not run, a visible
+    layer disables its row (on a web-app profile: the default preset has none)."""
     read = read_profile(home, profile, extra_patches)
     if read.web_app:
-        return _runs(_preset_rows(read.layers, PRUNER_ID).get(DEFAULT_PRESET))
+        return _preset_pruner(_preset_rows(read.layers, PRUNER_ID), DEFAULT_PRESET)
     rows = [
         row
         for layer in read.layers
         for row in _rows_with_id(layer_rows(layer), PRUNER_ID)
         if "disabled" in row
     ]
-    return _runs(rows[-1] if rows else None)
+    if not _runs(rows[-1] if rows else None):
+        return None
+    return _layered(read.layers, PRUNER_ID) or {}
 
 
-def preset_pruners(
+def preset_pruner_configs(
     home: Path, profile: str, extra_patches: Sequence[Path] = ()
-) -> dict[str, bool] | None:
-    """Whether the tool-result pruner runs in each agent preset a visible layer of a web-app
-    profile patches (``None`` for a profile whose engines are top-level rows)."""
+) -> dict[str, dict[str, Any] | None] | None:
+    """The ``config`` the tool-result pruner gets in each agent preset a visible layer of a
+    web-app profile patches, and in each stock preset that has none (``None``: no pruner
+    runs there); ``None`` for a profile whose engines are top-level rows."""
     read = read_profile(home, profile, extra_patches)
     if not read.web_app:
         return None
-    return {name: _runs(row) for name, row in _preset_rows(read.layers, PRUNER_ID).items()}
+    patched = _preset_rows(read.layers, PRUNER_ID)
+    names = set(patched) | STOCK_PRESETS_WITHOUT_PRUNER
+    return {name: _preset_pruner(patched, name) for name in sorted(names)}

@@ -95,6 +95,39 @@ class Schema:
         return {f.key: _plain(f.default) for f in self.fields}
 
 
+# A plugin's defaults are its schema's (core/profile/plugins.py), read through these and
+# never retyped: the settings editor, the fold and the occupancy line then agree.
+
+
+def default_number(schema: Schema, key: str) -> float:
+    """The schema's default for a number key, as written there (an int stays an int)."""
+    value = schema.get(key).default
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{schema.plugin_id}.{key} has no number default: {value!r}")
+    return value
+
+
+def default_int(schema: Schema, key: str) -> int:
+    value = schema.get(key).default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{schema.plugin_id}.{key} has no integer default: {value!r}")
+    return value
+
+
+def default_flag(schema: Schema, key: str) -> bool:
+    value = schema.get(key).default
+    if not isinstance(value, bool):
+        raise TypeError(f"{schema.plugin_id}.{key} has no boolean default: {value!r}")
+    return value
+
+
+def default_text(schema: Schema, key: str) -> str:
+    value = schema.get(key).default
+    if not isinstance(value, str):
+        raise TypeError(f"{schema.plugin_id}.{key} has no string default: {value!r}")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class Validated:
     config: dict[str, object]
@@ -140,6 +173,24 @@ def validate(schema: Schema, raw: Mapping[str, object]) -> Validated:
     unknown = {k: v for k, v in raw.items() if k not in schema.keys}
     config.update(unknown)
     return Validated(config=config, errors=errors, unknown=unknown, given=given)
+
+
+def refusals(checked: Validated) -> list[str]:
+    """Why a plugin that throws on a config it cannot use (``compaction-basic``,
+    ``tool-result-pruner``) would refuse ``checked``: each invalid value, each key it does
+    not know, and each ``!!js`` value, which dshweb cannot check without running it.
+    Empty: the plugin starts with it."""
+    problems = [
+        str(message) if key == NON_FIELD else f"{key} {message}"
+        for key, message in checked.errors.items()
+    ]
+    problems += [f"unknown key {key!r}" for key in checked.unknown]
+    problems += [
+        f"{key} is a !!js expression, which dshweb does not evaluate"
+        for key, value in checked.config.items()
+        if isinstance(value, JsExpr)
+    ]
+    return problems
 
 
 def minimal_config(schema: Schema, values: Mapping[str, object]) -> dict[str, object]:

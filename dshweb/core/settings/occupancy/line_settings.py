@@ -12,14 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from dshweb.core.profile.effective import (
-    BandRule,
-    default_flag,
-    default_int,
-    default_number,
-    default_text,
-)
+from dshweb.core.profile.effective import BandRule
 from dshweb.core.profile.plugins import CONTEXT_TRUTH_SCHEMA
+from dshweb.core.profile.schema import default_flag, default_int, default_number, default_text
 
 _TRUTH = CONTEXT_TRUTH_SCHEMA
 
