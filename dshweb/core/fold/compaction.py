@@ -3,6 +3,8 @@
 The point is computed from the engine's config (its defaults, or a profile patch:
 :mod:`dshweb.core.profile.effective`) and the session's own route: the window from
 ``request/context`` and the reserved completion from the request header's ``maxTokens``.
+Before the log records a window, :func:`catalogue_point` takes both from the profile's
+model catalogue for the model the header names.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import math
 from dataclasses import dataclass
 
 from dshweb.core.fold.meter import SessionMeter
+from dshweb.core.profile.catalogue import ModelCatalogue
 from dshweb.core.profile.effective import EngineConfig
 
 
@@ -62,6 +65,24 @@ def compaction_point(
         else math.floor(message_budget * engine.retain_ratio)
     )
     return CompactionPoint(context_window, reserved, threshold, retain)
+
+
+def catalogue_point(
+    engine: EngineConfig | None,
+    models: ModelCatalogue,
+    model_id: str | None,
+    header_max_tokens: int | None,
+) -> CompactionPoint | None:
+    """The point for the model a request header names, from the profile's catalogue: its
+    window, and the completion the engine reserves, ``requestHeader.config.maxTokens``,
+    else the model's default ``maxTokens`` (``reservedCompletionTokens`` of
+    ``compaction-basic``). ``None``: no engine runs, or no header names a model yet (the
+    engine then does not check at all: ``compactIfNeeded`` needs a routed header)."""
+    if engine is None or not model_id:
+        return None
+    limits = models.of(model_id)
+    reserved = limits.max_tokens if header_max_tokens is None else header_max_tokens
+    return compaction_point(context_window=limits.context_window, reserved=reserved, engine=engine)
 
 
 def measured_tokens(meter: SessionMeter) -> int:
