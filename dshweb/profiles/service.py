@@ -32,6 +32,7 @@ from dshweb.core.profile.effective import EngineConfig, EngineConfigError, effec
 from dshweb.core.profile.layers import ENGINE_ID, PRUNER_ID
 from dshweb.core.profile.plugins import CONTEXT_TRUTH_SCHEMA, SCHEMAS
 from dshweb.core.profile.profile import CONTEXT_TRUTH_ID, Profile, profile_names
+from dshweb.core.profile.pruner import DEFAULT_CUT, PruneCut, PrunerConfigError
 from dshweb.core.profile.schema import NON_FIELD, Schema, validate
 from dshweb.core.settings.dshconfig import context_truth_presence, find_dsh, value_sources
 from dshweb.core.settings.occupancy.line import OccupancyLine, line_input, occupancy_line
@@ -351,6 +352,8 @@ class ReplayPage(TypedDict):
     summary: NotRequired[int]
     summary_own: NotRequired[bool]
     pruner: NotRequired[bool]
+    cut: NotRequired[dict[str, int] | None]
+    """The cut the replay's pruner cuts at (``None``: it is off)."""
 
 
 def preview(profile: str, config: dict[str, Any], session_id: str) -> PreviewPage:
@@ -386,24 +389,32 @@ def _recording(path: str, version: int, last_seq: int) -> Recording:
 def replay_page(
     profile: str, section: str, config: dict[str, Any], session_id: str, pruner: bool | None
 ) -> ReplayPage:
-    """What ``session_id``'s recorded growth would have done under ``config`` (the
-    ``compaction-basic`` form's, as typed; on the pruner's page, the profile's engine) and
-    the pruner on or off (``None``: as the profile has it), beside what it did."""
+    """What ``session_id``'s recorded growth would have done under ``config`` (the form's,
+    as typed: on the engine's page, the engine's, with the profile's pruner; on the
+    pruner's page, the pruner's cut, with the profile's engine) and the pruner on or off
+    (``None``: as the profile has it; on where the profile has it off: its defaults),
+    beside what it did."""
     read = _profile(profile)
     settings = effective_settings(read.home, profile)
-    engine, errors = settings.engine, {}
+    engine, cut, errors = settings.engine, settings.pruner, {}
     if section == ENGINE_ID:
         try:
             engine = EngineConfig.from_config(config)
         except EngineConfigError as problem:
             engine, errors = None, {NON_FIELD: str(problem)}
+    elif section == PRUNER_ID:
+        try:
+            cut = PruneCut.from_config(config)
+        except PrunerConfigError as problem:  # nothing to replay the form's cut with
+            engine, errors = None, {NON_FIELD: str(problem)}
     snapshot = home_view().session(session_id)
     if snapshot is None or engine is None:
         return {"session_id": session_id, "errors": errors, "replayed": None}
+    runs = settings.pruner is not None if pruner is None else pruner
+    cut = (cut or DEFAULT_CUT) if runs else None
     path = str(shown_home().path / snapshot.path)
     recording = _recording(path, snapshot.format_version or 4, snapshot.last_seq)
-    runs = settings.pruner if pruner is None else pruner
-    said = replay(recording, engine, pruner=runs)
+    said = replay(recording, engine, pruner=cut)
     return {
         "session_id": session_id,
         "errors": errors,
@@ -424,6 +435,7 @@ def replay_page(
         "summary": recording.summary,
         "summary_own": bool(recording.summaries),
         "pruner": runs,
+        "cut": cut.as_json() if cut is not None else None,
     }
 
 

@@ -24,7 +24,6 @@ from django.utils.safestring import mark_safe
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
-from dshweb.core.profile.layers import ENGINE_ID
 from dshweb.core.profile.plugins import CONTEXT_TRUTH_SCHEMA, SCHEMAS
 from dshweb.core.profile.profile import CONTEXT_TRUTH_ID
 from dshweb.core.profile.schema import NON_FIELD, Kind
@@ -123,7 +122,7 @@ def first_replay(place: Place, row: RowPage, form: ConfigForm) -> dict[str, Any]
     sessions = row.get("sessions") or []
     if row["section"] not in ENGINE_ROWS or not sessions or form.errors:
         return {}
-    config = dict(row.get("initial") or {}) if row["section"] == ENGINE_ID else {}
+    config = dict(row.get("initial") or {})  # the engine's or the pruner's, as shown
     return dict(
         place.ask(
             "replay",

@@ -35,7 +35,6 @@ from dshweb.core.log.wire import (
     ToolResult,
 )
 from dshweb.core.profile.effective import EffectiveSettings, EngineConfig
-from dshweb.core.profile.pruner import DEFAULT_CUT
 from tests.conftest import FIXTURE_HOMES
 from tests.fixtures.scenarios import SMALL_WINDOW
 from tests.inferred import events_of
@@ -80,7 +79,7 @@ def _previewed(how: str, meter: SessionMeter, settings: EffectiveSettings) -> tu
             measured,
             point.threshold_tokens,
             point.retain_tokens,
-            pruner=DEFAULT_CUT if settings.pruner else None,
+            pruner=settings.pruner,
         )
         # The engine checked the measure against the point, and pruned what it would cut.
         assert preview.compacts and not preview.cuts
@@ -120,9 +119,7 @@ def check_home(home: Path) -> dict[str, Checked]:
                 in_step = False
             if isinstance(event, CompactionPrune) and event.data is not None:
                 if not pruning:  # a pass begins: what the preview said it would cut
-                    preview = automatic_preview(
-                        meter, 0, 1, 0, pruner=DEFAULT_CUT if settings.pruner else None
-                    )
+                    preview = automatic_preview(meter, 0, 1, 0, pruner=settings.pruner)
                     cuts = {cut.seq: cut.tokens for cut in preview.cuts}
                     afters = {cut.seq: cut.after for cut in preview.cuts}
                 pruning = True

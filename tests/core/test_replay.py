@@ -15,9 +15,15 @@ from pathlib import Path
 import pytest
 
 from dshweb.core.fold.index import HomeIndex
-from dshweb.core.fold.meter import SurfaceNode
+from dshweb.core.fold.meter import SurfaceNode, surface_message
+from dshweb.core.fold.pricing import pruned_price
 from dshweb.core.fold.replay import Check, Recording, record, replay
+from dshweb.core.log.decode import raw_as
+from dshweb.core.log.jsjson import js_len
+from dshweb.core.log.wire import Block, ToolResult
 from dshweb.core.profile.effective import EffectiveSettings, EngineConfig
+from dshweb.core.profile.plugins import PRUNE_MARKER
+from dshweb.core.profile.pruner import DEFAULT_CUT, PruneCut
 from tests.conftest import FIXTURE_HOMES
 from tests.core.test_fold_preview import HOMES, _settings
 from tests.fixtures.scenarios import REPLAYS
@@ -144,3 +150,55 @@ def test_the_fixture_manifest_names_every_replay_home() -> None:
     assert set(REPLAYS) <= set(manifest)
     assert all((FIXTURE_HOMES / name / "sessions").is_dir() for name in REPLAYS)
     assert Path(FIXTURE_HOMES).is_dir()
+
+
+def _text(event: ToolResult) -> str:
+    """The text of a tool result's one text block."""
+    message = surface_message(event)
+    content = message.content if message is not None else None
+    assert isinstance(content, list) and len(content) == 1
+    block = raw_as(content[0], Block)
+    assert block is not None and block.type == "text" and block.text is not None
+    return block.text
+
+
+def test_a_lower_cut_prunes_the_results_between_it_and_the_defaults() -> None:
+    # auto-compact: each of its 8 tool results is one text block of 6,800-6,970 code
+    # points, under the default 8,192: the session never pruned, and its three folds were
+    # compactions. A profile's cut at 6,000 prunes every one of them.
+    home = FIXTURE_HOMES / "auto-compact"
+    index = HomeIndex(home)
+    index.refresh()
+    ((_, tracker),) = index.trackers.items()
+    settings = index.settings_of(tracker)[1]
+    assert settings.engine is not None and settings.pruner == DEFAULT_CUT
+    events = events_of(tracker.log)
+    recording = record(events)
+    results = {e.seq: e for e in events if isinstance(e, ToolResult) and e.surface_op == "append"}
+    assert len(results) == 8 and all(6_000 < len(_text(e)) <= 8_192 for e in results.values())
+    cut = PruneCut(6_000, 2_500, 700)
+    freed: dict[int, int] = {}
+    for check in recording.checks:
+        for node in check.added:
+            if node.seq not in results:
+                continue
+            assert node.shape is not None and pruned_price(node.shape) is None
+            text = _text(results[node.seq])
+            kept = text[: cut.head] + PRUNE_MARKER + text[-cut.tail :]  # pruneContent's
+            after = pruned_price(node.shape, cut)
+            assert after == -(-js_len(kept) // 4) + 4 + 4 < node.tokens
+            freed[node.seq] = node.tokens - after
+    assert freed.keys() == results.keys()
+    engine = settings.engine
+    own, low = replay(recording, engine), replay(recording, engine, pruner=cut)
+    assert own.automatic == recording.folded == (8, 13, 18)
+    assert {f.kind for f in own.folds} == {"compaction"}
+    assert replay(recording, engine, pruner=None) == own  # nothing to prune at 8,192
+    # Under the lower cut the pruner alone resolves the first check past the point: it
+    # frees what the results on the surface by then lose to the cut.
+    first = low.folds[0]
+    on_surface = {n.seq for c in recording.checks[:9] for n in c.added} & freed.keys()
+    assert (first.check, first.kind) == (8, "prune")
+    assert first.before - first.after == sum(freed[s] for s in on_surface) > 0
+    assert first.after < (low.threshold or 0)
+    assert [f.kind for f in low.folds] != [f.kind for f in own.folds]

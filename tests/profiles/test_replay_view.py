@@ -16,12 +16,18 @@ from django.test import Client
 from dshweb.core.fold.replay import record_log, replay
 from dshweb.core.log.home import session_logs
 from dshweb.core.profile.effective import EngineConfig
+from dshweb.core.profile.pruner import DEFAULT_CUT, PruneCut
 from tests.conftest import FIXTURE_HOMES
 from tests.profiles.test_views import _form_data, staff  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.django_db
 
 ENGINE_PAGE = "/settings/sdk/compaction-basic/"
+PRUNER_PAGE = "/settings/sdk/tool-result-pruner/"
+ENGINE = EngineConfig(threshold_ratio=0.5, headroom_tokens=1000, retain_ratio=0.1)
+"""pace-mixed's engine (its profile's patch)."""
+LOWER = PruneCut(4000, 1500, 500)
+"""A cut that prunes the session's results of 4,000 to 8,192 code points (18 of its 37)."""
 
 
 @pytest.fixture
@@ -92,3 +98,69 @@ def test_invalid_settings_say_so_and_replay_nothing(
 def test_only_staff_may_replay(home: Path) -> None:
     response = Client().post(f"{ENGINE_PAGE}replay/", {"session": "pace-mixed"})
     assert response.status_code in (302, 403)
+
+
+def _cut_of(page: str) -> PruneCut | None:
+    found = re.search(r'<p[^>]*\bid="replay-cut"[^>]*>', page)
+    assert found is not None, page[:2000]
+    attrs = dict(re.findall(r'data-([a-z-]+)="(\d+)"', found.group(0)))
+    if not attrs:
+        return None
+    return PruneCut(
+        int(attrs["threshold-chars"]), int(attrs["head-chars"]), int(attrs["tail-chars"])
+    )
+
+
+def _folds(page: str) -> list[tuple[int, str]]:
+    return [
+        (int(step), kind)
+        for step, kind in re.findall(r'<tr data-step="(\d+)" data-kind="(\w+)"', page)
+    ]
+
+
+def test_the_replay_prunes_with_the_profiles_cut(
+    home: Path,
+    staff: Client,  # noqa: F811
+) -> None:
+    (log,) = session_logs(home)
+    default = replay(record_log(log), ENGINE)
+    assert _cut_of(_replayed(staff)) == DEFAULT_CUT
+    patch = home / "profiles" / "sdk" / "cordis.patch.yml"
+    with patch.open("a", encoding="utf-8") as rows:
+        rows.write("- id: tool-result-pruner\n  config: " + str(LOWER.as_json()) + "\n")
+    page = _replayed(staff)
+    assert _cut_of(page) == LOWER
+    lowered = replay(record_log(log), ENGINE, pruner=LOWER)
+    assert _folds(page) == [(f.check, f.kind) for f in lowered.folds]
+    assert _folds(page) != [(f.check, f.kind) for f in default.folds]
+    assert "prune" in {f.kind for f in lowered.folds} - {f.kind for f in default.folds}
+    # The pruner off in the profile: "as the profile has it" replays none, "on" the
+    # pruner's defaults.
+    with patch.open("a", encoding="utf-8") as rows:
+        rows.write("- id: tool-result-pruner\n  disabled: true\n")
+    off = _replayed(staff)
+    assert _cut_of(off) is None and "The pruner is off in this replay." in off
+    assert _folds(off) == [
+        (f.check, f.kind) for f in replay(record_log(log), ENGINE, pruner=None).folds
+    ]
+    assert _cut_of(_replayed(staff, pruner="on")) == DEFAULT_CUT
+
+
+def test_the_pruner_page_replays_the_cut_as_typed(
+    home: Path,
+    staff: Client,  # noqa: F811
+) -> None:
+    (log,) = session_logs(home)
+    opened = staff.get(PRUNER_PAGE).content.decode()
+    assert _cut_of(opened) == DEFAULT_CUT  # as the profile has it
+    data = _form_data(staff, PRUNER_PAGE, **LOWER.as_json())
+    data.update(session="pace-mixed", pruner="")
+    page = staff.post(f"{PRUNER_PAGE}replay/", data).content.decode()
+    assert _cut_of(page) == LOWER
+    said = replay(record_log(log), ENGINE, pruner=LOWER)
+    assert _replay_attrs(page)["data-folds"] == str(len(said.automatic))
+    assert _folds(page) == [(f.check, f.kind) for f in said.folds]
+    refused = _form_data(staff, PRUNER_PAGE, thresholdChars=100)  # 4,096 + 39 + 1,024 > 100
+    refused.update(session="pace-mixed", pruner="")
+    shown = staff.post(f"{PRUNER_PAGE}replay/", refused).content.decode()
+    assert "data-folds" not in shown and "Fix the settings to see the replay." in shown

@@ -12,8 +12,9 @@ what the engine measured then, moved by what the replay's surface holds more or 
 the session's did (by DSH's heuristic), at the rate the provider counted this session's
 tokens against the heuristic (:attr:`Recording.slope`; the measure re-bases on the
 provider's count after every answer): where the replay has folded as the session did, it
-is exactly the engine's. At or past the point, the pruner (when it runs) cuts every long
-tool result, then, still at or past it, a compaction shadows the range
+is exactly the engine's. At or past the point, the pruner (when it runs) cuts every tool
+result longer than its cut's threshold (the profile's, or one to try: each node keeps its
+shape), then, still at or past it, a compaction shadows the range
 :func:`~dshweb.core.fold.preview.select_range` gives and puts a summary in its place, up to
 :data:`ATTEMPTS` times while the measure stays at or past the point. A summary's size is an
 estimate: the median of the session's own (or :data:`SUMMARY_GUESS` before it has one); a
@@ -211,6 +212,7 @@ class _Surface:
     prunable: set[int] = field(default_factory=set)
     """Indexes in ``nodes`` the pruner would cut."""
     cut: PruneCut = DEFAULT_CUT
+    """The pruner's cut (when it runs)."""
 
     def add(self, node: SurfaceNode) -> None:
         if node.shape is not None and pruned_price(node.shape, self.cut) is not None:
@@ -291,22 +293,27 @@ def _fold(
 
 
 def replay(
-    recording: Recording, engine: EngineConfig, *, pruner: bool = True, summary: int | None = None
+    recording: Recording,
+    engine: EngineConfig,
+    *,
+    pruner: PruneCut | None = DEFAULT_CUT,
+    summary: int | None = None,
 ) -> Replayed:
-    """``recording`` replayed under ``engine`` (and the pruner on or off; ``summary``: a
-    summary's price, else the session's own median)."""
+    """``recording`` replayed under ``engine`` and the pruner cutting at ``pruner``
+    (``None``: off; ``summary``: a summary's price, else the session's own median)."""
     size = recording.summary if summary is None else summary
     slope = recording.slope
-    surface = _Surface()
+    surface = _Surface(cut=pruner or DEFAULT_CUT)
+    runs = pruner is not None
     folds: list[ReplayedFold] = []
     peak, lowest, read, written, threshold = 0, None, 0, 0, None
     for index, check in enumerate(recording.checks):
         for at, node in enumerate(check.added):
             if at == check.overflow:
-                _overflow(surface, pruner, size)
+                _overflow(surface, runs, size)
             surface.add(node)
         if check.overflow is not None and check.overflow >= len(check.added):
-            _overflow(surface, pruner, size)
+            _overflow(surface, runs, size)
         # What the engine measured then, moved by what this replay's surface holds more or
         # less than the session's did, at the session's own provider-to-heuristic rate.
         estimate = check.tools + surface.tokens
@@ -322,7 +329,7 @@ def replay(
         threshold = point.threshold_tokens
         if threshold is None or measure < threshold:
             continue
-        fold = _fold(surface, index, measure, threshold, point.retain_tokens, pruner, size)
+        fold = _fold(surface, index, measure, threshold, point.retain_tokens, runs, size)
         if fold is not None:
             folds.append(fold)
             read, written = read + fold.shadowed, written + fold.summary
