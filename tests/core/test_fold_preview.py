@@ -25,7 +25,7 @@ from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.meter import SessionMeter, SurfaceNode
 from dshweb.core.fold.point import BETWEEN_STEPS, point_of
 from dshweb.core.fold.preview import automatic_preview, manual_preview, select_range
-from dshweb.core.fold.pricing import DEFAULT_CUT, Shape
+from dshweb.core.fold.pricing import PruneCut, Shape
 from dshweb.core.log.wire import (
     CompactionPrune,
     CompactionStart,
@@ -60,7 +60,7 @@ def _settings(home: Path, index: HomeIndex, folder: Path) -> EffectiveSettings:
     own = index.settings_of(index.trackers[folder])[1]
     if hidden:
         engine = EngineConfig.from_config(hidden["engine"])
-        cut = DEFAULT_CUT if hidden["pruner"] else None
+        cut = PruneCut.from_config(hidden.get("prunerConfig")) if hidden["pruner"] else None
         return EffectiveSettings(engine, own.rule, None, pruner=cut)
     if home.name == "patched-point":  # run under `dsh --patch` of the small window
         (row,) = (r for r in yaml.safe_load(SMALL_WINDOW) if r["id"] == "compaction-basic")

@@ -21,7 +21,6 @@ from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.known import Known
 from dshweb.core.fold.meter import SessionMeter, SurfaceNode
 from dshweb.core.fold.preview import MAX_OUTCOMES, automatic_outcomes
-from dshweb.core.fold.pricing import DEFAULT_CUT
 from dshweb.core.fold.revealed import CutSeen, RetainSeen, cut_known, retain_known
 from dshweb.core.fold.session import SessionTracker, settings_known
 from tests.conftest import FIXTURE_HOMES
@@ -155,7 +154,7 @@ def test_at_every_seq_of_every_log_no_range_is_inverted_or_empty() -> None:
         for whole in index.trackers.values():
             settings = index.settings_of(whole)[1]
             tracker = SessionTracker(whole.log, settings_of=index._settings)
-            cut = DEFAULT_CUT if settings.pruner else None
+            cut = settings.pruner
             for event in events_of(whole.log):
                 tracker._fold(event)
                 point, retain, known_cut = settings_known(tracker, settings.engine, cut)

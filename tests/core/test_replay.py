@@ -202,3 +202,25 @@ def test_a_lower_cut_prunes_the_results_between_it_and_the_defaults() -> None:
     assert first.before - first.after == sum(freed[s] for s in on_surface) > 0
     assert first.after < (low.threshold or 0)
     assert [f.kind for f in low.folds] != [f.kind for f in own.folds]
+
+
+@pytest.mark.parametrize(
+    "name", ["pruner-profile-low", "pruner-profile-high", "pruner-profile-off"]
+)
+def test_the_profiles_cut_replays_the_runtimes_folds(name: str) -> None:
+    # Sessions the real runtime ran with the pruner set in their profile: read from the
+    # profile, its cut replays the engine's folds exactly; the defaults' would not.
+    home = FIXTURE_HOMES / name
+    hidden = json.loads((FIXTURE_HOMES / "MANIFEST.json").read_text("utf-8"))[name]["hidden"]
+    index = HomeIndex(home)
+    index.refresh()
+    ((_, tracker),) = index.trackers.items()
+    own = index.settings_of(tracker)[1]
+    ran = PruneCut.from_config(hidden["prunerConfig"]) if hidden["pruner"] else None
+    assert own.pruner == ran and own.error is None and own.engine is not None
+    recording = record(events_of(tracker.log))
+    said = replay(recording, own.engine, pruner=own.pruner)
+    assert said.automatic == recording.folded, side_by_side(recording.folded, said.automatic)
+    if own.pruner is not None:
+        defaults = replay(recording, own.engine, pruner=DEFAULT_CUT)
+        assert defaults.automatic != recording.folded
