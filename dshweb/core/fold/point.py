@@ -25,7 +25,7 @@ the next with dsh-context-truth's hysteresis, against the point in force at each
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dshweb.core.fold.compaction import CompactionPoint, compaction_point, measured_tokens
@@ -54,6 +54,8 @@ class InferredPoint:
     low: int | None = None
     high: int | None = None
     decisions: int = 0
+    basis: tuple[int | None, int | None] | None = field(default=None, compare=False)
+    """The window and reserve the decisions were made under (the point moves with them)."""
 
     def holds(self, threshold: int) -> bool:
         return (self.low is None or threshold >= self.low) and (
@@ -136,7 +138,7 @@ class Decisions:
     @property
     def inferred(self) -> InferredPoint:
         low = self.passed + 1 if self.passed is not None else None
-        return InferredPoint(low, self.folded, self.count)
+        return InferredPoint(low, self.folded, self.count, self.basis)
 
 
 def threshold_source(point: CompactionPoint | None, inferred: InferredPoint) -> str | None:
@@ -172,6 +174,13 @@ def point_known(
     reserved completion: ``min(window × thresholdRatio, window − reserved − headroom)``
     with a ratio of at most 1 and a headroom of at least 0)."""
     configured = point.threshold_tokens if point is not None else None
+    if inferred.basis not in (None, (meter.context_window, meter.reserved_tokens)):
+        # Decided under another window (the log records a new one at the first request
+        # after a model switch, and the engine's next check goes by it): nothing yet.
+        budget = None
+        if meter.context_window is not None:
+            budget = max(0, meter.context_window - meter.reserved_tokens)
+        return Known(None, budget, "unknown")
     if configured is not None and inferred.holds(configured):
         return Known.exactly(configured, "profile")
     if inferred.low is not None or inferred.high is not None:

@@ -217,8 +217,12 @@ def retain_known(
     trusted = point.source in ("profile", "catalogue")
     if seen.summaries and seen.basis == basis:
         high = seen.high if below is None or seen.high is None else min(seen.high, below)
-        agrees = profile is not None and seen.low <= profile and (high is None or profile <= high)
-        if agrees and trusted:
+        if (
+            profile is not None
+            and trusted
+            and seen.low <= profile
+            and (high is None or profile <= high)
+        ):
             return Known.exactly(profile, "profile")
         if high is not None and high < seen.low:
             high = seen.high  # the point's range and the summaries disagree: trust the summaries

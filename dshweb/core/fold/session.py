@@ -388,7 +388,7 @@ def take_snapshot(
     rule: BandRule = DEFAULT_RULE,
     largest: int = 8,
     extra_errors: tuple[str, ...] = (),
-    pruner: bool = True,
+    pruner: PruneCut | None = DEFAULT_CUT,
 ) -> SessionSnapshot:
     meter, activity, header = tracker.meter, tracker.activity, tracker.header
     measured = measured_tokens(meter)
@@ -402,9 +402,7 @@ def take_snapshot(
         errors.append(f"… and {meter.more_problems:,} more problems")
     nodes = heapq.nlargest(largest, meter.nodes, key=lambda n: n.tokens)
     ledger = tracker.ledger.result(meter, threshold=threshold)
-    known_point, known_retain, known_cut = settings_known(
-        tracker, engine, DEFAULT_CUT if pruner else None
-    )
+    known_point, known_retain, known_cut = settings_known(tracker, engine, pruner)
     return SessionSnapshot(
         session_id=printable(tracker.session_id),
         path=printable(path),
