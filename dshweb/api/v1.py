@@ -75,12 +75,29 @@ class Refused(Schema):
     detail: list[Invalid]
 
 
+class KnownValue(Schema):
+    """A setting an estimate went by: its value (``low`` = ``high``) or the range it lies
+    in (``null``: nothing bounds that end), and where that came from."""
+
+    low: int | None
+    high: int | None
+    source: Literal["recorded", "profile", "catalogue", "inferred", "unknown"]
+
+
 class Forecast(Schema):
+    """Steps (and minutes) until the next fold: ``steps`` expected, ``stepsLow`` to
+    ``stepsHigh`` (``null`` with ``steps`` given: open above, "``stepsLow`` or more");
+    all ``null`` and ``reason`` when there is none. ``point``: the compaction point it
+    went by; ``pace``: whose pace (``session``: its own steps, ``home``: this home's other
+    sessions on the same model, before it has steps of its own)."""
+
     steps: int | None
     stepsLow: int | None
     stepsHigh: int | None
     minutes: float | None
     reason: str | None
+    point: KnownValue
+    pace: Literal["session", "home"] | None
 
 
 class TokenBuckets(Schema):
@@ -147,6 +164,9 @@ class SessionRow(Schema):
     headroomTokens: int | None
     lastEventTime: int | None
     forecast: Forecast
+    """The next pass of the engine's check: a prune or a summary."""
+    summaryForecast: Forecast
+    """The next automatic summary (after the prunes that come before it)."""
     costUsd: float | None
     """Every priced request and summary so far (``null``: no model of it has a price)."""
     costUnpriced: bool
@@ -258,6 +278,7 @@ def _row(home: str, snapshot: SessionSnapshot, gauge: ContextGauge, now_ms: int)
         **gauge.as_json(),
         "lastEventTime": snapshot.last_time,
         "forecast": snapshot.forecast(now_ms).as_json(),
+        "summaryForecast": snapshot.summary_forecast(now_ms).as_json(),
         "costUsd": cost,
         "costUnpriced": unpriced,
     }

@@ -121,7 +121,14 @@ def test_one_session_is_the_snapshot_json_with_the_gauge(home: Path) -> None:
         assert body[key] == expected[key], key
     assert body["compaction"]["inferred"] == shot.inferred.as_json()
     assert body["band"] in {"moderate", "tight", "critical"} and body["home"] == "local"
-    assert set(body["forecast"]) == {"steps", "stepsLow", "stepsHigh", "minutes", "reason"}
+    keys = {"steps", "stepsLow", "stepsHigh", "minutes", "reason", "point", "pace"}
+    assert set(body["forecast"]) == set(body["summaryForecast"]) == keys
+    # Both go by the profile's point, which the engine's decisions allow (12,000).
+    profile = {"low": 12_000, "high": 12_000, "source": "profile"}
+    assert body["forecast"]["point"] == body["summaryForecast"]["point"] == profile
+    # Its last step was long ago: idle, as of now (the snapshot's own JSON has no clock).
+    assert body["forecast"]["reason"] == body["summaryForecast"]["reason"] == "idle"
+    assert expected["forecast"]["steps"] is not None and expected["summaryForecast"]["steps"]
 
 
 def test_the_timeline_and_the_ledger(home: Path) -> None:

@@ -32,6 +32,7 @@ REQUIRED = {
     "contextBreakdown",
     "compaction",
     "forecast",
+    "summaryForecast",
     "errors",
 }
 
@@ -96,19 +97,24 @@ def test_the_forecast_is_the_sessions_pace_over_what_is_left() -> None:
         (shot,) = _snapshot("--home", str(home))
     said = shot["forecast"]
     assert said == here.forecast(soon).as_json()
+    assert shot["summaryForecast"] == here.summary_forecast(soon).as_json()
+    assert said["pace"] == "session" and said["point"]["source"] == "profile"
     assert said["reason"] is None and said["steps"] > 0 and said["minutes"] > 0
     assert 1 <= said["stepsLow"] <= math.ceil(said["steps"]) <= said["stepsHigh"]
     # Half an hour after its last step: idle, and it says so.
     later = (here.step_times[-1] + IDLE_AFTER_MS) / 1000
     with patch("dshweb.cli.snapshot.time.time", return_value=later):
         (now,) = _snapshot("--home", str(home))
-    assert now["forecast"] == {
+    idle = {
         "steps": None,
         "stepsLow": None,
         "stepsHigh": None,
         "minutes": None,
         "reason": "idle",
+        "point": {"low": 12_000, "high": 12_000, "source": "profile"},
+        "pace": None,
     }
+    assert now["forecast"] == now["summaryForecast"] == idle
 
 
 def test_at_seq_judges_time_as_of_that_event_on_a_log_days_old() -> None:

@@ -12,17 +12,25 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from dshweb.core.fold.compaction import CompactionPoint
 from dshweb.core.fold.forecast import (
     IDLE,
     IDLE_AFTER_MS,
+    NEED,
     NO_POINT,
     NOT_GROWING,
     RECENT,
     TOO_FEW,
     Forecast,
     fold_forecast,
+    summary_forecast,
 )
+from dshweb.core.fold.home_pace import KEPT, PRIOR_SESSIONS, HomePaces
 from dshweb.core.fold.index import HomeIndex
+from dshweb.core.fold.known import UNKNOWN, Known
+from dshweb.core.fold.meter import SessionMeter
+from dshweb.core.fold.point import InferredPoint, point_known
+from dshweb.core.log.frames import split_frames
 from dshweb.core.log.home import session_logs
 from dshweb.core.log.wire import StepStart, ToolResult
 from tests.conftest import FIXTURE_HOMES
@@ -32,18 +40,25 @@ from tests.snapshots import fixture_snapshot
 MINUTE = 60_000
 
 
+def at(threshold: int) -> Known:
+    """A compaction point the profile gives, and the engine's decisions allow."""
+    return Known.exactly(threshold, "profile")
+
+
 def test_a_steady_pace_is_the_distance_over_the_growth() -> None:
     times = [i * MINUTE // 2 for i in range(6)]  # a step every 30 s
-    said = fold_forecast(measured=6_000, threshold=12_000, growth=[1_000] * 5, times=times)
+    said = fold_forecast(measured=6_000, point=at(12_000), growth=[1_000] * 5, times=times)
     # No spread: 6 steps of 1,000 exactly. The range lets the pace drift by a fifth:
     # 6,000 / 1,200 = 5 steps, 6,000 / 800 = 7.5, so 8.
-    assert said == Forecast(6, 5, 8, 3.0, per_step=1_000.0)
+    assert said == Forecast(6, 5, 8, 3.0, per_step=1_000.0, point=at(12_000), pace="session")
     assert said.as_json() == {
         "steps": 6,
         "stepsLow": 5,
         "stepsHigh": 8,
         "minutes": 3.0,
         "reason": None,
+        "point": {"low": 12_000, "high": 12_000, "source": "profile"},
+        "pace": "session",
     }
 
 
@@ -51,7 +66,7 @@ def test_steps_that_alternate_grow_steadily_by_the_pair() -> None:
     # A tool result of 1,900 then an answer of 100, again and again: every run of an even
     # number of steps grows by 1,000 a step, so beyond the runs the range is the drift's
     # alone: 10,000 / 1,200 = 8.3, so 9; 10,000 / 800 = 12.5, so 13.
-    said = fold_forecast(measured=2_000, threshold=12_000, growth=[1_900, 100] * 5)
+    said = fold_forecast(measured=2_000, point=at(12_000), growth=[1_900, 100] * 5)
     assert (said.steps, said.steps_low, said.steps_high) == (10, 9, 13)
 
 
@@ -60,17 +75,17 @@ def test_a_short_distance_is_read_from_the_runs_themselves() -> None:
     # slow end: runs of three at the 10th percentile (2,100), a fifth of 3,000 slower in
     # quadrature with their spread (900 under the median 3,000), fall short (1,918);
     # runs of four (4,000 less 800) do not.
-    said = fold_forecast(measured=10_000, threshold=12_000, growth=[1_900, 100] * 5)
+    said = fold_forecast(measured=10_000, point=at(12_000), growth=[1_900, 100] * 5)
     assert (said.steps, said.steps_low, said.steps_high) == (2, 2, 4)
     # 1,900 left: one step covers it when it is a tool result (the fast runs: 1,000 +
     # √(900² + 200²) = 1,922), not when it is an answer.
-    near = fold_forecast(measured=10_100, threshold=12_000, growth=[1_900, 100] * 5)
+    near = fold_forecast(measured=10_100, point=at(12_000), growth=[1_900, 100] * 5)
     assert (near.steps_low, near.steps_high) == (1, 3)
 
 
 def test_the_range_is_the_fast_and_the_slow_runs() -> None:
     growth = [300, 1_700, 1_500, 900, 400, 600, 1_500, 1_100]  # mean 1,000
-    said = fold_forecast(measured=2_000, threshold=12_000, growth=growth)
+    said = fold_forecast(measured=2_000, point=at(12_000), growth=growth)
     # 10,000 left, beyond the runs of 4 (half of 8): they grew by 4,400, 4,500, 3,400,
     # 3,400 and 3,600. The median, 3,600, is 400 under 4 × 1,000: k steps grow by
     # k × 1,000 − (400 / √4) × √k, which covers 10,000 at k = 11. The 90th percentile
@@ -82,11 +97,11 @@ def test_the_range_is_the_fast_and_the_slow_runs() -> None:
 
 def test_one_huge_step_does_not_move_it_and_two_are_the_sessions_rhythm() -> None:
     calm = [200, 180, 220, 200, 190, 210, 200, 200]
-    once = fold_forecast(measured=0, threshold=2_000, growth=[*calm[:4], 9_000, *calm[4:]])
+    once = fold_forecast(measured=0, point=at(2_000), growth=[*calm[:4], 9_000, *calm[4:]])
     # The spike counted as the median, 200: every run of four grows by 800 or 810, ten
     # steps of 200 make 2,000.
     assert once.steps == 10
-    twice = fold_forecast(measured=0, threshold=2_000, growth=[*calm, 9_000, 9_000])
+    twice = fold_forecast(measured=0, point=at(2_000), growth=[*calm, 9_000, 9_000])
     # Kept: a run of one huge step covers the distance at once, the fast end of the range.
     assert twice.steps_low == 1 and twice.steps is not None and twice.steps > 1
 
@@ -96,23 +111,23 @@ def test_a_session_that_repeats_a_cycle_is_forecast_by_where_in_it_it_is() -> No
     # five steps. Right after a big result the next one is ten steps away, and the fold
     # comes with it; three steps before the end of a cycle, with it three steps on.
     cycle = ([100] * 9 + [2_000]) * 5
-    after = fold_forecast(measured=0, threshold=1_500, growth=cycle)
+    after = fold_forecast(measured=0, point=at(1_500), growth=cycle)
     assert (after.steps, after.steps_low, after.steps_high) == (10, 10, 10)
-    before = fold_forecast(measured=0, threshold=1_500, growth=cycle[:-3])
+    before = fold_forecast(measured=0, point=at(1_500), growth=cycle[:-3])
     assert (before.steps, before.steps_low, before.steps_high) == (3, 3, 3)
     # With too few cycles seen to check the cycle against (two), the runs go on.
-    young = fold_forecast(measured=0, threshold=1_500, growth=cycle[:20])
+    young = fold_forecast(measured=0, point=at(1_500), growth=cycle[:20])
     assert young.steps is not None and young.steps < 10
 
 
 def test_only_the_recent_steps_count() -> None:
     old = [5_000] * 40
-    said = fold_forecast(measured=0, threshold=6_000, growth=[*old, *([500] * RECENT)])
+    said = fold_forecast(measured=0, point=at(6_000), growth=[*old, *([500] * RECENT)])
     assert said.steps == 12
 
 
 def test_past_the_point_the_fold_is_due_at_the_next_step() -> None:
-    said = fold_forecast(measured=12_500, threshold=12_000, growth=[400, 500, 600])
+    said = fold_forecast(measured=12_500, point=at(12_000), growth=[400, 500, 600])
     assert (said.steps, said.steps_low, said.steps_high) == (1, 1, 1)
 
 
@@ -129,16 +144,21 @@ def test_no_forecast_says_why(
     threshold: int | None, growth: list[int], times: list[int], now: int | None, reason: str
 ) -> None:
     said = fold_forecast(
-        measured=1_000, threshold=threshold, growth=growth, times=times, now_ms=now
+        measured=1_000,
+        point=UNKNOWN if threshold is None else at(threshold),
+        growth=growth,
+        times=times,
+        now_ms=now,
     )
-    assert said == Forecast(reason=reason)
+    assert said == Forecast(reason=reason, point=UNKNOWN if threshold is None else at(threshold))
     assert said.as_json()["steps"] is None and said.as_json()["reason"] == reason
+    assert said.as_json()["pace"] is None
 
 
 def test_a_session_that_resumes_before_the_idle_mark_has_a_forecast() -> None:
     said = fold_forecast(
         measured=1_000,
-        threshold=12_000,
+        point=at(12_000),
         growth=[500] * 5,
         times=[0, MINUTE],
         now_ms=MINUTE + IDLE_AFTER_MS - 1,
@@ -168,7 +188,7 @@ def test_each_step_counts_with_what_it_added_up_to_the_engines_check() -> None:
     assert all(g >= 0 for g in shot.pace_growth)
     said = fold_forecast(
         measured=shot.measured_tokens,
-        threshold=shot.threshold,
+        point=shot.pace_forecast.point,
         growth=shot.pace_growth,
         times=shot.step_times,
     )
@@ -215,7 +235,7 @@ def test_a_configured_point_the_engine_went_by_is_the_one_shown(home_name: str) 
     assert shot.point is not None and shot.point.threshold_tokens == 12_000
     assert shot.inferred.decisions > 0 and shot.inferred.holds(12_000)
     assert shot.inferred.high is not None  # these fold: bounded both ways
-    assert shot.threshold_source == "config" and shot.threshold == 12_000
+    assert shot.threshold_source == "profile" and shot.threshold == 12_000
 
 
 def test_an_overflow_recovery_and_a_failed_compaction_decide_nothing_by_the_point() -> None:
@@ -250,3 +270,200 @@ def test_a_configured_point_the_engine_did_not_go_by_gives_way_to_the_inferred(
     low, high = shot.inferred.low, shot.inferred.high
     assert low is not None and high is not None and low <= 12_000 <= high < 16_800
     assert shot.threshold_source == "inferred" and shot.threshold == (low + high) // 2
+
+
+# What the forecasts go by of the point: a range, its ends used as its ends.
+
+WINDOW, RESERVED = 24_000, 3_000
+
+
+def _profile(threshold: int | None) -> CompactionPoint:
+    return CompactionPoint(WINDOW, RESERVED, threshold, 2_100)
+
+
+@pytest.mark.parametrize(
+    ("point", "inferred", "window", "known"),
+    [
+        # The profile's, while the decisions allow it (or there are none yet).
+        (_profile(12_000), InferredPoint(), WINDOW, Known(12_000, 12_000, "profile")),
+        (
+            _profile(12_000),
+            InferredPoint(11_000, 12_500, 9),
+            WINDOW,
+            Known(12_000, 12_000, "profile"),
+        ),
+        # Ruled out by the folds: the range they allow.
+        (
+            _profile(16_800),
+            InferredPoint(11_959, 12_021, 30),
+            WINDOW,
+            Known(11_959, 12_021, "inferred"),
+        ),
+        # Ruled out before any fold (a step went out past it): bounded above by the
+        # engine's own rule, the message budget (window − reserved).
+        (
+            _profile(12_000),
+            InferredPoint(12_500, None, 4),
+            WINDOW,
+            Known(12_500, 21_000, "inferred"),
+        ),
+        # No point in the profile (no pressure budget by its settings): the rule's range,
+        # once a step has gone out (before, nothing says the engine compacts at all).
+        (_profile(None), InferredPoint(5_825, None, 1), WINDOW, Known(5_825, 21_000, "inferred")),
+        (_profile(None), InferredPoint(), WINDOW, UNKNOWN),
+        # Past the engine's own ceiling without a fold: open above, never inverted.
+        (_profile(None), InferredPoint(22_000, None, 3), WINDOW, Known(22_000, None, "inferred")),
+        # Neither a profile's point nor a window: nothing.
+        (None, InferredPoint(), None, UNKNOWN),
+        (None, InferredPoint(5_000, None, 2), None, Known(5_000, None, "inferred")),
+    ],
+)
+def test_the_point_the_forecasts_go_by(
+    point: CompactionPoint | None, inferred: InferredPoint, window: int | None, known: Known
+) -> None:
+    meter = SessionMeter()
+    meter.context_window, meter.reserved_tokens = window, RESERVED
+    assert point_known(point, inferred, meter) == known
+
+
+def test_the_ends_of_the_range_go_by_the_ends_of_the_point() -> None:
+    # 1,000 a step from 2,000: the point's low end, 8,000, is 6 steps away, its high end,
+    # 12,000, 10. The range holds both ends as the exact points' ranges do (5–8, 9–13),
+    # each end narrowed a little: the pace at its fastest and the point at its lowest
+    # are independent (taken in quadrature), not both at once.
+    growth = [1_000] * 8
+    low = fold_forecast(measured=2_000, point=at(8_000), growth=growth)
+    high = fold_forecast(measured=2_000, point=at(12_000), growth=growth)
+    both = fold_forecast(measured=2_000, point=Known(8_000, 12_000, "inferred"), growth=growth)
+    assert (low.steps_low, low.steps_high, high.steps_low, high.steps_high) == (5, 8, 9, 13)
+    assert (both.steps, both.steps_low, both.steps_high) == (8, 6, 11)
+    assert both.point == Known(8_000, 12_000, "inferred") and both.pace == "session"
+    # Open above: "6 or more".
+    open_ = fold_forecast(measured=2_000, point=Known(8_000, None, "inferred"), growth=growth)
+    assert (open_.steps, open_.steps_low, open_.steps_high) == (6, 5, None)
+    assert open_.as_json()["stepsHigh"] is None and open_.as_json()["steps"] == 6
+    # Past the high end: due; past the low end only, it may be due.
+    assert fold_forecast(measured=12_000, point=both.point, growth=growth).steps_high == 1
+    inside = fold_forecast(measured=9_000, point=both.point, growth=growth)
+    assert (inside.steps, inside.steps_low) == (1, 1) and inside.steps_high == 4
+
+
+def test_before_the_first_fold_under_an_unrecorded_patch_the_forecast_goes_by_the_rule() -> None:
+    # hidden-sdk-1 ran under a patch its log does not record (point 13,202 in a window of
+    # 24,000 with 3,000 reserved); the home's profile gives no point for that window.
+    # Before its first fold (seq 402) only the steps let out bound the point (below);
+    # the engine's rule bounds it above (21,000): a forecast, and the truth in its range.
+    before = fixture_snapshot("hidden-sdk-1", 372)
+    assert before.ledger.compactions == 0 and before.threshold is None
+    said = before.forecast()
+    assert said.point.source == "inferred" and said.point.high == WINDOW - RESERVED
+    assert said.point.low == before.inferred.low and said.point.holds(13_202)
+    assert said.pace == "session" and said.steps is not None
+    assert said.steps_low is not None and said.steps_high is not None
+    assert said.steps_low <= said.steps <= said.steps_high
+    assert before.as_json()["forecast"]["point"] == {
+        "low": before.inferred.low,
+        "high": 21_000,
+        "source": "inferred",
+    }
+    # After it, the fold bounds it from above: the range narrows to the decisions'.
+    after = fixture_snapshot("hidden-sdk-1", 442).forecast()
+    assert after.point.source == "inferred" and after.point.holds(13_202)
+    assert after.point.high is not None and after.point.high <= 13_231  # the fold's measure
+    assert after.steps_low is not None and after.steps_high is not None
+    assert after.steps_high - after.steps_low < said.steps_high - said.steps_low
+
+
+def test_the_summary_comes_when_what_the_prunes_cannot_free_reaches_the_point() -> None:
+    # Every other step adds a result of 3,000 tokens that a prune cuts to 500; two such
+    # results are on the surface now (5,000 freeable), the measure at 9,000, the point
+    # at 10,000. The next pass comes at the next step (a big result crosses the point)
+    # and prunes; the summary waits until the net measure, 4,000, has grown by 6,000 at
+    # its net pace, 600 a pair of steps: 20 steps (a fifth faster or slower: 17–25).
+    point, growth = at(10_000), [3_000, 100] * 6
+    passing = fold_forecast(measured=9_000, point=point, growth=growth)
+    summary = summary_forecast(
+        measured=9_000, freeable_now=5_000, point=point, net_growth=[500, 100] * 6
+    )
+    assert (passing.steps, passing.steps_low) == (1, 1)
+    assert (summary.steps, summary.steps_low, summary.steps_high) == (20, 17, 25)
+    assert summary.point == point and summary.pace == "session"
+    # Nothing prunable (the pruner off, or no result over its threshold): the same.
+    same = summary_forecast(measured=9_000, freeable_now=0, point=point, net_growth=growth)
+    assert same == passing
+
+
+def test_a_young_session_goes_by_the_pace_of_the_homes_other_sessions() -> None:
+    # Too few steps of its own: the steps of the home's other sessions on the model,
+    # taken as alike, with half again as much drift as its own pace would have.
+    point = at(12_000)
+    young = fold_forecast(measured=2_000, point=point, growth=[1_000], prior=[1_000] * 8)
+    own = fold_forecast(measured=2_000, point=point, growth=[1_000] * 8)
+    assert young.pace == "home" and own.pace == "session"
+    assert young.steps == own.steps == 10
+    assert (young.steps_low, young.steps_high) == (7, 20)  # 10,000 / 1,500 and / 500
+    assert (own.steps_low, own.steps_high) == (9, 13)
+    # Nothing to go by: none, and why.
+    alone = fold_forecast(measured=2_000, point=point, growth=[1_000])
+    assert alone == Forecast(reason=TOO_FEW, point=point)
+    stalled = fold_forecast(measured=2_000, point=point, growth=[], prior=[0, 0, 5])
+    assert stalled.reason == NOT_GROWING
+
+
+def test_the_home_keeps_the_latest_sessions_pace_by_model() -> None:
+    paces = HomePaces()
+    for n in range(KEPT + 2):
+        paces.note(f"s{n}", "flash", n, [100 + n] * 3)
+    paces.note("p", "pro", 1, [900, 900])
+    paces.note("young", "flash", 99, [5])  # too few steps: not kept
+    kept = [paced.key for paced in paces.by_model["flash"]]
+    assert kept == [f"s{n}" for n in range(KEPT + 1, 1, -1)]  # the latest, newest first
+    prior = paces.prior("young", "flash")
+    assert prior == tuple(
+        g for n in range(KEPT + 1, KEPT + 1 - PRIOR_SESSIONS, -1) for g in [100 + n] * 3
+    )
+    # A session's own steps are never its prior; another model's never either.
+    assert 100 + KEPT + 1 not in paces.prior(f"s{KEPT + 1}", "flash")
+    assert paces.prior("young", "pro") == (900, 900) and paces.prior("young", None) == ()
+    # A session that moves to another model, or goes away, leaves its old one.
+    paces.note(f"s{KEPT + 1}", "pro", 100, [7, 7])
+    assert f"s{KEPT + 1}" not in [paced.key for paced in paces.by_model["flash"]]
+    paces.forget("p")
+    assert paces.prior("young", "pro") == (7, 7)
+
+
+def test_a_young_session_of_a_home_is_forecast_by_its_other_sessions(tmp_path: Path) -> None:
+    import shutil
+
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURE_HOMES / "pace-steady", home)
+    (log,) = session_logs(home)
+    data = log.path.read_bytes()
+    chunks, error = split_frames(data, 0)
+    assert error is None
+    # The same session's log up to its third step/start: a window, a model, one step's
+    # growth measured (the first, its system prompt's, is not counted).
+    starts = 0
+    for chunk in chunks:
+        starts += chunk.text.count(b'"type":"step/start"')
+        if starts >= 3:
+            break
+    young = log.path.parent.parent / "young"
+    young.mkdir()
+    (young / log.path.name).write_bytes(data[: chunk.end])
+    index = HomeIndex(home)
+    index.refresh()
+    shot, other = index.snapshot(young), index.snapshot(log.path.parent)
+    assert 0 < len(shot.pace_growth) < NEED and shot.model == other.model is not None
+    said = shot.forecast()
+    assert said.pace == "home" and said.point == at(12_000) and said.steps is not None
+    assert said.steps_low is not None and said.steps_high is not None
+    assert said.steps_low <= said.steps <= said.steps_high
+    assert shot.as_json()["forecast"]["pace"] == "home"
+    # The other session has a pace of its own.
+    assert other.forecast().pace == "session"
+    # Without the other session, nothing to go by.
+    shutil.rmtree(log.path.parent)
+    index.refresh()
+    alone = index.snapshot(young).forecast()
+    assert alone.steps is None and alone.reason == TOO_FEW

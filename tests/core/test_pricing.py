@@ -18,6 +18,7 @@ from dshweb.core.fold.pricing import (
     priced_message,
     pruned_price,
     shape_points,
+    shape_price,
     tools_tokens,
 )
 from dshweb.core.log.decode import decode_event
@@ -228,7 +229,7 @@ def test_a_result_kept_as_its_shape_is_priced_as_the_pruner_would_leave_it(
     if shape is None:
         assert points <= len(PRUNE_MARKER)
         return
-    assert shape_points(shape) == points
+    assert shape_points(shape) == points and shape_price(shape) == price
     if after is None:
         assert pruned_price(shape, cut) is None
     else:

@@ -375,7 +375,7 @@ async def test_a_saved_profile_patch_moves_the_compaction_point(
 ) -> None:
     communicator, first = await _signed_in("/ws/homes/local/sessions/auto-compact/", cookie)
     assert _attr(first, "context-ring", "data-threshold") == "12000"
-    assert _attr(first, "context-ring", "data-threshold-source") == "config"
+    assert _attr(first, "context-ring", "data-threshold-source") == "profile"
     patch = home / "profiles" / "sdk" / "cordis.patch.yml"
     patch.write_text(
         patch.read_text().replace("thresholdRatio: 0.5", "thresholdRatio: 0.25"), "utf-8"

@@ -947,7 +947,7 @@ def test_the_ring_of_a_session_whose_point_the_profile_cannot_tell_shows_the_inf
     shot = fixture_snapshot("pace-steady")
     html = fragments.live_parts_html("local", SessionView(shot, context_gauge(shot), 1))
     ring = Elements(html).by_id["context-ring"]
-    assert ring["data-threshold-source"] == "config" and "data-threshold-low" not in ring
+    assert ring["data-threshold-source"] == "profile" and "data-threshold-low" not in ring
     assert "inferred-point" not in html
 
 

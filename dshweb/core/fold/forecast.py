@@ -1,9 +1,28 @@
 """How many steps, and minutes, until a session's next automatic fold, from its own pace.
 
-DSH compacts before a step once ``measure(session).totalTokens`` has reached the
-compaction point (DSH_FACTS §7). :func:`fold_forecast` counts the steps whose growth
-covers what is left below the point (the point minus the measure the steps to come grow
-from), by each step's growth as the engine's check saw it
+DSH checks before every step whether ``measure(session).totalTokens`` has reached the
+compaction point (DSH_FACTS §7); when it has, it prunes first (every surface tool
+result over the pruner's threshold is cut), measures again, and summarises only when the
+measure is still at or past the point. Two forecasts follow:
+
+- :func:`fold_forecast`, the next *pass*: the raw measure reaching the point (a prune or
+  a summary comes then);
+- :func:`summary_forecast`, the next *summary* (the model call that rewrites the
+  context): at every pass everything prunable is pruned, so a summary comes at the first
+  check where the measure *net* of what a prune of every result then on the surface would
+  free reaches the point. A prune leaves that net measure where it was (it frees exactly
+  what it cuts), so it grows by each step's net growth (its growth less what pruning the
+  results it added frees) across the passes to come, and the same counting applies to it.
+
+Each goes by what is known of the point (:class:`~dshweb.core.fold.known.Known`): the
+fast end of the range by the point's low end, the slow end by its high end (open above
+when nothing bounds the point there: "N or more steps"), never one value picked from
+inside the range. The point's half-range counts beside the pace's spread and drift as an
+independent uncertainty (in quadrature), so a range of points and a fast pace are not
+both taken at their extremes at once; the expected steps take the point anywhere in its
+range alike (its middle). :func:`fold_forecast` counts the steps whose growth covers what
+is left below the point (the point minus the measure the steps to come grow from), by
+each step's growth as the engine's check saw it
 (:class:`~dshweb.core.fold.pace.CheckGrowth`: the step that crossed the point counts with
 all it added, and a session's pace goes on after a fold, so there is a forecast right
 after one). Two readings of the pace say what the next ``k`` steps grow by:
@@ -31,9 +50,16 @@ of ``k`` steps at the mean pace (the steps to come may go faster or slower than 
 recent ones did, as a session's do). Minutes are the steps times the median time between
 the recent step boundaries.
 
-No forecast, with the reason, when the session has no compaction point, fewer than
-:data:`NEED` steps measured, does not grow (a median or mean growth of zero or less), or
-has been idle for :data:`IDLE_AFTER_MS` (its pace says nothing about when it resumes).
+Before the session has :data:`NEED` steps of its own to measure, the pace is this home's
+other sessions' on the same model (``pace="home"``: the steps they grew by, each alike,
+the spread growing as ``√k``), with the range widened by :data:`HOME_DRIFT` instead of
+:data:`DRIFT`: it says how little it knows. Otherwise ``pace="session"``.
+
+No forecast, with the reason, when nothing is known of the compaction point (no profile's
+point and no window), fewer than :data:`NEED` steps are measured and the home has no
+other session on the model, the session does not grow (a median or mean growth of zero
+or less), or it has been idle for :data:`IDLE_AFTER_MS` (its pace says nothing about
+when it resumes).
 
 ``bench/forecast_backtest.py`` replays the fixture sessions step by step and scores the
 ranges against the folds that came, per shape.
@@ -48,7 +74,9 @@ import operator
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
+
+from dshweb.core.fold.known import UNKNOWN, Known
 
 RECENT = 36
 """Step growths the runs look at: eighteen turns of a tool call and its answer, enough
@@ -61,6 +89,9 @@ the 10th (the high end) covers what is left."""
 DRIFT = 0.2
 """How much faster or slower than the recent pace the steps to come may go, as a share of
 it: the range is widened by this share of ``k`` steps at the mean pace."""
+HOME_DRIFT = 0.5
+"""The same for a forecast from this home's other sessions on the model: this session may
+go half as fast or half again as fast as they did."""
 PERIODS = 3
 """The periods of a cycle repeated (the last ones; a median of three)."""
 CHECKED = 8
@@ -78,6 +109,10 @@ TOO_FEW = "too few steps"
 NOT_GROWING = "not growing"
 IDLE = "idle"
 
+PaceSource = Literal["session", "home"]
+"""Whose pace a forecast went by: the session's own steps, or this home's other sessions'
+on the same model (before the session has :data:`NEED` steps)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Forecast:
@@ -85,22 +120,31 @@ class Forecast:
 
     steps: int | None = None
     """The expected number of steps: at the start of the step after them, the measure
-    will have reached the compaction point."""
+    will have reached the compaction point (when only a range of it is known, the point
+    anywhere in it alike: its middle)."""
     steps_low: int | None = None
     steps_high: int | None = None
+    """``None`` with ``steps`` given: the range is open above (nothing bounds the point
+    there), "``steps_low`` or more"."""
     minutes: float | None = None
     reason: str | None = None
     per_step: float | None = None
     """The growth per step the forecast went by, in tokens."""
+    point: Known = UNKNOWN
+    """What it went by of the compaction point, and where that came from."""
+    pace: PaceSource | None = None
+    """Whose pace it went by (``None`` with no forecast)."""
 
     def as_json(self) -> dict[str, Any]:
-        """The ``forecast`` object of ``dsh_snapshot --json``."""
+        """The ``forecast`` (and ``summaryForecast``) object of ``dsh_snapshot --json``."""
         return {
             "steps": self.steps,
             "stepsLow": self.steps_low,
             "stepsHigh": self.steps_high,
             "minutes": None if self.minutes is None else round(self.minutes, 2),
             "reason": self.reason,
+            "point": self.point.as_json(),
+            "pace": self.pace,
         }
 
 
@@ -111,38 +155,89 @@ NO_FORECAST_YET = Forecast(reason=TOO_FEW)
 def fold_forecast(
     *,
     measured: int,
-    threshold: int | None,
+    point: Known,
     growth: Sequence[int],
     times: Sequence[int] = (),
     now_ms: int | None = None,
+    prior: Sequence[int] = (),
 ) -> Forecast:
-    """The forecast for a session measured at ``measured`` tokens, with compaction point
-    ``threshold``, per-step ``growth`` (oldest first) and step start ``times`` (epoch ms);
+    """The next pass of the engine's check, for a session measured at ``measured`` tokens,
+    with what is known of its compaction ``point``, per-step ``growth`` (oldest first)
+    and step start ``times`` (epoch ms); ``prior``: the per-step growth of this home's
+    other sessions on the same model (used before the session has :data:`NEED` steps);
     ``now_ms`` (epoch ms) tells an idle session (:func:`as_of`)."""
-    return as_of(_forecast(measured, threshold, growth, times), times, now_ms)
+    return as_of(_forecast(measured, point, growth, times, prior), times, now_ms)
+
+
+def summary_forecast(
+    *,
+    measured: int,
+    freeable_now: int,
+    point: Known,
+    net_growth: Sequence[int],
+    times: Sequence[int] = (),
+    now_ms: int | None = None,
+    prior: Sequence[int] = (),
+) -> Forecast:
+    """The next summary: :func:`fold_forecast` of the net measure (``measured`` less
+    ``freeable_now``, what a prune of every result on the surface now would free) growing
+    by ``net_growth`` (each step's growth less what pruning the results it added frees,
+    parallel to the pass's growth); ``prior`` is the net growth of the home's other
+    sessions on the model. With nothing prunable (the pruner off, or no result over its
+    threshold) it is the next pass."""
+    return fold_forecast(
+        measured=measured - freeable_now,
+        point=point,
+        growth=net_growth,
+        times=times,
+        now_ms=now_ms,
+        prior=prior,
+    )
 
 
 def _forecast(
-    measured: int, threshold: int | None, growth: Sequence[int], times: Sequence[int]
+    measured: int,
+    point: Known,
+    growth: Sequence[int],
+    times: Sequence[int],
+    prior: Sequence[int],
 ) -> Forecast:
-    if threshold is None:
-        return Forecast(reason=NO_POINT)
+    if point.low is None and point.high is None:
+        return Forecast(reason=NO_POINT, point=point)
     history = tuple(float(g) for g in growth)
-    if len(history) < NEED:
-        return Forecast(reason=TOO_FEW)
-    if statistics.median(history[-RECENT:]) <= 0:
-        return Forecast(reason=NOT_GROWING)
-    pace = _pace(history)
+    pace: _Pace
+    source: PaceSource
+    if len(history) >= NEED:
+        if statistics.median(history[-RECENT:]) <= 0:
+            return Forecast(reason=NOT_GROWING, point=point)
+        pace, source, drift = _pace(history), "session", DRIFT
+    elif len(prior) >= NEED:
+        pooled = tuple(float(g) for g in prior)
+        if statistics.median(pooled) <= 0:
+            return Forecast(reason=NOT_GROWING, point=point)
+        pace, source, drift = _home_pace(pooled), "home", HOME_DRIFT
+    else:
+        return Forecast(reason=TOO_FEW, point=point)
     if pace.mean <= 0:  # a fold's shrinking among the steps outweighs their growth
-        return Forecast(reason=NOT_GROWING)
-    left = threshold - measured
-    if left <= 0:  # due at the next step's start
-        return Forecast(1, 1, 1, _minutes(1, times), per_step=pace.mean)
-    steps = _reach(pace, left, 0.5)
-    fast, slow = (_reach(pace, left, q) for q in RANGE_QUANTILES)
-    return Forecast(
-        steps, min(fast, steps), max(slow, steps), _minutes(steps, times), per_step=pace.mean
+        return Forecast(reason=NOT_GROWING, point=point)
+    said = functools.partial(Forecast, per_step=pace.mean, point=point, pace=source)
+    low = point.low if point.low is not None else 0
+    if point.high is not None and point.high <= measured:  # due at the next step's start
+        return said(1, 1, 1, _minutes(1, times))
+    # Expected: the point anywhere in its range alike (its middle). The range: the fast
+    # steps to its low end, the slow ones to its high end, the point's half-range taken
+    # with the pace's spread and drift as independent (in quadrature).
+    middle = low if point.high is None else (low + point.high) // 2
+    half = 0 if point.high is None else point.high - middle
+    left = middle - measured
+    steps = _reach(pace, left, 0.5, drift) if left > 0 else 1
+    fast = _reach(pace, left, RANGE_QUANTILES[0], drift, middle - low) if low > measured else 1
+    slow = (
+        None
+        if point.high is None
+        else max(_reach(pace, left, RANGE_QUANTILES[1], drift, half), steps)
     )
+    return said(steps, min(fast, steps), slow, _minutes(steps, times))
 
 
 class _Pace(Protocol):
@@ -203,6 +298,25 @@ class _Repeat:
         return _quantile(sorted(whole * cycle[-1] + cycle[part] for cycle in self.cycles), q)
 
 
+class _Pooled:
+    """Steps of this home's other sessions on the model, taken as alike: ``k`` steps grow
+    by ``k`` times their mean, and their spread at ``q`` around it as ``√k``."""
+
+    def __init__(self, values: Sequence[float]) -> None:
+        self.ordered = sorted(values)
+        self.mean = sum(values) / len(values)
+
+    def grows(self, k: int, q: float) -> float:
+        return k * self.mean + (_quantile(self.ordered, q) - self.mean) * math.sqrt(k)
+
+
+@functools.lru_cache(maxsize=64)
+def _home_pace(prior: tuple[float, ...]) -> _Pace:
+    """The pace of a home's other sessions on a model (the same for every young session
+    of it until they step again)."""
+    return _Pooled(prior)
+
+
 def _period(history: Sequence[float]) -> int | None:
     """The period by which the recent steps repeat best: the ``P`` whose steps differ
     least from the ones ``P`` before them (the smallest such ``P``), over the last two
@@ -250,16 +364,17 @@ def _pace(history: tuple[float, ...]) -> _Pace:
     return cycle
 
 
-def _reach(pace: _Pace, left: float, q: float) -> int:
-    """The fewest steps whose growth at quantile ``q``, widened by :data:`DRIFT`, covers
-    ``left``."""
+def _reach(pace: _Pace, left: float, q: float, widen: float = DRIFT, point: float = 0.0) -> int:
+    """The fewest steps whose growth at quantile ``q``, widened by ``widen`` (a share of
+    the mean pace: :data:`DRIFT`, :data:`HOME_DRIFT`) and by ``point`` tokens (how far
+    the compaction point may lie from the one ``left`` is counted to), covers ``left``."""
 
     def covers(k: int) -> bool:
         median = pace.grows(k, 0.5)
         if q == 0.5:
             return median >= left
-        off, drift = pace.grows(k, q) - median, DRIFT * k * pace.mean
-        return median + math.copysign(math.hypot(off, drift), q - 0.5) >= left
+        off, drift = pace.grows(k, q) - median, widen * k * pace.mean
+        return median + math.copysign(math.hypot(off, drift, point), q - 0.5) >= left
 
     # Counted one by one through the runs' own lengths, then by doubling and halving.
     for k in range(1, RECENT + 1):
@@ -293,7 +408,7 @@ def idle(times: Sequence[int], now_ms: int) -> bool:
 def as_of(forecast: Forecast, times: Sequence[int], now_ms: int | None) -> Forecast:
     """``forecast`` (made without a clock) as of ``now_ms``: none once the session idles."""
     if now_ms is not None and forecast.steps is not None and idle(times, now_ms):
-        return Forecast(reason=IDLE)
+        return Forecast(reason=IDLE, point=forecast.point)
     return forecast
 
 

@@ -12,6 +12,8 @@ With a ``budget``, each log folds at most that much per refresh; the logs left
 followed on one thread gets back to its other sessions after each slice of a big or
 expensive log.
 One bad session never stops the others: its error is kept on its own snapshot.
+As each session folds, its recent pace is noted by its model (:class:`HomePaces`): a
+session too young to have a pace of its own is forecast by the others'.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dshweb.core.fold.forecast import NEED
+from dshweb.core.fold.home_pace import HomePaces
 from dshweb.core.fold.session import SessionSnapshot, SessionTracker, take_snapshot
 from dshweb.core.log.home import (
     LogFile,
@@ -85,6 +89,8 @@ class HomeIndex:
     """The most one log folds per refresh."""
     unfinished: set[Path] = field(default_factory=set)
     """The folders whose log holds more than its last refresh folded."""
+    paces: HomePaces = field(default_factory=HomePaces)
+    """The sessions' recent paces by model: the young sessions' forecasts go by them."""
 
     def refresh(
         self,
@@ -139,6 +145,7 @@ class HomeIndex:
             was_unfinished = folder in self.unfinished
             if tracker.refresh(self.budget) or (was_unfinished and not tracker.unfinished):
                 updated.add(folder)  # changed, or now folded to its end
+                self._note_pace(folder, tracker)
             if tracker.unfinished:
                 self.unfinished.add(folder)
             else:
@@ -149,6 +156,7 @@ class HomeIndex:
             self.unfinished.discard(folder)
         for folder in gone & set(self.trackers):
             del self.trackers[folder]
+            self.paces.forget(folder)
             self.signatures.pop(folder, None)
             self._set_lock(folder, None)
             self.locks.pop(folder, None)
@@ -174,6 +182,12 @@ class HomeIndex:
         tracker.settings_of = self._settings
         self.trackers[folder] = tracker
         self.signatures.pop(folder, None)
+        self._note_pace(folder, tracker)
+
+    def _note_pace(self, folder: Path, tracker: SessionTracker) -> None:
+        self.paces.note(
+            folder, tracker.meter.model, tracker.activity.last_time, tracker.pace.growth
+        )
 
     def _session_folders(self, changed: Iterable[Path]) -> set[Path]:
         root = self.home / "sessions"
@@ -247,6 +261,9 @@ class HomeIndex:
             rule=settings.rule,
             extra_errors=(settings.error,) if settings.error else (),
             pruner=settings.pruner,
+            prior=self.paces.prior(folder, tracker.meter.model)
+            if len(tracker.pace.growth) < NEED
+            else (),
         )
 
     def snapshots(self) -> list[SessionSnapshot]:

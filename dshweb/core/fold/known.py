@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from dshweb.core.profile.pruner import PruneCut
+
 Source = Literal["recorded", "profile", "catalogue", "inferred", "unknown"]
 
 
@@ -67,6 +69,14 @@ class CutKnown:
     threshold: Known
     head: Known
     tail: Known
+
+    def likeliest(self) -> PruneCut | None:
+        """A cut to simulate the pruner with where a forecast needs one: the exact one, or
+        at its threshold's low end; ``None`` when off or its head or tail is unknown."""
+        head, tail, low = self.head.exact, self.tail.exact, self.threshold.low
+        if not self.on or head is None or tail is None or low is None:
+            return None
+        return PruneCut(self.threshold.exact or low, head, tail)
 
     def as_json(self) -> dict[str, Any]:
         return {

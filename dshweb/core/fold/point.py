@@ -18,9 +18,13 @@ measure; nor is a step that starts after an automatic compaction in its own pre-
 engine lets it out even when the compaction left the measure at or past the point), nor
 any step after a compaction that failed, until the next one starts.
 
-:func:`threshold_source` and :func:`effective_threshold` choose between the profile's
-point and the inferred range; :class:`StepBand` holds the band from one step boundary to
-the next with dsh-context-truth's hysteresis, against the point in force at each.
+:func:`point_known` is what the forecasts and the preview go by: the profile's point while
+the decisions allow it, else the range they allow, its high end held, before any fold
+bounds it, by the engine's own rule: never one value picked from inside a range.
+:func:`threshold_source` and :func:`effective_threshold` choose one figure for the band
+and the ring (the range's middle); :class:`StepBand` holds the band from one step
+boundary to the next with dsh-context-truth's hysteresis, against the point in force at
+each.
 """
 
 from __future__ import annotations
@@ -142,22 +146,23 @@ class Decisions:
 
 
 def threshold_source(point: CompactionPoint | None, inferred: InferredPoint) -> str | None:
-    """Which compaction point a session goes by: the profile's (``config``) unless the
+    """Which compaction point a session goes by: the profile's (``profile``) unless the
     engine's decisions rule it out or it has none (``inferred``, when they bound it)."""
     configured = point.threshold_tokens if point is not None else None
     if configured is not None and inferred.holds(configured):
-        return "config"
+        return "profile"
     if inferred.low is not None or inferred.high is not None:
         return "inferred"
-    return "config" if configured is not None else None
+    return "profile" if configured is not None else None
 
 
 def effective_threshold(point: CompactionPoint | None, inferred: InferredPoint) -> int | None:
-    """The point of :func:`threshold_source`: the profile's, or the middle of the range
-    the decisions allow once a fold bounds it from above (before the first fold, the
-    requests let out only say how low it is not: no point to measure against yet)."""
+    """The point of :func:`threshold_source` as one figure, for the band and the ring: the
+    profile's, or the middle of the range the decisions allow once a fold bounds it from
+    above (before the first fold, the requests let out only say how low it is not: no
+    figure to draw). The forecasts go by the whole range instead (:func:`point_known`)."""
     source = threshold_source(point, inferred)
-    if source == "config":
+    if source == "profile":
         return point.threshold_tokens if point is not None else None
     low, high = inferred.low, inferred.high
     if source is None or high is None:

@@ -154,6 +154,20 @@ def shape_points(shape: Shape) -> int:
     return shape if isinstance(shape, int) else shape.points
 
 
+def shape_price(shape: Shape) -> int:
+    """A tool result's price, from its shape (what :func:`priced_message` priced)."""
+    if isinstance(shape, int):
+        return _ceil4(shape) + 4 + 4
+    runs = (r if isinstance(r, int) else _ceil4(r.points + len(r.astral)) + 4 for r in shape.runs)
+    return sum(runs) + 4
+
+
+def freed(shape: Shape, cut: PruneCut | None) -> int:
+    """What cutting a result of ``shape`` by ``cut`` frees (0: left whole, or no pruner)."""
+    after = pruned_price(shape, cut) if cut is not None else None
+    return 0 if after is None else shape_price(shape) - after
+
+
 def pruned_price(shape: Shape, cut: PruneCut = DEFAULT_CUT) -> int | None:
     """The price of a tool result once the pruner has cut it with ``cut`` (the profile's:
     :attr:`~dshweb.core.profile.effective.EffectiveSettings.pruner`; ``None``: its text is

@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,13 @@ from dshweb.core.fold.cost import (
     SessionCost,
     cost_json,
 )
-from dshweb.core.fold.forecast import NO_FORECAST_YET, Forecast, as_of, fold_forecast
+from dshweb.core.fold.forecast import (
+    NO_FORECAST_YET,
+    Forecast,
+    as_of,
+    fold_forecast,
+    summary_forecast,
+)
 from dshweb.core.fold.gauge import Band
 from dshweb.core.fold.known import CutKnown, Known
 from dshweb.core.fold.ledger import Ledger, LedgerCollector
@@ -43,7 +49,7 @@ from dshweb.core.fold.preview import (
     automatic_outcomes,
     manual_preview,
 )
-from dshweb.core.fold.pricing import DEFAULT_CUT, PruneCut
+from dshweb.core.fold.pricing import DEFAULT_CUT, PruneCut, freed
 from dshweb.core.fold.revealed import cut_known, retain_known
 from dshweb.core.fold.told import Told, ToldCollector
 from dshweb.core.log.home import LogFile
@@ -238,8 +244,12 @@ class SessionSnapshot:
     inferred: InferredPoint = field(default_factory=InferredPoint)
     """The compaction point's range by the engine's own decisions in the log."""
     pace_forecast: Forecast = NO_FORECAST_YET
-    """The fold forecast from that pace (:func:`~dshweb.core.fold.forecast.fold_forecast`,
-    made once per snapshot, without a clock: :meth:`forecast` says when it is idle)."""
+    """The next pass of the engine's check (a prune or a summary) from that pace
+    (:func:`~dshweb.core.fold.forecast.fold_forecast`, made once per snapshot, without a
+    clock: :meth:`forecast` says when it is idle)."""
+    summary_pace_forecast: Forecast = NO_FORECAST_YET
+    """The next summary (:func:`~dshweb.core.fold.forecast.summary_forecast`), the same
+    way: :meth:`summary_forecast`."""
     ledger: Ledger = field(default_factory=Ledger)
     """Every fold and the pressure timeline (dshweb.core.fold.ledger); the fold counts."""
     told: Told = field(default_factory=Told)
@@ -276,7 +286,7 @@ class SessionSnapshot:
 
     @property
     def threshold_source(self) -> str | None:
-        """``config`` while the profile's compaction point agrees with what the engine did
+        """``profile`` while the profile's compaction point agrees with what the engine did
         (or nothing bounds it), ``inferred`` when the engine's decisions say otherwise or
         the profile gives none; ``None`` when neither knows."""
         return threshold_source(self.point, self.inferred)
@@ -294,9 +304,14 @@ class SessionSnapshot:
         return cwd == root or cwd.startswith(root if root.endswith("/") else root + "/")
 
     def forecast(self, now_ms: int | None = None) -> Forecast:
-        """Steps and minutes until the next automatic fold (``now_ms``: epoch ms now, to
-        tell an idle session; a ``past`` view goes by the time of its last event)."""
+        """Steps and minutes until the next pass of the engine's check: a prune or a
+        summary (``now_ms``: epoch ms now, to tell an idle session; a ``past`` view goes
+        by the time of its last event)."""
         return as_of(self.pace_forecast, self.step_times, self.clock(now_ms))
+
+    def summary_forecast(self, now_ms: int | None = None) -> Forecast:
+        """Steps and minutes until the next automatic summary (as :meth:`forecast`)."""
+        return as_of(self.summary_pace_forecast, self.step_times, self.clock(now_ms))
 
     def clock(self, now_ms: int | None) -> int | None:
         """What "now" is for this snapshot: ``now_ms``, or for a ``past`` view the time
@@ -307,7 +322,8 @@ class SessionSnapshot:
         self, now_ms: int | None = None, book: PriceBook = REGISTRY_PRICES
     ) -> dict[str, Any]:
         """The snapshot in the CLI's JSON shape (the host's field names, and dshweb's
-        ``forecast``, as of ``now_ms``; ``cost`` priced by ``book``)."""
+        ``forecast`` and ``summaryForecast``, as of ``now_ms``; ``cost`` priced by
+        ``book``)."""
         compaction: dict[str, Any] = (
             self.point.as_dict()
             if self.point is not None
@@ -347,6 +363,7 @@ class SessionSnapshot:
             "contextBreakdown": self.context_breakdown,
             "compaction": compaction,
             "forecast": self.forecast(now_ms).as_json(),
+            "summaryForecast": self.summary_forecast(now_ms).as_json(),
             "told": self.told.as_json(),
             "cost": cost_json(self.cost, self.ledger.spend, book),
             "errors": list(self.errors),
@@ -389,13 +406,17 @@ def take_snapshot(
     largest: int = 8,
     extra_errors: tuple[str, ...] = (),
     pruner: PruneCut | None = DEFAULT_CUT,
+    prior: Sequence[int] = (),
 ) -> SessionSnapshot:
+    """``prior``: the per-step growth of the home's other sessions on the session's model
+    (its forecasts' pace before it has steps of its own)."""
     meter, activity, header = tracker.meter, tracker.activity, tracker.header
     measured = measured_tokens(meter)
     growth, times = tuple(tracker.pace.growth), tuple(tracker.pace.times)
     inferred = tracker.pace.decisions.inferred
     point = point_of(meter, engine)
     threshold = effective_threshold(point, inferred)
+    base = tracker.pace.checks.base(measured)
     path = _relative(tracker.log.path, home)
     errors = ([tracker.error] if tracker.error else []) + meter.problems + list(extra_errors)
     if meter.more_problems:
@@ -403,6 +424,17 @@ def take_snapshot(
     nodes = heapq.nlargest(largest, meter.nodes, key=lambda n: n.tokens)
     ledger = tracker.ledger.result(meter, threshold=threshold)
     known_point, known_retain, known_cut = settings_known(tracker, engine, pruner)
+    # The summary forecast's pace: what a prune of every result on the surface frees now,
+    # and each step's growth less what cutting the results it added frees.
+    cut = known_cut.likeliest()
+    freeable_now = sum(freed(n.shape, cut) for n in meter.prunable.values() if n.shape)
+    added = tracker.pace.checks.added
+    net_growth = growth
+    if cut is not None and len(added) == len(growth):
+        net_growth = tuple(
+            g - sum(freed(shape, cut) for shape in step)
+            for g, step in zip(growth, added, strict=True)
+        )
     return SessionSnapshot(
         session_id=printable(tracker.session_id),
         path=printable(path),
@@ -432,10 +464,15 @@ def take_snapshot(
         step_cache=tuple(tracker.pace.cache[-CACHE_STEPS:]),
         inferred=inferred,
         pace_forecast=fold_forecast(
-            measured=tracker.pace.checks.base(measured),
-            threshold=threshold,
-            growth=growth,
+            measured=base, point=known_point, growth=growth, times=times, prior=prior
+        ),
+        summary_pace_forecast=summary_forecast(
+            measured=base,
+            freeable_now=freeable_now,
+            point=known_point,
+            net_growth=net_growth,
             times=times,
+            prior=prior,
         ),
         ledger=ledger,
         told=tracker.told.result(),
