@@ -4,11 +4,15 @@ measured, only what a test names set), and the snapshot of a one-session fixture
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
+from dshweb.core.log.frames import split_frames
+from dshweb.core.log.home import session_logs
 from tests.conftest import FIXTURE_HOMES
 
 
@@ -49,6 +53,31 @@ def fixture_snapshot(home_name: str, at_seq: int | None = None) -> SessionSnapsh
     index.refresh()
     (folder,) = index.trackers
     return index.snapshot(folder)
+
+
+def home_with_a_young_session(tmp_path: Path) -> tuple[HomeIndex, Path, Path]:
+    """A copy of ``pace-steady`` with a second session folder, ``young``, holding the
+    same log up to its third ``step/start`` (a window and a model, one step's growth
+    measured: the first, its system prompt's, is not counted), folded: the index, the
+    young session's folder and the older one's."""
+    home = tmp_path / "home"
+    shutil.copytree(FIXTURE_HOMES / "pace-steady", home)
+    (log,) = session_logs(home)
+    data = log.path.read_bytes()
+    chunks, error = split_frames(data, 0)
+    assert error is None
+    starts, end = 0, 0
+    for chunk in chunks:
+        starts += chunk.text.count(b'"type":"step/start"')
+        end = chunk.end
+        if starts >= 3:
+            break
+    young = log.path.parent.parent / "young"
+    young.mkdir()
+    (young / log.path.name).write_bytes(data[:end])
+    index = HomeIndex(home)
+    index.refresh()
+    return index, young, log.path.parent
 
 
 LIVE_PART_IDS = (

@@ -66,15 +66,22 @@ def _render(name: str, context: dict[str, Any]) -> str:
 
 
 def session_context(
-    home: str, snapshot: SessionSnapshot, gauge: ContextGauge, forecast: Forecast | None = None
+    home: str,
+    snapshot: SessionSnapshot,
+    gauge: ContextGauge,
+    forecast: Forecast | None = None,
+    summary: Forecast | None = None,
 ) -> dict[str, Any]:
     if forecast is None:
         forecast = session_forecast(snapshot)
+    if summary is None:
+        summary = summary_forecast(snapshot)
     return {
         "home_name": home,
         "session": snapshot,
         "gauge": gauge,
         "forecast": forecast,
+        "summary_forecast": summary,
         "ring": ring_arcs(gauge, snapshot.context_breakdown, forecast),
         "breakdown": breakdown_parts(snapshot.context_breakdown),
         "cache_hit": cache_hit_ratio(snapshot.token_usage),
@@ -121,8 +128,13 @@ def ledger_view(ledger: Ledger, before: int | None = None) -> LedgerView:
 
 
 def session_forecast(snapshot: SessionSnapshot) -> Forecast:
-    """The session's fold forecast as of now (an idle one has none)."""
+    """The session's next pass forecast as of now (an idle one has none)."""
     return snapshot.forecast(now_ms=int(time.time() * 1000))
+
+
+def summary_forecast(snapshot: SessionSnapshot) -> Forecast:
+    """The session's next summary forecast as of now (an idle one has none)."""
+    return snapshot.summary_forecast(now_ms=int(time.time() * 1000))
 
 
 def compact_status(home: str, snapshot: SessionSnapshot) -> CompactView:
@@ -323,9 +335,9 @@ LIVE_PARTS: tuple[tuple[str, Callable[[SessionSnapshot], object] | None], ...] =
 small part of the snapshot (the ledger, the largest nodes: they move far less often than
 the session grows); such a part is rendered again only when that changed."""
 
-_rendered: OrderedDict[tuple[str, str, int, Forecast, str, PriceBook], tuple[str, ...]] = (
-    OrderedDict()
-)
+_rendered: OrderedDict[
+    tuple[str, str, int, Forecast, Forecast, str, PriceBook], tuple[str, ...]
+] = OrderedDict()
 _steady: OrderedDict[tuple[str, str, str, str, PriceBook], tuple[object, str]] = OrderedDict()
 
 
@@ -334,13 +346,15 @@ def live_parts(home: str, view: SessionView) -> tuple[str, ...]:
     on its own, rendered once per version and language."""
     shot = view.snapshot
     forecast = session_forecast(shot)  # moves with the clock too: idle after a while
-    key = (home, shot.session_id, view.version, forecast, get_language(), get_config().price_book)
+    summary = summary_forecast(shot)
+    language, book = get_language(), get_config().price_book
+    key = (home, shot.session_id, view.version, forecast, summary, language, book)
     with _rendered_lock:
         parts = _rendered.get(key)
         if parts is not None:
             _rendered.move_to_end(key)
             return parts
-    context = session_context(home, shot, view.gauge, forecast)
+    context = session_context(home, shot, view.gauge, forecast, summary)
     parts = tuple(_part_html(home, shot, name, shows, context) for name, shows in LIVE_PARTS)
     with _rendered_lock:
         _rendered[key] = parts

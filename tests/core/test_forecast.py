@@ -30,12 +30,11 @@ from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.known import UNKNOWN, Known
 from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.fold.point import InferredPoint, point_known
-from dshweb.core.log.frames import split_frames
 from dshweb.core.log.home import session_logs
 from dshweb.core.log.wire import StepStart, ToolResult
 from tests.conftest import FIXTURE_HOMES
 from tests.inferred import events_of
-from tests.snapshots import fixture_snapshot
+from tests.snapshots import fixture_snapshot, home_with_a_young_session
 
 MINUTE = 60_000
 
@@ -435,25 +434,8 @@ def test_the_home_keeps_the_latest_sessions_pace_by_model() -> None:
 def test_a_young_session_of_a_home_is_forecast_by_its_other_sessions(tmp_path: Path) -> None:
     import shutil
 
-    home = tmp_path / "home"
-    shutil.copytree(FIXTURE_HOMES / "pace-steady", home)
-    (log,) = session_logs(home)
-    data = log.path.read_bytes()
-    chunks, error = split_frames(data, 0)
-    assert error is None
-    # The same session's log up to its third step/start: a window, a model, one step's
-    # growth measured (the first, its system prompt's, is not counted).
-    starts = 0
-    for chunk in chunks:
-        starts += chunk.text.count(b'"type":"step/start"')
-        if starts >= 3:
-            break
-    young = log.path.parent.parent / "young"
-    young.mkdir()
-    (young / log.path.name).write_bytes(data[: chunk.end])
-    index = HomeIndex(home)
-    index.refresh()
-    shot, other = index.snapshot(young), index.snapshot(log.path.parent)
+    index, young, older = home_with_a_young_session(tmp_path)
+    shot, other = index.snapshot(young), index.snapshot(older)
     assert 0 < len(shot.pace_growth) < NEED and shot.model == other.model is not None
     said = shot.forecast()
     assert said.pace == "home" and said.point == at(12_000) and said.steps is not None
@@ -463,7 +445,7 @@ def test_a_young_session_of_a_home_is_forecast_by_its_other_sessions(tmp_path: P
     # The other session has a pace of its own.
     assert other.forecast().pace == "session"
     # Without the other session, nothing to go by.
-    shutil.rmtree(log.path.parent)
+    shutil.rmtree(older)
     index.refresh()
     alone = index.snapshot(young).forecast()
     assert alone.steps is None and alone.reason == TOO_FEW

@@ -172,10 +172,25 @@ def test_band_falls_only_past_the_hysteresis(used: int, previous: Band, band: Ba
         (Forecast(40, 30, 55, 300.0), "Fold in about 40 steps (30–55), about 5.0 h"),
         (Forecast(6, 5, 7, None), "Fold in about 6 steps (5–7)"),
         (Forecast(reason="too few steps"), "No fold forecast: too few steps"),
+        (Forecast(6, 6, None, None), "Fold in 6 or more steps"),  # nothing bounds the point
+        (Forecast(1, 1, None, 0.4), "Fold in 1 or more step, under a minute"),
     ],
 )
 def test_the_forecast_in_words(forecast: Forecast, text: str) -> None:
     assert forecast_text(forecast) == text
+
+
+@pytest.mark.parametrize(
+    ("forecast", "text"),
+    [
+        (Forecast(20, 17, 25, 2.0), "Summary in about 20 steps (17–25), about 2 min"),
+        (Forecast(1, 1, 1, 0.2), "Summary due at the next step"),
+        (Forecast(9, 9, None, None), "Summary in 9 or more steps"),
+        (Forecast(reason="not growing"), "No summary forecast: not growing"),
+    ],
+)
+def test_the_summary_forecast_in_words(forecast: Forecast, text: str) -> None:
+    assert forecast_text(forecast, summary=True) == text
 
 
 @pytest.mark.parametrize(

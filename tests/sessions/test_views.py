@@ -869,6 +869,21 @@ def test_the_ring_says_when_the_next_fold_should_come_and_where_the_next_steps_l
     assert forecast["data-reason"] == ""
     shown = math.ceil(said.steps)
     assert f"Fold in about {shown} step" in html
+    # The next summary beside it (nothing here is over the pruner's threshold: the same),
+    # and what both go by: the profile's point, the session's own pace.
+    summary = elements["summary-forecast"]
+    said_summary = shot.summary_forecast(last_step + 60_000)
+    assert said_summary.steps is not None
+    assert summary["data-steps"] == str(said_summary.steps)
+    assert f"Summary in about {said_summary.steps} step" in html
+    for element in (forecast, summary):
+        assert (element["data-point-source"], element["data-pace"]) == ("profile", "session")
+    basis = elements["forecast-basis"]
+    assert (basis["data-point-low"], basis["data-point-high"]) == ("12000", "12000")
+    assert (
+        'Both go by the compaction point 12,000 tokens <span class="source">(from the profile)'
+        "</span>" in html
+    )
     # The faint arc: from the ring's fill, the next steps at the forecast's pace.
     gauge = context_gauge(shot)
     assert gauge.used is not None and gauge.window and said.per_step
@@ -893,6 +908,59 @@ def test_the_ring_says_when_the_next_fold_should_come_and_where_the_next_steps_l
         idle = fragments.live_parts_html("local", view)
     assert Elements(idle).by_id["forecast"]["data-reason"] == "idle"
     assert "No fold forecast: idle" in idle and "ring-ahead" not in idle
+    assert Elements(idle).by_id["summary-forecast"]["data-reason"] == "idle"
+    assert "No summary forecast: idle" in idle and "forecast-basis" not in idle
+    assert "forecast-pace" not in html  # the session's own pace: nothing to say
+
+
+@pytest.mark.django_db  # the parts read the session's latest Compact request
+def test_a_young_sessions_ring_says_whose_pace_its_forecast_goes_by(tmp_path: Path) -> None:
+    from unittest.mock import patch
+
+    from dshweb.core.fold.gauge import context_gauge
+    from tests.snapshots import home_with_a_young_session
+
+    index, young, _ = home_with_a_young_session(tmp_path)
+    shot = index.snapshot(young)
+    view = SessionView(shot, context_gauge(shot), 1)
+    with patch("dshweb.sessions.fragments.time.time", return_value=shot.step_times[-1] / 1000):
+        html = fragments.live_parts_html("local", view)
+    elements = Elements(html).by_id
+    assert elements["forecast"]["data-pace"] == elements["summary-forecast"]["data-pace"]
+    assert elements["forecast"]["data-pace"] == "home"
+    assert elements["forecast-basis"]["data-pace"] == "home"
+    assert (
+        f"At the pace of this home's other sessions on {shot.model}: this one has too "
+        "few steps yet." in html
+    )
+
+
+@pytest.mark.django_db  # the parts read the session's latest Compact request
+def test_before_the_first_fold_under_an_unrecorded_patch_the_ring_forecasts_by_the_rule() -> None:
+    from unittest.mock import patch
+
+    from dshweb.core.fold.gauge import context_gauge
+
+    # hidden-sdk-1 (a patch its log does not record, point 13,202) before its first fold:
+    # only the engine's own rule bounds the point above (24,000 − 3,000 reserved).
+    shot = fixture_snapshot("hidden-sdk-1", 372)
+    assert shot.ledger.compactions == 0 and shot.inferred.low is not None
+    view = SessionView(shot, context_gauge(shot), 1)
+    with patch("dshweb.sessions.fragments.time.time", return_value=shot.step_times[-1] / 1000):
+        html = fragments.live_parts_html("local", view)
+    elements = Elements(html).by_id
+    forecast = elements["forecast"]
+    assert forecast["data-reason"] == "" and forecast["data-steps"] != ""
+    assert forecast["data-point-source"] == "inferred"
+    basis = elements["forecast-basis"]
+    assert (basis["data-point-low"], basis["data-point-high"]) == (
+        str(shot.inferred.low),
+        "21000",
+    )
+    assert (
+        f"Both go by the compaction point {shot.inferred.low:,}–21,000 tokens "
+        '<span class="source">(inferred from what the engine did)</span>' in html
+    )
 
 
 @pytest.mark.django_db

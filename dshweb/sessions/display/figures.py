@@ -100,29 +100,42 @@ def dom_id(prefix: str, key: str) -> str:
     return f"{prefix}-{escaped}"
 
 
-def forecast_text(forecast: Forecast) -> str:
-    """``Fold in about 6 steps (4–9), about 3 min`` / ``Fold due at the next step`` /
-    ``No fold forecast: too few steps``, in the active language."""
+def forecast_text(forecast: Forecast, *, summary: bool = False) -> str:
+    """``Fold in about 6 steps (4–9), about 3 min`` / ``Fold in 6 or more steps`` (a
+    range open above) / ``Fold due at the next step`` / ``No fold forecast: too few
+    steps``, in the active language; with ``summary``, the same of the next summary."""
     steps, low, high = forecast.steps, forecast.steps_low, forecast.steps_high
     if steps is None or low is None:
         reason = words.named(words.NO_FORECAST, forecast.reason or "unknown")
+        if summary:
+            return _("No summary forecast: %(reason)s") % {"reason": reason}
         return _("No fold forecast: %(reason)s") % {"reason": reason}
     if high == 1:
-        return _("Fold due at the next step")
+        return _("Summary due at the next step") if summary else _("Fold due at the next step")
+    if high is None:
+        text = (
+            ngettext("Summary in %(steps)d or more step", "Summary in %(steps)d or more steps", low)
+            if summary
+            else ngettext("Fold in %(steps)d or more step", "Fold in %(steps)d or more steps", low)
+        ) % {"steps": low}
+        return text + _minutes_text(forecast.minutes)
     shown = steps
-    text = ngettext("Fold in about %(steps)d step", "Fold in about %(steps)d steps", shown) % {
-        "steps": shown
-    }
-    if high is not None and (low, high) != (shown, shown):
+    text = (
+        ngettext("Summary in about %(steps)d step", "Summary in about %(steps)d steps", shown)
+        if summary
+        else ngettext("Fold in about %(steps)d step", "Fold in about %(steps)d steps", shown)
+    ) % {"steps": shown}
+    if (low, high) != (shown, shown):
         text += f" ({low}–{high})"
-    minutes = forecast.minutes
-    if minutes is not None:
-        text += (
-            _(", under a minute")
-            if minutes < 1
-            else _(", about %(duration)s") % {"duration": _duration(minutes)}
-        )
-    return text
+    return text + _minutes_text(forecast.minutes)
+
+
+def _minutes_text(minutes: float | None) -> str:
+    if minutes is None:
+        return ""
+    if minutes < 1:
+        return _(", under a minute")
+    return _(", about %(duration)s") % {"duration": _duration(minutes)}
 
 
 def _duration(minutes: float) -> str:

@@ -91,6 +91,12 @@ def forecast_text(forecast: Forecast) -> str:
 
 
 @register.filter
+def summary_text(forecast: Forecast) -> str:
+    """``{{ summary|summary_text }}``: the next summary's forecast in words."""
+    return figures.forecast_text(forecast, summary=True)
+
+
+@register.filter
 def fold_in(forecast: Forecast) -> str:
     """``{{ forecast|fold_in }}``: ``fold in ~6 steps`` / ``fold at the next step`` /
     ``no fold forecast`` (the list's short form)."""
