@@ -1,4 +1,4 @@
-"""The fold forecast, backtested on real logs: does its range hold the step the fold came?
+"""The fold forecasts, backtested on real logs: does each range hold the step the fold came?
 
 Usage: python bench/forecast_backtest.py [HOME ...]   (default: every fixture home in
 ``tests/fixtures/homes``, written by the real DSH runtime: steady paces, mixed tool and
@@ -10,24 +10,30 @@ their folds tell)
 Each session is replayed frame by frame into a copy of its home, through the same
 :class:`~dshweb.core.fold.index.HomeIndex` the dashboard folds with. At every step
 boundary (a step's request going out, as :mod:`dshweb.core.fold.pace` sees it) it takes
-the forecast the dashboard would show then (``SessionSnapshot.forecast``) and, once the
-replay is done, compares it with the boundary at which the next fold the compaction
-point started (an automatic compaction or a prune pass) actually came: ``actual`` steps
-later. A forecast counts when the fold came at least :data:`AHEAD` steps later (a
-forecast for the very next step is no forecast).
+the two forecasts the dashboard would show then and, once the replay is done, compares
+each with the boundary at which its fold actually came, ``actual`` steps later: the next
+*pass* (``SessionSnapshot.forecast``) with the next fold the compaction point started (an
+automatic compaction or a prune pass), the next *summary*
+(``SessionSnapshot.summary_forecast``) with the next automatic compaction. A forecast
+counts when the fold came at least :data:`AHEAD` steps later (a forecast for the very
+next step is no forecast).
 
 A step is sampled when the fold came at least :data:`AHEAD` steps later; it is a hit when
 the range ``[stepsLow, stepsHigh]`` holds the real number of steps (±1: where a fold is
 counted) and is no wider than max(4, that number); a step with no forecast is a miss.
-It prints each session's samples (``MISS``: the range missed, ``WIDE``: too wide), one
-line per shape (the hidden-point homes name theirs in the manifest, the others in
-:data:`SHAPES`) and ends with ``hit_rate=``, ``hit_rate_point_known=`` (leaving out the
-steps before the first fold of a session whose point only its folds tell: no forecast
-can be made there), ``held=``, ``informative=``, ``mae_steps=``, ``median_width_steps=``
-and the counts (``no_forecast=`` by reason); last, what a forecast costs (the median time,
-reading the session's pace afresh as the first forecast after a step does, and with it
-kept), beside what the snapshot it is part of costs. Exit status 1 when it sampled fewer
-than :data:`MIN_FORECASTS` steps.
+It prints each session's samples of the next pass (``MISS``: the range missed, ``WIDE``:
+too wide) and its summary's rate, one line per shape for each forecast (the hidden-point
+homes name theirs in the manifest, the others in :data:`SHAPES`): the hit rate over all
+its samples, where the point was known (the profile's, or a range a fold of the session
+has bounded from above) and where it was not (before the first fold of a session whose
+point only its folds tell: the forecast goes by the range the engine's own rule allows),
+and how many samples had no forecast. It ends with ``hit_rate=``,
+``hit_rate_point_known=``, ``hit_rate_point_unknown=``, ``held=``, ``informative=``,
+``mae_steps=``, ``median_width_steps=`` and the counts (``no_forecast=`` by reason) for
+the next pass, the same line prefixed ``summary_`` for the next summary; last, what a
+forecast costs (the median time, reading the session's pace afresh as the first forecast
+after a step does, and with it kept), beside what the snapshot it is part of costs. Exit
+status 1 when it sampled fewer than :data:`MIN_FORECASTS` steps.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -59,6 +66,9 @@ FIXTURES = REPO / "tests" / "fixtures" / "homes"
 AHEAD = 3
 MIN_FORECASTS = 30
 THRESHOLD_KINDS = ("automatic", "prune")
+"""The folds that end a pass forecast; a summary forecast's, the automatic ones alone."""
+SUMMARY_KINDS = ("automatic",)
+Kind = Literal["pass", "summary"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +79,9 @@ class Scored:
     forecast: Forecast
 
     shape: str = ""
+    kind: Kind = "pass"
+    known: bool = True
+    """The point was known then: the profile's, or bounded from above by a fold."""
 
     @property
     def held(self) -> bool:
@@ -104,7 +117,7 @@ def replay(
     index = HomeIndex(copy)
     index.refresh()
     folder = path.parent
-    said: list[tuple[int, Forecast]] = []  # (seq of the boundary, forecast then)
+    said: list[tuple[int, dict[Kind, Forecast], bool]] = []  # (seq of the boundary, …then)
     last = None
     for frame in frames[1:]:
         with path.open("ab") as out:
@@ -122,19 +135,32 @@ def replay(
         cold = _timed_forecast(tracker.pace.checks.base(shot.measured_tokens), shot)
         warm = _timed_forecast(tracker.pace.checks.base(shot.measured_tokens), shot)
         costs.append((cold, warm, took))
-        said.append((tracker.meter.last_seq, shot.forecast()))
+        forecasts: dict[Kind, Forecast] = {
+            "pass": shot.forecast(),
+            "summary": shot.summary_forecast(),
+        }
+        point = shot.pace_forecast.point
+        known = point.exact is not None or (
+            point.source == "inferred" and shot.inferred.high is not None
+        )
+        said.append((tracker.meter.last_seq, forecasts, known))
     shot = index.snapshot(folder)
-    fold_seqs = sorted(f.seq for f in shot.ledger.folds if f.kind in THRESHOLD_KINDS)
-    seqs = [seq for seq, _ in said]
-    # The boundary each fold came at: the first one after it (DSH folds before a step).
-    fold_steps = sorted(
-        {next((i for i, s in enumerate(seqs) if s > f), len(seqs)) for f in fold_seqs}
-    )
+    seqs = [seq for seq, _, _ in said]
     scored: list[Scored] = []
-    for step, (_, forecast) in enumerate(said):
-        upcoming = next((j for j in fold_steps if j > step), None)
-        if upcoming is not None and upcoming - step >= AHEAD:
-            scored.append(Scored(session_id, step, upcoming - step, forecast))
+    for kind, kinds in (("pass", THRESHOLD_KINDS), ("summary", SUMMARY_KINDS)):
+        fold_seqs = sorted(f.seq for f in shot.ledger.folds if f.kind in kinds)
+        # The boundary each fold came at: the first one after it (DSH folds before a step).
+        fold_steps = sorted(
+            {next((i for i, s in enumerate(seqs) if s > f), len(seqs)) for f in fold_seqs}
+        )
+        for step, (_, forecasts, known) in enumerate(said):
+            upcoming = next((j for j in fold_steps if j > step), None)
+            if upcoming is not None and upcoming - step >= AHEAD:
+                scored.append(
+                    Scored(
+                        session_id, step, upcoming - step, forecasts[kind], kind=kind, known=known
+                    )
+                )
     return scored
 
 
@@ -142,7 +168,10 @@ def _timed_forecast(base: int, shot: SessionSnapshot) -> float:
     """Seconds one forecast of ``shot`` from ``base`` takes."""
     began = time.perf_counter()
     fold_forecast(
-        measured=base, threshold=shot.threshold, growth=shot.pace_growth, times=shot.step_times
+        measured=base,
+        point=shot.pace_forecast.point,
+        growth=shot.pace_growth,
+        times=shot.step_times,
     )
     return time.perf_counter() - began
 
@@ -194,6 +223,35 @@ def _rate(scored: list[Scored]) -> str:
     return f"{hits / len(scored):.3f} ({hits}/{len(scored)})" if scored else "—"
 
 
+def _none(scored: list[Scored]) -> int:
+    return sum(s.forecast.steps is None for s in scored)
+
+
+def _totals(scored: list[Scored], prefix: str) -> str:
+    """The whole's line for one forecast, its keys prefixed with ``prefix``."""
+    made = [s for s in scored if s.forecast.steps is not None]
+    none = Counter(str(s.forecast.reason) for s in scored if s.forecast.steps is None)
+    widths = [
+        s.forecast.steps_high - s.forecast.steps_low
+        for s in made
+        if s.forecast.steps_high is not None and s.forecast.steps_low is not None
+    ]
+    mae = statistics.mean(abs((s.forecast.steps or 0) - s.actual) for s in made) if made else 0
+    return (
+        f"{prefix}hit_rate={_rate(scored)} "
+        f"{prefix}hit_rate_point_known={_rate([s for s in scored if s.known])} "
+        f"{prefix}hit_rate_point_unknown={_rate([s for s in scored if not s.known])} "
+        f"{prefix}held={sum(s.held for s in scored)} "
+        f"{prefix}informative={sum(s.informative for s in scored)} {prefix}mae_steps={mae:.2f} "
+        f"{prefix}median_width_steps="
+        f"{statistics.median(widths) if widths else float('nan'):.1f} "
+        f"{prefix}samples={len(scored)} {prefix}forecasts={len(made)} "
+        f"{prefix}sessions={len({s.session for s in scored})} "
+        f"{prefix}no_forecast={sum(none.values())}"
+        + "".join(f" {prefix}{reason.replace(' ', '_')}={n}" for reason, n in sorted(none.items()))
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("homes", nargs="*", type=Path)
@@ -211,57 +269,53 @@ def main() -> int:
                     for s in replay(home, log.path.relative_to(home), Path(tmp), costs)
                 ]
                 everything.extend(scored)
-                if not scored:
-                    continue
-                print(
-                    f"{home.name}/{session_id} ({shape}): {len(scored)} steps ≥ {AHEAD} "
-                    f"before a fold, hit rate {_rate(scored)}"
-                )
-                for s in scored:
+                passes = [s for s in scored if s.kind == "pass"]
+                summaries = [s for s in scored if s.kind == "summary"]
+                if passes:
+                    print(
+                        f"{home.name}/{session_id} ({shape}): {len(passes)} steps ≥ {AHEAD} "
+                        f"before a fold, hit rate {_rate(passes)}"
+                    )
+                for s in passes:
                     f = s.forecast
                     verdict = "" if s.hit else "  MISS" if not s.held else "  WIDE"
+                    high = f.steps_high if f.steps_high is not None else "…"
                     print(
                         f"   step {s.step:3}: fold in {s.actual:2}, said "
                         + (
-                            f"{f.steps} [{f.steps_low}–{f.steps_high}]{verdict}"
+                            f"{f.steps} [{f.steps_low}–{high}]{verdict}"
                             if f.steps is not None
                             else f"nothing ({f.reason})"
                         )
                     )
-    made = [s for s in everything if s.forecast.steps is not None]
-    none = Counter(str(s.forecast.reason) for s in everything if s.forecast.steps is None)
-    if len(everything) < MIN_FORECASTS:
+                if summaries:
+                    print(
+                        f"   summary: {len(summaries)} steps ≥ {AHEAD} before a summary, "
+                        f"hit rate {_rate(summaries)}"
+                    )
+    passes = [s for s in everything if s.kind == "pass"]
+    summaries = [s for s in everything if s.kind == "summary"]
+    if len(passes) < MIN_FORECASTS:
         print(
-            f"forecast_backtest: only {len(everything)} samples (< {MIN_FORECASTS})",
+            f"forecast_backtest: only {len(passes)} samples (< {MIN_FORECASTS})",
             file=sys.stderr,
         )
         return 1
     print()
     shapes = sorted({s.shape for s in everything})
     for shape in shapes:
-        group = [s for s in everything if s.shape == shape]
-        known = [s for s in group if s.forecast.reason != "no compaction point"]
-        print(
-            f"shape {shape!r}: hit_rate={_rate(group)} point_known={_rate(known)} "
-            f"sessions={len({s.session for s in group})}"
-        )
-    widths = [
-        s.forecast.steps_high - s.forecast.steps_low
-        for s in made
-        if s.forecast.steps_high is not None and s.forecast.steps_low is not None
-    ]
-    mae = statistics.mean(abs((s.forecast.steps or 0) - s.actual) for s in made) if made else 0
-    known = [s for s in everything if s.forecast.reason != "no compaction point"]
-    print(
-        f"hit_rate={_rate(everything)} hit_rate_point_known={_rate(known)} "
-        f"held={sum(s.held for s in everything)} "
-        f"informative={sum(s.informative for s in everything)} mae_steps={mae:.2f} "
-        f"median_width_steps={statistics.median(widths) if widths else float('nan'):.1f} "
-        f"samples={len(everything)} forecasts={len(made)} "
-        f"sessions={len({s.session for s in everything})} shapes={len(shapes)} "
-        f"no_forecast={sum(none.values())}"
-        + "".join(f" {reason.replace(' ', '_')}={n}" for reason, n in sorted(none.items()))
-    )
+        for kind, scored in (("", passes), (" summary", summaries)):
+            group = [s for s in scored if s.shape == shape]
+            if not group:
+                continue
+            print(
+                f"shape {shape!r}{kind}: hit_rate={_rate(group)} "
+                f"point_known={_rate([s for s in group if s.known])} "
+                f"point_unknown={_rate([s for s in group if not s.known])} "
+                f"no_forecast={_none(group)} sessions={len({s.session for s in group})}"
+            )
+    print(_totals(passes, "") + f" shapes={len(shapes)}")
+    print(_totals(summaries, "summary_"))
     cold, warm, snapshot = (statistics.median(c[i] for c in costs) * 1000 for i in range(3))
     print(
         f"forecast_ms_median cold={cold:.3f} warm={warm:.3f} snapshot_ms_median={snapshot:.3f} "
