@@ -147,7 +147,11 @@ def replay(
     shot = index.snapshot(folder)
     seqs = [seq for seq, _, _ in said]
     scored: list[Scored] = []
-    for kind, kinds in (("pass", THRESHOLD_KINDS), ("summary", SUMMARY_KINDS)):
+    which: tuple[tuple[Literal["pass", "summary"], tuple[str, ...]], ...] = (
+        ("pass", THRESHOLD_KINDS),
+        ("summary", SUMMARY_KINDS),
+    )
+    for kind, kinds in which:
         fold_seqs = sorted(f.seq for f in shot.ledger.folds if f.kind in kinds)
         # The boundary each fold came at: the first one after it (DSH folds before a step).
         fold_steps = sorted(

@@ -74,7 +74,7 @@ def test_every_session_with_the_contract_fields(home: Path) -> None:
             "preview",
         }
         assert set(shot["compaction"]["inferred"]) == {"low", "high", "decisions"}
-        assert set(shot["compaction"]["preview"]) == {"automatic", "manual"}
+        assert set(shot["compaction"]["preview"]) == {"automatic", "automaticOutcomes", "manual"}
         assert shot["compaction"]["settingsFrom"] == {"profile": "sdk", "preset": None}
         # The gauge the pages and the API show, by the same rule.
         assert {"band", "usedTokens", "percent", "thresholdTokens", "headroomTokens"} <= set(shot)

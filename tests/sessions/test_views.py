@@ -795,13 +795,15 @@ def test_a_profile_dsh_refuses_is_named_on_the_session_page(
     assert Elements(html).by_id["session-errors"]["data-count"] == "1"
     where = f"{patch}: duplicated mapping key at line 4, column 5"
     assert f"DSH cannot load profile &#x27;sdk&#x27;: {where}" in html
-    threshold = html.split("<dt>Compaction point</dt>", 1)[1].split("</dd>", 1)[0]
+    card = html.split('id="compaction-point"', 1)[1]
+    threshold = card.split("<dt>Compaction point</dt>", 1)[1].split("</dd>", 1)[0]
     assert "<data" not in threshold  # no compaction point: dsh would not start
     patch.write_text("- id: compaction-basic\n  config: {headroomTokens: 4096}\n")
     sync_home()
     html = user_client.get("/homes/local/sessions/plain-turns/").content.decode()
     assert Elements(html).by_id["session-errors"]["data-count"] == "0"
-    assert "<data" in html.split("<dt>Compaction point</dt>", 1)[1].split("</dd>", 1)[0]
+    card = html.split('id="compaction-point"', 1)[1]
+    assert "<data" in card.split("<dt>Compaction point</dt>", 1)[1].split("</dd>", 1)[0]
 
 
 def test_every_response_says_the_server_time_it_took(user_client: Client) -> None:
