@@ -22,10 +22,10 @@ import yaml
 
 from dshweb.core.fold.compaction import measured_tokens
 from dshweb.core.fold.index import HomeIndex
-from dshweb.core.fold.meter import SessionMeter, SurfaceNode
+from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.fold.point import BETWEEN_STEPS, point_of
 from dshweb.core.fold.preview import automatic_preview, manual_preview, select_range
-from dshweb.core.fold.pricing import PruneCut, Shape
+from dshweb.core.fold.pricing import PruneCut
 from dshweb.core.log.wire import (
     CompactionPrune,
     CompactionStart,
@@ -38,6 +38,7 @@ from dshweb.core.profile.effective import EffectiveSettings, EngineConfig
 from tests.conftest import FIXTURE_HOMES
 from tests.fixtures.scenarios import SMALL_WINDOW
 from tests.inferred import events_of
+from tests.surfaces import node, surface_meter
 
 
 @dataclass
@@ -212,39 +213,23 @@ def test_the_preview_was_checked_on_folds_of_every_kind_and_many_shapes(
     assert len(homes_with_folds) >= 20
 
 
-def _node(
-    seq: int, kind: str, tokens: int, calls: int = 0, shape: Shape | None = None
-) -> SurfaceNode:
-    return SurfaceNode(seq, kind, tokens, f"node {seq}", calls=calls, shape=shape)
-
-
-def _meter(nodes: list[SurfaceNode]) -> SessionMeter:
-    meter = SessionMeter()
-    for node in nodes:
-        meter.nodes.append(node)
-        meter.node_seqs.append(node.seq)
-        meter.nodes_tokens += node.tokens
-        meter._count(node, 1)
-    return meter
-
-
 SURFACE = [
-    _node(0, "system/message", 500),
-    _node(1, "user/message", 100),
-    _node(2, "assistant/message", 50, calls=2),
+    node(0, "system/message", 500),
+    node(1, "user/message", 100),
+    node(2, "assistant/message", 50, calls=2),
     # 9,000 code points of plain text: the default cut leaves 4,096 + 39 + 1,024, priced
     # ⌈5,159 / 4⌉ + 4 + 4 = 1,298.
-    _node(3, "tool/result", 3_000, calls=-1, shape=9_000),
-    _node(4, "tool/result", 400, calls=-1),
-    _node(5, "assistant/message", 80),
-    _node(6, "user/message", 60),
-    _node(7, "assistant/message", 40, calls=1),
-    _node(8, "tool/result", 300, calls=-1),
+    node(3, "tool/result", 3_000, calls=-1, shape=9_000),
+    node(4, "tool/result", 400, calls=-1),
+    node(5, "assistant/message", 80),
+    node(6, "user/message", 60),
+    node(7, "assistant/message", 40, calls=1),
+    node(8, "tool/result", 300, calls=-1),
 ]
 
 
 def test_the_range_keeps_a_priced_tail_and_never_cuts_a_call_from_its_result() -> None:
-    meter = _meter(SURFACE)
+    meter = surface_meter(SURFACE)
     # Keeping 300: the last result alone is priced 300, but its call (7) is before it:
     # the tail goes back to 7. The system prompt is never in the range.
     found = select_range(meter.nodes, meter.open_calls, 300)
@@ -259,7 +244,7 @@ def test_the_range_keeps_a_priced_tail_and_never_cuts_a_call_from_its_result() -
 
 
 def test_an_automatic_fold_prunes_first_and_compacts_only_if_still_at_the_point() -> None:
-    meter = _meter(SURFACE)
+    meter = surface_meter(SURFACE)
     measured = meter.nodes_tokens  # 4,530
     # At the point (4,000) now: the cut frees 1,702, which brings it under: no summary.
     only = automatic_preview(meter, measured, 4_000, 300)
@@ -277,7 +262,7 @@ def test_an_automatic_fold_prunes_first_and_compacts_only_if_still_at_the_point(
 
 
 def test_a_compact_now_keeps_only_the_newest_message_and_what_its_calls_need() -> None:
-    meter = _meter(SURFACE)
+    meter = surface_meter(SURFACE)
     preview = manual_preview(meter, meter.nodes_tokens)
     assert not preview.cuts and preview.first is not None and preview.last is not None
     # The newest node is a result: its call (7) stays with it.

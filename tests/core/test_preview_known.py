@@ -19,13 +19,13 @@ import pytest
 from dshweb.core.fold.compaction import measured_tokens
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.known import Known
-from dshweb.core.fold.meter import SessionMeter, SurfaceNode
 from dshweb.core.fold.preview import MAX_OUTCOMES, automatic_outcomes
 from dshweb.core.fold.revealed import CutSeen, RetainSeen, cut_known, retain_known
 from dshweb.core.fold.session import SessionTracker, settings_known
 from tests.conftest import FIXTURE_HOMES
 from tests.inferred import events_of
 from tests.previewed import judge_home
+from tests.surfaces import node, surface_meter
 
 HOMES = sorted(p for p in FIXTURE_HOMES.iterdir() if p.is_dir())
 
@@ -61,36 +61,20 @@ def test_the_preview_never_names_an_outcome_the_engine_contradicts() -> None:
     assert unrecorded["exact"] >= 70 and unrecorded["exact"] + unrecorded["held"] >= 105
 
 
-def _node(
-    seq: int, kind: str, tokens: int, calls: int = 0, shape: int | None = None
-) -> SurfaceNode:
-    return SurfaceNode(seq, kind, tokens, f"node {seq}", calls=calls, shape=shape)
-
-
-def _meter(nodes: list[SurfaceNode]) -> SessionMeter:
-    meter = SessionMeter(context_window=24_000, reserved_tokens=3_000)
-    for node in nodes:
-        meter.nodes.append(node)
-        meter.node_seqs.append(node.seq)
-        meter.nodes_tokens += node.tokens
-        meter._count(node, 1)
-    return meter
-
-
 SURFACE = [
-    _node(0, "system/message", 500),
-    _node(1, "user/message", 100),
-    _node(2, "assistant/message", 50, calls=1),
-    _node(3, "tool/result", 3_000, calls=-1, shape=9_000),
-    _node(4, "assistant/message", 80),
-    _node(5, "user/message", 60),
-    _node(6, "assistant/message", 40, calls=1),
-    _node(7, "tool/result", 300, calls=-1, shape=1_100),
+    node(0, "system/message", 500),
+    node(1, "user/message", 100),
+    node(2, "assistant/message", 50, calls=1),
+    node(3, "tool/result", 3_000, calls=-1, shape=9_000),
+    node(4, "assistant/message", 80),
+    node(5, "user/message", 60),
+    node(6, "assistant/message", 40, calls=1),
+    node(7, "tool/result", 300, calls=-1, shape=1_100),
 ]
 
 
 def test_a_summary_bounds_the_retain_by_the_tail_it_kept() -> None:
-    meter = _meter(SURFACE)
+    meter = surface_meter(SURFACE, 24_000, 3_000)
     seen = RetainSeen()
     # The engine shadowed 1..5 and kept 6..7 (340 tokens): its walk back stopped at 7
     # (tail 300) or at 6 (340), never further: 1 <= retain <= 340; at 7 the cut would
@@ -115,7 +99,7 @@ def test_a_summary_bounds_the_retain_by_the_tail_it_kept() -> None:
 
 
 def test_where_the_settings_known_leave_two_outcomes_it_gives_both() -> None:
-    meter = _meter(SURFACE)
+    meter = surface_meter(SURFACE, 24_000, 3_000)
     measured = meter.nodes_tokens  # 4,130
     cut = cut_known(None, _seen_cut(), Known.exactly(4_000, "profile"))
     assert cut.head.exact == 4_096 and cut.threshold == Known(5_159, 8_999, "inferred")
