@@ -22,6 +22,7 @@ from dshweb.core.fold.known import Known
 from dshweb.core.fold.preview import MAX_OUTCOMES, automatic_outcomes
 from dshweb.core.fold.revealed import CutSeen, RetainSeen, cut_known, retain_known
 from dshweb.core.fold.session import SessionTracker, settings_known
+from dshweb.core.log.wire import RequestContext
 from tests.conftest import FIXTURE_HOMES
 from tests.inferred import events_of
 from tests.previewed import judge_home
@@ -157,3 +158,25 @@ def test_at_every_seq_of_every_log_no_range_is_inverted_or_empty() -> None:
                     assert outcome.first is None or outcome.messages > 0
                 seqs += 1
     assert seqs > 38_000  # 38,754 when written
+
+
+def test_before_the_log_records_a_window_the_point_is_the_catalogues() -> None:
+    """Between a session's first ``request/header`` and its first ``request/context`` the
+    point comes from the profile's catalogue for the header's model, labelled as such,
+    and it is the point the window the log then records gives."""
+    home = FIXTURE_HOMES / "auto-compact"
+    index = HomeIndex(home)
+    index.refresh()
+    (whole,) = index.trackers.values()
+    settings = index.settings_of(whole)[1]
+    tracker = SessionTracker(whole.log, settings_of=index._settings)
+    seen: list[Known] = []
+    for event in events_of(whole.log):
+        if isinstance(event, RequestContext):
+            break
+        tracker._fold(event)
+        if tracker.meter.model is not None:
+            seen.append(settings_known(tracker, settings.engine, None, settings.models)[0])
+    later = index.snapshot(next(iter(index.trackers)))
+    assert later.point is not None and later.point.threshold_tokens is not None
+    assert seen and all(k == Known.exactly(later.point.threshold_tokens, "catalogue") for k in seen)

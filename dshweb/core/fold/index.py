@@ -261,6 +261,7 @@ class HomeIndex:
             rule=settings.rule,
             extra_errors=(settings.error,) if settings.error else (),
             pruner=settings.pruner,
+            models=settings.models,
             prior=self.paces.prior(folder, tracker.meter.model)
             if len(tracker.pace.growth) < NEED
             else (),

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from dshweb.core.fold.compaction import CompactionPoint, measured_tokens
+from dshweb.core.fold.compaction import CompactionPoint, catalogue_point, measured_tokens
 from dshweb.core.fold.cost import (
     REGISTRY_PRICES,
     CostCollector,
@@ -63,6 +63,7 @@ from dshweb.core.log.wire import (
     StepEnd,
     TurnStart,
 )
+from dshweb.core.profile.catalogue import DEFAULT_CATALOGUE, ModelCatalogue
 from dshweb.core.profile.effective import DEFAULT_RULE, BandRule, EngineConfig, SettingsSource
 
 Settings = tuple[EngineConfig | None, BandRule]
@@ -407,6 +408,7 @@ def take_snapshot(
     extra_errors: tuple[str, ...] = (),
     pruner: PruneCut | None = DEFAULT_CUT,
     prior: Sequence[int] = (),
+    models: ModelCatalogue = DEFAULT_CATALOGUE,
 ) -> SessionSnapshot:
     """``prior``: the per-step growth of the home's other sessions on the session's model
     (its forecasts' pace before it has steps of its own)."""
@@ -423,7 +425,7 @@ def take_snapshot(
         errors.append(f"… and {meter.more_problems:,} more problems")
     nodes = heapq.nlargest(largest, meter.nodes, key=lambda n: n.tokens)
     ledger = tracker.ledger.result(meter, threshold=threshold)
-    known_point, known_retain, known_cut = settings_known(tracker, engine, pruner)
+    known_point, known_retain, known_cut = settings_known(tracker, engine, pruner, models)
     # The summary forecast's pace: what a prune of every result on the surface frees now,
     # and each step's growth less what cutting the results it added frees.
     cut = known_cut.likeliest()
@@ -489,14 +491,22 @@ def take_snapshot(
 
 
 def settings_known(
-    tracker: SessionTracker, engine: EngineConfig | None, cut: PruneCut | None
+    tracker: SessionTracker,
+    engine: EngineConfig | None,
+    cut: PruneCut | None,
+    models: ModelCatalogue = DEFAULT_CATALOGUE,
 ) -> tuple[Known, Known, CutKnown]:
     """The point, the retain and the pruner's cut the session's engine goes by now: the
     profile's (``engine``, ``cut``) where the engine's acts in the log allow them, else
-    what those acts reveal (:mod:`dshweb.core.fold.revealed`)."""
+    what those acts reveal (:mod:`dshweb.core.fold.revealed`). Before the log records a
+    window, the point of the profile's catalogue (``models``) for the header's model."""
     meter, pace = tracker.meter, tracker.pace
     profile = point_of(meter, engine)
     point = point_known(profile, pace.decisions.inferred, meter)
+    if meter.context_window is None:
+        profile = catalogue_point(engine, models, meter.model, meter.reserved_tokens or None)
+        if profile is not None and profile.threshold_tokens is not None:
+            point = Known.exactly(profile.threshold_tokens, "catalogue")
     basis = (meter.context_window, meter.reserved_tokens)
     retain = retain_known(
         profile.retain_tokens if profile is not None else None,
