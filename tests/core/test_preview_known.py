@@ -180,3 +180,21 @@ def test_before_the_log_records_a_window_the_point_is_the_catalogues() -> None:
     later = index.snapshot(next(iter(index.trackers)))
     assert later.point is not None and later.point.threshold_tokens is not None
     assert seen and all(k == Known.exactly(later.point.threshold_tokens, "catalogue") for k in seen)
+
+
+def test_a_session_whose_profile_holds_goes_by_it_from_its_first_window() -> None:
+    """Decisions taken before the log recorded any window (the first step starts before
+    its request/context) bound nothing: once the window is logged, a profile whose point
+    nothing contradicts is the point, never "unknown"."""
+    home = FIXTURE_HOMES / "auto-compact"
+    index = HomeIndex(home)
+    index.refresh()
+    (whole,) = index.trackers.values()
+    settings = index.settings_of(whole)[1]
+    tracker = SessionTracker(whole.log, settings_of=index._settings)
+    sources = set()
+    for event in events_of(whole.log):
+        tracker._fold(event)
+        if tracker.meter.context_window is not None:
+            sources.add(settings_known(tracker, settings.engine, None)[0].source)
+    assert sources == {"profile"}

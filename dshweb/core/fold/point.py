@@ -179,13 +179,17 @@ def point_known(
     reserved completion: ``min(window × thresholdRatio, window − reserved − headroom)``
     with a ratio of at most 1 and a headroom of at least 0)."""
     configured = point.threshold_tokens if point is not None else None
-    if inferred.basis not in (None, (meter.context_window, meter.reserved_tokens)):
-        # Decided under another window (the log records a new one at the first request
-        # after a model switch, and the engine's next check goes by it): nothing yet.
-        budget = None
-        if meter.context_window is not None:
-            budget = max(0, meter.context_window - meter.reserved_tokens)
-        return Known(None, budget, "unknown")
+    basis = inferred.basis
+    if basis is not None and basis != (meter.context_window, meter.reserved_tokens):
+        if basis[0] is None:  # decided before the log recorded any window: no bound
+            inferred = InferredPoint()
+        else:
+            # Decided under another window (the log records a new one at the first
+            # request after a model switch, and the engine's next check goes by it).
+            budget = None
+            if meter.context_window is not None:
+                budget = max(0, meter.context_window - meter.reserved_tokens)
+            return Known(None, budget, "unknown")
     if configured is not None and inferred.holds(configured):
         return Known.exactly(configured, "profile")
     if inferred.low is not None or inferred.high is not None:
