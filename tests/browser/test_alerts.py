@@ -47,6 +47,8 @@ class AlertHome:
     log: Path
     rest: list[bytes]
     folds_to_come: int
+    done_after: list[int]
+    """Beside each of ``rest``, the folds ended well once it is appended (from the cut)."""
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +67,19 @@ def alert_home(tmp_path_factory: pytest.TempPathFactory) -> AlertHome:
     whole = HomeIndex(FIXTURE_HOMES / SESSION)
     whole.refresh()
     (complete,) = whole.trackers.values()
-    return AlertHome(path, log, frames[cut:], len(complete.ledger.folds) - before)
+    scratch = tmp_path_factory.mktemp("alerts-scratch") / "home"
+    (scratch / "sessions").mkdir(parents=True)
+    scratch_log = copy_session(scratch, source, frames=cut)
+    growing = HomeIndex(scratch)
+    growing.refresh()
+    (tracker,) = growing.trackers.values()
+    done_after = []
+    for frame in frames[cut:]:
+        append_frames(scratch_log, [frame])
+        growing.refresh()
+        folds = tracker.ledger.folds[before:]
+        done_after.append(sum(fold.status == "done" for fold in folds))
+    return AlertHome(path, log, frames[cut:], len(complete.ledger.folds) - before, done_after)
 
 
 @pytest.fixture(scope="module")
@@ -110,11 +124,16 @@ def test_a_rule_made_here_notifies_a_background_tab_when_the_session_folds(
     # The watcher's first look at the new rule: the folds so far are old to it.
     wait_for_first_look(server.output, rules=1)
 
-    for frame in alert_home.rest:  # as DSH writes them: each fold a moment apart
-        append_frames(alert_home.log, [frame])
-        time.sleep(0.005)
-
     notices = page.locator("#alert-toasts .alert-toast")
+    shown = 0
+    # As DSH writes them, each fold a moment apart: a fold's notice is awaited before the
+    # next fold's frames (a hub pass that takes two folds at once notifies the newest).
+    for frame, done in zip(alert_home.rest, alert_home.done_after, strict=True):
+        append_frames(alert_home.log, [frame])
+        if done > shown:
+            shown = done
+            expect(notices).to_have_count(shown, timeout=WAIT_MS)
+        time.sleep(0.005)
     expect(notices).to_have_count(alert_home.folds_to_come, timeout=WAIT_MS)
     expect(notices.first.locator("strong")).to_contain_text("folds: ")
     notified = page.evaluate("window.__notified")
