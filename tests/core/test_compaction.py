@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from dshweb.core.profile.effective import EngineConfig
 from dshweb.core.profile.layers import engine_config, load_patch
 from tests.conftest import FIXTURE_HOMES, REPO
 from tests.logbuilder import typed
+from tests.profile_homes import layered_home
 
 
 def test_default_point_for_a_one_million_window() -> None:
@@ -115,18 +115,8 @@ def test_measure_without_anchor_after_header_change() -> None:
     assert measured_tokens(meter) == meter.tools_tokens + meter.nodes_tokens
 
 
-def _home(tmp_path: Path, bundles: list[str], patch: str, home_patch: str | None = None) -> Path:
-    profile = tmp_path / "profiles" / "p"
-    profile.mkdir(parents=True)
-    (profile / "package.json").write_text(json.dumps({"dsh": {"profile": {"bundles": bundles}}}))
-    (profile / "cordis.patch.yml").write_text(patch)
-    if home_patch is not None:
-        (tmp_path / "cordis.patch.yml").write_text(home_patch)
-    return tmp_path
-
-
 def test_profile_and_home_layers(tmp_path: Path) -> None:
-    home = _home(
+    home = layered_home(
         tmp_path,
         ["@deepseek-ai/dsh-base"],
         "- id: compaction-basic\n  config: {thresholdRatio: 0.7}\n",
@@ -139,7 +129,7 @@ def test_profile_and_home_layers(tmp_path: Path) -> None:
 
 
 def test_web_app_profiles_run_the_preset_engines(tmp_path: Path) -> None:
-    home = _home(
+    home = layered_home(
         tmp_path,
         ["@deepseek-ai/dsh-base", "@deepseek-ai/dsh-web-app"],
         "- id: compaction-basic\n  config: {thresholdRatio: 0.7}\n",
@@ -190,5 +180,5 @@ def test_web_app_profiles_read_the_engine_from_the_preset_row(tmp_path: Path) ->
         "        config:\n          - id: command-compact\n"
         "          - id: compaction-basic\n            config: {thresholdRatio: 0.3}\n"
     )
-    home = _home(tmp_path, ["@deepseek-ai/dsh-base", "@deepseek-ai/dsh-web-app"], preset)
+    home = layered_home(tmp_path, ["@deepseek-ai/dsh-base", "@deepseek-ai/dsh-web-app"], preset)
     assert engine_config(home, "p") == {"thresholdRatio": 0.3}

@@ -23,6 +23,7 @@ from dshweb.core.fold.preview import MAX_OUTCOMES, automatic_outcomes
 from dshweb.core.fold.revealed import CutSeen, RetainSeen, cut_known, retain_known
 from dshweb.core.fold.session import SessionTracker, settings_known
 from dshweb.core.log.wire import RequestContext
+from dshweb.core.profile.effective import EffectiveSettings
 from tests.conftest import FIXTURE_HOMES
 from tests.inferred import events_of
 from tests.previewed import judge_home
@@ -164,12 +165,7 @@ def test_before_the_log_records_a_window_the_point_is_the_catalogues() -> None:
     """Between a session's first ``request/header`` and its first ``request/context`` the
     point comes from the profile's catalogue for the header's model, labelled as such,
     and it is the point the window the log then records gives."""
-    home = FIXTURE_HOMES / "auto-compact"
-    index = HomeIndex(home)
-    index.refresh()
-    (whole,) = index.trackers.values()
-    settings = index.settings_of(whole)[1]
-    tracker = SessionTracker(whole.log, settings_of=index._settings)
+    index, whole, settings, tracker = _walk("auto-compact")
     seen: list[Known] = []
     for event in events_of(whole.log):
         if isinstance(event, RequestContext):
@@ -186,15 +182,20 @@ def test_a_session_whose_profile_holds_goes_by_it_from_its_first_window() -> Non
     """Decisions taken before the log recorded any window (the first step starts before
     its request/context) bound nothing: once the window is logged, a profile whose point
     nothing contradicts is the point, never "unknown"."""
-    home = FIXTURE_HOMES / "auto-compact"
-    index = HomeIndex(home)
-    index.refresh()
-    (whole,) = index.trackers.values()
-    settings = index.settings_of(whole)[1]
-    tracker = SessionTracker(whole.log, settings_of=index._settings)
+    _, whole, settings, tracker = _walk("auto-compact")
     sources = set()
     for event in events_of(whole.log):
         tracker._fold(event)
         if tracker.meter.context_window is not None:
             sources.add(settings_known(tracker, settings.engine, None)[0].source)
     assert sources == {"profile"}
+
+
+def _walk(name: str) -> tuple[HomeIndex, SessionTracker, EffectiveSettings, SessionTracker]:
+    """The fixture home ``name``'s one session folded whole, its settings, and a fresh
+    tracker of it to fold event by event."""
+    index = HomeIndex(FIXTURE_HOMES / name)
+    index.refresh()
+    (whole,) = index.trackers.values()
+    settings = index.settings_of(whole)[1]
+    return index, whole, settings, SessionTracker(whole.log, settings_of=index._settings)

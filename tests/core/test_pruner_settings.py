@@ -4,7 +4,6 @@ each agent preset on a web-app profile, refused as the runtime refuses it."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pytest
 from dshweb.core.profile.effective import effective_settings, preset_settings
 from dshweb.core.profile.pruner import DEFAULT_CUT, PruneCut, PrunerConfigError
 from tests.conftest import FIXTURE_HOMES
+from tests.profile_homes import layered_home
 
 SDK = ["@deepseek-ai/dsh-base", "@deepseek-ai/dsh-sdk-app"]
 WEB = ["@deepseek-ai/dsh-base", "@deepseek-ai/dsh-web-app"]
@@ -22,13 +22,7 @@ def _home(
     tmp_path: Path, patch: str, *, bundles: list[str] = SDK, home_patch: str | None = None
 ) -> Path:
     """A home whose profile ``p`` is built on ``bundles`` with ``patch`` as its layer."""
-    profile = tmp_path / "profiles" / "p"
-    profile.mkdir(parents=True)
-    (profile / "package.json").write_text(json.dumps({"dsh": {"profile": {"bundles": bundles}}}))
-    (profile / "cordis.patch.yml").write_text(patch)
-    if home_patch is not None:
-        (tmp_path / "cordis.patch.yml").write_text(home_patch)
-    return tmp_path
+    return layered_home(tmp_path, bundles, patch, home_patch)
 
 
 def _pruner(config: str) -> str:

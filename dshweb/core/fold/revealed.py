@@ -62,9 +62,10 @@ class RetainSeen:
         """An automatic summary whose range ends at ``last_seq``, on ``meter``'s surface
         as the engine priced it (after the pass's prunes)."""
         nodes = meter.nodes
-        keep = _index_after(meter, last_seq)
-        if keep is None:
+        last = _index_of(meter, last_seq)
+        if last is None:
             return
+        keep = last + 1
         tail = sum(node.tokens for node in nodes[keep:])
         # Where nothing waits: walking forward from ``keep``, the balance of calls before
         # each node still waiting for a result at or after it.
@@ -88,12 +89,13 @@ class RetainSeen:
         self.summaries += 1
 
 
-def _index_after(meter: SessionMeter, last_seq: Any) -> int | None:
-    """The index of the node after the one ``last_seq`` names (searched from the tail)."""
+def _index_of(meter: SessionMeter, seq: Any) -> int | None:
+    """The index of the surface node ``seq`` names (searched from the tail, where the
+    nodes a fold or a prune names are)."""
     seqs = meter.node_seqs
     for index in range(len(seqs) - 1, -1, -1):
-        if seqs[index] == last_seq:
-            return index + 1
+        if seqs[index] == seq:
+            return index
     return None
 
 
@@ -169,7 +171,8 @@ class Revealed:
         if kind is CompactionPrune:
             data = event.data  # type: ignore[union-attr]
             seqs = (data.shadowed_seqs if data is not None else None) or []
-            node = _node_of(meter, seqs[0]) if len(seqs) == 1 else None
+            index = _index_of(meter, seqs[0]) if len(seqs) == 1 else None
+            node = meter.nodes[index] if index is not None else None
             self.cut.cut(node)
             self.pruning = True
         elif kind is ToolResult and self.pruning and isinstance(event.surface_op, Replace):  # type: ignore[union-attr]
@@ -195,14 +198,6 @@ class Revealed:
             self.in_step, self.pruning = True, False
         elif kind in BETWEEN_STEPS:
             self.in_step = self.pruning = False
-
-
-def _node_of(meter: SessionMeter, seq: Any) -> SurfaceNode | None:
-    seqs = meter.node_seqs
-    for index in range(len(seqs) - 1, -1, -1):
-        if seqs[index] == seq:
-            return meter.nodes[index]
-    return None
 
 
 def retain_known(
