@@ -27,9 +27,11 @@ homes name theirs in the manifest, the others in :data:`SHAPES`): the hit rate o
 its samples, where the point was known (the profile's, or a range a fold of the session
 has bounded from above) and where it was not (before the first fold of a session whose
 point only its folds tell: the forecast goes by the range the engine's own rule allows),
-and how many samples had no forecast. It ends with ``hit_rate=``,
+and how many samples had no forecast (after the session's first step; those at it, when
+nothing of its own is measured yet, apart). It ends with ``hit_rate=``,
 ``hit_rate_point_known=``, ``hit_rate_point_unknown=``, ``held=``, ``informative=``,
-``mae_steps=``, ``median_width_steps=`` and the counts (``no_forecast=`` by reason) for
+``mae_steps=``, ``median_width_steps=`` and the counts (``no_forecast=`` after the first
+step, ``first_step=``, and by reason) for
 the next pass, the same line prefixed ``summary_`` for the next summary; last, what a
 forecast costs (the median time, reading the session's pace afresh as the first forecast
 after a step does, and with it kept), beside what the snapshot it is part of costs. Exit
@@ -82,6 +84,8 @@ class Scored:
     kind: Kind = "pass"
     known: bool = True
     """The point was known then: the profile's, or bounded from above by a fold."""
+    first: bool = False
+    """At the session's first step: nothing of its own measured yet."""
 
     @property
     def held(self) -> bool:
@@ -117,7 +121,7 @@ def replay(
     index = HomeIndex(copy)
     index.refresh()
     folder = path.parent
-    said: list[tuple[int, dict[Kind, Forecast], bool]] = []  # (seq of the boundary, …then)
+    said: list[tuple[int, dict[Kind, Forecast], bool, bool]] = []  # (seq, …then)
     last = None
     for frame in frames[1:]:
         with path.open("ab") as out:
@@ -143,9 +147,10 @@ def replay(
         known = point.exact is not None or (
             point.source == "inferred" and shot.inferred.high is not None
         )
-        said.append((tracker.meter.last_seq, forecasts, known))
+        first = tracker.pace.checks.steps <= 1
+        said.append((tracker.meter.last_seq, forecasts, known, first))
     shot = index.snapshot(folder)
-    seqs = [seq for seq, _, _ in said]
+    seqs = [seq for seq, *_ in said]
     scored: list[Scored] = []
     which: tuple[tuple[Literal["pass", "summary"], tuple[str, ...]], ...] = (
         ("pass", THRESHOLD_KINDS),
@@ -157,12 +162,18 @@ def replay(
         fold_steps = sorted(
             {next((i for i, s in enumerate(seqs) if s > f), len(seqs)) for f in fold_seqs}
         )
-        for step, (_, forecasts, known) in enumerate(said):
+        for step, (_, forecasts, known, first) in enumerate(said):
             upcoming = next((j for j in fold_steps if j > step), None)
             if upcoming is not None and upcoming - step >= AHEAD:
                 scored.append(
                     Scored(
-                        session_id, step, upcoming - step, forecasts[kind], kind=kind, known=known
+                        session_id,
+                        step,
+                        upcoming - step,
+                        forecasts[kind],
+                        kind=kind,
+                        known=known,
+                        first=first,
                     )
                 )
     return scored
@@ -227,8 +238,12 @@ def _rate(scored: list[Scored]) -> str:
     return f"{hits / len(scored):.3f} ({hits}/{len(scored)})" if scored else "—"
 
 
-def _none(scored: list[Scored]) -> int:
-    return sum(s.forecast.steps is None for s in scored)
+def _none(scored: list[Scored]) -> str:
+    """How many had no forecast: after the session's first step (the goal is 0), and at
+    it (nothing of its own measured yet; none where the home has no other session on the
+    model)."""
+    none = [s for s in scored if s.forecast.steps is None]
+    return f"{sum(not s.first for s in none)} first_step={sum(s.first for s in none)}"
 
 
 def _totals(scored: list[Scored], prefix: str) -> str:
@@ -251,7 +266,7 @@ def _totals(scored: list[Scored], prefix: str) -> str:
         f"{statistics.median(widths) if widths else float('nan'):.1f} "
         f"{prefix}samples={len(scored)} {prefix}forecasts={len(made)} "
         f"{prefix}sessions={len({s.session for s in scored})} "
-        f"{prefix}no_forecast={sum(none.values())}"
+        f"{prefix}no_forecast={_none(scored)}"
         + "".join(f" {prefix}{reason.replace(' ', '_')}={n}" for reason, n in sorted(none.items()))
     )
 

@@ -57,8 +57,8 @@ def fixture_snapshot(home_name: str, at_seq: int | None = None) -> SessionSnapsh
 
 def home_with_a_young_session(tmp_path: Path) -> tuple[HomeIndex, Path, Path]:
     """A copy of ``pace-steady`` with a second session folder, ``young``, holding the
-    same log up to its third ``step/start`` (a window and a model, one step's growth
-    measured: the first, its system prompt's, is not counted), folded: the index, the
+    same log up to its second ``step/start`` (a window and a model, one step's growth
+    measured: the first's, from what its request sent), folded: the index, the
     young session's folder and the older one's."""
     home = tmp_path / "home"
     shutil.copytree(FIXTURE_HOMES / "pace-steady", home)
@@ -70,7 +70,7 @@ def home_with_a_young_session(tmp_path: Path) -> tuple[HomeIndex, Path, Path]:
     for chunk in chunks:
         starts += chunk.text.count(b'"type":"step/start"')
         end = chunk.end
-        if starts >= 3:
+        if starts >= 2:
             break
     young = log.path.parent.parent / "young"
     young.mkdir()

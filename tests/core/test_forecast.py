@@ -125,6 +125,14 @@ def test_only_the_recent_steps_count() -> None:
     assert said.steps == 12
 
 
+def test_one_step_measured_gives_a_wide_forecast_from_it() -> None:
+    # 11,000 tokens left at 500 a step: 22 steps expected, the range widened by the
+    # home's drift (half as fast to half again as fast), since one step says little.
+    said = fold_forecast(measured=1_000, point=at(12_000), growth=[500])
+    assert said.pace == "session" and said.steps == 22
+    assert (said.steps_low, said.steps_high) == (15, 44)
+
+
 def test_past_the_point_the_fold_is_due_at_the_next_step() -> None:
     said = fold_forecast(measured=12_500, point=at(12_000), growth=[400, 500, 600])
     assert (said.steps, said.steps_low, said.steps_high) == (1, 1, 1)
@@ -134,7 +142,8 @@ def test_past_the_point_the_fold_is_due_at_the_next_step() -> None:
     ("threshold", "growth", "times", "now", "reason"),
     [
         (None, [500] * 5, [], None, NO_POINT),
-        (12_000, [500], [], None, TOO_FEW),
+        (12_000, [], [], None, TOO_FEW),
+        (12_000, [0], [], None, TOO_FEW),
         (12_000, [0, 0, 0, 800], [], None, NOT_GROWING),
         (12_000, [500] * 5, [0, MINUTE], MINUTE + IDLE_AFTER_MS, IDLE),
     ],
@@ -165,6 +174,17 @@ def test_a_session_that_resumes_before_the_idle_mark_has_a_forecast() -> None:
     assert said.reason is None and said.steps == 22 and said.minutes == 22.0
 
 
+def test_the_first_step_counts_from_what_its_request_sent() -> None:
+    # pace-steady: seq 14 is the first step's assistant/message, seq 20 the second
+    # step/start. What the first request sent (the system prompt, the tools, the runtime
+    # context) is sent once; what the step added after it is its growth.
+    sent = fixture_snapshot("pace-steady", at_seq=13).measured_tokens
+    ended = fixture_snapshot("pace-steady", at_seq=19).measured_tokens
+    second = fixture_snapshot("pace-steady", at_seq=20)
+    assert sent > 5_000 and second.pace_growth == (ended - sent,)
+    assert 1_000 < ended - sent < 1_200  # a tool call and its 150-row result, as later
+
+
 def test_each_step_counts_with_what_it_added_up_to_the_engines_check() -> None:
     # hidden-sdk-4: small tool results, and a big one (10,000 characters, no pruner)
     # every fifth turn; each big one took the measure past the point, and the fold before
@@ -179,10 +199,10 @@ def test_each_step_counts_with_what_it_added_up_to_the_engines_check() -> None:
     starts = sum(isinstance(e, StepStart) for e in events)
     shot = fixture_snapshot("hidden-sdk-4")
     assert shot.ledger.compactions >= 5 and len(big) >= shot.ledger.compactions
-    # One growth a step, but the first (the system prompt's), the one under way, and
-    # the one after each compaction whose reading fell (the provider's count of the new
-    # context re-anchored the measure).
-    assert starts - 2 - shot.ledger.compactions <= len(shot.pace_growth) < starts - 2
+    # One growth a step (the first from what its request sent), but the one under way
+    # and the one after each compaction whose reading fell (the provider's count of the
+    # new context re-anchored the measure).
+    assert starts - 1 - shot.ledger.compactions <= len(shot.pace_growth) < starts - 1
     assert sum(g > 2_000 for g in shot.pace_growth) == len(big)
     assert all(g >= 0 for g in shot.pace_growth)
     said = fold_forecast(
@@ -402,9 +422,14 @@ def test_a_young_session_goes_by_the_pace_of_the_homes_other_sessions() -> None:
     assert young.steps == own.steps == 10
     assert (young.steps_low, young.steps_high) == (7, 20)  # 10,000 / 1,500 and / 500
     assert (own.steps_low, own.steps_high) == (9, 13)
-    # Nothing to go by: none, and why.
+    # Its one step alone: the same drift as the home's, from that step.
     alone = fold_forecast(measured=2_000, point=point, growth=[1_000])
-    assert alone == Forecast(reason=TOO_FEW, point=point)
+    assert alone.pace == "session" and (alone.steps, alone.steps_low) == (10, 7)
+    assert alone.steps_high == 20
+    # Nothing to go by: none, and why.
+    assert fold_forecast(measured=2_000, point=point, growth=[]) == Forecast(
+        reason=TOO_FEW, point=point
+    )
     stalled = fold_forecast(measured=2_000, point=point, growth=[], prior=[0, 0, 5])
     assert stalled.reason == NOT_GROWING
 
@@ -444,8 +469,9 @@ def test_a_young_session_of_a_home_is_forecast_by_its_other_sessions(tmp_path: P
     assert shot.as_json()["forecast"]["pace"] == "home"
     # The other session has a pace of its own.
     assert other.forecast().pace == "session"
-    # Without the other session, nothing to go by.
+    # Without the other session, its one step, as widely.
     shutil.rmtree(older)
     index.refresh()
     alone = index.snapshot(young).forecast()
-    assert alone.steps is None and alone.reason == TOO_FEW
+    assert alone.pace == "session" and alone.per_step == shot.pace_growth[0]
+    assert alone.steps_low is not None and alone.steps_high is not None

@@ -53,13 +53,15 @@ the recent step boundaries.
 Before the session has :data:`NEED` steps of its own to measure, the pace is this home's
 other sessions' on the same model (``pace="home"``: the steps they grew by, each alike,
 the spread growing as ``√k``), with the range widened by :data:`HOME_DRIFT` instead of
-:data:`DRIFT`: it says how little it knows. Otherwise ``pace="session"``.
+:data:`DRIFT`: it says how little it knows. A session with one step measured and no such
+sessions goes by that step, widened by :data:`HOME_DRIFT` too. Otherwise
+``pace="session"``.
 
 No forecast, with the reason, when nothing is known of the compaction point (no profile's
-point and no window), fewer than :data:`NEED` steps are measured and the home has no
-other session on the model, the session does not grow (a median or mean growth of zero
-or less), or it has been idle for :data:`IDLE_AFTER_MS` (its pace says nothing about
-when it resumes).
+point and no window: before the first ``request/header`` names the model), no step is
+measured yet and the home has no other session on the model, the session does not grow
+(a median or mean growth of zero or less), or it has been idle for :data:`IDLE_AFTER_MS`
+(its pace says nothing about when it resumes).
 
 ``bench/forecast_backtest.py`` replays the fixture sessions step by step and scores the
 ranges against the folds that came, per shape.
@@ -216,6 +218,8 @@ def _forecast(
         if statistics.median(pooled) <= 0:
             return Forecast(reason=NOT_GROWING, point=point)
         pace, source, drift = _home_pace(pooled), "home", HOME_DRIFT
+    elif history and history[0] > 0:  # one step of its own, and nothing else to go by
+        pace, source, drift = _pace(history), "session", HOME_DRIFT
     else:
         return Forecast(reason=TOO_FEW, point=point)
     if pace.mean <= 0:  # a fold's shrinking among the steps outweighs their growth

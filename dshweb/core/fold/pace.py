@@ -30,7 +30,13 @@ from dshweb.core.fold.meter import USAGE_EVENTS, SessionMeter, cache_and_prompt
 from dshweb.core.fold.point import BETWEEN_STEPS, Decisions
 from dshweb.core.fold.pricing import Shape
 from dshweb.core.fold.revealed import Revealed
-from dshweb.core.log.wire import AnyEvent, CompactionPrune, CompactionStart, StepStart
+from dshweb.core.log.wire import (
+    AnyEvent,
+    AssistantMessage,
+    CompactionPrune,
+    CompactionStart,
+    StepStart,
+)
 
 RUNGS = (1, 2, 3, 5, 8, 13, 20)
 """The step counts the line can promise; the last one reads "20+"."""
@@ -52,8 +58,11 @@ class CheckGrowth:
     fold took the measure back down before the next step started. A step whose reading
     fell is left out (the first after a compaction, when the provider's count of the new
     context re-anchors the measure; one with a compaction inside it, when the provider
-    refused its request), and so is the log's first step: it appends the session's system
-    prompt, once."""
+    refused its request). The log's first step counts from what its request sent (the
+    reading just before its first ``assistant/message``): what it sent is sent once, the
+    session's system prompt, its tools and its runtime context, and what it added after
+    is a step's growth like any other's, so a session's pace is measured from its second
+    step on."""
 
     growth: list[int] = field(default_factory=list)
     """The last :data:`MAX_SAMPLES` steps' growth, oldest first."""
@@ -67,6 +76,8 @@ class CheckGrowth:
     in_step: bool = False
     steps: int = 0
     """The steps started so far."""
+    sent: int | None = None
+    """The reading the log's first step's request sent (its growth counts from there)."""
 
     def base(self, measured: int) -> int:
         """What the steps still to come grow from, measured at ``measured`` now: inside a
@@ -81,8 +92,9 @@ class CheckGrowth:
             checked = self.checked if self.checked is not None else reading
             added = tuple(meter.results_added)
             meter.results_added.clear()
-            if self.steps > 1 and self.started is not None and checked >= self.started:
-                self.growth.append(checked - self.started)
+            started = self.sent if self.steps == 1 else self.started
+            if started is not None and checked >= started:
+                self.growth.append(checked - started)
                 self.added.append(added)
                 del self.growth[:-MAX_SAMPLES], self.added[:-MAX_SAMPLES]
             self.started, self.checked, self.in_step = reading, None, True
@@ -91,6 +103,8 @@ class CheckGrowth:
             self.in_step = False
         elif self.checked is None and not self.in_step and kind in _FOLDS:
             self.checked = measured_tokens(meter)  # the pre-step's first fold: its check
+        elif kind is AssistantMessage and self.steps == 1 and self.sent is None:
+            self.sent = measured_tokens(meter)  # what the log's first step sent
 
 
 @dataclass(slots=True)
