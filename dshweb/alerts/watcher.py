@@ -16,12 +16,16 @@ no browser notice nor email, and no other user's webhook; an attempt waiting for
 turn stays due in the database, and is not counted as failed. Nothing waits for an
 attempt at a stop (a daemon thread's result is dropped; its claim runs out).
 
-What each rule last fired for, per session, is taken back from the firings in the database
-when the rule is first seen, so a restart does not fire again for a band still held or a
-fold already told. Rules are read again at most every
-:data:`~dshweb.live.timing.ALERT_RULES_EVERY` seconds when any was added, changed or
-removed. While the database cannot be reached, the watcher says so once and keeps the
-sessions that changed for when it is back (their newest state is what it reads then).
+An event rule fires once per fold (:func:`~dshweb.core.alerts.firing.decide_events`):
+every fold past the last one told, oldest first, each written as its own firing before
+the next is decided. What each rule last fired for, per session, is taken back from the
+firings in the database when the rule is first seen (or its condition changed), so a
+restart does not fire again for a band still held or a fold already told: an event
+rule's is the highest fold seq it fired for, and the folds past it fire. Rules are read
+again at most every :data:`~dshweb.live.timing.ALERT_RULES_EVERY` seconds when any was
+added, changed or removed. While the database cannot be reached, the watcher says so
+once and keeps the sessions that changed for when it is back (their newest state is what
+it reads then).
 """
 
 from __future__ import annotations
@@ -45,11 +49,24 @@ from django.utils import timezone
 from dshweb.alerts import deliveries
 from dshweb.alerts.models import AlertDelivery, AlertFiring, AlertRule
 from dshweb.alerts.words import summary_in
-from dshweb.core.alerts.conditions import Condition, RuleSpec, condition_reading
-from dshweb.core.alerts.firing import Armed, decide
+from dshweb.core.alerts.conditions import (
+    Condition,
+    Reading,
+    RuleSpec,
+    condition_reading,
+    event_readings,
+)
+from dshweb.core.alerts.firing import (
+    Armed,
+    Decision,
+    decide,
+    decide_events,
+    fold_seq,
+    told_through,
+)
 from dshweb.core.alerts.lanes import Attempt, Lane, LaneLimits
 from dshweb.live import timing
-from dshweb.live.hub import ChangeSource, HomeChange, HomeView
+from dshweb.live.hub import ChangeSource, HomeChange, HomeView, SessionView
 from dshweb.live.hubtask import HubTask, next_within
 from dshweb.live.outage import Outage
 
@@ -157,46 +174,44 @@ class AlertWatcher:
 
     def _evaluate_sessions(self, view: HomeView, changed: set[str]) -> None:
         now = time.time()
-        now_ms = int(now * 1000)
         for session_id in sorted(changed):
             session = view.sessions.get(session_id)
             if session is None or not session.read_to_end:
                 continue  # gone, or its past still being read: looked at once it is read
-            snapshot = session.snapshot
             for rule in self._rules:
-                if not rule.spec.scope.covers(self.home, snapshot):
-                    continue
-                key = (rule.row.pk, session_id)
-                reading = condition_reading(rule.spec, snapshot, session.gauge, now_ms)
-                decision = decide(
-                    self._armed.get(key),
-                    reading,
-                    event=rule.spec.condition.is_event,
-                    now=now,
-                    cooldown=rule.row.cooldown_seconds,
-                    since_ms=rule.since_ms,
-                )
-                # Recorded before it is kept: a write that fails is decided again next round.
-                if decision.fire and reading.key is not None:
-                    try:
-                        deliveries.record_firing(
-                            rule.row,
-                            home=self.home,
-                            session_id=session_id,
-                            title=snapshot.title or "",
-                            key=reading.key,
-                            summary=summary_in(rule.row.language, reading),
-                        )
-                    except IntegrityError:  # the rule was deleted since it was read
-                        self._rules_read_at = -float("inf")
-                        continue
-                    self.fired += 1
-                    self._deliveries_at = 0.0
-                if decision.cleared:
-                    AlertFiring.objects.filter(
-                        rule_id=rule.row.pk, home=self.home, session_id=session_id, cleared_at=None
-                    ).update(cleared_at=timezone.now())
-                self._armed[key] = decision.armed
+                if rule.spec.scope.covers(self.home, session.snapshot):
+                    self._evaluate_rule(rule, session_id, session, now)
+
+    def _evaluate_rule(
+        self, rule: _Rule, session_id: str, session: SessionView, now: float
+    ) -> None:
+        """Decide ``rule`` on one session, write what fires, and keep its state."""
+        key = (rule.row.pk, session_id)
+        snapshot = session.snapshot
+        for reading, decision in _decisions(rule, session, self._armed.get(key), now):
+            # Recorded before it is kept: a write that fails is decided again next round.
+            if decision.fire and reading.key is not None:
+                try:
+                    deliveries.record_firing(
+                        rule.row,
+                        home=self.home,
+                        session_id=session_id,
+                        title=snapshot.title or "",
+                        key=reading.key,
+                        summary=summary_in(rule.row.language, reading),
+                    )
+                except IntegrityError:  # the rule was deleted since it was read
+                    self._rules_read_at = -float("inf")
+                    return
+                self.fired += 1
+                self._deliveries_at = 0.0
+            if decision.cleared:
+                AlertFiring.objects.filter(
+                    rule_id=rule.row.pk, home=self.home, session_id=session_id, cleared_at=None
+                ).update(cleared_at=timezone.now())
+            self._armed[key] = decision.armed
+        # Seen, even with no fold to read yet: whatever comes next is new, whatever its time.
+        self._armed.setdefault(key, Armed())
 
     def _read_rules(self) -> bool:
         """Read the rules again if any changed (at most every ALERT_RULES_EVERY); whether
@@ -210,12 +225,14 @@ class AlertWatcher:
             return False
         self._rules_stamp = stamp
         rows = list(enabled)
-        known = {rule.row.pk for rule in self._rules}
+        # A rule whose condition changed starts afresh, from its firings, as a new one.
+        known = {rule.row.pk: rule.spec.condition for rule in self._rules}
         self._rules = [
             _Rule(row, row.spec(), int(row.updated_at.timestamp() * 1000)) for row in rows
         ]
-        new = [row.pk for row in rows if row.pk not in known]
-        self._armed = {k: v for k, v in self._armed.items() if k[0] in {r.pk for r in rows}}
+        new = [row.pk for row in rows if known.get(row.pk) is not Condition(row.condition)]
+        kept = {row.pk for row in rows} - set(new)
+        self._armed = {k: v for k, v in self._armed.items() if k[0] in kept}
         self._armed.update(_armed_from_firings(new, self.home))
         return True
 
@@ -291,8 +308,24 @@ def lane_limits() -> dict[str, LaneLimits]:
     }
 
 
+def _decisions(
+    rule: _Rule, session: SessionView, armed: Armed | None, now: float
+) -> list[tuple[Reading, Decision]]:
+    """What ``rule`` reads off the session and decides: a level's one reading, or one per
+    fold of an event's past the last one told, oldest first."""
+    spec, cooldown = rule.spec, rule.row.cooldown_seconds
+    if spec.condition.is_event:
+        readings = event_readings(spec, session.snapshot, after=told_through(armed))
+        decided = decide_events(armed, readings, now=now, cooldown=cooldown, since_ms=rule.since_ms)
+        return list(zip(readings, decided, strict=True))
+    reading = condition_reading(spec, session.snapshot, session.gauge, int(now * 1000))
+    return [(reading, decide(armed, reading, now=now, cooldown=cooldown, since_ms=rule.since_ms))]
+
+
 def _armed_from_firings(rule_ids: list[int], home: str) -> Mapping[ArmedKey, Armed]:
-    """What each rule last fired for in each session of ``home``, from its firings."""
+    """What each rule last fired for in each session of ``home``, from its firings: a
+    level's last firing (held while not cleared), an event's highest fold seq told, and
+    when each last fired (a firing of what the rule watched before an edit is not its)."""
     armed: dict[ArmedKey, Armed] = {}
     firings = (
         AlertFiring.objects.filter(rule_id__in=rule_ids, home=home)
@@ -300,10 +333,15 @@ def _armed_from_firings(rule_ids: list[int], home: str) -> Mapping[ArmedKey, Arm
         .order_by("fired_at", "id")
     )
     for firing in firings:
-        held = Condition(firing.rule.condition).is_event or firing.cleared_at is None
-        armed[firing.rule_id, firing.session_id] = Armed(
-            firing.key if held else None, firing.fired_at.timestamp()
-        )
+        key = (firing.rule_id, firing.session_id)
+        fired_at = firing.fired_at.timestamp()
+        seq = fold_seq(firing.key)
+        if not Condition(firing.rule.condition).is_event:
+            if seq is None:
+                armed[key] = Armed(firing.key if firing.cleared_at is None else None, fired_at)
+        elif seq is not None:
+            told = told_through(armed.get(key))
+            armed[key] = Armed(str(seq if told is None else max(seq, told)), fired_at)
     return armed
 
 

@@ -28,6 +28,8 @@ from django.test import Client
 from dshweb.alerts.models import AlertDelivery, AlertFiring, AlertRule
 from dshweb.alerts.watcher import AlertWatcher, stop_alert_watcher
 from dshweb.asgi import application
+from dshweb.core.alerts.firing import EVENTS_PER_LOOK
+from dshweb.core.fold.folds import Fold
 from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.log.home import session_logs
@@ -168,7 +170,7 @@ async def test_a_fold_appended_to_a_real_log_is_told_three_ways(
         communicator = await socket_of(cookie)
         await first_look(caplog, rules=1)  # the folds in the log so far are old to the rule
         assert await database_sync_to_async(AlertFiring.objects.count)() == 0
-        await append(log, rest)
+        await append(log, [b"".join(rest)])  # in one write: one look finds every fold
         notices = await alert_notices(communicator, len(folds_to_come))
         await until(lambda: len(receiver.received) == len(folds_to_come))
         await until(lambda: len(mail.messages) == len(folds_to_come))
@@ -181,8 +183,19 @@ async def test_a_fold_appended_to_a_real_log_is_told_three_ways(
         (str(f.seq), f"automatic compaction: {f.before:,} → {f.after:,} tokens")
         for f in folds_to_come
     ]
+    # A notice per fold, in seq order (one owner's notices go one at a time, oldest
+    # first); the webhooks run side by side, so they arrive in any order.
+    assert len(folds_to_come) >= 2
+    for notice, fold in zip(notices, folds_to_come, strict=True):
+        assert f"{fold.before:,} → {fold.after:,}" in notice
+    assert sorted(int(hook.body["key"]) for hook in receiver.received) == [
+        f.seq for f in folds_to_come
+    ]
+    assert all(
+        hook.body["summary"] == dict(firings)[hook.body["key"]] for hook in receiver.received
+    )
     first = folds_to_come[0]
-    hook = receiver.received[0]
+    hook = next(hook for hook in receiver.received if hook.body["key"] == str(first.seq))
     assert hook.signature_ok
     assert hook.body["rule"] == {"id": rule.pk, "name": "folds", "condition": "folded"}
     assert (hook.body["home"], hook.body["session"]) == ("local", "auto-compact")
@@ -191,9 +204,10 @@ async def test_a_fold_appended_to_a_real_log_is_told_three_ways(
     message = mail.messages[0]
     assert message["To"] == "me@example.test"
     assert message["Subject"].startswith("[dshweb] folds: ")
-    assert f"automatic compaction: {first.before:,} → {first.after:,} tokens" in str(
-        message.get_payload()
-    )
+    bodies = sorted(str(m.get_payload()) for m in mail.messages)
+    for fold in folds_to_come:
+        told = f"automatic compaction: {fold.before:,} → {fold.after:,} tokens"
+        assert sum(told in body for body in bodies) == 1
     assert 'data-headline="folds: ' in notices[0] and f"{first.before:,}" in notices[0]
     states = await database_sync_to_async(
         lambda: sorted(AlertDelivery.objects.values_list("channel", "state", "attempts"))
@@ -339,6 +353,112 @@ async def test_an_overflow_recovery_and_a_failed_compaction_in_a_real_log_fire_t
         "summary is not smaller than the shadowed content"
     )
     await communicator.disconnect()
+
+
+def look(watcher: AlertWatcher, home: Path, name: str, at_seq: int | None) -> None:
+    """``watcher`` looks at fixture session ``name`` folded through ``at_seq`` (its log
+    read to the end): whatever the log gained since its last look is one change."""
+    snapshot = fixture_snapshot(name, at_seq)
+    session = SessionView(snapshot, context_gauge(snapshot), 1, True)
+    view = HomeView(home, {name: session}, name="local")
+    watcher._take(HomeChange(view, frozenset({name}), frozenset()))
+    watcher._evaluate({name})
+
+
+def fired() -> list[tuple[str, str, str]]:
+    """Each firing, oldest first: its rule, its key and its summary."""
+    return list(AlertFiring.objects.order_by("id").values_list("rule__name", "key", "summary"))
+
+
+def told(name: str, fold: Fold) -> tuple[str, str, str]:
+    """The firing of rule ``name`` for ``fold`` that ended well."""
+    kind = "prune pass" if fold.kind == "prune" else f"{fold.kind} compaction"
+    return (name, str(fold.seq), f"{kind}: {fold.before:,} → {fold.after:,} tokens")
+
+
+def test_the_folds_one_look_finds_are_each_told_in_order_and_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    user = get_user_model().objects.create_user("batched", password="pw-for-tests-only")
+    make_rule(user, webhook_url="https://hooks.example.test/x", email_to="me@example.test")
+    folds = fixture_snapshot("pace-steady").ledger.folds
+    assert len(folds) == 10
+    watcher = AlertWatcher(cast(Any, None), "local")  # looked at by hand: no source
+    look(watcher, tmp_path, "pace-steady", folds[0].end_seq)  # first sight: old to the rule
+    assert watcher.fired == 0
+    look(watcher, tmp_path, "pace-steady", folds[3].end_seq)  # three folds since
+    assert fired() == [told("folds", fold) for fold in folds[1:4]]
+    deliveries = list(AlertDelivery.objects.order_by("id").values_list("firing__key", "channel"))
+    assert deliveries == [
+        (str(fold.seq), channel)
+        for fold in folds[1:4]
+        for channel in ("browser", "webhook", "email")
+    ]
+    look(watcher, tmp_path, "pace-steady", folds[3].end_seq)  # nothing new: nothing told
+    assert watcher.fired == 3
+
+    # Started again: what was told is taken back from the firings; what came since is told.
+    again = AlertWatcher(cast(Any, None), "local")
+    look(again, tmp_path, "pace-steady", folds[3].end_seq)
+    assert again.fired == 0
+    look(again, tmp_path, "pace-steady", None)
+    assert again.fired == 6
+    assert fired() == [told("folds", fold) for fold in folds[1:]]
+
+
+def test_a_failed_and_a_done_fold_of_one_look_each_go_to_their_own_rule(tmp_path: Path) -> None:
+    user = get_user_model().objects.create_user("failing", password="pw-for-tests-only")
+    make_rule(user, name="done", condition="folded")
+    make_rule(user, name="failed", condition="fold-failed")
+    overflow, failed, done = fixture_snapshot("fold-failures").ledger.folds[:3]
+    assert (overflow.kind, failed.status, done.status) == ("overflow", "failed", "done")
+    watcher = AlertWatcher(cast(Any, None), "local")
+    look(watcher, tmp_path, "fold-failures", overflow.seq - 1)  # first sight: no fold yet
+    look(watcher, tmp_path, "fold-failures", done.end_seq)
+    assert fired() == [
+        told("done", overflow),
+        told("done", done),
+        ("failed", str(failed.seq), f"automatic compaction failed: {failed.error}"),
+    ]
+
+
+def test_many_folds_fire_none_at_first_sight_and_the_newest_few_after_an_absence(
+    tmp_path: Path,
+) -> None:
+    user = get_user_model().objects.create_user("pruned", password="pw-for-tests-only")
+    make_rule(user)
+    folds = fixture_snapshot("prune-heavy").ledger.folds
+    assert len(folds) > 100
+    cold = AlertWatcher(cast(Any, None), "local")
+    look(cold, tmp_path, "prune-heavy", None)  # a home read for the first time
+    assert cold.fired == 0
+
+    # A watcher that saw the session early (and had nothing to tell: its firings are
+    # none), then its next look after a long absence: the newest few, in seq order.
+    early = AlertWatcher(cast(Any, None), "local")
+    look(early, tmp_path, "prune-heavy", folds[5].end_seq)
+    look(early, tmp_path, "prune-heavy", None)
+    assert fired() == [told("folds", fold) for fold in folds[-EVENTS_PER_LOOK:]]
+    again = AlertWatcher(cast(Any, None), "local")
+    look(again, tmp_path, "prune-heavy", None)
+    assert again.fired == 0
+
+
+def test_a_rule_edited_into_a_fold_rule_starts_afresh(tmp_path: Path) -> None:
+    """What the rule saw as a band rule says nothing of the folds: the ones its session had
+    when it was edited are old to it, the ones after are told."""
+    user = get_user_model().objects.create_user("edited", password="pw-for-tests-only")
+    rule = make_rule(user, name="tight", condition="band", band="tight")
+    folds = fixture_snapshot("pace-steady").ledger.folds
+    watcher = AlertWatcher(cast(Any, None), "local")
+    look(watcher, tmp_path, "pace-steady", folds[4].end_seq)
+    rule.name, rule.condition = "folds", "folded"
+    rule.save()
+    watcher._rules_read_at = -float("inf")  # the rules are read again at the next look
+    look(watcher, tmp_path, "pace-steady", folds[6].end_seq)
+    assert watcher.fired == 0
+    look(watcher, tmp_path, "pace-steady", None)
+    assert fired() == [told("folds", fold) for fold in folds[7:]]
 
 
 def test_a_log_still_read_in_slices_is_looked_at_once_it_is_read(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """Alert rules in the core (dshweb.core.alerts): what each condition reads off real
-snapshots, and when a rule fires (once per condition, cooldown, not for the past)."""
+snapshots, and when a rule fires (once per condition or fold, cooldown, not for the
+past)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,16 @@ from dshweb.core.alerts.conditions import (
     ScopeKind,
     cache_hit_ratio,
     condition_reading,
+    event_readings,
 )
-from dshweb.core.alerts.firing import Armed, Decision, decide
+from dshweb.core.alerts.firing import (
+    EVENTS_PER_LOOK,
+    Armed,
+    Decision,
+    decide,
+    decide_events,
+    told_through,
+)
 from dshweb.core.fold.folds import Fold
 from dshweb.core.fold.gauge import Band, ContextGauge, context_gauge
 from dshweb.core.fold.ledger import Ledger
@@ -67,6 +76,22 @@ def test_a_fold_rule_keys_on_the_newest_fold_of_a_real_log() -> None:
     assert before.key == str(folds[2].seq)
 
 
+def test_event_readings_are_every_fold_past_a_seq_oldest_first_with_its_figures() -> None:
+    snapshot = fixture_snapshot("pace-steady")
+    folds = snapshot.ledger.folds
+    spec = RuleSpec(Condition.FOLDED)
+    readings = event_readings(spec, snapshot, after=folds[6].seq)
+    assert [r.key for r in readings] == [str(f.seq) for f in folds[7:]]
+    assert [r.summary for r in readings] == [
+        f"automatic compaction: {f.before:,} → {f.after:,} tokens" for f in folds[7:]
+    ]
+    assert [r.time for r in readings] == [f.time for f in folds[7:]]
+    assert len(event_readings(spec, snapshot)) == len(folds)
+    assert event_readings(spec, snapshot, after=folds[-1].seq) == ()
+    # The newest of them is what the condition reads.
+    assert condition_reading(spec, snapshot, context_gauge(snapshot)) == readings[-1]
+
+
 def test_failed_folds_and_overflow_recoveries_are_their_own_conditions() -> None:
     failed = Fold("manual", 40, 1_000, end_seq=44, error="summary is not smaller (…)")
     overflow = Fold("overflow", 60, 2_000, end_seq=66, before=30_000, after=9_000)
@@ -87,6 +112,12 @@ def test_failed_folds_and_overflow_recoveries_are_their_own_conditions() -> None
         (("kind", "overflow"), ("before", "30,000"), ("after", "9,000")),
     )
     assert read[Condition.FOLDED].key == "60"  # the newest that ended well
+    events = {c: event_readings(RuleSpec(c), snapshot) for c in Condition if c.is_event}
+    assert {c: [r.key for r in rs] for c, rs in events.items()} == {
+        Condition.FOLDED: ["60"],
+        Condition.FOLD_FAILED: ["40"],
+        Condition.OVERFLOW: ["60"],
+    }
     assert read[Condition.READER_ERROR].key is None
 
 
@@ -148,59 +179,124 @@ def test_scopes(scope: Scope, home: str, cwd: str | None, session_id: str, cover
 
 HOLDS = Reading(ON, "tight", time=2_000_000)
 CLEAR = Reading(None)
+SINCE = 1_000_000
+"""When the rules of these tests were saved (epoch ms)."""
 
 
-def run(
-    readings: Sequence[tuple[float, Reading]], *, event: bool, cooldown: float = 0
-) -> list[str]:
-    """What each reading in turn did: "fire", "clear" or "-"."""
+def run(readings: Sequence[tuple[float, Reading]], *, cooldown: float = 0) -> list[str]:
+    """What each reading of a level in turn did: "fire", "clear" or "-"."""
     armed: Armed | None = None
     done = []
     for now, reading in readings:
-        decision = decide(
-            armed, reading, event=event, now=now, cooldown=cooldown, since_ms=1_000_000
-        )
+        decision = decide(armed, reading, now=now, cooldown=cooldown, since_ms=SINCE)
         armed = decision.armed
         done.append("fire" if decision.fire else "clear" if decision.cleared else "-")
     return done
 
 
+def fold(seq: int, time: int | None = None) -> Reading:
+    return Reading(str(seq), f"fold {seq}", time=SINCE + seq if time is None else time)
+
+
+def run_events(
+    looks: Sequence[tuple[float, Sequence[int]]], *, cooldown: float = 0
+) -> list[list[int]]:
+    """The folds each look fires, given the seqs of the folds the session has by then (the
+    readings past the last fold told, as the watcher takes them)."""
+    armed: Armed | None = None
+    fired = []
+    for now, seqs in looks:
+        after = told_through(armed)
+        readings = [fold(seq) for seq in seqs if after is None or seq > after]
+        decisions = decide_events(armed, readings, now=now, cooldown=cooldown, since_ms=SINCE)
+        assert len(decisions) == len(readings)
+        fired.append([int(str(r.key)) for r, d in zip(readings, decisions, strict=True) if d.fire])
+        armed = decisions[-1].armed if decisions else armed or Armed()
+    return fired
+
+
 def test_a_level_fires_once_while_it_holds_and_again_after_it_cleared() -> None:
     readings = [(10, HOLDS), (11, HOLDS), (12, HOLDS), (13, CLEAR), (14, CLEAR), (15, HOLDS)]
-    assert run(readings, event=False) == ["fire", "-", "-", "clear", "-", "fire"]
+    assert run(readings) == ["fire", "-", "-", "clear", "-", "fire"]
 
 
 def test_within_the_cooldown_a_level_waits_and_fires_once_it_is_over() -> None:
     readings = [(10, HOLDS), (11, CLEAR), (12, HOLDS), (30, HOLDS), (40, HOLDS)]
-    assert run(readings, event=False, cooldown=15) == ["fire", "clear", "-", "fire", "-"]
+    assert run(readings, cooldown=15) == ["fire", "clear", "-", "fire", "-"]
 
 
-def test_an_event_fires_once_per_new_key_and_passes_over_those_in_the_cooldown() -> None:
-    def fold(seq: int) -> Reading:
-        return Reading(str(seq), "fold", time=2_000_000 + seq)
+def test_an_event_fires_once_per_fold_and_passes_over_those_in_the_cooldown() -> None:
+    looks = [(10, []), (11, [5]), (12, [5]), (13, [5, 9]), (40, [5, 9]), (41, [5, 9, 12])]
+    assert run_events(looks, cooldown=10) == [[], [5], [], [], [], [12]]
 
-    readings = [
-        (10, CLEAR),
-        (11, fold(5)),
-        (12, fold(5)),
-        (13, fold(9)),
-        (40, fold(9)),
-        (41, fold(12)),
+
+def test_every_fold_one_look_finds_fires_in_seq_order() -> None:
+    looks = [(10, []), (11, [5, 9, 12]), (12, [5, 9, 12]), (13, [5, 9, 12, 20, 31])]
+    assert run_events(looks) == [[], [5, 9, 12], [], [20, 31]]
+    # Each decision keeps the fold it told: a write that fails after the first is taken
+    # up from there.
+    decisions = decide_events(Armed("4", 1), [fold(5), fold(9)], now=11, cooldown=0)
+    assert decisions == [Decision(Armed("5", 11), fire=True), Decision(Armed("9", 11), fire=True)]
+
+
+def test_a_cooldown_lets_the_first_fold_of_a_look_fire_and_passes_over_the_rest() -> None:
+    decisions = decide_events(
+        Armed("4", 1), [fold(5), fold(9), fold(12)], now=100, cooldown=60, since_ms=SINCE
+    )
+    assert decisions == [
+        Decision(Armed("5", 100), fire=True),
+        Decision(Armed("9", 100)),
+        Decision(Armed("12", 100)),
     ]
-    assert run(readings, event=True, cooldown=10) == ["-", "fire", "-", "-", "-", "fire"]
+    # Still within it from an earlier firing: all passed over, and told through the newest.
+    cooling = decide_events(Armed("4", 90), [fold(5), fold(9)], now=100, cooldown=60)
+    assert [d.fire for d in cooling] == [False, False] and cooling[-1].armed == Armed("9", 90)
+
+
+def test_one_look_tells_the_newest_few_of_a_long_absence() -> None:
+    readings = [fold(seq) for seq in range(10, 10 + 3 * EVENTS_PER_LOOK)]
+    decisions = decide_events(Armed("4", 1), readings, now=50, cooldown=0, since_ms=SINCE)
+    fired = [r.key for r, d in zip(readings, decisions, strict=True) if d.fire]
+    assert fired == [r.key for r in readings[-EVENTS_PER_LOOK:]]
+    assert decisions[-1].armed == Armed(readings[-1].key, 50)
+    assert decisions[0] == Decision(Armed("10", 1))  # passed over, no firing
 
 
 def test_nothing_fires_for_what_happened_before_the_rule() -> None:
-    old_fold = Reading("5", "fold", time=999_999)
-    first = decide(None, old_fold, event=True, now=1, cooldown=0, since_ms=1_000_000)
-    assert first == Decision(Armed("5", None))
+    old_fold = fold(5, time=999_999)
+    first = decide_events(None, [old_fold], now=1, cooldown=0, since_ms=SINCE)
+    assert first == [Decision(Armed("5", None))]
     # After first sight a new fold fires whatever time the log gives it.
-    older_still = Reading("9", "fold", time=999_000)
-    again = decide(first.armed, older_still, event=True, now=2, cooldown=0, since_ms=1_000_000)
-    assert again == Decision(Armed("9", 2), fire=True)
+    older_still = fold(9, time=999_000)
+    again = decide_events(first[-1].armed, [older_still], now=2, cooldown=0, since_ms=SINCE)
+    assert again == [Decision(Armed("9", 2), fire=True)]
     # A level of a session idle since before the rule: nothing, and armed for its next change.
     old_level = Reading(ON, "tight", time=999_999)
-    idle = decide(None, old_level, event=False, now=1, cooldown=0, since_ms=1_000_000)
+    idle = decide(None, old_level, now=1, cooldown=0, since_ms=SINCE)
     assert idle == Decision(Armed())
-    moved = decide(idle.armed, old_level, event=False, now=3, cooldown=0, since_ms=1_000_000)
+    moved = decide(idle.armed, old_level, now=3, cooldown=0, since_ms=SINCE)
     assert moved == Decision(Armed(ON, 3), fire=True)
+
+
+def test_first_sight_of_a_real_session_with_many_folds_fires_none_of_them() -> None:
+    snapshot = fixture_snapshot("prune-heavy")
+    readings = event_readings(RuleSpec(Condition.FOLDED), snapshot)
+    assert len(readings) > 10 * EVENTS_PER_LOOK
+    newest = max(r.time or 0 for r in readings)
+    decisions = decide_events(None, readings, now=5, cooldown=0, since_ms=newest + 1)
+    assert not any(d.fire for d in decisions)
+    assert told_through(decisions[-1].armed) == snapshot.ledger.folds[-1].seq
+    # Folds after the rule, in the same first look, do fire: those after it only.
+    since = readings[-3].time
+    assert since is not None and readings[-4].time is not None and readings[-4].time < since
+    later = decide_events(None, readings, now=5, cooldown=0, since_ms=since)
+    assert [r.key for r, d in zip(readings, later, strict=True) if d.fire] == [
+        r.key for r in readings[-3:]
+    ]
+
+
+def test_a_key_that_names_no_fold_is_a_first_sight() -> None:
+    """A rule edited from a level to an event: its session's past does not fire."""
+    readings = [fold(5, time=999), fold(9)]
+    decisions = decide_events(Armed(ON, 1), readings, now=9, cooldown=0, since_ms=SINCE)
+    assert decisions == [Decision(Armed("5", 1)), Decision(Armed("9", 9), fire=True)]

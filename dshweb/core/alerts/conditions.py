@@ -11,13 +11,14 @@ of one project folder, or one session). Two kinds of condition:
 - *events* happen at one place in the log: a fold that ended (any kind, a prune pass
   included), a fold or summary that failed (``compaction/end`` with an error), an
   overflow recovery (the provider refused the request as too large and DSH folded to
-  retry), each once it has ended. Their key is the ``seq`` of the newest such fold, so a
-  new one is a new key.
+  retry), each once it has ended. Each such fold is one event, keyed by its ``seq``.
 
 :func:`condition_reading` gives a :class:`Reading`: ``key`` ``None`` when the condition
-does not hold, else what holds (``"on"`` for a level, the event's seq), and a one-line
-summary a person reads in a notification. :mod:`dshweb.core.alerts.firing` decides from
-successive readings when a rule fires.
+does not hold, else what holds (``"on"`` for a level, the newest event's seq), and a
+one-line summary a person reads in a notification. :func:`event_readings` gives an event
+condition's readings one per fold, oldest first, from a seq on: every fold that ended
+since the last one told, however many one look finds. :mod:`dshweb.core.alerts.firing`
+decides from successive readings when a rule fires.
 """
 
 from __future__ import annotations
@@ -128,11 +129,23 @@ def condition_reading(
     if not condition.is_event:
         level = _level(spec, snapshot, gauge, now_ms)
         return level if level.key is None else replace(level, time=snapshot.last_time)
-    fold = _newest(snapshot.ledger.folds, condition)
-    if fold is None:
-        return NOT_HOLDING
-    said, figures = _fold_words(fold)
-    return Reading(str(fold.seq), _fold_summary(fold), fold.time, said, figures)
+    folds = reversed(snapshot.ledger.folds)
+    newest = next((fold for fold in folds if _matches(fold, condition)), None)
+    return NOT_HOLDING if newest is None else _fold_reading(newest)
+
+
+def event_readings(
+    spec: RuleSpec, snapshot: SessionSnapshot, *, after: int | None = None
+) -> tuple[Reading, ...]:
+    """A reading per fold that ``spec``'s event condition matches, oldest first: every one
+    whose seq is past ``after`` (all of them when ``None``)."""
+    readings: list[Reading] = []
+    for fold in reversed(snapshot.ledger.folds):
+        if after is not None and fold.seq <= after:
+            break
+        if _matches(fold, spec.condition):
+            readings.append(_fold_reading(fold))
+    return tuple(reversed(readings))
 
 
 def _level(
@@ -194,15 +207,17 @@ def _band(band: Band, gauge: ContextGauge) -> Reading:
     )
 
 
-def _newest(folds: tuple[Fold, ...], condition: Condition) -> Fold | None:
-    for fold in reversed(folds):
-        if condition is Condition.FOLDED and fold.status == "done":
-            return fold
-        if condition is Condition.FOLD_FAILED and fold.status == "failed":
-            return fold
-        if condition is Condition.OVERFLOW and fold.kind == "overflow" and fold.status != "open":
-            return fold
-    return None
+def _matches(fold: Fold, condition: Condition) -> bool:
+    if condition is Condition.FOLDED:
+        return fold.status == "done"
+    if condition is Condition.FOLD_FAILED:
+        return fold.status == "failed"
+    return condition is Condition.OVERFLOW and fold.kind == "overflow" and fold.status != "open"
+
+
+def _fold_reading(fold: Fold) -> Reading:
+    said, figures = _fold_words(fold)
+    return Reading(str(fold.seq), _fold_summary(fold), fold.time, said, figures)
 
 
 def _fold_summary(fold: Fold) -> str:
