@@ -4,13 +4,16 @@ Per session, for the live sessions and those active in the last :data:`RECENT_MS
 (the series a dashboard graphs; an ended session's stop, so the number of series follows
 the sessions at work, not the home's size): ``dshweb_session_used_tokens``,
 ``…_window_tokens``, ``…_threshold_tokens``, ``…_percent``, ``…_headroom_tokens``,
-``…_forecast_steps`` and ``…_band_level``, labelled ``home``, ``session`` and
-``project`` (the folder DSH ran in). Per home, over every session: ``dshweb_folds_total{kind}`` and
-``dshweb_freed_tokens_total`` (what the folds bought, projected before − after),
-``dshweb_reader_errors`` (sessions whose log has an error now) and ``dshweb_sessions``;
-``dshweb_alerts_sent_total{channel}`` counts the alert deliveries sent. Then the process's
-own (``process_*``, ``python_info``), its threads (``dshweb_threads``) and the tasks on
-its event loop (``dshweb_event_loop_tasks``): what a leak would grow.
+``…_forecast_steps`` (the next pass of the engine's check, a prune or a summary),
+``…_summary_forecast_steps`` (the next summary, after the prunes before it) and
+``…_band_level``, labelled ``home``, ``session`` and ``project`` (the folder DSH ran in);
+a figure the session does not have now (a forecast while it idles) has no sample. Per
+home, over every session: ``dshweb_folds_total{kind}`` and ``dshweb_freed_tokens_total``
+(what the folds bought, projected before − after), ``dshweb_reader_errors`` (sessions
+whose log has an error now) and ``dshweb_sessions``; ``dshweb_alerts_sent_total{channel}``
+counts the alert deliveries sent. Then the process's own (``process_*``,
+``python_info``), its threads (``dshweb_threads``) and the tasks on its event loop
+(``dshweb_event_loop_tasks``): what a leak would grow.
 
 The per-home sums are kept per session by the view's version of it, so a scrape adds up
 kept numbers and folds nothing; a session counted again only when it changed.
@@ -57,6 +60,10 @@ SESSION_GAUGES = (
     ("percent", "Used over the window, as DSH's ring shows it."),
     ("headroom_tokens", "The compaction point minus used (negative past it)."),
     ("forecast_steps", "Expected steps until the next automatic fold (dshweb's forecast)."),
+    (
+        "summary_forecast_steps",
+        "Expected steps until the next automatic summary, after the prunes before it.",
+    ),
     ("band_level", "The band: 0 ample, 1 moderate, 2 tight, 3 critical (none while unknown)."),
 )
 BAND_LEVELS = {Band.AMPLE: 0, Band.MODERATE: 1, Band.TIGHT: 2, Band.CRITICAL: 3}
@@ -138,6 +145,7 @@ class SessionCollector(Collector):
                         "percent": gauge.percent,
                         "headroom_tokens": gauge.headroom,
                         "forecast_steps": shot.forecast(now).steps,
+                        "summary_forecast_steps": shot.summary_forecast(now).steps,
                         "band_level": BAND_LEVELS.get(gauge.band),
                     }
                     names = [home, session_id, shot.cwd or ""]

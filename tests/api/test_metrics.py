@@ -15,6 +15,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -24,6 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from dshweb.accounts.tokens import token_create
 from dshweb.api.metrics import RECENT_MS
 from dshweb.core.fold.cost import PriceBook
+from dshweb.core.fold.forecast import IDLE_AFTER_MS
 from dshweb.core.log.home import session_logs
 from tests.browser.homes import copy_session
 from tests.browser.server import DshwebServer, free_port, serving, spawn, terminate
@@ -139,6 +141,40 @@ def test_the_series_are_the_sessions_figures(home: Path) -> None:
     assert got["dshweb_reader_errors", (("home", "local"),)] == 0
     assert got["dshweb_alerts_sent_total", (("channel", "webhook"),)] == 0
     assert any(name.startswith("process_") for name, _ in got)
+
+
+def test_the_two_forecasts_are_each_their_own_series(
+    tmp_path: Path, settings: Any, fresh_hub: None
+) -> None:
+    """prune-heavy prunes before it summarises: the next pass of the engine's check (a
+    prune) and the next summary are steps apart, and each series says its own."""
+    target = tmp_path / "home"
+    shutil.copytree(FIXTURE_HOMES / "prune-heavy", target)
+    settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": target, "PROFILE": "sdk"}
+    settings.DSHWEB["METRICS_TOKEN"] = TOKEN
+    shot = fixture_snapshot("prune-heavy")
+    assert shot.last_time is not None
+    now = shot.last_time + 1_000  # a moment after its last event: at work, not idle
+    forecast, summary = shot.forecast(now).steps, shot.summary_forecast(now).steps
+    assert forecast is not None and summary is not None and summary > forecast
+
+    def scrape_at(now_ms: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        with patch("dshweb.api.metrics.time") as clock:
+            clock.time.return_value = now_ms / 1000
+            status, text = scrape()
+        assert status == 200
+        return samples(text)
+
+    got = scrape_at(now)
+    labels = (("home", "local"), ("project", shot.cwd or ""), ("session", shot.session_id))
+    assert got["dshweb_session_forecast_steps", labels] == forecast
+    assert got["dshweb_session_summary_forecast_steps", labels] == summary
+    # Idle, still within the hour: its figures, but neither forecast (as the pages).
+    later = shot.last_time + IDLE_AFTER_MS
+    assert shot.summary_forecast(later).steps is None and later < shot.last_time + RECENT_MS
+    idle = scrape_at(later)
+    assert ("dshweb_session_used_tokens", labels) in idle
+    assert not any(name.endswith("forecast_steps") for name, _ in idle)
 
 
 @pytest.mark.prometheus
