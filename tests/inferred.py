@@ -111,7 +111,7 @@ def judge(log: LogFile, truth: int, shape: str, points: Mapping[int, int] | None
         meter.fold(event)
         inferred = pace.decisions.inferred
         basis = pace.decisions.basis
-        now = (points or {}).get(basis[0] or 0, truth) if basis is not None else truth
+        now = (points or {}).get(basis.window or 0, truth) if basis is not None else truth
         if not inferred.holds(now) and len(misses) < 5:
             misses.append((event.seq if event.seq is not None else -1, inferred))
         if folds >= FOLDS_BEFORE_NARROW:

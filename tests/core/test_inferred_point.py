@@ -12,13 +12,18 @@ from __future__ import annotations
 import pytest
 
 from dshweb.core.fold.point import InferredPoint
+from dshweb.core.log.home import session_logs
+from dshweb.core.log.wire import RequestContext, RequestHeader
 from tests.inferred import (
+    FIXTURE_HOMES,
     FOLDS_BEFORE_NARROW,
     NARROW,
     Judged,
+    events_of,
     hidden_sessions,
     judged_homes,
 )
+from tests.snapshots import fixture_snapshot
 
 JUDGED = judged_homes()
 
@@ -115,3 +120,35 @@ def test_each_event_decides_as_the_engines_check_does(monkeypatch: pytest.Monkey
         reading["now"] = now
         decisions.observe(typed(record), meter)
     assert decisions.inferred == InferredPoint(low=121, high=150, decisions=3)
+
+
+def test_a_session_back_on_a_model_finds_what_its_decisions_there_showed() -> None:
+    # window-switch goes 24k (flash) → 40k (pro) → 24k: back on flash, its first check
+    # goes by the range the flash decisions left, not by nothing (the engine resolves
+    # the same policy for the same model, window and reserve).
+    (log,) = session_logs(FIXTURE_HOMES / "window-switch")
+    events = events_of(log)
+    windows = [
+        (i, e.data.context_window)
+        for i, e in enumerate(events)
+        if isinstance(e, RequestContext) and e.data is not None
+    ]
+    # The last event before the first request/header of the 40k model, and the first
+    # request/context back on 24k after it.
+    large = next(i for i, w in windows if w == 40_000)
+    header = max(i for i in range(large) if isinstance(events[i], RequestHeader))
+    back = next(i for i, w in windows if i > large and w == 24_000)
+    left = fixture_snapshot("window-switch", at_seq=events[header - 1].seq)
+    returned = fixture_snapshot("window-switch", at_seq=events[back].seq)
+    assert returned.model == left.model == "deepseek-flash"
+    assert left.inferred.low is not None and left.inferred.high is not None
+    assert (returned.inferred.low, returned.inferred.high) == (
+        left.inferred.low,
+        left.inferred.high,
+    )
+    point = returned.pace_forecast.point
+    assert (point.low, point.high, point.source) == (
+        left.inferred.low,
+        left.inferred.high,
+        "inferred",
+    )

@@ -13,14 +13,22 @@ setting it did not know yet.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 
 from dshweb.core.fold.compaction import measured_tokens
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.known import Known
+from dshweb.core.fold.point import Basis
 from dshweb.core.fold.preview import MAX_OUTCOMES, automatic_outcomes
-from dshweb.core.fold.revealed import CutSeen, RetainSeen, cut_known, retain_known
+from dshweb.core.fold.revealed import (
+    CutSeen,
+    RetainBounds,
+    RetainSeen,
+    cut_known,
+    retain_known,
+)
 from dshweb.core.fold.session import SessionTracker, settings_known
 from dshweb.core.log.wire import RequestContext
 from dshweb.core.profile.effective import EffectiveSettings
@@ -82,22 +90,51 @@ def test_a_summary_bounds_the_retain_by_the_tail_it_kept() -> None:
     # (tail 300) or at 6 (340), never further: 1 <= retain <= 340; at 7 the cut would
     # part call 6 from result 7, so a retain of 1..300 also ends at 6.
     seen.observe(meter, 5)
-    assert (seen.low, seen.high, seen.summaries) == (0, 340, 1)
+    here = Basis(None, 24_000, 3_000)
+    assert seen.by_basis[here] == RetainBounds(0, 340, 1)
     # Kept 4..7 (480): the walk stopped at 4 (a retain of 400 or less stops at 5, where
     # nothing waits). That disagrees with the first (a profile changed): it starts over.
     seen.observe(meter, 3)
-    assert (seen.low, seen.high, seen.summaries) == (401, 480, 1)
+    assert seen.by_basis[here] == RetainBounds(401, 480, 1)
     seen.observe(meter, 3)
-    assert (seen.low, seen.high, seen.summaries) == (401, 480, 2)
+    assert seen.by_basis[here] == RetainBounds(401, 480, 2)
     point = Known.exactly(12_000, "profile")
-    assert retain_known(2_100, point, seen, (24_000, 3_000)) == Known(401, 480, "inferred")
-    assert retain_known(450, point, seen, (24_000, 3_000)) == Known.exactly(450, "profile")
+    assert retain_known(2_100, point, seen, here) == Known(401, 480, "inferred")
+    assert retain_known(450, point, seen, here) == Known.exactly(450, "profile")
     # A profile whose point the engine's decisions rule out says nothing of the retain.
     point = Known(11_000, 12_000, "inferred")
-    assert retain_known(450, point, seen, (24_000, 3_000)) == Known(401, 480, "inferred")
-    # Under another window the summaries say nothing yet, and a point the profile does
-    # not give leaves the retain unknown below it.
-    assert retain_known(400, point, seen, (32_000, 3_000)) == Known(0, 11_999, "unknown")
+    assert retain_known(450, point, seen, here) == Known(401, 480, "inferred")
+    # Under another window (a message budget of 29,000 for 21,000) either rule may hold:
+    # the same figure, 401..480, or the same ratio, floor(29,000 × r) for r in
+    # [401 / 21,000, 481 / 21,000): 553..664. The range holds both.
+    assert retain_known(400, point, seen, replace(here, window=32_000)) == Known(
+        401, 664, "inferred"
+    )
+    # With nothing seen, a point the profile does not give leaves it unknown below it.
+    assert retain_known(400, point, RetainSeen(), here) == Known(0, 11_999, "unknown")
+
+
+def test_summaries_under_two_windows_tell_which_rule_the_retain_follows() -> None:
+    # An engine with retainRatio 0.1504: of a message budget of 21,000 (a 24k window,
+    # 3k reserved) it keeps 3,158, of 37,000 (a 40k window for the same model) 5,564.
+    small, large = Basis("flash", 24_000, 3_000), Basis("flash", 40_000, 3_000)
+    seen = RetainSeen({small: RetainBounds(3_150, 3_170, 1)})
+    assert seen.at(large) == RetainBounds(3_150, 5_586, 1)  # 3,150..3,170 or 5,550..5,586
+    # A summary under 40k that keeps 5,500..5,600: no one figure does both, one ratio
+    # does; and it narrows the small window's range back through the ratio.
+    seen.by_basis[large] = RetainBounds(5_500, 5_600, 1)
+    assert seen.at(large) == RetainBounds(5_550, 5_586, 2)
+    assert seen.at(small) == RetainBounds(3_150, 3_170, 2)
+    # Summaries no rule allows together (a profile changed between them): each window
+    # goes by its own.
+    seen.by_basis[large] = RetainBounds(9_000, 9_100, 1)
+    assert seen.at(large) == RetainBounds(9_000, 9_100, 1)
+    # A summary under a window the log never recorded bounds another window's retain
+    # under the figure rule only: by the ratio rule, nothing.
+    unrecorded = RetainSeen({Basis("flash", None, 0): RetainBounds(100, 200, 1)})
+    assert unrecorded.at(large) == RetainBounds(0, None, 1)
+    # Another model's summaries say nothing (a modelPolicies entry may set its own).
+    assert seen.at(replace(large, model="pro")) is None
 
 
 def test_where_the_settings_known_leave_two_outcomes_it_gives_both() -> None:

@@ -51,7 +51,7 @@ from dshweb.core.log.frames import decompressor
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.reader import open_log
 
-CHECKPOINT_VERSION = 13
+CHECKPOINT_VERSION = 14
 """Raise it whenever the state's shape or meaning changes."""
 
 FINGERPRINT_SPAN = 4 << 10

@@ -51,6 +51,28 @@ from dshweb.core.profile.effective import DEFAULT_RULE, BandRule, EngineConfig
 
 
 @dataclass(frozen=True, slots=True)
+class Basis:
+    """What the engine resolves its compaction settings for: DSH takes a model's own
+    policy where the profile gives one (``modelPolicies``, by provider and model), and
+    scales it by the model's window and the completion a request reserves."""
+
+    model: str | None
+    window: int | None
+    reserved: int
+
+
+def basis_of(meter: SessionMeter) -> Basis:
+    """The basis the session's next check goes by (the model, window and reserve the log
+    says now)."""
+    return Basis(meter.model, meter.context_window, meter.reserved_tokens)
+
+
+EARLIER_BASES = 16
+"""The other bases whose decisions are kept (a session that goes back to a model finds
+what its decisions there showed)."""
+
+
+@dataclass(frozen=True, slots=True)
 class InferredPoint:
     """The range the engine's own decisions allow the compaction point (``None``: no
     decision bounds that side)."""
@@ -58,8 +80,9 @@ class InferredPoint:
     low: int | None = None
     high: int | None = None
     decisions: int = 0
-    basis: tuple[int | None, int | None] | None = field(default=None, compare=False)
-    """The window and reserve the decisions were made under (the point moves with them)."""
+    basis: Basis | None = field(default=None, compare=False)
+    """The model, window and reserve the decisions were made under (the point moves with
+    them)."""
 
     def holds(self, threshold: int) -> bool:
         return (self.low is None or threshold >= self.low) and (
@@ -76,14 +99,17 @@ BETWEEN_STEPS = frozenset({StepEnd, TurnStart, TurnEnd})
 @dataclass(slots=True)
 class Decisions:
     """The automatic compaction decisions of a log, as bounds on the point; they start
-    over when the window or the reserved tokens change (the point moves with them)."""
+    over when the model, the window or the reserved tokens change (the point moves with
+    them), and come back with a basis the session returns to."""
 
     passed: int | None = None
     """The highest measure a step started at."""
     folded: int | None = None
     """The lowest measure an automatic fold started at."""
     count: int = 0
-    basis: tuple[int | None, int | None] | None = None
+    basis: Basis | None = None
+    earlier: dict[Basis, tuple[int | None, int | None, int]] = field(default_factory=dict)
+    """``(passed, folded, count)`` under each other basis (the last :data:`EARLIER_BASES`)."""
     in_step: bool = False
     """Between a ``step/start`` and its ``step/end``: no pressure check happens here."""
     pruned: bool = False
@@ -123,10 +149,14 @@ class Decisions:
             self.failed = data is not None and data.error is not None
 
     def _decided(self, meter: SessionMeter, *, folded: bool) -> None:
-        basis = (meter.context_window, meter.reserved_tokens)
+        basis = basis_of(meter)
         if basis != self.basis:
-            self.passed = self.folded = None
-            self.count, self.basis = 0, basis
+            if self.basis is not None:
+                self.earlier[self.basis] = (self.passed, self.folded, self.count)
+                while len(self.earlier) > EARLIER_BASES:
+                    del self.earlier[next(iter(self.earlier))]
+            self.passed, self.folded, self.count = self.earlier.pop(basis, (None, None, 0))
+            self.basis = basis
         reading = measured_tokens(meter)
         if folded:
             self.folded = reading if self.folded is None else min(self.folded, reading)
@@ -141,8 +171,22 @@ class Decisions:
 
     @property
     def inferred(self) -> InferredPoint:
-        low = self.passed + 1 if self.passed is not None else None
-        return InferredPoint(low, self.folded, self.count, self.basis)
+        """The range the decisions under the last basis allow."""
+        return _inferred(self.passed, self.folded, self.count, self.basis)
+
+    def at(self, basis: Basis) -> InferredPoint:
+        """The range the decisions allow under ``basis``: those made under it (the last
+        ones, or earlier ones the session has come back to), else the last ones, made
+        under another (:func:`point_known` says what they leave known)."""
+        if basis != self.basis and basis in self.earlier:
+            return _inferred(*self.earlier[basis], basis)
+        return self.inferred
+
+
+def _inferred(
+    passed: int | None, folded: int | None, count: int, basis: Basis | None
+) -> InferredPoint:
+    return InferredPoint(passed + 1 if passed is not None else None, folded, count, basis)
 
 
 def threshold_source(point: CompactionPoint | None, inferred: InferredPoint) -> str | None:
@@ -180,11 +224,11 @@ def point_known(
     with a ratio of at most 1 and a headroom of at least 0)."""
     configured = point.threshold_tokens if point is not None else None
     basis = inferred.basis
-    if basis is not None and basis != (meter.context_window, meter.reserved_tokens):
-        if basis[0] is None:  # decided before the log recorded any window: no bound
+    if basis is not None and basis != basis_of(meter):
+        if basis.window is None:  # decided before the log recorded any window: no bound
             inferred = InferredPoint()
         else:
-            # Decided under another window (the log records a new one at the first
+            # Decided under another basis (the log records a new one at the first
             # request after a model switch, and the engine's next check goes by it).
             budget = None
             if meter.context_window is not None:
@@ -234,6 +278,6 @@ class StepBand:
         rule: BandRule = DEFAULT_RULE,
     ) -> tuple[int | None, Band]:
         """The point and the band at the ``step/end`` just folded into ``meter``."""
-        threshold = effective_threshold(point_of(meter, engine), decisions.inferred)
+        threshold = effective_threshold(point_of(meter, engine), decisions.at(basis_of(meter)))
         self.band = context_band(used_tokens(meter), threshold, self.band, rule)
         return threshold, self.band

@@ -11,9 +11,14 @@ read in the runtime's ``compaction-basic`` and ``tool-result-pruner``):
   ``k`` while a tool call before the cut waited for a result after it. The summary's
   ``shadowedRange`` ends just before ``k``; ``k0`` lies between ``k`` and the first node
   after ``k`` where nothing waits (``b``), so ``tail(b) < retainTokens <= tail(k)``.
-  A retain is per window and reserve (a ``retainRatio`` of the message budget): the
-  bounds start over when either changes, and when a summary contradicts them (a
-  profile changed under the session).
+  The bounds are kept per model, window and reserve (the engine resolves its policy per
+  model), and start over when a summary contradicts them (a profile changed under the
+  session). For one model, ``retainTokens`` is either an absolute figure, the same
+  under every window and reserve, or ``floor(messageBudget × retainRatio)``, the same
+  ratio of each one's message budget (window − reserve): what the summaries under one
+  bound, another of the model inherits under each rule (:meth:`RetainSeen.at`): the
+  range either allows, once it agrees with all of them (a rule none allows is out).
+  Another model's summaries say nothing (a ``modelPolicies`` entry may set its own).
 - **The pruner's head and tail**, exactly, by any replacing result: its text is the
   original's first ``headChars`` code points, the marker, and its last ``tailChars``.
 - **The pruner's threshold**, from both sides: every result it cut had more code points
@@ -26,12 +31,13 @@ Kept per session and folded with it; reading them costs nothing per request.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from dshweb.core.fold.known import CutKnown, Known
 from dshweb.core.fold.meter import SessionMeter, SurfaceNode, surface_message
-from dshweb.core.fold.point import BETWEEN_STEPS
+from dshweb.core.fold.point import BETWEEN_STEPS, EARLIER_BASES, Basis, basis_of
 from dshweb.core.fold.pricing import PRUNE_MARKER, PruneCut, shape_points
 from dshweb.core.log.decode import raw_as
 from dshweb.core.log.wire import (
@@ -49,14 +55,21 @@ MARKER_POINTS = len(PRUNE_MARKER)
 
 
 @dataclass(slots=True)
-class RetainSeen:
-    """Bounds on ``retainTokens`` from the automatic summaries under one window and
-    reserve (``low``..``high``, both included)."""
+class RetainBounds:
+    """Bounds on ``retainTokens`` (``low``..``high``, both included) from the automatic
+    summaries under one window and reserve."""
 
     low: int = 0
     high: int | None = None
     summaries: int = 0
-    basis: tuple[int | None, int] | None = None
+
+
+@dataclass(slots=True)
+class RetainSeen:
+    """Bounds on ``retainTokens`` from the automatic summaries, per model, window and
+    reserve."""
+
+    by_basis: dict[Basis, RetainBounds] = field(default_factory=dict)
 
     def observe(self, meter: SessionMeter, last_seq: Any) -> None:
         """An automatic summary whose range ends at ``last_seq``, on ``meter``'s surface
@@ -78,15 +91,80 @@ class RetainSeen:
             if index + 1 < len(nodes) and balance == 0:
                 low = after + 1
                 break
-        basis = (meter.context_window, meter.reserved_tokens)
-        fresh = basis != self.basis or low > (self.high if self.high is not None else low)
-        fresh = fresh or tail < self.low
-        if fresh:
-            self.low, self.high, self.summaries, self.basis = low, tail, 0, basis
+        basis = basis_of(meter)
+        seen = self.by_basis.get(basis)
+        if seen is None or low > (seen.high if seen.high is not None else low) or tail < seen.low:
+            self.by_basis.pop(basis, None)
+            self.by_basis[basis] = RetainBounds(low, tail, 1)
+            while len(self.by_basis) > EARLIER_BASES:  # the oldest first
+                del self.by_basis[next(iter(self.by_basis))]
         else:
-            self.low = max(self.low, low)
-            self.high = tail if self.high is None else min(self.high, tail)
-        self.summaries += 1
+            seen.low = max(seen.low, low)
+            seen.high = tail if seen.high is None else min(seen.high, tail)
+            seen.summaries += 1
+
+    def at(self, basis: Basis) -> RetainBounds | None:
+        """What the summaries of ``basis``'s model allow the retain under ``basis``: the
+        range of each rule (one absolute figure; one ratio of the message budget) that
+        all of them allow, the two taken together; ``None`` before any summary of the
+        model. Where no rule allows them all (a profile changed under the session), the
+        summaries under ``basis`` alone."""
+        model = {under: seen for under, seen in self.by_basis.items() if under.model == basis.model}
+        if not model:
+            return None
+        summaries = sum(seen.summaries for seen in model.values())
+        ranges = [
+            found
+            for rule in (_same_figure, _same_ratio)
+            if (found := _allowed(model, basis, rule)) is not None
+        ]
+        if not ranges:
+            own = self.by_basis.get(basis)
+            return None if own is None else RetainBounds(own.low, own.high, own.summaries)
+        low = min(found[0] for found in ranges)
+        highs = [found[1] for found in ranges]
+        high = None if None in highs else max(h for h in highs if h is not None)
+        return RetainBounds(low, high, summaries)
+
+
+_Rule = Callable[[RetainBounds, Basis, Basis], "tuple[int, int | None] | None"]
+
+
+def _same_figure(seen: RetainBounds, _: Basis, __: Basis) -> tuple[int, int | None] | None:
+    """An absolute ``retainTokens``: the same figure under every window."""
+    return seen.low, seen.high
+
+
+def _same_ratio(seen: RetainBounds, under: Basis, to: Basis) -> tuple[int, int | None] | None:
+    """``floor(budget × retainRatio)``: ``low..high`` under a budget ``B`` holds the ratio
+    in ``[low / B, (high + 1) / B)``, so ``floor(B' × ratio)`` under ``B'``; ``None``
+    (no bound) where either window is not known or leaves no budget."""
+    if under.window is None or to.window is None:
+        return None
+    budget, target = under.window - under.reserved, to.window - to.reserved
+    if budget <= 0 or target <= 0:
+        return None
+    low = target * seen.low // budget
+    high = None if seen.high is None else -(-target * (seen.high + 1) // budget) - 1
+    return low, high
+
+
+def _allowed(
+    by_basis: dict[Basis, RetainBounds], basis: Basis, rule: _Rule
+) -> tuple[int, int | None] | None:
+    """The retain under ``basis`` that every window's summaries allow by ``rule``;
+    ``None`` when they allow none."""
+    low, high = 0, None
+    for under, seen in by_basis.items():
+        bound = rule(seen, under, basis)
+        if bound is None:
+            continue
+        low = max(low, bound[0])
+        if bound[1] is not None:
+            high = bound[1] if high is None else min(high, bound[1])
+        if high is not None and high < low:
+            return None
+    return low, high
 
 
 def _index_of(meter: SessionMeter, seq: Any) -> int | None:
@@ -200,28 +278,27 @@ class Revealed:
             self.in_step = self.pruning = False
 
 
-def retain_known(
-    profile: int | None, point: Known, seen: RetainSeen, basis: tuple[int | None, int]
-) -> Known:
-    """The retain a summary now would keep: the profile's, unless the summaries under
-    this window and reserve rule it out, or the point shows the profile's settings do
-    not apply (a profile's retain inside the summaries' range is then no more likely
-    than any other): the range the summaries allow, or before any, unknown (anything
-    under the point)."""
+def retain_known(profile: int | None, point: Known, seen: RetainSeen, basis: Basis) -> Known:
+    """The retain a summary under ``basis`` now would keep: the profile's, unless the
+    summaries rule it out (:meth:`RetainSeen.at`), or the point shows the profile's
+    settings do not apply (a profile's retain inside the summaries' range is then no
+    more likely than any other): the range the summaries allow, or before any, unknown
+    (anything under the point)."""
     below = max(0, point.high - 1) if point.high is not None else None
     trusted = point.source in ("profile", "catalogue")
-    if seen.summaries and seen.basis == basis:
-        high = seen.high if below is None or seen.high is None else min(seen.high, below)
+    bounds = seen.at(basis)
+    if bounds is not None:
+        high = bounds.high if below is None or bounds.high is None else min(bounds.high, below)
         if (
             profile is not None
             and trusted
-            and seen.low <= profile
+            and bounds.low <= profile
             and (high is None or profile <= high)
         ):
             return Known.exactly(profile, "profile")
-        if high is not None and high < seen.low:
-            high = seen.high  # the point's range and the summaries disagree: trust the summaries
-        return Known(seen.low, high, "inferred")
+        if high is not None and high < bounds.low:
+            high = bounds.high  # the point's range and the summaries disagree: trust them
+        return Known(bounds.low, high, "inferred")
     if profile is not None and point.source in ("profile", "catalogue"):
         return Known.exactly(profile, "profile")
     return Known(0, below, "unknown")

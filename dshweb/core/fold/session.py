@@ -38,6 +38,7 @@ from dshweb.core.fold.pace import PaceCollector
 from dshweb.core.fold.point import (
     InferredPoint,
     StepBand,
+    basis_of,
     effective_threshold,
     point_known,
     point_of,
@@ -415,7 +416,7 @@ def take_snapshot(
     meter, activity, header = tracker.meter, tracker.activity, tracker.header
     measured = measured_tokens(meter)
     growth, times = tuple(tracker.pace.growth), tuple(tracker.pace.times)
-    inferred = tracker.pace.decisions.inferred
+    inferred = tracker.pace.decisions.at(basis_of(meter))
     point = point_of(meter, engine)
     threshold = effective_threshold(point, inferred)
     base = tracker.pace.checks.base(measured)
@@ -502,12 +503,12 @@ def settings_known(
     window, the point of the profile's catalogue (``models``) for the header's model."""
     meter, pace = tracker.meter, tracker.pace
     profile = point_of(meter, engine)
-    point = point_known(profile, pace.decisions.inferred, meter)
+    basis = basis_of(meter)
+    point = point_known(profile, pace.decisions.at(basis), meter)
     if meter.context_window is None:
         profile = catalogue_point(engine, models, meter.model, meter.reserved_tokens or None)
         if profile is not None and profile.threshold_tokens is not None:
             point = Known.exactly(profile.threshold_tokens, "catalogue")
-    basis = (meter.context_window, meter.reserved_tokens)
     retain = retain_known(
         profile.retain_tokens if profile is not None else None,
         point,
