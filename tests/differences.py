@@ -2,9 +2,10 @@
 
 ``differences(ours, theirs)`` is empty exactly when ``ours == theirs``. Mappings,
 sequences of the same length and dataclasses are walked part by part, so each difference
-names the path to it (``contextPressure.pressureTokens``, ``nodes[3].tokens``); anything
-else, or a container that differs while all its parts are equal, is one difference at its
-own path.
+names the path to it (``contextPressure.pressureTokens``, ``nodes[3].tokens``; two
+sequences of different lengths differ in ``nodes (length)`` and in their common part);
+anything else, or a container that differs while all its parts are equal, is one
+difference at its own path.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import reprlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import pytest
 
 
 class _Absent:
@@ -25,9 +28,8 @@ ABSENT: Any = _Absent()
 """The value on the side of a mapping that lacks a key."""
 
 _repr = reprlib.Repr()
-_repr.maxstring = 80
-_repr.maxother = 80
-_repr.maxlist = _repr.maxtuple = _repr.maxdict = 6
+_repr.maxstring = _repr.maxother = 60
+_repr.maxlist = _repr.maxtuple = _repr.maxdict = 4
 _repr.maxlevel = 3
 
 
@@ -57,13 +59,10 @@ def _parts(ours: Any, theirs: Any, path: str) -> Iterator[Difference]:
             yield from differences(
                 ours.get(key, ABSENT), theirs.get(key, ABSENT), _join(path, str(key))
             )
-    elif (
-        _is_sequence(ours)
-        and _is_sequence(theirs)
-        and type(ours) is type(theirs)
-        and len(ours) == len(theirs)
-    ):
-        for index, (one, other) in enumerate(zip(ours, theirs, strict=True)):
+    elif _is_sequence(ours) and _is_sequence(theirs) and type(ours) is type(theirs):
+        if len(ours) != len(theirs):
+            yield Difference(f"{path} (length)", len(ours), len(theirs))
+        for index, (one, other) in enumerate(zip(ours, theirs, strict=False)):
             yield from differences(one, other, f"{path}[{index}]")
     elif (
         dataclasses.is_dataclass(ours) and not isinstance(ours, type) and type(ours) is type(theirs)
@@ -90,3 +89,14 @@ def listed(lines: Sequence[str], shown: int) -> str:
     if len(lines) > shown:
         kept.append(f"  … and {len(lines) - shown:,} more")
     return "\n".join(kept)
+
+
+SHOWN = 12
+"""Lines a failure lists."""
+
+
+def fail_on(lines: Sequence[str], heading: str, shown: int = SHOWN) -> None:
+    """Fail the test, when there are ``lines``, with ``heading`` and the first of them
+    (no traceback: the lines say where)."""
+    if lines:
+        pytest.fail(f"{heading}:\n{listed(lines, shown)}", pytrace=False)

@@ -39,13 +39,11 @@ from dshweb.core.fold.session import SessionTracker, take_snapshot
 from dshweb.core.log.home import LogFile, encode_segment, session_logs
 from dshweb.core.log.wire import AnyEvent
 from tests.conftest import CORPUS_HOME, REPO, all_homes, host_caches, session_log_paths
-from tests.differences import Difference, differences, listed
+from tests.differences import Difference, differences, fail_on
 
 PROJECTIONS = ("tokenUsage", "contextPressure", "contextBreakdown")
 CHECKPOINTS = "checkpoints.json"
 CORPUS_CHECKPOINTS = REPO / "tests" / "fixtures" / "corpus-checkpoints.json"
-SHOWN = 12
-"""Differences a failure lists."""
 
 
 # --- the logs ----------------------------------------------------------------------
@@ -264,14 +262,12 @@ def test_a_session_folds_as_the_host_answered(home: Path, log: LogFile) -> None:
     tracker.finish()
     assert encode_segment(tracker.session_id) == log.session_dir.name, tracker.session_id
     assert tracker.error is None, tracker.error
-    if tracker.mismatches:
-        found = tracker.mismatches
-        pytest.fail(
-            f"{tracker.session_id}: {len(found):,} differences in {tracker.made:,} "
-            f"comparisons with the host:\n"
-            + listed([mismatch.line() for mismatch in found], SHOWN),
-            pytrace=False,
-        )
+    found = tracker.mismatches
+    fail_on(
+        [mismatch.line() for mismatch in found],
+        f"{tracker.session_id}: {len(found):,} differences in {tracker.made:,} "
+        "comparisons with the host",
+    )
     planned = sum(answer.comparisons for answer in answers)
     assert tracker.made == planned, f"{tracker.made:,} comparisons made of {planned:,}"
 
