@@ -29,6 +29,7 @@ from dshweb.core.log.home import LogFile
 from dshweb.core.log.reader import LogTail
 from dshweb.core.profile.effective import EngineConfig
 from tests.conftest import all_homes, run_python, session_log_paths
+from tests.differences import Difference, differences, fail_on
 from tests.logbuilder import event, frame, header
 
 LOGS = [path for home in all_homes() for path in session_log_paths(home)]
@@ -76,68 +77,95 @@ def _snapshot(tracker: SessionTracker, home: Path) -> SessionSnapshot:
     return take_snapshot(tracker, home=home, live=False, engine=EngineConfig(), largest=1 << 30)
 
 
+def _parts(tracker: SessionTracker, home: Path) -> dict[str, object]:
+    """What a restored tracker must share with a cold fold: its snapshot, its collectors,
+    its header and error, and where its tail stands."""
+    tail = tracker.tail
+    return {
+        "snapshot": _snapshot(tracker, home),
+        "meter": tracker.meter,
+        "activity": tracker.activity,
+        "pace": tracker.pace,
+        "ledger": tracker.ledger,
+        "told": tracker.told,
+        "cost": tracker.cost,
+        "header": tracker.header,
+        "error": tracker.error,
+        "stop_after_seq": tracker.stop_after_seq,
+        "tail": {"offset": tail.offset, "identity": tail.identity, "next_seq": tail.next_seq},
+    }
+
+
+def _unlike_cold(found: SessionTracker, cold: SessionTracker, home: Path) -> list[Difference]:
+    return differences(_parts(found, home), _parts(cold, home))
+
+
 def _assert_same(found: SessionTracker, cold: SessionTracker, home: Path) -> None:
-    assert _snapshot(found, home) == _snapshot(cold, home)
-    assert (found.meter, found.activity, found.pace, found.ledger, found.told, found.cost) == (
-        cold.meter,
-        cold.activity,
-        cold.pace,
-        cold.ledger,
-        cold.told,
-        cold.cost,
-    )
-    assert (found.header, found.error, found.stop_after_seq) == (
-        cold.header,
-        cold.error,
-        cold.stop_after_seq,
-    )
-    tail, want = found.tail, cold.tail
-    assert (tail.offset, tail.identity, tail.next_seq) == (
-        want.offset,
-        want.identity,
-        want.next_seq,
-    )
+    lines = [d.line("found", "cold") for d in _unlike_cold(found, cold, home)]
+    fail_on(lines, "unlike a cold fold")
 
 
-def _restart_at(data: bytes, cut: int, log: LogFile, cold: SessionTracker, home: Path) -> None:
+def _restart_at(data: bytes, cut: int, log: LogFile, cold: SessionTracker, home: Path) -> list[str]:
+    """What goes wrong when the tracker of the log cut at ``cut`` is dumped, loaded before
+    the log grows and restored after, and both fold on (nothing: both equal ``cold``)."""
     log.path.write_bytes(data[:cut])
     before = _tracker(log)
     blob = dump_checkpoint(before, key=KEY)
 
     early = load_checkpoint(log, blob, key=KEY)  # loaded before the log grows
-    assert early is not None
-    assert early.version > before.version
-    assert early.refresh() is False  # nothing is folded again
+    if early is None:
+        return ["loaded before the log grew: refused"]
+    found: list[str] = []
+    if early.version <= before.version:
+        found.append(f"loaded: version {early.version}, not past {before.version}")
+    if early.refresh():
+        found.append("loaded: folded again before the log grew")
     with log.path.open("ab") as handle:  # the same inode, grown
         handle.write(data[cut:])
 
     restored = restore_checkpoint(log, blob, key=KEY)
-    assert isinstance(restored, SessionTracker), restored
-    assert (restored.tail.offset, restored.meter) == (before.tail.offset, before.meter)
+    if not isinstance(restored, SessionTracker):
+        return [*found, f"restored: refused ({restored})"]
+    found += [
+        f"restored: {d.line('restored', 'dumped')}"
+        for d in differences(
+            {"offset": restored.tail.offset, "meter": restored.meter},
+            {"offset": before.tail.offset, "meter": before.meter},
+        )
+    ]
     restored.refresh()
     early.refresh()
-    for found in (restored, early):
-        _assert_same(found, cold, home)
+    for name, tracker in (("restored", restored), ("loaded early", early)):
+        found += [
+            f"{name}, folded on: {d.line(name, 'cold')}" for d in _unlike_cold(tracker, cold, home)
+        ]
+    return found
 
 
-@pytest.mark.parametrize("compressed", [True, False], ids=["zstd", "jsonl"])
 @pytest.mark.parametrize("source", LOGS, ids=[_id(p) for p in LOGS])
-def test_restart_anywhere_folds_like_a_cold_fold(
-    source: Path, compressed: bool, tmp_path: Path
-) -> None:
-    data = source.read_bytes() if compressed else _plain(source.read_bytes())
-    log = _log(tmp_path, compressed)
-    log.path.write_bytes(data)
-    cold = _tracker(log)
-    assert cold.error is None and cold.meter.events > 0
+def test_restart_anywhere_folds_like_a_cold_fold(source: Path, tmp_path: Path) -> None:
+    """In each form of the log (its zstd frames, and its lines as plain ``.jsonl``), a
+    tracker dumped at :data:`POINTS` random frame or line boundaries and at one torn cut
+    folds on like a cold fold, loaded before the log grew or restored after."""
+    found: list[str] = []
+    for compressed, form in ((True, "zstd"), (False, "jsonl")):
+        data = source.read_bytes() if compressed else _plain(source.read_bytes())
+        folder = tmp_path / form
+        folder.mkdir()
+        log = _log(folder, compressed)
+        log.path.write_bytes(data)
+        cold = _tracker(log)
+        assert cold.error is None and cold.meter.events > 0, (form, cold.error)
 
-    rng = random.Random(zlib.crc32(f"{_id(source)} {compressed}".encode()))
-    spans = _boundaries(data, compressed)
-    cuts = [0, *(end for _start, end in spans)]
-    torn = [(start, end) for start, end in spans if end - start > 1]
-    start, end = rng.choice(torn)
-    for cut in [*rng.sample(cuts, min(POINTS, len(cuts))), rng.randrange(start + 1, end)]:
-        _restart_at(data, cut, log, cold, tmp_path)
+        rng = random.Random(zlib.crc32(f"{_id(source)} {compressed}".encode()))
+        spans = _boundaries(data, compressed)
+        cuts = [0, *(end for _start, end in spans)]
+        torn = [(start, end) for start, end in spans if end - start > 1]
+        start, end = rng.choice(torn)
+        for cut in [*rng.sample(cuts, min(POINTS, len(cuts))), rng.randrange(start + 1, end)]:
+            where = f"{form}, cut at byte {cut:,} of {len(data):,}"
+            found += [f"{where}: {line}" for line in _restart_at(data, cut, log, cold, folder)]
+    fail_on(found, f"{_id(source)}: a restart unlike a cold fold")
 
 
 def test_restart_inside_a_session_stopped_at_a_seq(tmp_path: Path) -> None:
