@@ -475,3 +475,46 @@ def test_a_young_session_of_a_home_is_forecast_by_its_other_sessions(tmp_path: P
     alone = index.snapshot(young).forecast()
     assert alone.pace == "session" and alone.per_step == shot.pace_growth[0]
     assert alone.steps_low is not None and alone.steps_high is not None
+
+
+@pytest.mark.parametrize(
+    "home",
+    sorted(p for p in FIXTURE_HOMES.iterdir() if (p / "sessions").is_dir()),
+    ids=lambda p: p.name,
+)
+def test_after_its_first_step_a_session_has_a_point_and_a_forecast_with_sources(
+    home: Path,
+) -> None:
+    """At every step boundary after a session's first step, of every fixture session
+    (its own steps alone: no other session of the home lends it a pace), both forecasts
+    say how many steps, or that the session does not grow; each names the point it went
+    by and its source, and whose pace."""
+    from dshweb.core.fold.session import SessionTracker, take_snapshot
+
+    index = HomeIndex(home)
+    index.refresh()
+    checked = 0
+    for whole in list(index.trackers.values()):
+        settings = index.settings_of(whole)[1]
+        tracker = SessionTracker(whole.log, settings_of=index._settings)
+        for event in events_of(whole.log):
+            tracker._fold(event)
+            if isinstance(event, StepStart) and tracker.pace.checks.steps >= 2:
+                shot = take_snapshot(
+                    tracker,
+                    home=home,
+                    live=False,
+                    engine=settings.engine,
+                    pruner=settings.pruner,
+                    models=settings.models,
+                )
+                for said in (shot.forecast(), shot.summary_forecast()):
+                    where = f"{whole.log.path.parent.name} at seq {event.seq}: {said}"
+                    assert said.steps is not None or said.reason == NOT_GROWING, where
+                    assert said.point.low is not None or said.point.high is not None, where
+                    assert said.point.source in ("profile", "catalogue", "inferred"), where
+                    assert said.steps is None or said.pace == "session", where
+                    json = said.as_json()
+                    assert json["point"]["source"] == said.point.source, where
+                checked += 1
+    assert checked > 0
