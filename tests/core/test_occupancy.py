@@ -29,11 +29,7 @@ from dshweb.core.log.home import LogFile
 from dshweb.core.profile.effective import EngineConfig
 from dshweb.core.profile.plugins import CONTEXT_TRUTH_SCHEMA
 from dshweb.core.profile.schema import validate
-from dshweb.core.settings.occupancy.figures import (
-    display_step,
-    format_line_tokens,
-    headroom_step,
-)
+from dshweb.core.settings.occupancy.figures import display_step, headroom_step
 from dshweb.core.settings.occupancy.line import (
     LineInput,
     LineState,
@@ -263,33 +259,6 @@ def test_the_headroom_never_promises_more_room_than_there_is() -> None:
 
 
 # -- JavaScript arithmetic -----------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("value", "text"),
-    [
-        (0, "0"),
-        (999, "999"),
-        (999.5, "1000"),
-        (1000, "1K"),
-        (1499, "1K"),
-        (1500, "2K"),
-        (172_437, "172K"),
-        (999_499, "999K"),
-        (999_500, "1000K"),  # Math.round(999.5) — the source prints it so
-        (1_000_000, "1.00M"),
-        (1_005_000, "1.00M"),  # 1.005 is stored just below: toFixed(2) gives 1.00 too
-        (1_015_000, "1.01M"),
-        (2_675_000, "2.67M"),
-        (1_048_576, "1.05M"),
-        (1_125_000, "1.13M"),  # an exact binary half: toFixed goes up, Python's format would not
-        (1_135_000, "1.14M"),
-        (-1, "?"),
-        (float("nan"), "?"),
-    ],
-)
-def test_format_line_tokens_copies_the_source(value: float, text: str) -> None:
-    assert format_line_tokens(value) == text
 
 
 @pytest.mark.parametrize(

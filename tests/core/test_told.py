@@ -16,15 +16,8 @@ import pytest
 
 from dshweb.core.fold.checkpoint import dump_checkpoint, load_checkpoint
 from dshweb.core.fold.index import HomeIndex
-from dshweb.core.fold.told import (
-    BANDS,
-    SECTION,
-    Told,
-    ToldLine,
-    format_tokens,
-    read_line,
-    told_gap,
-)
+from dshweb.core.fold.line_tokens import format_line_tokens
+from dshweb.core.fold.told import BANDS, SECTION, Told, ToldLine, read_line, told_gap
 from tests.conftest import FIXTURE_HOMES
 from tests.fixtures.dshrun import session_logs
 from tests.snapshots import fixture_snapshot
@@ -141,7 +134,7 @@ def test_what_the_model_was_told_is_what_dshweb_measured_then(name: str) -> None
             previous = line.band
             continue
         assert line.used == (line.measured // STEP * STEP + 500) // 1000 * 1000
-        assert f"{format_tokens(line.measured // STEP * STEP)} / 24K" in line.text
+        assert f"{format_line_tokens(line.measured // STEP * STEP)} / 24K" in line.text
         ratio = line.measured / (line.point or WINDOW)
         raw = BANDS[sum(ratio >= edge for edge in (0.5, 0.85, 1.0))]
         floors = {"ample": 0.0, "moderate": 0.5, "tight": 0.85, "critical": 1.0}
@@ -186,6 +179,19 @@ def test_a_plugin_that_does_not_mirror_the_engine_names_no_point_and_calms_the_m
     assert mirrored.told.line is not None and mirrored.told.line.point == POINT
     assert told_gap(mirrored.told, "moderate", mirrored.threshold).point is None  # type: ignore[union-attr]
     assert told_gap(mirrored.told, "moderate", 16_800).point == "differs"  # type: ignore[union-attr]
+
+
+def test_a_point_at_an_exact_binary_half_is_the_one_the_plugin_names() -> None:
+    """1,125,000 is ``1.13M`` in the plugin's line (``toFixed`` rounds the binary 1.125 up):
+    a line naming ``1.13M`` names that point, and one naming ``1.12M`` does not."""
+    line = "Context occupancy (host-measured): 600K / 2.00M tokens used (30%). Automatic "
+    said = read_line(line + "compaction fires at 1.13M (56% of the window).")
+    assert said["point"] == 1_130_000
+    told = Told(ToldLine(seq=1, time=1, text=line, measured=600_000, **said), 1, 1)
+    assert told_gap(told, "moderate", 1_125_000).point is None  # type: ignore[union-attr]
+    said = read_line(line + "compaction fires at 1.12M (56% of the window).")
+    told = Told(ToldLine(seq=1, time=1, text=line, measured=600_000, **said), 1, 1)
+    assert told_gap(told, "moderate", 1_125_000).point == "differs"  # type: ignore[union-attr]
 
 
 def test_a_session_without_the_plugin_was_told_nothing() -> None:

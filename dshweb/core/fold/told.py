@@ -5,7 +5,8 @@ rendered snapshot changes, the host appends it as a ``user/message`` whose ``sou
 ``{"kind": "runtime-context", "form": "snapshot", "sections": [{"name", "text"}, …]}``
 (each snapshot supersedes the ones before it). :class:`ToldCollector` keeps the last such
 section, with the measure at that moment and the folds since. :func:`read_line` takes
-the figures and the band out of the line's words (English or Chinese, as the plugin
+the figures (:func:`~dshweb.core.fold.line_tokens.read_line_tokens`) and the band out of
+the line's words (English or Chinese, as the plugin
 renders them); a band the words do not name (a wording this code does not know) comes
 from the figures, by the plugin's default edges. :func:`told_gap` compares that band
 with the one the dashboard shows now.
@@ -18,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dshweb.core.fold.compaction import measured_tokens
+from dshweb.core.fold.line_tokens import format_line_tokens, read_line_tokens
 from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.log.wire import AnyEvent, CompactionStart, UserMessage
 
@@ -117,17 +119,6 @@ class Told:
         return None if self.line is None else self.line.as_json()
 
 
-def tokens(text: str) -> int | None:
-    """The plugin's compact figure back in tokens: ``12K`` → 12,000, ``1.00M`` →
-    1,000,000, ``850`` → 850 (None for ``under …`` or anything else)."""
-    scale = {"K": 1_000, "M": 1_000_000}.get(text[-1:], 1)
-    number = text[:-1] if scale != 1 else text
-    try:
-        return round(float(number) * scale)
-    except ValueError:
-        return None
-
-
 def read_line(text: str) -> dict[str, Any]:
     """The figures and band of an occupancy line (see :class:`ToldLine`'s fields)."""
     if text.startswith(_NO_READING):
@@ -138,12 +129,12 @@ def read_line(text: str) -> dict[str, Any]:
     found = next((m for p in _FIGURES if (m := p.search(text)) is not None), None)
     used = window = percent = None
     if found is not None:
-        used, window = tokens(found["used"]), tokens(found["window"])
+        used, window = read_line_tokens(found["used"]), read_line_tokens(found["window"])
         percent = int(found["percent"]) if found["percent"].isdigit() else None
     point_match, headroom_match = _POINT.search(text), _HEADROOM.search(text)
-    point = tokens(point_match["point"]) if point_match else None
+    point = read_line_tokens(point_match["point"]) if point_match else None
     headroom = (
-        tokens(headroom_match["headroom"])
+        read_line_tokens(headroom_match["headroom"])
         if headroom_match and not headroom_match["under"]
         else None
     )
@@ -240,15 +231,6 @@ class ToldGap:
         return self.told != "nothing" and self.bands >= 1
 
 
-def format_tokens(value: int) -> str:
-    """The plugin's compact figure (its ``formatTokens``): 11,980 → ``12K``."""
-    if value >= 1_000_000:
-        return f"{value / 1e6:.2f}M"
-    if value >= 1_000:
-        return f"{(value + 500) // 1000}K"  # Math.round(value / 1e3), in integers
-    return str(value)
-
-
 def told_gap(told: Told, now: str, threshold: int | None = None) -> ToldGap | None:
     """What the model was told against the band ``now`` and the compaction point the
     dashboard goes by (None when the band now is not known). A line that says there is
@@ -265,6 +247,6 @@ def told_gap(told: Told, now: str, threshold: int | None = None) -> ToldGap | No
     if threshold is not None and line.band != "unknown":
         if line.point is None:
             point = "missing"
-        elif format_tokens(line.point) != format_tokens(threshold):
+        elif format_line_tokens(line.point) != format_line_tokens(threshold):
             point = "differs"
     return ToldGap(line.band, now, abs(BANDS.index(said) - BANDS.index(now)), point)

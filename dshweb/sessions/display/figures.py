@@ -21,7 +21,7 @@ from dshweb.core.fold.meter import cache_and_prompt
 def format_page_tokens(count: int) -> str:
     """``999``, ``1.2K``, ``678K``, ``1.0M``: the ring's compact token figure, as the pages
     show it (not the occupancy line's, which copies the plugin's text:
-    :func:`dshweb.core.settings.occupancy.figures.format_line_tokens`).
+    :func:`dshweb.core.fold.line_tokens.format_line_tokens`).
 
     Below 10K one decimal of K, below 1M whole K, above that one decimal of M. A value
     that rounds up to the next unit's size is shown in that unit (``9_999`` is ``10K``,

@@ -1,9 +1,9 @@
 """The occupancy line's figures, computed as the plugin's JavaScript computes them.
 
 ``Math.round`` rounds halves up (:func:`~dshweb.core.fold.gauge.round_half_up`, dshweb's
-one half-up rule), ``toFixed(2)`` rounds the exact binary value half up (:func:`format_line_tokens`:
-a decimal quantize, since scaling by 100 first would round the value twice), and ratios
-are float divisions in the source's order. The used, free and headroom figures are floored
+one half-up rule) and ratios are float divisions in the source's order; the figures are
+written as the plugin writes them by :func:`dshweb.core.fold.line_tokens.format_line_tokens`
+(its ``formatTokens``). The used, free and headroom figures are floored
 to display steps (:func:`display_step`, :func:`headroom_step`) so the line changes only when
 a step is crossed. :class:`Figures` carries every number one line is rendered from.
 """
@@ -12,28 +12,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
 
 from dshweb.core.fold.gauge import round_half_up
 from dshweb.core.fold.pace import PaceEstimate
 from dshweb.core.settings.occupancy.line_settings import LineSettings, Wording
-
-
-def format_line_tokens(value: float) -> str:
-    """A token figure as dsh-context-truth writes it into the line the model reads:
-    ``172437`` → ``172K``, ``1000000`` → ``1.00M``.
-
-    Not the pages' figure (:func:`dshweb.sessions.display.figures.format_page_tokens`,
-    ``1.0M``, ``1.2K``): this one must be the plugin's text byte for byte (its ``K`` has no
-    decimal, its ``M`` two, ``999500`` is ``1000K``), so it keeps the plugin's rules.
-    """
-    if not math.isfinite(value) or value < 0:
-        return "?"
-    if value >= 1e6:
-        return f"{Decimal(value / 1e6).quantize(Decimal('0.01'), ROUND_HALF_UP)}M"
-    if value >= 1e3:
-        return f"{round_half_up(value / 1e3)}K"
-    return str(round_half_up(value))
 
 
 def percent_of(value: float, total: float) -> int | None:

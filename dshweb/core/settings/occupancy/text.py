@@ -10,8 +10,9 @@ source's line, ``README`` the later one; :mod:`.line` describes both, and its
 from __future__ import annotations
 
 from dshweb.core.fold.gauge import Band
+from dshweb.core.fold.line_tokens import format_line_tokens
 from dshweb.core.fold.pace import PaceEstimate
-from dshweb.core.settings.occupancy.figures import Figures, format_line_tokens, percent_of
+from dshweb.core.settings.occupancy.figures import Figures, percent_of
 from dshweb.core.settings.occupancy.line_settings import LineSettings, Wording
 
 _AUTHORITY_0_1_3 = {
