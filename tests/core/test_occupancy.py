@@ -26,7 +26,7 @@ from dshweb.core.fold.pace import (
 )
 from dshweb.core.fold.session import SessionTracker, take_snapshot
 from dshweb.core.log.home import LogFile
-from dshweb.core.profile.effective import EngineConfig
+from dshweb.core.profile.effective import DEFAULT_RULE, BandRule, EngineConfig, band_rule
 from dshweb.core.profile.plugins import CONTEXT_TRUTH_SCHEMA
 from dshweb.core.profile.schema import validate
 from dshweb.core.settings.occupancy.figures import display_step, headroom_step
@@ -336,7 +336,17 @@ def test_nearby_readings_are_byte_identical() -> None:
     ],
 )
 def test_hysteresis_like_the_source(ratio: float, previous: Band | None, band: Band) -> None:
-    assert settle_band(ratio, previous, OLD.band_rule) == band
+    assert settle_band(ratio, previous, OLD.rule) == band
+
+
+def test_the_line_reads_its_band_edges_as_the_fold_does() -> None:
+    """One reader of ``moderateAt``, ``tightAt`` and ``hysteresis``: the line's settings
+    and the ring's rule take the same values, an invalid one as its default."""
+    raw = {"moderateAt": 0.6, "tightAt": 0.9, "hysteresis": 1.5, "language": "zh"}
+    settings = LineSettings.from_config(validate(CONTEXT_TRUTH_SCHEMA, raw).config)
+    assert settings.rule == band_rule(raw) == BandRule(0.6, 0.9, 0.05)
+    assert settings.language == "zh"
+    assert LineSettings().rule == DEFAULT_RULE == LineSettings.from_config({}).rule
 
 
 def test_the_state_carries_the_band_across_renders() -> None:

@@ -6,10 +6,10 @@ rendered snapshot changes, the host appends it as a ``user/message`` whose ``sou
 (each snapshot supersedes the ones before it). :class:`ToldCollector` keeps the last such
 section, with the measure at that moment and the folds since. :func:`read_line` takes
 the figures (:func:`~dshweb.core.fold.line_tokens.read_line_tokens`) and the band out of
-the line's words (English or Chinese, as the plugin
-renders them); a band the words do not name (a wording this code does not know) comes
-from the figures, by the plugin's default edges. :func:`told_gap` compares that band
-with the one the dashboard shows now.
+the line's words (English or Chinese, as the plugin renders them); a band the words do not
+name (a wording this code does not know) comes from the figures, by the one band rule
+(:func:`~dshweb.core.fold.gauge.context_band`, the plugin's default edges).
+:func:`told_gap` compares that band with the one the dashboard shows now.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dshweb.core.fold.compaction import measured_tokens
+from dshweb.core.fold.gauge import Band, context_band
 from dshweb.core.fold.line_tokens import format_line_tokens, read_line_tokens
 from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.log.wire import AnyEvent, CompactionStart, UserMessage
@@ -26,12 +27,8 @@ from dshweb.core.log.wire import AnyEvent, CompactionStart, UserMessage
 SECTION = "context-truth"
 """The runtime-context section dsh-context-truth contributes (its ``CONTEXT_NAME``)."""
 
-BANDS = ("ample", "moderate", "tight", "critical")
+BANDS = tuple(band.value for band in Band if band is not Band.UNKNOWN)
 """From calmest to most urgent: the plugin's bands, and the dashboard's."""
-
-EDGES = (0.5, 0.85, 1.0)
-"""The plugin's default band edges (``moderateAt``, ``tightAt``, the point), for a line
-whose words name no band."""
 
 _SIZE = r"(?:under |不足 )?[\d.]+[KM]?"
 _FIGURES = (
@@ -144,16 +141,10 @@ def read_line(text: str) -> dict[str, Any]:
         return figures | {"percent": percent, "band": band, "band_from": "words"}
     return figures | {
         "percent": percent,
-        "band": _band_of(used, point or window),
+        # A figure under one display step (``under 50K``) is read as no tokens at all.
+        "band": context_band(used or 0, point or window).value,
         "band_from": "figures",
     }
-
-
-def _band_of(used: int | None, point: int | None) -> str:
-    if point is None or point <= 0:
-        return "unknown"
-    ratio = (used or 0) / point
-    return BANDS[sum(ratio >= edge for edge in EDGES)]
 
 
 @dataclass(slots=True)

@@ -12,7 +12,7 @@ of the settings editor.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,7 +81,7 @@ class BandRule:
 DEFAULT_RULE = BandRule()
 
 
-def band_rule(config: dict[str, object] | None) -> BandRule:
+def band_rule(config: Mapping[str, object] | None) -> BandRule:
     """The band edges a ``context-truth`` config sets (invalid values: the defaults)."""
     checked = validate(CONTEXT_TRUTH_SCHEMA, config or {}).config
 

@@ -171,7 +171,7 @@ def occupancy_line(
         )
 
     base = threshold if threshold is not None else window
-    band = settle_band(used / base, state.band, settings.band_rule)
+    band = settle_band(used / base, state.band, settings.rule)
     used_shown = floor_to(used, step)
     headroom = max(0, threshold - used) if threshold is not None else None
     head_step = headroom_step(headroom, window, settings) if headroom is not None else None
@@ -223,7 +223,9 @@ def occupancy_line(
         headroom_step=head_step,
         free=free,
         free_shown=figures.free_shown,
-        edges=BandEdges(base * settings.moderate_at, base * settings.tight_at, float(base)),
+        edges=BandEdges(
+            base * settings.rule.moderate_at, base * settings.rule.tight_at, float(base)
+        ),
         pace=pace,
         state=LineState(band, pace.rung if pace is not None else None),
     )

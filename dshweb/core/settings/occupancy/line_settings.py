@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from dshweb.core.profile.effective import BandRule
+from dshweb.core.profile.effective import DEFAULT_RULE, BandRule, band_rule
 from dshweb.core.profile.plugins import CONTEXT_TRUTH_SCHEMA
 from dshweb.core.profile.schema import default_flag, default_int, default_number, default_text
 
@@ -46,9 +46,10 @@ class LineSettings:
     threshold_ratio: float = default_number(_TRUTH, "thresholdRatio")
     headroom_tokens: float = default_number(_TRUTH, "headroomTokens")
     reserved_completion_tokens: float | None = None  # null: the request's own maxTokens
-    moderate_at: float = default_number(_TRUTH, "moderateAt")
-    tight_at: float = default_number(_TRUTH, "tightAt")
-    hysteresis: float = default_number(_TRUTH, "hysteresis")
+    rule: BandRule = DEFAULT_RULE
+    """``moderateAt``, ``tightAt`` and ``hysteresis``, read by the fold's own reader
+    (:func:`dshweb.core.profile.effective.band_rule`), for
+    :func:`dshweb.core.fold.gauge.settle_band`."""
     quantum_percent: float = default_number(_TRUTH, "quantumPercent")
     authoritative: bool = default_flag(_TRUTH, "authoritative")
     stale_claim_clause: bool = default_flag(_TRUTH, "staleClaimClause")
@@ -60,11 +61,6 @@ class LineSettings:
     pace_min_samples: int = default_int(_TRUTH, "paceMinSamples")
     pace_margin: float = default_number(_TRUTH, "paceMargin")
     wording: Wording = Wording.README
-
-    @property
-    def band_rule(self) -> BandRule:
-        """The band edges and hysteresis, for :func:`dshweb.core.fold.gauge.settle_band`."""
-        return BandRule(self.moderate_at, self.tight_at, self.hysteresis)
 
     @classmethod
     def from_config(
@@ -103,9 +99,7 @@ class LineSettings:
                 if isinstance(reserved, int | float) and not isinstance(reserved, bool)
                 else None
             ),
-            moderate_at=number("moderateAt", base.moderate_at),
-            tight_at=number("tightAt", base.tight_at),
-            hysteresis=max(0, number("hysteresis", base.hysteresis)),
+            rule=band_rule(config),
             quantum_percent=max(0, number("quantumPercent", base.quantum_percent)),
             authoritative=flag("authoritative", base.authoritative),
             stale_claim_clause=flag("staleClaimClause", base.stale_claim_clause),
