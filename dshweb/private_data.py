@@ -2,9 +2,9 @@
 
 ``DSHWEB_DATA_DIR`` holds the secret key (it signs the login sessions), the database
 (the users and their password hashes, login sessions, the launch URL and token of the
-DSH engine), the static files the pages load and the demo home: on a shared host no
-other local user may read any of it, and none may write it (whoever replaces the
-database signs in as anyone). So the folder is 0700 and the secret files in it 0600,
+``dsh web`` the Compact button asks), the static files the pages load and the demo home:
+on a shared host no other local user may read any of it, and none may write it (whoever
+replaces the database signs in as anyone). So the folder is 0700 and the secret files in it 0600,
 whatever the umask (read without Django, like :mod:`dshweb.environment`):
 
 - :func:`data_problems` says what dshweb refuses to use, each a

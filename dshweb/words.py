@@ -1,6 +1,6 @@
 """The names a person reads for DSH's own words: bands, the parts of the context, the kinds
 of fold, why there is no forecast. One table each, translated (``dshweb/locale``); the
-values the code, the API and the data-* attributes use stay the engine's English words.
+values the code, the API and the data-* attributes use stay DSH's English words.
 
 The Chinese band names are the words ``dsh-context-truth``'s own ``language: zh`` line
 uses for each band (``dshweb.core.settings.occupancy.text``), so the page and the line the
@@ -47,6 +47,6 @@ NO_FORECAST = {
 
 def named(table: Mapping[str, object], value: object) -> str:
     """``value``'s name from ``table`` in the active language; a value the table does not
-    know (a newer engine's word) as it is."""
+    know (a newer DSH's word) as it is."""
     key = str(value)
     return str(table.get(key, key))

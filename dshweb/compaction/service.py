@@ -5,7 +5,7 @@ in flight per session, runs the request off the request thread (a summariser cal
 take minutes; closing the page does not stop it), records every request, and announces
 each change of state on the session's channel group with the new state
 (:mod:`dshweb.compaction.status`), so open pages show it at once. Which ``dsh web`` is
-asked is :mod:`dshweb.compaction.engine`'s business; which process runs a request,
+asked is :mod:`dshweb.compaction.which_dsh_web`'s business; which process runs a request,
 :mod:`dshweb.compaction.owners`'.
 
 A request records the process that runs it. One left in flight by a process that is
@@ -44,10 +44,10 @@ from dshweb.collect.commands import (
     collector_address,
     send_command,
 )
-from dshweb.compaction.engine import ask_dsh_web
 from dshweb.compaction.models import CompactionRequest
 from dshweb.compaction.owners import owner_alive, process_owner
 from dshweb.compaction.status import announce
+from dshweb.compaction.which_dsh_web import ask_dsh_web
 from dshweb.live.protocol import COMPACT_RUN
 
 log = logging.getLogger("dshweb.compact")

@@ -13,7 +13,7 @@ from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
 from dshweb.collect.settings_access import staff_only
-from dshweb.compaction import engine
+from dshweb.compaction import which_dsh_web
 from dshweb.compaction.models import DshWebSetting
 from dshweb.dsh_web.client import DshWebClient, LaunchUrlError
 
@@ -54,7 +54,7 @@ def settings_dsh_web(request: HttpRequest) -> HttpResponse:
             row.updated_by = request.user if isinstance(request.user, User) else None
             row.save()
             if "test" in request.POST:
-                check = engine.test_connection()
+                check = which_dsh_web.test_connection()
             else:
                 messages.success(request, _("Saved how dshweb reaches the DSH engine."))
                 return HttpResponseRedirect(request.path)
@@ -68,6 +68,6 @@ def settings_dsh_web(request: HttpRequest) -> HttpResponse:
             "row": row,
             "has_url": bool(row.launch_url),
             "check": check,
-            "environment": engine.dsh_web_from_environment(),
+            "environment": which_dsh_web.dsh_web_from_environment(),
         },
     )

@@ -24,7 +24,7 @@ Contract:
   :data:`PROBE_EVERY` s an unauthenticated ``HEAD /`` checks that ``dsh web`` still
   answers anything (its 401 comes in a millisecond, even mid-fold); after
   :data:`PROBE_MISSES` checks in a row without an answer the call ends as
-  :class:`DshWebHung`, so an engine that hangs (stopped, deadlocked) fails in seconds,
+  :class:`DshWebHung`, so a ``dsh web`` that hangs (stopped, deadlocked) fails in seconds,
   while a slow model is waited for up to the call's deadline.
 - Thread-safe: one HTTP connection per call; the cookie is guarded by a lock.
 """
@@ -377,12 +377,11 @@ class DshWebClient:
             )
         except DshWebTimeout as error:  # nothing was asked of it yet
             raise DshWebUnreachable(
-                f"{error}: the engine accepts connections but does not answer (hung?)"
+                f"{error}: dsh web accepts connections but does not answer (hung?)"
             ) from error
         if answer.status == 401:
             raise TokenRejected(
-                "the engine refused the launch token (HTTP 401); it changes every time "
-                "dsh web starts"
+                "dsh web refused the launch token (HTTP 401); it changes every time dsh web starts"
             )
         jar = http.cookiejar.CookieJar()
         jar.extract_cookies(answer.response, Request(self.base_url + self._target.path))
@@ -456,7 +455,7 @@ class DshWebClient:
                 break
             self._forget(cookie)
             if attempt == 1:
-                raise TokenRejected(f"{method}: the engine refused the session cookie (HTTP 401)")
+                raise TokenRejected(f"{method}: dsh web refused the session cookie (HTTP 401)")
         assert answer is not None
         return self._value(method, rpc_id, answer)
 

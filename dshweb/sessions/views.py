@@ -27,8 +27,8 @@ from django_htmx.middleware import HtmxDetails
 
 from dshweb.collect.shown import shown_homes
 from dshweb.compaction import service as compact
-from dshweb.compaction.engine import engine_configured
 from dshweb.compaction.status import latest_record
+from dshweb.compaction.which_dsh_web import dsh_web_configured
 from dshweb.config import get_config
 from dshweb.core.fold.progress import FoldProgress
 from dshweb.core.listing.query import list_query
@@ -121,8 +121,8 @@ def session_detail(request: HtmxHttpRequest, home: str, session_id: str) -> Http
     context["progress"] = progress
     context["shown_home"] = shown
     context["title_is_data"] = True  # the session's own title: <title translate="no">
-    # A collected home's collector has its own engine; this process's is known here.
-    context["engine_missing"] = not shown.collected and not engine_configured()
+    # A collected home's collector has its own dsh web; this process's is known here.
+    context["dsh_web_missing"] = not shown.collected and not dsh_web_configured()
     return render(request, "dashboard/session_detail.html", context)
 
 

@@ -24,8 +24,8 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
 
-from dshweb.compaction.engine import dsh_web_from_environment, test_connection
 from dshweb.compaction.models import DshWebSetting
+from dshweb.compaction.which_dsh_web import dsh_web_from_environment, test_connection
 from dshweb.config import get_config
 from dshweb.core.log.home import session_logs
 from dshweb.core.profile.patch import PatchError, read_layer
@@ -65,7 +65,7 @@ def findings() -> list[Finding]:
         _unreadable(),
         _dsh(),
         *_profiles(),
-        _engine(stored=usable),
+        _dsh_web(stored=usable),
     ]
 
 
@@ -316,8 +316,9 @@ def _profiles() -> list[Finding]:
     return found
 
 
-def _engine(*, stored: bool) -> Finding:
-    """``stored``: the database may be read for the engine stored there."""
+def _dsh_web(*, stored: bool) -> Finding:
+    """The ``dsh web`` the Compact button asks (its finding keeps the name ``engine``);
+    ``stored``: the database may be read for the one stored there."""
     configured = dsh_web_from_environment()
     if configured is None:
         try:

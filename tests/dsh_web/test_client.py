@@ -212,7 +212,7 @@ def test_a_refused_cookie_logs_in_again_once_then_is_token_rejected(
     client = DshWebClient(url(serve(handler)), timeout=5)
     outcome = client.compact("s-1")
     assert outcome.status is CompactStatus.TOKEN_REJECTED
-    assert outcome.text == "commands/execute: the engine refused the session cookie (HTTP 401)"
+    assert outcome.text == "commands/execute: dsh web refused the session cookie (HTTP 401)"
     assert len(handler.logins) == 2
     check = client.check()
     assert check.status is ConnectionStatus.TOKEN_REJECTED and len(handler.logins) == 4
@@ -670,7 +670,7 @@ def test_a_wrong_token_is_rejected_and_no_token_is_ever_shown(setup: Setup) -> N
     check = client.check()
     assert check.status is ConnectionStatus.TOKEN_REJECTED
     assert check.detail == (
-        "the engine refused the launch token (HTTP 401); it changes every time dsh web starts"
+        "dsh web refused the launch token (HTTP 401); it changes every time dsh web starts"
     )
     outcome = client.compact("s-compact")
     assert outcome.status is CompactStatus.TOKEN_REJECTED

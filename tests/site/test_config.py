@@ -14,7 +14,7 @@ import pytest
 from django.conf import settings as django_settings
 from django.test import override_settings
 
-from dshweb.compaction import engine
+from dshweb.compaction import which_dsh_web
 from dshweb.config import DEFAULTS, get_config
 from dshweb.environment import HomeChoice
 from dshweb.live import service
@@ -105,18 +105,18 @@ def test_a_setting_dshweb_cannot_use_is_refused(given: dict[str, object], messag
 
 
 @pytest.mark.django_db
-def test_compact_reads_its_engine_from_the_settings(
+def test_compact_reads_its_dsh_web_from_the_settings(
     settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The environment is read once, by settings.py: a variable set later changes nothing.
     monkeypatch.setenv("DSHWEB_ENGINE_URL", "http://127.0.0.1:1/?token=from-the-environment")
     settings.DSHWEB = {**settings.DSHWEB, "ENGINE_URL": "", "ENGINE": ""}
-    assert engine.dsh_web_choice()[:2] == ("off", None)
-    assert engine.dsh_web_from_environment() is None
+    assert which_dsh_web.dsh_web_choice()[:2] == ("off", None)
+    assert which_dsh_web.dsh_web_from_environment() is None
     url = "http://127.0.0.1:9/?token=t"
     settings.DSHWEB = {**settings.DSHWEB, "ENGINE_URL": url}
-    assert engine.dsh_web_choice() == ("url", url, "")
-    assert engine.dsh_web_from_environment() == "DSHWEB_ENGINE_URL (a launch URL)"
+    assert which_dsh_web.dsh_web_choice() == ("url", url, "")
+    assert which_dsh_web.dsh_web_from_environment() == "DSHWEB_ENGINE_URL (a launch URL)"
 
 
 def test_the_hub_follows_the_settings(tmp_path: Path, settings: Any) -> None:

@@ -77,7 +77,7 @@ def dsh_web_choice(home: Path | None = None, *, stored: bool = True) -> tuple[st
     return "off", None, "no DSH engine is configured (Settings → Engine)"
 
 
-def engine_configured() -> bool:
+def dsh_web_configured() -> bool:
     """Whether this process has a ``dsh web`` to ask (set by the environment, or a stored
     launch URL, or a managed one), without starting one: the Compact button of a home this
     process reads is disabled, saying why, when it has none."""
