@@ -19,7 +19,7 @@ of a big session), then starts the real server as ``scripts/start`` does
 - ``list_p95_ms`` / ``detail_p95_ms``: ``--requests`` sequential warm GETs of ``/`` and
   of session pages (one in four on a big copy, the rest random small ones), each on a
   fresh connection, once the server has settled (its CPU under 5% of a core for 1 s:
-  the first checkpoint flush and full pass after a start are done; the wait is printed);
+  the first checkpoint flush and full round after a start are done; the wait is printed);
   p50/p95 in ms, and the server's own time when it sends ``Server-Timing``.
   ``list_html_kb``: the size of ``/``.
 - ``max_ws_kb``: the first message of the sessions-list socket (``/ws/sessions/``) and
@@ -150,7 +150,7 @@ SETTLE_TIMEOUT = 120.0
 def settle(server: Server, deadline: float) -> float:
     """Wait until the server's CPU stays under :data:`SETTLE_CPU_PCT` of a core for a
     :data:`SETTLE_WINDOW`: what a start leaves to do in the background (the first
-    checkpoint flush of every session, the first full pass) is done, so the warm requests
+    checkpoint flush of every session, the first full round) is done, so the warm requests
     measure a request, not a request beside that. Returns the seconds waited."""
     started = time.monotonic()
     while True:
@@ -197,7 +197,7 @@ def measure(size: int, args: argparse.Namespace, tmp: Path) -> Result:
         settled = settle(server, time.monotonic() + SETTLE_TIMEOUT)
         print(
             f"   settled {settled:.1f} s after the warm-up (the hub's first checkpoint flush "
-            f"and full pass: under {SETTLE_CPU_PCT:g}% of a core for {SETTLE_WINDOW:g} s)",
+            f"and full round: under {SETTLE_CPU_PCT:g}% of a core for {SETTLE_WINDOW:g} s)",
             flush=True,
         )
         listed = timed(server, ["/"] * args.requests, args.request_timeout, "list")

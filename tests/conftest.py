@@ -184,7 +184,7 @@ def static_root(tmp_path: Path, settings: Any) -> Path:
 
 @pytest.fixture(scope="session", autouse=True)
 def _hub_for_tests() -> None:
-    """Pages wait for the hub's first pass however slow the machine (the progress tests
+    """Pages wait for the hub's first round however slow the machine (the progress tests
     set their own wait)."""
     from dshweb.live import timing
 

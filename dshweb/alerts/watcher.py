@@ -113,7 +113,7 @@ class AlertWatcher:
         unsubscribe = self.source.subscribe(
             lambda change: loop.call_soon_threadsafe(self._changes.put_nowait, change)
         )
-        if (current := self.source.view()) is not None:  # started after the first pass
+        if (current := self.source.view()) is not None:  # started after the first round
             self._take(HomeChange(current, frozenset(current.sessions), frozenset()))
         wait: float | None = 0.0
         try:

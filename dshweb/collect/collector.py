@@ -5,7 +5,7 @@
 checkpoints in the database (a restart, even after ``kill -9``, folds only what the logs
 gained since), and:
 
-- writes the sessions each pass changed through a :class:`SessionWriter`: one
+- writes the sessions each round changed through a :class:`SessionWriter`: one
   transaction per :data:`~dshweb.live.timing.COLLECT_WRITE_EVERY` at most, upserting the
   changed sessions' sealed snapshots and deleting the removed ones, stamped with the
   lease's version (one more per write, so it never goes back across restarts), and only
@@ -369,7 +369,7 @@ def _follow(lease: Lease, writer: SessionWriter, stop: threading.Event) -> None:
 
 
 class _ResumeReport:
-    """Says once, after the first full pass, how much the checkpoints spared."""
+    """Says once, after the first full round, how much the checkpoints spared."""
 
     def __init__(
         self, hub: Hub, store: CountingCheckpoints, name: str, say: Callable[[str], object]

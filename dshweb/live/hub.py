@@ -3,8 +3,8 @@
 The hub owns the home's :class:`~dshweb.core.fold.index.HomeIndex` (its trackers, the
 profile's compaction point), the band each session is in, and a thread that follows the
 home: kernel file notifications for what changed, a liveness read of the kernel's lock
-table every second, and a cheap ``stat`` pass every :data:`RESCAN_EVERY` seconds that folds
-nothing unchanged. After every pass it publishes a new :class:`HomeView`, an immutable
+table every second, and a cheap ``stat`` round every :data:`RESCAN_EVERY` seconds that folds
+nothing unchanged. After every round it publishes a new :class:`HomeView`, an immutable
 value that pages, sockets and the settings preview read without a lock and without ever
 folding, and tells its listeners which sessions changed.
 
@@ -15,7 +15,7 @@ publishing what is folded so far with its :class:`FoldProgress` every
 checkpointed every :data:`CHECKPOINT_EVERY` seconds for the sessions that changed.
 
 No log is folded more than :data:`FOLD_SLICE` at a time: what a big or expensive log
-holds beyond that is folded a slice per pass, the passes coming back to back (the file
+holds beyond that is folded a slice per round, the rounds coming back to back (the file
 notifications looked at between them), so every other session's update waits for one
 slice at most, not for the whole log.
 """
@@ -76,7 +76,7 @@ class SessionView:
 class HomeView:
     """Every session of the home at one moment, or why the home cannot be read.
 
-    Immutable: the hub publishes a new one after each pass; derived orders are computed
+    Immutable: the hub publishes a new one after each round; derived orders are computed
     once per view, on first use: the sessions list's tree from the last view whose tree
     was laid out and the sessions touched since (``basis``, see :func:`view_basis`).
     """
@@ -153,7 +153,7 @@ def view_basis(previous: HomeView, touched: Iterable[str]) -> TreeBasis | None:
 
 @dataclass(frozen=True, slots=True)
 class HomeChange:
-    """What one pass changed, for the hub's listeners."""
+    """What one round changed, for the hub's listeners."""
 
     view: HomeView
     changed: frozenset[str]
@@ -194,7 +194,7 @@ class CheckpointStore(Protocol):
 def _by_id(
     before: Mapping[str, SessionView], taken: Iterable[SessionView]
 ) -> dict[str, SessionView]:
-    """The sessions by id: ``before`` with the views ``taken`` again (a copy, not a pass
+    """The sessions by id: ``before`` with the views ``taken`` again (a copy, not a round
     over every folder); where two folders hold one id, the one :func:`_shown_over` the
     other."""
     sessions = dict(before)
@@ -234,8 +234,8 @@ class Hub:
         self.name = name
         """The home's name, carried by every view (:mod:`dshweb.core.listing.homes`)."""
         self.store = store
-        self.passes = 0
-        """Fold passes made (instrumentation: a request never adds one)."""
+        self.rounds = 0
+        """Fold rounds made (instrumentation: a request never adds one)."""
         self._fold_lock = threading.Lock()
         self._by_folder: dict[Path, SessionView] = {}
         self._view = HomeView(home, name=name)
@@ -266,8 +266,8 @@ class Hub:
         return self._view
 
     def wait_ready(self, timeout: float) -> HomeView:
-        """The view, once the first pass has ended, or once ``timeout`` s have passed since
-        the hub started: the first pages of a start wait for a pass that ends quickly (a
+        """The view, once the first round has ended, or once ``timeout`` s have passed since
+        the hub started: the first pages of a start wait for a round that ends quickly (a
         restart from checkpoints gives them a complete page); a page asked for later in a
         long cold start is served what is folded so far at once, not after a wait."""
         started = self._started_at
@@ -277,7 +277,7 @@ class Hub:
         return self._view
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Call ``listener`` (from the hub's thread) after each pass that changed
+        """Call ``listener`` (from the hub's thread) after each round that changed
         something, and after each publish of a cold start's progress (the fold's lock is
         held then: a listener must not wait on the hub); returns the function that
         unsubscribes it."""
@@ -330,7 +330,7 @@ class Hub:
         now = time.monotonic()
         last_liveness = last_checkpoint = now
         last_rescan = now - RESCAN_EVERY  # the first batch comes once the watch is set up:
-        # a full pass then catches what changed between the cold start and that moment
+        # a full round then catches what changed between the cold start and that moment
         with HomeWatch(home) as watch:
             self._watch = watch
             try:
@@ -404,7 +404,7 @@ class Hub:
 
             changed = self.index.refresh(None, on_folded=on_folded, logs=logs)
             self.index.refresh_liveness()
-            self.passes += 1
+            self.rounds += 1
             self._catching_up = counter if self.index.unfinished else None
             self._progress = counter.now(done=self._catching_up is None)
             self._dirty.update(changed)
@@ -438,7 +438,7 @@ class Hub:
                     self._progress = counter.now(done=self._catching_up is None)
                 if liveness:
                     folders |= self.index.refresh_liveness()
-                self.passes += 1
+                self.rounds += 1
                 self._dirty.update(folders)
                 change = self._publish(folders)
         self._ready.set()

@@ -6,7 +6,7 @@ demo home copied on first use when that does not exist; its hub names it
 ``DSHWEB["HOME_NAME"]``. When ``DSHWEB`` changes (a test's ``override_settings``) the hub
 is stopped, and the next use starts one for the home and profile then configured.
 Readers call :func:`shown_homes`, which never folds: at most it waits
-:data:`FIRST_PAGE_WAIT` seconds for the first pass of a hub that has just started. A web
+:data:`FIRST_PAGE_WAIT` seconds for the first round of a hub that has just started. A web
 worker never starts a hub: :func:`shown_homes` comes from the database, and
 :func:`current_hub` refuses.
 """
@@ -101,7 +101,7 @@ def current_hub() -> Hub:
 
 
 def home_view(wait: float | None = None) -> HomeView:
-    """What this process's own hub holds now (waiting for a first pass still under way,
+    """What this process's own hub holds now (waiting for a first round still under way,
     at most ``wait`` seconds, default :data:`~dshweb.live.timing.FIRST_PAGE_WAIT`)."""
     return current_hub().wait_ready(timing.FIRST_PAGE_WAIT if wait is None else wait)
 

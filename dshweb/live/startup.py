@@ -6,7 +6,7 @@ publisher and every job :func:`beside_hub` lists (each app's ``ready()`` adds it
 the alert watcher), on the bundled demo home its replay, and once the jobs
 :func:`on_first_call` lists (closing the Compact requests a stopped dshweb left in
 flight), before passing the call on. The publisher starts the process's hub, whose first
-pass folds in its own thread while pages are served with what is folded so far. A
+round folds in its own thread while pages are served with what is folded so far. A
 collector runs the same :func:`jobs_beside_hub` beside its writer
 (:mod:`dshweb.collect.collector`). A web worker (``DSHWEB_COLLECT=off``) starts none of
 these: it has no hub, and the Compact requests in flight are its collectors' business.

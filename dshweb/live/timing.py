@@ -20,7 +20,7 @@ LIVENESS_EVERY = 1.0
 RESCAN_EVERY = 120.0
 """A ``stat`` of every log, in case a notification was missed (folds nothing unchanged)."""
 POLL_EVERY = 2.0
-"""The same pass, when there are no file notifications (:mod:`dshweb.live.watch`)."""
+"""The same round, when there are no file notifications (:mod:`dshweb.live.watch`)."""
 CHECKPOINT_EVERY = 5.0
 """Fold state of the sessions that changed is saved at most this often."""
 FOLD_SLICE = Budget(events=20_000, bytes=8 << 20)
@@ -31,7 +31,7 @@ updates go on (bench/hostile_logs.py)."""
 PROGRESS_EVERY = 0.25
 """While a cold start folds, what is folded so far is published this often."""
 FIRST_PAGE_WAIT = 0.5
-"""A page asked for while the first pass runs waits at most this long for it to end."""
+"""A page asked for while the first round runs waits at most this long for it to end."""
 MISSING_HOME_RETRY = 2.0
 BACKOFF_MAX = 30.0
 HEARTBEAT_EVERY = 2.0

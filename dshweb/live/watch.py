@@ -11,9 +11,9 @@ is watched as before.
 
 :meth:`HomeWatch.wait` gives the paths that changed as one batch: it ends once the file
 system has been quiet for ``step`` seconds, or ``longest`` seconds after the first
-change; ``overflow`` says the kernel dropped events (a full pass is due). Without
+change; ``overflow`` says the kernel dropped events (a full round is due). Without
 inotify (not Linux, ``WATCHFILES_FORCE_POLLING``, WSL's Windows drives, or the kernel's
-watch limit reached) :attr:`HomeWatch.notified` is False and the hub's ``stat`` pass is
+watch limit reached) :attr:`HomeWatch.notified` is False and the hub's ``stat`` round is
 all there is, run every :data:`~dshweb.live.timing.POLL_EVERY` seconds.
 """
 
@@ -108,7 +108,7 @@ _CHILD = {Role.SESSIONS: Role.PROJECT, Role.PROJECT: Role.SESSION, Role.PROFILES
 class Batch:
     paths: set[Path] = field(default_factory=set)
     overflow: bool = False
-    """Events were lost: only a full pass is sure to see everything."""
+    """Events were lost: only a full round is sure to see everything."""
 
 
 class _Inotify:
@@ -171,7 +171,7 @@ class HomeWatch:
 
     @property
     def notified(self) -> bool:
-        """Changes are notified (else only the hub's ``stat`` pass sees them)."""
+        """Changes are notified (else only the hub's ``stat`` round sees them)."""
         return self._inotify is not None and not self._full
 
     @property

@@ -190,7 +190,7 @@ async def test_no_request_and_no_socket_ever_folds(
 
     client, cookie = await sync_to_async(setup)()
     hub = service.current_hub()
-    passes = hub.passes
+    rounds = hub.rounds
     read = _count_folds(monkeypatch)
     log = session_logs(served)[0].path
     with log.open("ab") as handle:  # the log grows: a request that folded would see it
@@ -218,7 +218,7 @@ async def test_no_request_and_no_socket_ever_folds(
         assert "auto-compact" in await communicator.receive_from(timeout=10)
         await communicator.disconnect()
     assert read == []
-    assert hub.passes == passes
+    assert hub.rounds == rounds
 
 
 def test_a_page_asked_for_during_a_cold_start_says_how_far_it_got(
@@ -248,10 +248,10 @@ def test_only_the_first_pages_of_a_start_wait_for_the_first_pass(
     try:
         hub = service.current_hub()
         started = time.monotonic()
-        first = hub.wait_ready(0.5)  # asked at once: waits for the pass, up to 0.5 s
+        first = hub.wait_ready(0.5)  # asked at once: waits for the round, up to 0.5 s
         waited = time.monotonic() - started
         later = time.monotonic()
-        again = hub.wait_ready(0.5)  # asked after 0.5 s of a pass still under way
+        again = hub.wait_ready(0.5)  # asked after 0.5 s of a round still under way
         at_once = time.monotonic() - later
     finally:
         release()
@@ -261,7 +261,7 @@ def test_only_the_first_pages_of_a_start_wait_for_the_first_pass(
 
 
 def _hold_the_first_fold(monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Make the hub's first pass wait until the returned function is called."""
+    """Make the hub's first round wait until the returned function is called."""
     import threading
 
     gate = threading.Event()
@@ -292,7 +292,7 @@ def test_a_pass_that_changes_nothing_keeps_the_view(tmp_path: Path) -> None:
 def test_a_grown_view_equals_a_cold_fold_even_when_two_folders_hold_one_session(
     tmp_path: Path, grown: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each pass copies the view and takes again only what changed; the result is the
+    """Each round copies the view and takes again only what changed; the result is the
     view a cold start of the same files makes, including when a session's folder was
     copied under another project (one id, two folders: the same one is shown)."""
     home = tmp_path / "home"
@@ -372,7 +372,7 @@ def test_every_session_of_a_cold_start_is_told_to_the_listeners(
 
 
 def test_a_log_bigger_than_a_slice_is_folded_on_pass_by_pass(tmp_path: Path) -> None:
-    """A cold start folds a slice of each log; the passes that follow fold the rest, the
+    """A cold start folds a slice of each log; the rounds that follow fold the rest, the
     progress staying short of done until every log is folded to its end."""
     home = tmp_path / "home"
     shutil.copytree(FIXTURE_HOMES / "auto-compact", home)
@@ -384,14 +384,14 @@ def test_a_log_bigger_than_a_slice_is_folded_on_pass_by_pass(tmp_path: Path) -> 
     assert hub.index.unfinished and not first.progress.done
     assert first.progress.sessions_done == 0 < first.progress.bytes_done
     assert not first.sessions["auto-compact"].read_to_end  # its past, slice by slice
-    passes = 0
+    rounds = 0
     while hub.index.unfinished:
         view = hub.sync(set(), liveness=False)
-        passes += 1
-        assert passes < 1_000
+        rounds += 1
+        assert rounds < 1_000
         assert view.progress.done is not bool(hub.index.unfinished)
         assert view.sessions["auto-compact"].read_to_end is not bool(hub.index.unfinished)
-    assert passes >= 5
+    assert rounds >= 5
     assert view.progress.sessions_done == view.progress.sessions_total == 1
     want = cold.view().sessions["auto-compact"]
     got = view.sessions["auto-compact"]

@@ -6,6 +6,6 @@ context pressure, breakdown); :mod:`.compaction` places the compaction point and
 (:mod:`.folds` its records) and the pressure timeline; :mod:`.session` follows one log
 (a :class:`~.session.SessionTracker`) and freezes it into a :class:`~.session.SessionSnapshot`;
 :mod:`.index` follows a whole home; :mod:`.checkpoint` keeps a tracker's state across
-restarts; :mod:`.progress` counts a first pass. Events in, plain values out: nothing here
+restarts; :mod:`.progress` counts a first round. Events in, plain values out: nothing here
 renders, and nothing reads the settings editor.
 """

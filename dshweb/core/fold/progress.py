@@ -1,4 +1,4 @@
-"""How far a first pass over a home has got: sessions and bytes folded of the total.
+"""How far a first round over a home has got: sessions and bytes folded of the total.
 
 Used by the hub (a progress bar on the pages) and the CLI (a line on the terminal).
 """
@@ -51,7 +51,7 @@ class FoldProgress:
 
 
 class ProgressCounter:
-    """Counts a pass over ``logs``; ``resumed`` is where each folder's fold already is
+    """Counts a round over ``logs``; ``resumed`` is where each folder's fold already is
     (bytes a checkpoint saved reading again)."""
 
     def __init__(self, logs: Iterable[LogFile], resumed: Mapping[Path, int]) -> None:
