@@ -1,22 +1,25 @@
-"""docs/development.md's "How it works" names only modules and folders that exist: a module moved or
-renamed without the diagram following fails here."""
+"""docs/development.md's "How it works" and "The house's words" name only modules and folders
+that exist: a module moved or renamed without the diagram or the glossary following fails here."""
 
 from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.conftest import REPO
 
 SECTION = "## How it works"
+GLOSSARY = "## The house's words"
 PATH = re.compile(r"dshweb/[\w/]+(?:\.py)?|(?<![\w./-])(?:\w+/)*\w+(?:\.py|/)")
 """``dshweb/live/hub.py``, ``core/fold/checkpoint.py``, ``reader.py``, ``dshweb/dashboard``,
 ``dshweb/core/``; not ``$DSH_HOME/sessions/…`` (a DSH home's folders)."""
 
 
-def how_it_works() -> str:
+def how_it_works(section: str = SECTION) -> str:
     text = (REPO / "docs" / "development.md").read_text(encoding="utf-8")
-    start = text.index(f"\n{SECTION}\n")
-    end = text.find("\n## ", start + len(SECTION) + 2)
+    start = text.index(f"\n{section}\n")
+    end = text.find("\n## ", start + len(section) + 2)
     return text[start : end if end != -1 else None]
 
 
@@ -37,11 +40,17 @@ def test_the_section_names_modules() -> None:
     assert {"dshweb/live/hub.py", "reader.py", "dshweb/core"} <= names, names
 
 
-def test_every_module_it_names_exists() -> None:
+def test_the_glossary_names_modules() -> None:
+    names = named_paths(how_it_works(GLOSSARY))
+    assert {"core/fold/told.py", "collect/shown.py", "live/hub.py"} <= names, names
+
+
+@pytest.mark.parametrize("section", [SECTION, GLOSSARY])
+def test_every_module_it_names_exists(section: str) -> None:
     package = REPO / "dshweb"
     modules = {path.relative_to(REPO).as_posix() for path in package.rglob("*.py")}
     missing = []
-    for name in sorted(named_paths(how_it_works())):
+    for name in sorted(named_paths(how_it_works(section))):
         if name.startswith(("dshweb/", "tests/")):
             found = (REPO / name).exists()
         elif (package / name).is_dir():  # a package named alone: ``alerts/``
@@ -52,4 +61,4 @@ def test_every_module_it_names_exists() -> None:
             found = any(module.endswith(f"/{name}") for module in modules)
         if not found:
             missing.append(name)
-    assert missing == [], f"docs/development.md's {SECTION!r} names what is not there: {missing}"
+    assert missing == [], f"docs/development.md's {section!r} names what is not there: {missing}"
