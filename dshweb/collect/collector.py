@@ -84,8 +84,8 @@ class SessionWriter:
         self._changes = threading.Event()
         """Set by a change, cleared by the flush that takes it."""
         self._view: HomeView | None = None
-        self._told: HomeView | None = None
-        """The last view written and told to the listeners."""
+        self._published: HomeView | None = None
+        """The last view written and published to the listeners."""
         self._changed: set[str] = set()
         self._removed: set[str] = set()
         self._swept = False
@@ -98,7 +98,7 @@ class SessionWriter:
         return lambda: self._listeners.remove(listener) if listener in self._listeners else None
 
     def view(self) -> HomeView | None:
-        return self._told
+        return self._published
 
     def __call__(self, change: HomeChange) -> None:
         with self._lock:
@@ -141,7 +141,7 @@ class SessionWriter:
             # The version a web worker reads the rows at (the lease's), not the hub's own.
             stamped = dataclasses.replace(view, version=version)
             change = HomeChange(stamped, frozenset(written), frozenset(gone))
-            self._told = stamped
+            self._published = stamped
             for listener in list(self._listeners):
                 try:
                     listener(change)

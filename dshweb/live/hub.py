@@ -171,7 +171,7 @@ class ChangeSource(Protocol):
     def subscribe(self, listener: Listener) -> Callable[[], None]: ...
 
     def view(self) -> HomeView | None:
-        """The last view told to the listeners (``None``: none yet): where a listener
+        """The last view published to the listeners (``None``: none yet): where a listener
         that subscribes late starts."""
         ...
 

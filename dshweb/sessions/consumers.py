@@ -49,7 +49,7 @@ from dshweb.live.publisher import start_publisher
 from dshweb.live.subscriptions import subscriptions
 from dshweb.live.unavailable import STORE_UNAVAILABLE_CLOSE, say_unavailable
 from dshweb.sessions import fragments
-from dshweb.sessions.display.news import Told
+from dshweb.sessions.display.news import Heard
 
 log = logging.getLogger("dshweb.dashboard")
 
@@ -247,8 +247,8 @@ class SessionsConsumer(_PageConsumer):
     shown: ListPage | None = None
 
     @cached_property
-    def heard(self) -> dict[tuple[str, str], Told]:
-        """What the page was last told of each of its sessions (its announcements)."""
+    def heard(self) -> dict[tuple[str, str], Heard]:
+        """What the page has heard of each of its sessions (its announcements)."""
         return {}
 
     def group_name(self) -> str:
@@ -315,8 +315,8 @@ class SessionConsumer(_PageConsumer):
 
     shown_parts: tuple[str, ...] = ()
     """The parts the page holds: what this socket sent last, part by part."""
-    heard: Told | None = None
-    """What the page was last told of the session's band and folds (its announcements)."""
+    heard: Heard | None = None
+    """What the page has heard of the session's band and folds (its announcements)."""
 
     def current_html(self, version: int | None = None) -> str:
         """The parts that differ from what the page holds (all of them, the first time):

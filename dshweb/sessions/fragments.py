@@ -47,7 +47,7 @@ from dshweb.sessions.display.ledger_pages import (
     ledger_page,
     refused_tail,
 )
-from dshweb.sessions.display.news import News, Told, news, told
+from dshweb.sessions.display.news import Heard, News, news
 from dshweb.sessions.display.ring import breakdown_parts, ring_arcs
 from dshweb.sessions.display.timeline import TimelineChart, timeline_chart
 
@@ -421,19 +421,19 @@ def session_gone_html() -> str:
 NEWS_TEMPLATE = "dashboard/_news.html"
 
 
-def session_news(heard: Told | None, view: SessionView) -> tuple[Told, str]:
+def session_news(heard: Heard | None, view: SessionView) -> tuple[Heard, str]:
     """What a session's page is to hear after ``heard``: the words of its
     ``#announcements`` and, for a fold, the note on its ring (HTML put in place by id; empty
     when nothing changed); and what it will then have heard."""
     ledger, gauge = view.snapshot.ledger, view.gauge
     said = news(heard, ledger, gauge)
     if said is None:
-        return told(ledger, gauge), ""
+        return Heard.of(ledger, gauge), ""
     notes = [("fold-note", said.fold, said.sentence)] if said.fold is not None else []
-    return told(ledger, gauge), _news_html(said.sentence, notes)
+    return Heard.of(ledger, gauge), _news_html(said.sentence, notes)
 
 
-def rows_news(heard: dict[tuple[str, str], Told], rows: Sequence[SessionEntry]) -> str:
+def rows_news(heard: dict[tuple[str, str], Heard], rows: Sequence[SessionEntry]) -> str:
     """What a list page is to hear of its ``rows`` (``heard`` is updated): a note in the
     row of each that folded, and the words of its ``#announcements``, each session named
     by its title (three at most: a page of folding sessions is not read out whole)."""
@@ -442,7 +442,7 @@ def rows_news(heard: dict[tuple[str, str], Told], rows: Sequence[SessionEntry]) 
     for entry in rows:
         shot = entry.snapshot
         said: News | None = news(heard.get(entry.key), shot.ledger, entry.gauge)
-        heard[entry.key] = told(shot.ledger, entry.gauge)
+        heard[entry.key] = Heard.of(shot.ledger, entry.gauge)
         if said is None:
             continue
         sentences.append(f"{shot.title or shot.session_id}: {said.sentence}")

@@ -370,7 +370,7 @@ def fired() -> list[tuple[str, str, str]]:
     return list(AlertFiring.objects.order_by("id").values_list("rule__name", "key", "summary"))
 
 
-def told(name: str, fold: Fold) -> tuple[str, str, str]:
+def fired_for(name: str, fold: Fold) -> tuple[str, str, str]:
     """The firing of rule ``name`` for ``fold`` that ended well."""
     kind = "prune pass" if fold.kind == "prune" else f"{fold.kind} compaction"
     return (name, str(fold.seq), f"{kind}: {fold.before:,} → {fold.after:,} tokens")
@@ -387,7 +387,7 @@ def test_the_folds_one_look_finds_are_each_told_in_order_and_after_a_restart(
     look(watcher, tmp_path, "pace-steady", folds[0].end_seq)  # first sight: old to the rule
     assert watcher.fired == 0
     look(watcher, tmp_path, "pace-steady", folds[3].end_seq)  # three folds since
-    assert fired() == [told("folds", fold) for fold in folds[1:4]]
+    assert fired() == [fired_for("folds", fold) for fold in folds[1:4]]
     deliveries = list(AlertDelivery.objects.order_by("id").values_list("firing__key", "channel"))
     assert deliveries == [
         (str(fold.seq), channel)
@@ -403,7 +403,7 @@ def test_the_folds_one_look_finds_are_each_told_in_order_and_after_a_restart(
     assert again.fired == 0
     look(again, tmp_path, "pace-steady", None)
     assert again.fired == 6
-    assert fired() == [told("folds", fold) for fold in folds[1:]]
+    assert fired() == [fired_for("folds", fold) for fold in folds[1:]]
 
 
 def test_a_failed_and_a_done_fold_of_one_look_each_go_to_their_own_rule(tmp_path: Path) -> None:
@@ -416,8 +416,8 @@ def test_a_failed_and_a_done_fold_of_one_look_each_go_to_their_own_rule(tmp_path
     look(watcher, tmp_path, "fold-failures", overflow.seq - 1)  # first sight: no fold yet
     look(watcher, tmp_path, "fold-failures", done.end_seq)
     assert fired() == [
-        told("done", overflow),
-        told("done", done),
+        fired_for("done", overflow),
+        fired_for("done", done),
         ("failed", str(failed.seq), f"automatic compaction failed: {failed.error}"),
     ]
 
@@ -438,7 +438,7 @@ def test_many_folds_fire_none_at_first_sight_and_the_newest_few_after_an_absence
     early = AlertWatcher(cast(Any, None), "local")
     look(early, tmp_path, "prune-heavy", folds[5].end_seq)
     look(early, tmp_path, "prune-heavy", None)
-    assert fired() == [told("folds", fold) for fold in folds[-EVENTS_PER_LOOK:]]
+    assert fired() == [fired_for("folds", fold) for fold in folds[-EVENTS_PER_LOOK:]]
     again = AlertWatcher(cast(Any, None), "local")
     look(again, tmp_path, "prune-heavy", None)
     assert again.fired == 0
@@ -458,7 +458,7 @@ def test_a_rule_edited_into_a_fold_rule_starts_afresh(tmp_path: Path) -> None:
     look(watcher, tmp_path, "pace-steady", folds[6].end_seq)
     assert watcher.fired == 0
     look(watcher, tmp_path, "pace-steady", None)
-    assert fired() == [told("folds", fold) for fold in folds[7:]]
+    assert fired() == [fired_for("folds", fold) for fold in folds[7:]]
 
 
 def test_a_log_still_read_in_slices_is_looked_at_once_it_is_read(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dshweb.core.fold.folds import Fold
 from dshweb.core.fold.gauge import Band, ContextGauge
 from dshweb.core.fold.ledger import Ledger
-from dshweb.sessions.display.news import News, news, told
+from dshweb.sessions.display.news import Heard, News, news
 
 
 def _gauge(used: int, band: Band, threshold: int | None = 12_000) -> ContextGauge:
@@ -30,12 +30,12 @@ def test_a_first_look_hears_nothing() -> None:
 
 def test_nothing_moved_nothing_heard() -> None:
     ledger, gauge = _ledger(_fold(5, 13_100, 9_100)), _gauge(9_100, Band.MODERATE)
-    assert news(told(ledger, gauge), ledger, gauge) is None
+    assert news(Heard.of(ledger, gauge), ledger, gauge) is None
 
 
 def test_a_fold_that_lands_is_heard_with_what_it_freed() -> None:
     gauge = _gauge(11_000, Band.TIGHT)
-    before = told(_ledger(_fold(5, 13_100, 9_100)), gauge)
+    before = Heard.of(_ledger(_fold(5, 13_100, 9_100)), gauge)
     landed = _fold(40, 13_149, 9_051)
     heard = news(before, _ledger(_fold(5, 13_100, 9_100), landed), _gauge(9_051, Band.MODERATE))
     assert heard == News("Folded just now: 13K → 9.1K", landed)  # the fold before the band
@@ -45,7 +45,7 @@ def test_a_prune_pass_is_heard_as_a_prune() -> None:
     gauge = _gauge(11_000, Band.TIGHT)
     pruned = _fold(7, 11_000, 8_400, kind="prune")
     heard = news(
-        told(Ledger(), gauge),
+        Heard.of(Ledger(), gauge),
         _ledger(
             pruned,
         ),
@@ -57,11 +57,11 @@ def test_a_prune_pass_is_heard_as_a_prune() -> None:
 def test_a_fold_still_running_is_not_heard_yet() -> None:
     gauge = _gauge(11_000, Band.TIGHT)
     running = _ledger(_fold(9, 13_000, None))
-    assert news(told(Ledger(), gauge), running, gauge) is None
+    assert news(Heard.of(Ledger(), gauge), running, gauge) is None
 
 
 def test_a_new_band_is_heard_with_the_point() -> None:
-    before = told(Ledger(), _gauge(8_000, Band.MODERATE))
+    before = Heard.of(Ledger(), _gauge(8_000, Band.MODERATE))
     heard = news(before, Ledger(), _gauge(9_200, Band.TIGHT))
     assert heard == News("Band now tight: 9.2K used, compaction point 12K")
     without = news(before, Ledger(), _gauge(9_200, Band.UNKNOWN, threshold=None))

@@ -3,7 +3,7 @@
 seconds) and, for a screen reader, the sentence its ``#announcements`` live region reads
 when a fold lands or the band changes.
 
-Pure: a page's socket keeps what it last told (:class:`Told`) and asks :func:`news` what
+Pure: a page's socket keeps what the page has heard (:class:`Heard`) and asks :func:`news` what
 the new state brings, if anything. A page load says nothing: news is what changes while
 a person watches.
 """
@@ -22,16 +22,18 @@ from dshweb.sessions.display.figures import format_page_tokens
 
 
 @dataclass(frozen=True, slots=True)
-class Told:
-    """What a page was last told of a session: its band and its newest finished fold."""
+class Heard:
+    """What a page has heard of a session: its band and its newest finished fold (the
+    model is *told*, :mod:`dshweb.core.fold.told`; a page hears)."""
 
     band: str
     fold_seq: int | None
 
-
-def told(ledger: Ledger, gauge: ContextGauge) -> Told:
-    fold = newest_fold(ledger)
-    return Told(str(gauge.band), None if fold is None else fold.seq)
+    @classmethod
+    def of(cls, ledger: Ledger, gauge: ContextGauge) -> Heard:
+        """What a page hears of the session as ``ledger`` and ``gauge`` have it."""
+        fold = newest_fold(ledger)
+        return cls(str(gauge.band), None if fold is None else fold.seq)
 
 
 def newest_fold(ledger: Ledger) -> Fold | None:
@@ -72,7 +74,7 @@ class News:
     """The fold that landed (its note is shown), or None for a change of band."""
 
 
-def news(before: Told | None, ledger: Ledger, gauge: ContextGauge) -> News | None:
+def news(before: Heard | None, ledger: Ledger, gauge: ContextGauge) -> News | None:
     """What changed since ``before`` that a person should hear: a new fold (what it
     freed), else a new band; nothing on a first look or when neither moved."""
     if before is None:
