@@ -20,7 +20,7 @@ from dshweb.dsh_web.client import (
     LaunchUrlError,
 )
 from dshweb.dsh_web.managed import ManagedDshWeb
-from dshweb.live.service import shown_home
+from dshweb.live.service import own_home
 
 COMPACT_TIMEOUT = 15 * 60.0
 """A summariser call can take minutes; past this overall deadline the request is reported
@@ -36,7 +36,7 @@ def managed_dsh_web(home: Path | None = None) -> ManagedDshWeb:
     started lazily)."""
     global _managed
     with _managed_lock:
-        home = shown_home().path if home is None else home
+        home = own_home().path if home is None else home
         if _managed is None or _managed.home != home:
             if _managed is not None:
                 _managed.stop()

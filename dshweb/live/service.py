@@ -1,7 +1,7 @@
 """The process's own hub, started on first use (in a web worker, ``DSHWEB["COLLECT"]``
 off, there is none: :mod:`dshweb.collect.shown` gives the homes it shows).
 
-:func:`shown_home` is the home of ``DSHWEB["DSH_HOME"]`` (:mod:`dshweb.config`), or the
+:func:`own_home` is the home of ``DSHWEB["DSH_HOME"]`` (:mod:`dshweb.config`), or the
 demo home copied on first use when that does not exist; its hub names it
 ``DSHWEB["HOME_NAME"]``. When ``DSHWEB`` changes (a test's ``override_settings``) the hub
 is stopped, and the next use starts one for the home and profile then configured.
@@ -45,10 +45,11 @@ def own_home_name() -> str:
     return _collected[0] if _collected is not None else get_config().home_name
 
 
-def shown_home() -> HomeChoice:
-    """The DSH home pages show: the configured one, or the demo home (copied now, the first
-    time it is needed) when that does not exist and the demo is allowed; in a collector,
-    the home it collects."""
+def own_home() -> HomeChoice:
+    """This process's own home, the DSH home it reads itself (and its pages show, unless it
+    is a web worker): the configured one, or the demo home (copied now, the first time it
+    is needed) when that does not exist and the demo is allowed; in a collector, the home
+    it collects."""
     if _collected is not None:
         return HomeChoice(_collected[1].home, is_demo=False)
     config = get_config()
@@ -85,7 +86,7 @@ def current_hub() -> Hub:
     if not collecting():
         raise RuntimeError("a web worker (DSHWEB_COLLECT=off) runs no hub")
     config = get_config()
-    home, profile, name = shown_home().path, config.profile, config.home_name
+    home, profile, name = own_home().path, config.profile, config.home_name
     hub = _hub
     if hub is not None and (hub.home, hub.profile, hub.name) == (home, profile, name):
         return hub

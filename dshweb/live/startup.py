@@ -25,7 +25,7 @@ from channels.routing import ProtocolTypeRouter
 from dshweb.demo.home import start_demo_replay
 from dshweb.live.hubtask import HubTask
 from dshweb.live.publisher import start_publisher
-from dshweb.live.service import collecting, shown_home
+from dshweb.live.service import collecting, own_home
 
 _loop: asyncio.AbstractEventLoop | None = None
 _beside: dict[str, HubTask[Any]] = {}
@@ -67,7 +67,7 @@ class StartLiveServices:
             start_publisher()
             for task in jobs_beside_hub():
                 task.start()
-            if (home := shown_home()).is_demo:
+            if (home := own_home()).is_demo:
                 start_demo_replay(home.path)
             if not self.swept:
                 self.swept = True

@@ -46,7 +46,7 @@ from dshweb.core.settings.patchfile import (
     unified_diff,
     write_refusal,
 )
-from dshweb.live.service import home_view, own_home_name, shown_home
+from dshweb.live.service import home_view, own_home, own_home_name
 from dshweb.profiles import patches
 from dshweb.profiles.composed import composed_config
 from dshweb.profiles.forms import fixed_values, initial_values
@@ -141,7 +141,7 @@ class Restored(TypedDict):
 
 
 def _profile(name: str) -> Profile:
-    home = shown_home().path
+    home = own_home().path
     if name not in profile_names(home):
         raise NotFound(f"no profile {name!r} in {home}")
     return Profile.read(home, name)
@@ -168,11 +168,11 @@ def _has_truth_row(document: PatchDocument) -> bool:
 
 def profiles() -> list[str]:
     """The names of this home's profiles."""
-    return profile_names(shown_home().path)
+    return profile_names(own_home().path)
 
 
 def index() -> IndexPage:
-    home = shown_home().path
+    home = own_home().path
     cards: list[ProfileCard] = []
     for name in profile_names(home):
         profile = Profile.read(home, name)
@@ -412,7 +412,7 @@ def replay_page(
         return {"session_id": session_id, "errors": errors, "replayed": None}
     runs = settings.pruner is not None if pruner is None else pruner
     cut = (cut or DEFAULT_CUT) if runs else None
-    path = str(shown_home().path / snapshot.path)
+    path = str(own_home().path / snapshot.path)
     recording = _recording(path, snapshot.format_version or 4, snapshot.last_seq)
     said = replay(recording, engine, pruner=cut)
     return {
@@ -470,7 +470,7 @@ def restore(revision_id: int, which: str, user_id: int | None) -> Restored:
         raise NotFound(f"no revision {revision_id} of this home")
     which = "before" if which == "before" else "after"
     try:
-        patches.restore(home=shown_home().path, revision=revision, which=which, user=_user(user_id))
+        patches.restore(home=own_home().path, revision=revision, which=which, user=_user(user_id))
     except DshError as problem:
         return {"profile": revision.profile, "error": str(problem), "message": ""}
     message = f"Restored {revision.path} as it was {which} that save."

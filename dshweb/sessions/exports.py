@@ -41,7 +41,7 @@ from dshweb.sessions.display.ledger_rows import (
     timeline_rows,
 )
 from dshweb.sessions.fragments import ledger_view
-from dshweb.sessions.views import shown_session
+from dshweb.sessions.views import session_or_refusal
 
 BATCH = 500
 """Rows per chunk sent."""
@@ -59,7 +59,7 @@ class HtmxHttpRequest(HttpRequest):
 
 def _snapshot(request: HttpRequest, home: str, session_id: str) -> SessionSnapshot | HttpResponse:
     """The session now, or the page saying why there is none (503 or 404)."""
-    found = shown_session(request, home, session_id)
+    found = session_or_refusal(request, home, session_id)
     return found if isinstance(found, HttpResponse) else found[1].snapshot
 
 

@@ -43,7 +43,7 @@ from dshweb.sessions.exports import (
     json_array,
     json_object,
 )
-from dshweb.sessions.views import shown_session, worker_refusal
+from dshweb.sessions.views import session_or_refusal, worker_refusal
 
 EXPORT_THREADS = 4
 """Step exports folding at once (each is a core's work while its client reads)."""
@@ -153,7 +153,7 @@ def step_download(
 ) -> HttpResponseBase:
     if not collecting():
         return worker_refusal(request, "A session's every step is read from its log")
-    found = shown_session(request, home, session_id)
+    found = session_or_refusal(request, home, session_id)
     if isinstance(found, HttpResponse):
         return found
     shown, view, _ = found

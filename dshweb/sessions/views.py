@@ -84,7 +84,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     return response
 
 
-def shown_session(
+def session_or_refusal(
     request: HttpRequest, home: str, session_id: str
 ) -> tuple[ShownHome, SessionView, FoldProgress] | HttpResponse:
     """Session ``session_id`` of home ``home`` now (with its home, and how far the first
@@ -111,7 +111,7 @@ def shown_session(
 
 @require_safe
 def session_detail(request: HtmxHttpRequest, home: str, session_id: str) -> HttpResponse:
-    found = shown_session(request, home, session_id)
+    found = session_or_refusal(request, home, session_id)
     if isinstance(found, HttpResponse):
         return found
     shown, view, progress = found

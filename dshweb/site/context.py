@@ -7,7 +7,7 @@ from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
 from dshweb.collect.shown import shown_homes
-from dshweb.live.service import collecting, shown_home
+from dshweb.live.service import collecting, own_home
 
 
 def dsh_home(request: HttpRequest) -> dict[str, object]:
@@ -18,7 +18,7 @@ def dsh_home(request: HttpRequest) -> dict[str, object]:
             "collected": True,
             "dsh_home_is_demo": False,
         }
-    home = shown_home()
+    home = own_home()
     return {
         # Lazy: the sign-in page names no home, and reading it would start the hub.
         "homes": SimpleLazyObject(lambda: shown_homes(wait=0)),

@@ -175,16 +175,16 @@ def _redis() -> Finding:
     return Finding("Redis", Status.OK, "DSHWEB_REDIS_URL answers")
 
 
-def _shown_home() -> tuple[Path, bool]:
-    """The home the dashboard shows and whether it is the demo (without copying it)."""
+def _own_home() -> tuple[Path, bool]:
+    """The process's own home and whether it is the demo (without copying it)."""
     config = get_config()
-    shown = home_choice(config.dsh_home, demo=config.demo, data_dir=config.data_dir, prepare=False)
-    return shown.path, shown.is_demo
+    own = home_choice(config.dsh_home, demo=config.demo, data_dir=config.data_dir, prepare=False)
+    return own.path, own.is_demo
 
 
 def _home() -> Finding:
     configured = get_config().dsh_home
-    home, demo = _shown_home()
+    home, demo = _own_home()
     if demo:
         return Finding(
             "DSH home",
@@ -212,7 +212,7 @@ def _home() -> Finding:
 
 def _unreadable() -> Finding:
     """What the hub would read in the home and cannot: folders and the home's patch."""
-    home, _ = _shown_home()
+    home, _ = _own_home()
     if not home.is_dir():
         return Finding("home's files", Status.NOTE, "no home to read")
     problems = [f"{folder} {reason}" for folder, reason in unreadable_folders(home).items()]
@@ -257,7 +257,7 @@ def _dsh() -> Finding:
             timeout=VERSION_TIMEOUT,
             check=False,
             env={
-                "DSH_HOME": str(_shown_home()[0]),
+                "DSH_HOME": str(_own_home()[0]),
                 "DSH_TELEMETRY_MODE": "DISABLED",
                 "PATH": str(Path(dsh).parent),
             },
@@ -273,7 +273,7 @@ def _dsh() -> Finding:
 
 def _profiles() -> list[Finding]:
     config = get_config()
-    home, _ = _shown_home()
+    home, _ = _own_home()
     names = profile_names(home) if home.is_dir() else []
     found = []
     if config.profile not in names:

@@ -134,11 +134,11 @@ def test_the_demo_home_is_copied_when_first_shown(tmp_path: Path, settings: Any)
     data, absent = tmp_path / "data", tmp_path / "absent"
     settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": absent, "DEMO": True, "DATA_DIR": data}
     assert not data.exists()
-    assert service.shown_home() == HomeChoice(data / "demo-home", True)
+    assert service.own_home() == HomeChoice(data / "demo-home", True)
     assert (data / "demo-home" / "sessions").is_dir()
     assert stat.S_IMODE(data.stat().st_mode) == 0o700
     settings.DSHWEB = {**settings.DSHWEB, "DEMO": False}
-    assert service.shown_home() == HomeChoice(absent, False)
+    assert service.own_home() == HomeChoice(absent, False)
 
 
 def test_the_readme_table_names_every_dshweb_setting() -> None:

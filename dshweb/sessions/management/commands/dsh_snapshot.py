@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from dshweb.cli import snapshot
 from dshweb.config import get_config
-from dshweb.live.service import shown_home
+from dshweb.live.service import own_home
 
 
 class Command(BaseCommand):
@@ -28,7 +28,7 @@ class Command(BaseCommand):
                 else get_config().price_book
             )
             shots = snapshot.snapshots(
-                home=options["home"] or shown_home().path,
+                home=options["home"] or own_home().path,
                 profile=options["profile"] or get_config().profile,
                 session=options["session"],
                 at_seq=options["at_seq"],
