@@ -49,7 +49,7 @@ from dshweb.core.log.jsjson import printable
 from dshweb.live import timing
 from dshweb.live.protocol import AlertFired, alerts_group, sent
 
-log = logging.getLogger("dshweb.live")
+log = logging.getLogger(__name__)
 
 SIGNATURE_HEADER = "X-Dshweb-Signature"
 USER_AGENT = "dshweb-alerts/1"

@@ -70,7 +70,7 @@ from dshweb.live.hub import ChangeSource, HomeChange, HomeView, SessionView
 from dshweb.live.hubtask import HubTask, next_within
 from dshweb.live.outage import Outage
 
-log = logging.getLogger("dshweb.live")
+log = logging.getLogger(__name__)
 
 P = ParamSpec("P")
 T = TypeVar("T")

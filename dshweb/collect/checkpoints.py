@@ -27,7 +27,7 @@ from dshweb.core.fold.checkpoint import dump_checkpoint, load_checkpoint
 from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.home import LogFile
 
-log = logging.getLogger("dshweb.live")
+log = logging.getLogger(__name__)
 _UNDECODED = re.compile("[\udc80-\udcff]")
 
 

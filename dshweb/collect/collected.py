@@ -25,7 +25,7 @@ from dshweb.core.fold.progress import FoldProgress
 from dshweb.core.fold.sealed import open_session
 from dshweb.live.hub import HomeView, SessionView
 
-log = logging.getLogger("dshweb.live")
+log = logging.getLogger(__name__)
 
 
 def sealing_key(secret_key: str | None = None) -> bytes:

@@ -64,7 +64,7 @@ from dshweb.live.publisher import Publisher
 from dshweb.live.service import collect_here
 from dshweb.live.startup import jobs_beside_hub
 
-log = logging.getLogger("dshweb.live")
+log = logging.getLogger(__name__)
 STAND_IN_ID_MAX = 512
 """The longest id a session the database refused is written under."""
 

@@ -59,7 +59,7 @@ from dshweb.live import timing
 from dshweb.live.outage import Outage, database_unreachable, layer_unreachable
 from dshweb.live.protocol import COLLECTOR_ANSWER, collector_group
 
-log = logging.getLogger("dshweb.live")
+log = logging.getLogger(__name__)
 
 OWNER_PREFIX = "collector/"
 COMMAND_SALT = "dshweb.collect.commands"

@@ -30,7 +30,7 @@ from dshweb.collect.models import CollectedSession, CollectorLease
 from dshweb.core.errors import DshError
 from dshweb.live import timing
 
-log = logging.getLogger("dshweb.live")
+log = logging.getLogger(__name__)
 
 _TAKE_ATTEMPTS = 3
 

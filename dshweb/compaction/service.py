@@ -50,7 +50,7 @@ from dshweb.compaction.status import announce
 from dshweb.compaction.which_dsh_web import ask_dsh_web
 from dshweb.live.protocol import COMPACT_RUN
 
-log = logging.getLogger("dshweb.compact")
+log = logging.getLogger(__name__)
 
 ABANDONED = "abandoned"
 ABANDONED_TEXT = "dshweb stopped while this ran"

@@ -3,7 +3,7 @@ session replayed into it at its recorded pace, looping, from a daemon thread.
 
 The bundled home inside the package is never written to: :func:`ensure_demo_home`
 copies it, and :func:`start_demo_replay` refuses to replay into it. The replay thread
-logs its errors (logger ``dshweb.demo``) and tries again with a growing back-off; it
+logs its errors (logger ``dshweb.demo.home``) and tries again with a growing back-off; it
 only ends when :func:`stop_demo_replay` is called (or the process exits).
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from dshweb.demo.replay import ReplayBusyError, load_recording, play_recording, replay_dir
 
-logger = logging.getLogger("dshweb.demo")
+logger = logging.getLogger(__name__)
 
 DEMO_DIR = Path(__file__).resolve().parent.parent / "demo"
 BUNDLED_HOME = DEMO_DIR / "home"

@@ -44,7 +44,7 @@ from types import MappingProxyType
 from dshweb.core.settings.dshconfig import find_dsh
 from dshweb.dsh_web.client import DshWebClient
 
-log = logging.getLogger("dshweb.dsh_web")
+log = logging.getLogger(__name__)
 
 BACKOFF_FIRST = 1.0
 BACKOFF_MAX = 60.0

@@ -56,7 +56,7 @@ from dshweb.live.timing import (
 )
 from dshweb.live.watch import HomeWatch
 
-log = logging.getLogger("dshweb.live")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)

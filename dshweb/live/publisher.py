@@ -42,7 +42,7 @@ from dshweb.live.protocol import (
 from dshweb.live.subscriptions import subscriptions
 from dshweb.live.timing import INTERVAL, LIST_INTERVAL, OUTAGE_RETRY_MAX
 
-log = logging.getLogger("dshweb.live")
+log = logging.getLogger(__name__)
 
 SENDS_AT_ONCE = 16
 """Group sends in flight together (each its own Redis connection, while it lasts)."""

@@ -31,7 +31,7 @@ from django.views import defaults
 
 from dshweb.live.outage import outage_reason, unreachable_store
 
-log = logging.getLogger("dshweb.dashboard")
+log = logging.getLogger(__name__)
 
 STORE_UNAVAILABLE = 503
 RETRY_AFTER = 10

@@ -48,7 +48,7 @@ from dshweb.live.protocol import SettingsQuestion, sent
 from dshweb.live.service import collecting, own_home_name
 from dshweb.profiles import service
 
-log = logging.getLogger("dshweb.dashboard")
+log = logging.getLogger(__name__)
 
 ANSWER_TIMEOUT = 60.0
 """Seconds a worker waits for a collector's answer (``dsh --dump-config`` of a profile

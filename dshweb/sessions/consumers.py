@@ -51,7 +51,7 @@ from dshweb.live.unavailable import STORE_UNAVAILABLE_CLOSE, say_unavailable
 from dshweb.sessions import fragments
 from dshweb.sessions.display.news import Heard
 
-log = logging.getLogger("dshweb.dashboard")
+log = logging.getLogger(__name__)
 
 BAD_REQUEST = 4400
 UNAUTHORIZED = 4401

@@ -10,7 +10,7 @@ from django.db.backends.signals import connection_created
 
 from dshweb.private_data import make_file_private
 
-log = logging.getLogger("dshweb.privacy")
+log = logging.getLogger(__name__)
 
 
 class SiteConfig(AppConfig):

@@ -30,7 +30,7 @@ from django.conf import settings
 from django.http.request import split_domain_port, validate_host
 from django.utils.http import is_same_domain
 
-log = logging.getLogger("dshweb.live")
+log = logging.getLogger(__name__)
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
 Origin = tuple[str, str, int]

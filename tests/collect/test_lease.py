@@ -50,7 +50,7 @@ def test_a_stale_lease_is_taken_over_logged_and_its_holder_loses_it(
     with pytest.raises(LeaseRefused, match="last seen 25 s ago"):
         lease_take(name="a", path="/h/a", heartbeat_every=1.0)
     _age("a", 31)
-    with caplog.at_level(logging.WARNING, logger="dshweb.live"):
+    with caplog.at_level(logging.WARNING, logger="dshweb.collect.lease"):
         second = lease_take(name="a", path="/h/a", heartbeat_every=1.0)
     assert "taking over a stale lease: home a (/h/a)" in caplog.text
     assert CollectorLease.objects.get(name="a").version == 7  # versions go on, never back

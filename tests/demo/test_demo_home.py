@@ -85,7 +85,7 @@ def test_errors_are_logged_and_retried(
     tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(demo, "BACKOFF", (0.01, 0.02))
-    caplog.set_level(logging.ERROR, logger="dshweb.demo")
+    caplog.set_level(logging.ERROR, logger="dshweb.demo.home")
     thread = start_demo_replay(tmp_path / "home", source=tmp_path / "missing.zstd")
     assert thread is not None
     assert _eventually(lambda: len(caplog.records) >= 3)  # it keeps trying

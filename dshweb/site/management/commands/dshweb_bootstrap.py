@@ -4,7 +4,7 @@
 already, and none of it happens when the settings are imported:
 
 1. the data folder (``DSHWEB["DATA_DIR"]``) is created 0700, or an existing one and its
-   secret files are tightened, each change logged (``dshweb.privacy``); one another user
+   secret files are tightened, each change logged (under ``dshweb.site``); one another user
    owns or others can write is refused (:mod:`dshweb.private_data`), as is a database
    that cannot be reached, each with one line (:mod:`dshweb.setting_errors`);
 2. the secret key is kept in ``secret_key`` there, 0600 from the start, unless
@@ -35,7 +35,7 @@ from dshweb.secret_key import create_secret_key
 from dshweb.setting_errors import ConfigurationError
 
 USERNAME = "admin"
-log = logging.getLogger("dshweb.privacy")
+log = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
