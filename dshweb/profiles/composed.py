@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
-from collections import OrderedDict
 from pathlib import Path
 
 from dshweb.core.errors import DshError
+from dshweb.core.lru import LRU
 from dshweb.core.profile.profile import Profile, profile_folder
 from dshweb.core.settings.dshconfig import ComposedConfig, dump_config
 
@@ -20,8 +19,7 @@ KEPT = 32
 
 Stamp = tuple[tuple[str, int, int, int], ...]
 
-_kept: OrderedDict[tuple[Path, str, Path], tuple[Stamp, ComposedConfig | DshError]] = OrderedDict()
-_lock = threading.Lock()
+_kept: LRU[tuple[Path, str, Path], tuple[Stamp, ComposedConfig | DshError]] = LRU(KEPT)
 
 
 def _stamp(dsh: Path, folder: Path) -> Stamp:
@@ -45,20 +43,14 @@ def composed_config(profile: Profile, dsh: Path) -> ComposedConfig:
     files; raises its :class:`~dshweb.core.errors.DshError` alike."""
     key = (profile.home, profile.name, dsh)
     stamp = _stamp(dsh, profile_folder(profile.home, profile.name))
-    with _lock:
-        kept = _kept.get(key)
-    if kept is None or kept[0] != stamp:
+
+    def run() -> tuple[Stamp, ComposedConfig | DshError]:
         try:
-            found: ComposedConfig | DshError = dump_config(profile.home, profile.name, dsh=dsh)
+            return stamp, dump_config(profile.home, profile.name, dsh=dsh)
         except DshError as error:
-            found = error
-        with _lock:
-            _kept[key] = (stamp, found)
-            _kept.move_to_end(key)
-            while len(_kept) > KEPT:
-                _kept.popitem(last=False)
-    else:
-        found = kept[1]
+            return stamp, error
+
+    found = _kept.get_or_make(key, run, lambda kept: kept[0] == stamp)[1]
     if isinstance(found, DshError):
         raise found
     return found

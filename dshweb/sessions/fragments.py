@@ -9,9 +9,7 @@ as its frame (counts, pager, no rows) followed by its rows a few at a time.
 from __future__ import annotations
 
 import re
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -35,6 +33,7 @@ from dshweb.core.fold.told import told_gap
 from dshweb.core.listing.pages import ListPage
 from dshweb.core.listing.query import ListQuery
 from dshweb.core.listing.tree import SessionEntry
+from dshweb.core.lru import LRU
 from dshweb.live.hub import SessionView
 from dshweb.sessions.display.compact_status import CompactView, compact_view
 from dshweb.sessions.display.costs import cost_view, list_cost
@@ -146,13 +145,12 @@ def compact_status_html(home: str, snapshot: SessionSnapshot) -> str:
     return render_to_string(COMPACT_TEMPLATE, {"compact": compact_status(home, snapshot)})
 
 
-_rendered_lock = threading.Lock()
-_rows: OrderedDict[tuple[str, str, int, bool, bool, str], tuple[SessionSnapshot, int, str]] = (
-    OrderedDict()
-)
 ROWS_KEPT = 2048
 """List rows kept rendered: a page pushed again renders only the rows that changed. One
 per session and place (the newest rendering: an older snapshot is not kept alive)."""
+RowKey = tuple[str, str, int, bool, bool, str]
+"""A list row's home, session, depth, orphan, ``many`` homes and language."""
+_rows: LRU[RowKey, tuple[SessionSnapshot, int, str]] = LRU(ROWS_KEPT)
 
 
 def row_context(entry: SessionEntry, many: bool) -> dict[str, Any]:
@@ -174,52 +172,44 @@ def row_html(entry: SessionEntry, many: bool) -> str:
     shot = entry.snapshot
     key = (entry.home, shot.session_id, entry.depth, entry.orphan, many, get_language())
     minute = int(time.time() // 60)
-    with _rendered_lock:
-        kept = _rows.get(key)
-        # the snapshot itself (never a reused id) in the same minute
-        if kept is not None and kept[0] is shot and kept[1] == minute:
-            _rows.move_to_end(key)
-            return kept[2]
-    html = _compact_whitespace(_render(ROW_TEMPLATE, row_context(entry, many)))
-    with _rendered_lock:
-        _rows[key] = (shot, minute, html)
-        while len(_rows) > ROWS_KEPT:
-            _rows.popitem(last=False)
-    return html
+
+    def render() -> tuple[SessionSnapshot, int, str]:
+        html = _compact_whitespace(_render(ROW_TEMPLATE, row_context(entry, many)))
+        return shot, minute, html
+
+    # the snapshot itself (never a reused id) in the same minute
+    kept = _rows.get_or_make(key, render, lambda kept: kept[0] is shot and kept[1] == minute)
+    return kept[2]
 
 
 LEDGER_ROW_TEMPLATE = "dashboard/_ledger_row.html"
-_ledger_rows: OrderedDict[tuple[NumberedFold, bool, PriceBook, str], str] = OrderedDict()
 RENDERED_KEPT = 64
 """Sessions whose live parts are kept rendered: a page view or a socket of a session
 renders them once per version, whoever asks."""
+STEADY_KEPT = 2 * RENDERED_KEPT
+"""Parts that show a small part of the snapshot (:data:`LIVE_PARTS`: the ledger card, the
+largest nodes) kept rendered: both of each session whose live parts are kept."""
 LEDGER_ROWS_KEPT = LEDGER_PAGE_SIZE * RENDERED_KEPT
 """Ledger rows kept rendered: a fold's row is the same until the fold changes, and a
 session's ledger card is rendered again at every fold of it. Enough for the newest page
 of each session whose live parts are kept."""
+_ledger_rows: LRU[tuple[NumberedFold, bool, PriceBook, str], str] = LRU(LEDGER_ROWS_KEPT)
 
 
 def ledger_row_html(row: NumberedFold, outcomes: bool, book: PriceBook) -> str:
     """One fold's row of a ledger table (with its outcome cell when the table has that
     column; priced by ``book``), rendered once per fold state (and number) and language."""
-    key = (row, outcomes, book, get_language())
-    with _rendered_lock:
-        html = _ledger_rows.get(key)
-        if html is not None:
-            _ledger_rows.move_to_end(key)
-            return html
-    context = {
-        "row": row,
-        "fold": row.fold,
-        "outcomes": outcomes,
-        "priced": row.fold.priced(book),
-    }
-    html = _render(LEDGER_ROW_TEMPLATE, context)
-    with _rendered_lock:
-        _ledger_rows[key] = html
-        while len(_ledger_rows) > LEDGER_ROWS_KEPT:
-            _ledger_rows.popitem(last=False)
-    return html
+
+    def render() -> str:
+        context = {
+            "row": row,
+            "fold": row.fold,
+            "outcomes": outcomes,
+            "priced": row.fold.priced(book),
+        }
+        return _render(LEDGER_ROW_TEMPLATE, context)
+
+    return _ledger_rows.get_or_make((row, outcomes, book, get_language()), render)
 
 
 _LINE_BREAKS = re.compile(r"\n\s*")
@@ -335,10 +325,10 @@ LIVE_PARTS: tuple[tuple[str, Callable[[SessionSnapshot], object] | None], ...] =
 small part of the snapshot (the ledger, the largest nodes: they move far less often than
 the session grows); such a part is rendered again only when that changed."""
 
-_rendered: OrderedDict[
-    tuple[str, str, int, Forecast, Forecast, str, PriceBook], tuple[str, ...]
-] = OrderedDict()
-_steady: OrderedDict[tuple[str, str, str, str, PriceBook], tuple[object, str]] = OrderedDict()
+PartsKey = tuple[str, str, int, Forecast, Forecast, str, PriceBook]
+"""A session's home, id and version, its forecasts, the language and the prices."""
+_rendered: LRU[PartsKey, tuple[str, ...]] = LRU(RENDERED_KEPT)
+_steady: LRU[tuple[str, str, str, str, PriceBook], tuple[object, str]] = LRU(STEADY_KEPT)
 
 
 def live_parts(home: str, view: SessionView) -> tuple[str, ...]:
@@ -349,18 +339,12 @@ def live_parts(home: str, view: SessionView) -> tuple[str, ...]:
     summary = summary_forecast(shot)
     language, book = get_language(), get_config().price_book
     key = (home, shot.session_id, view.version, forecast, summary, language, book)
-    with _rendered_lock:
-        parts = _rendered.get(key)
-        if parts is not None:
-            _rendered.move_to_end(key)
-            return parts
-    context = session_context(home, shot, view.gauge, forecast, summary)
-    parts = tuple(_part_html(home, shot, name, shows, context) for name, shows in LIVE_PARTS)
-    with _rendered_lock:
-        _rendered[key] = parts
-        while len(_rendered) > RENDERED_KEPT:
-            _rendered.popitem(last=False)
-    return parts
+
+    def render() -> tuple[str, ...]:
+        context = session_context(home, shot, view.gauge, forecast, summary)
+        return tuple(_part_html(home, shot, name, shows, context) for name, shows in LIVE_PARTS)
+
+    return _rendered.get_or_make(key, render)
 
 
 def live_parts_html(home: str, view: SessionView) -> str:
@@ -393,17 +377,10 @@ def _part_html(
     # (with the prices: the ledger's rows price their folds)
     key = (home, shot.session_id, name, get_language(), get_config().price_book)
     value = shows(shot)
-    with _rendered_lock:
-        kept = _steady.get(key)
-        if kept is not None and kept[0] == value:
-            _steady.move_to_end(key)
-            return kept[1]
-    html = _render(name, context)
-    with _rendered_lock:
-        _steady[key] = (value, html)
-        while len(_steady) > RENDERED_KEPT * 2:
-            _steady.popitem(last=False)
-    return html
+    kept = _steady.get_or_make(
+        key, lambda: (value, _render(name, context)), lambda kept: kept[0] == value
+    )
+    return kept[1]
 
 
 def session_view_parts(home: str, view: SessionView) -> tuple[str, ...]:
