@@ -20,10 +20,13 @@ from channels.layers import get_channel_layer
 
 from dshweb.compaction.models import CompactionRequest
 from dshweb.compaction.records import RequestRecord
+from dshweb.core.lru import LRU
 from dshweb.live.protocol import CompactChanged, RequestState, sent, session_group
 
-_records: dict[tuple[str, str], RequestRecord | None] = {}
-"""The latest request of each session looked at (by home and id)."""
+RECORDS_KEPT = 1024
+"""Sessions whose latest request is kept (by home and id): those whose pages are open, and
+then some. One not kept is read from the database again."""
+_records: LRU[tuple[str, str], RequestRecord | None] = LRU(RECORDS_KEPT)
 
 _sockets_loop: asyncio.AbstractEventLoop | None = None
 """The event loop the session sockets run on (the server's)."""
@@ -56,14 +59,20 @@ def latest_record(home: str, session_id: str, *, fresh: bool = False) -> Request
     """The session's latest request, as the status line reads it: as kept, or read from
     the database when none is kept or ``fresh``."""
     key = (home, session_id)
-    if fresh or key not in _records:
-        _records[key] = _record(latest_request(home, session_id))
-    return _records[key]
+
+    def read() -> RequestRecord | None:
+        return _record(latest_request(home, session_id))
+
+    if not fresh:
+        return _records.get_or_make(key, read)
+    record = read()
+    _records.put(key, record)
+    return record
 
 
 def remember(home: str, session_id: str, state: RequestState | None) -> None:
     """Keep the state a :class:`~dshweb.live.protocol.CompactChanged` carries."""
-    _records[home, session_id] = None if state is None else RequestRecord(**state)
+    _records.put((home, session_id), None if state is None else RequestRecord(**state))
 
 
 def announce(home: str, session_id: str) -> None:

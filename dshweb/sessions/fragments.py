@@ -85,7 +85,6 @@ def session_context(
         "breakdown": breakdown_parts(snapshot.context_breakdown),
         "cache_hit": cache_hit_ratio(snapshot.token_usage),
         "cost": cost_view(snapshot, get_config().price_book),
-        "compact": compact_status(home, snapshot),
         "told_gap": told_gap(snapshot.told, gauge.band, snapshot.threshold),
         # Made when the part that shows it is rendered (a template calls a callable):
         # the ledger card is rendered again only when its folds change.
@@ -136,9 +135,11 @@ def summary_forecast(snapshot: SessionSnapshot) -> Forecast:
     return snapshot.summary_forecast(now_ms=int(time.time() * 1000))
 
 
-def compact_status(home: str, snapshot: SessionSnapshot) -> CompactView:
-    """The Compact button's status for this session: its latest request and the log."""
-    return compact_view(latest_record(home, snapshot.session_id), snapshot.ledger)
+def compact_status(home: str, snapshot: SessionSnapshot, *, fresh: bool = False) -> CompactView:
+    """The Compact button's status for this session: its latest request (as kept, or read
+    from the database when ``fresh``) and the log."""
+    record = latest_record(home, snapshot.session_id, fresh=fresh)
+    return compact_view(record, snapshot.ledger)
 
 
 def compact_status_html(home: str, snapshot: SessionSnapshot) -> str:

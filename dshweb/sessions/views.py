@@ -27,7 +27,6 @@ from django_htmx.middleware import HtmxDetails
 
 from dshweb.collect.shown import shown_homes
 from dshweb.compaction import service as compact
-from dshweb.compaction.status import latest_record
 from dshweb.compaction.which_dsh_web import dsh_web_configured
 from dshweb.config import get_config
 from dshweb.core.fold.progress import FoldProgress
@@ -115,8 +114,9 @@ def session_detail(request: HtmxHttpRequest, home: str, session_id: str) -> Http
     if isinstance(found, HttpResponse):
         return found
     shown, view, progress = found
-    latest_record(home, session_id, fresh=True)  # its Compact status as the database has it now
     context = session_context(home, view.snapshot, view.gauge)
+    # Its Compact status as the database has it now: this process may have heard nothing.
+    context["compact"] = fragments.compact_status(home, view.snapshot, fresh=True)
     context["live_head"], context["live_rest"] = page_parts(home, view)
     context["progress"] = progress
     context["shown_home"] = shown

@@ -241,6 +241,25 @@ def test_a_second_press_while_one_runs_is_refused(home: Path) -> None:
     )
 
 
+def test_a_page_load_says_what_the_database_has_not_what_was_kept(home: Path) -> None:
+    """Another process may have changed the request without this one hearing of it: the
+    page reads it afresh, and the sockets then read what the page read."""
+    client = _user("viewer", may_compact=False)
+    assert _status_line(client.get(PAGE).content.decode()) == ("idle", "")
+    compact_status.remember("local", "manual-compact", None)  # kept: no request
+    reading = home_view().session("manual-compact")
+    assert reading is not None
+    CompactionRequest.objects.create(  # by another process, never announced here
+        session_id="manual-compact", state="requested", seq_at_request=reading.last_seq
+    )
+    assert _status_line(client.get(PAGE).content.decode()) == (
+        "requested",
+        "Compaction requested…",
+    )
+    kept = compact_status.latest_record("local", "manual-compact")
+    assert kept is not None and kept.state == "requested"
+
+
 def _dead_pid() -> int:
     """The pid of a real process that has exited."""
     child = subprocess.Popen([sys.executable, "-c", "pass"])
