@@ -11,32 +11,19 @@ heard nothing).
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import asdict
 from typing import cast
-
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 
 from dshweb.compaction.models import CompactionRequest
 from dshweb.compaction.records import RequestRecord
 from dshweb.core.lru import LRU
 from dshweb.live.protocol import CompactChanged, RequestState, sent, session_group
+from dshweb.live.startup import send_to_group
 
 RECORDS_KEPT = 1024
 """Sessions whose latest request is kept (by home and id): those whose pages are open, and
 then some. One not kept is read from the database again."""
 _records: LRU[tuple[str, str], RequestRecord | None] = LRU(RECORDS_KEPT)
-
-_sockets_loop: asyncio.AbstractEventLoop | None = None
-"""The event loop the session sockets run on (the server's)."""
-
-
-def announce_on(loop: asyncio.AbstractEventLoop) -> None:
-    """Send announcements on ``loop``, the one the session sockets run on (each socket
-    says so when it connects)."""
-    global _sockets_loop
-    _sockets_loop = loop
 
 
 def _record(request: CompactionRequest | None) -> RequestRecord | None:
@@ -79,20 +66,10 @@ def announce(home: str, session_id: str) -> None:
     """Read the session's latest request, keep it, and tell its open pages (here and,
     through a shared channel layer, in every process)."""
     record = latest_record(home, session_id, fresh=True)
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    group = session_group(home, session_id)
     message = CompactChanged(
         type="compact.changed", home=home, session_id=session_id, request=_state(record)
     )
-    loop = _sockets_loop
-    if loop is not None and loop.is_running():
-        # The in-memory layer's queues belong to the sockets' loop: a send from the worker
-        # thread through a loop of its own would wake no socket until something else did.
-        asyncio.run_coroutine_threadsafe(layer.group_send(group, sent(message)), loop)
-    else:
-        async_to_sync(layer.group_send)(group, sent(message))
+    send_to_group(session_group(home, session_id), sent(message))
 
 
 def forget_records() -> None:

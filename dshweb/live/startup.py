@@ -18,8 +18,9 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
 from asgiref.typing import ASGIReceiveCallable, ASGISendCallable, Scope
+from channels.layers import get_channel_layer
 from channels.routing import ProtocolTypeRouter
 
 from dshweb.demo.home import start_demo_replay
@@ -49,8 +50,25 @@ def on_first_call(job: Callable[[], object]) -> None:
 
 
 def server_loop() -> asyncio.AbstractEventLoop | None:
-    """The event loop the server runs on, once it has served a call (for /metrics)."""
+    """The event loop the server runs on, once it has served a call (for /metrics, and
+    :func:`send_to_group`)."""
     return _loop
+
+
+def send_to_group(group: str, message: dict[str, Any]) -> None:
+    """Send ``message`` to ``group`` on the channel layer from synchronous code (a
+    request's thread, a worker thread): on the server's loop while it runs, where the
+    in-memory layer's queues are (a send through a loop of the thread's own would wake no
+    socket until something else did); else, in a process that serves nothing (a
+    collector), through a loop of its own. Without a channel layer, nothing is sent."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    loop = _loop
+    if loop is not None and loop.is_running():
+        asyncio.run_coroutine_threadsafe(layer.group_send(group, message), loop)
+    else:
+        async_to_sync(layer.group_send)(group, message)
 
 
 class StartLiveServices:

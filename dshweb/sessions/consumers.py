@@ -298,10 +298,6 @@ class SessionsConsumer(_PageConsumer):
 class SessionConsumer(_PageConsumer):
     """One session's page (a session of one home): its fragments now, then each update."""
 
-    async def connect(self) -> None:
-        compact_status.announce_on(asyncio.get_running_loop())
-        await super().connect()
-
     def group_name(self) -> str:
         return session_group(self.home, self.session_id)
 
