@@ -3,9 +3,8 @@
 On connect a consumer checks the login, joins its group and sends the current state of
 its page, read from the homes shown (:mod:`dshweb.live.service`; nothing is folded for
 it). After that it renders what the publisher (:mod:`dshweb.live.publisher`) says has
-changed, off the event loop, and sends it. Announcements that arrive while a render runs
-are merged into one render of the newest state, done next (a socket never works through a
-backlog of states its page has already passed). Sockets only carry state to the browser:
+changed, off the event loop, and sends it, one render at a time and newest first
+(:mod:`dshweb.live.renders`). Sockets only carry state to the browser:
 nothing is changed through them. Every socket also joins its user's alerts group and
 passes each of their alerts on as a notice, and lives no longer than its sign-in: it closes
 with 4401 when that ends (:mod:`dshweb.accounts.socket_logins`). A list socket reads its
@@ -14,7 +13,6 @@ query as the page does; one the page would answer 400 is told why and closed wit
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from functools import cached_property
@@ -33,7 +31,7 @@ from django.utils import translation
 from dshweb.accounts.logins import Login, login_of
 from dshweb.accounts.socket_logins import check_soon, unwatch, watch
 from dshweb.collect.shown import shown_homes, shown_session
-from dshweb.compaction import status as compact_status
+from dshweb.compaction.status import remember
 from dshweb.config import get_config
 from dshweb.core.listing.pages import ListPage
 from dshweb.core.listing.query import ListQuery, list_query
@@ -46,6 +44,7 @@ from dshweb.live.protocol import (
     signed_out_name,
 )
 from dshweb.live.publisher import start_publisher
+from dshweb.live.renders import RenderQueue, merged_changes, newer_version
 from dshweb.live.subscriptions import subscriptions
 from dshweb.live.unavailable import STORE_UNAVAILABLE_CLOSE, say_unavailable
 from dshweb.sessions import fragments
@@ -66,13 +65,12 @@ class _PageConsumer(AsyncWebsocketConsumer):
     """The user's account group: told when their sign-in may have ended."""
     login: Login
     """The sign-in it opened with (:mod:`dshweb.accounts.socket_logins` checks it)."""
-    _drainer: asyncio.Task[None] | None = None
     _left = False
 
     @cached_property
-    def _waiting(self) -> dict[str, Any]:
-        """Renders asked for and not started: the render's name → its merged argument."""
-        return {}
+    def renders(self) -> RenderQueue:
+        """What the announcements ask this socket to render, run one at a time."""
+        return RenderQueue(self._send_rendered, str(self.scope.get("path", "")))
 
     async def connect(self) -> None:
         start_publisher()
@@ -128,28 +126,6 @@ class _PageConsumer(AsyncWebsocketConsumer):
             raise ValueError(f"No handler for message type {message['type']}")
         await handler(message)
 
-    def _render_soon(self, name: str, value: Any, merge: Callable[[Any, Any], Any]) -> None:
-        """Render ``name`` (a method of this consumer, called with ``value``) and send it,
-        after the render running now; while it waits, a second ask is merged into the
-        first (``merge(waiting, new)``)."""
-        if self._left:
-            return
-        waiting = self._waiting
-        waiting[name] = merge(waiting[name], value) if name in waiting else value
-        if self._drainer is None:
-            self._drainer = asyncio.create_task(self._drain())
-
-    async def _drain(self) -> None:
-        try:
-            while self._waiting:
-                name, value = next(iter(self._waiting.items()))
-                del self._waiting[name]
-                await self._send_rendered(getattr(self, name), value)
-        except Exception:
-            log.exception("socket %s: an update could not be sent", self.scope.get("path", ""))
-        finally:
-            self._drainer = None
-
     async def disconnect(self, code: int) -> None:
         await self._leave()
 
@@ -159,8 +135,7 @@ class _PageConsumer(AsyncWebsocketConsumer):
         if self._left:
             return
         self._left = True
-        if self._drainer is not None:
-            self._drainer.cancel()
+        self.renders.stop()
         if not hasattr(self, "group"):
             return
         unwatch(self)
@@ -179,7 +154,7 @@ class _PageConsumer(AsyncWebsocketConsumer):
         else the browser's Accept-Language, else the default."""
         return language_of(self.scope)
 
-    async def _send_rendered(self, render: Any, *args: Any) -> None:
+    async def _send_rendered(self, render: Callable[..., object], *args: Any) -> None:
         """Send what ``render`` returns (HTML, or a list of messages), rendered off the
         event loop in the page's language."""
         if self._left:
@@ -279,7 +254,7 @@ class SessionsConsumer(_PageConsumer):
 
     async def sessions_changed(self, event: dict[str, Any]) -> None:
         keys = {(str(home), str(session_id)) for home, session_id in event["ids"]}
-        self._render_soon("changed_html", (keys, event.get("versions") or {}), _merged_changes)
+        self.renders.ask(self.changed_html, (keys, event.get("versions") or {}), merged_changes)
 
     def changed_html(self, change: tuple[set[tuple[str, str]], dict[str, int]]) -> list[str]:
         """The page's rows among the ``change``'s sessions (their keys, and the versions of
@@ -330,35 +305,16 @@ class SessionConsumer(_PageConsumer):
         return "".join(changed) + said
 
     async def session_changed(self, event: dict[str, Any]) -> None:
-        self._render_soon("current_html", event.get("version"), _newer)
+        self.renders.ask(self.current_html, event.get("version"), newer_version)
 
     async def compact_changed(self, event: dict[str, Any]) -> None:
         # the request's new state, from whichever process changed it
-        compact_status.remember(self.home, self.session_id, event["request"])
-        self._render_soon("compact_html", None, _newer)
+        remember(self.home, self.session_id, event["request"])
+        self.renders.ask(self.compact_html, None, newer_version)
 
     def compact_html(self, _: None = None) -> str:
         view = shown_homes().session(self.home, self.session_id)
         return fragments.compact_status_html(self.home, view.snapshot) if view is not None else ""
-
-
-def _merged_changes(
-    waiting: tuple[set[tuple[str, str]], dict[str, int]],
-    new: tuple[set[tuple[str, str]], dict[str, int]],
-) -> tuple[set[tuple[str, str]], dict[str, int]]:
-    """Two list announcements as one: every session either names, each home's newest
-    version."""
-    versions = dict(waiting[1])
-    for home, version in new[1].items():
-        versions[home] = max(version, versions.get(home, version))
-    return waiting[0] | new[0], versions
-
-
-def _newer(waiting: int | None, new: int | None) -> int | None:
-    """Two session announcements as one: the newer version (None: read what is there)."""
-    if waiting is None or new is None:
-        return None
-    return max(waiting, new)
 
 
 class UnknownPathConsumer(WebsocketConsumer):

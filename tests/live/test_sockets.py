@@ -35,7 +35,7 @@ from dshweb.core.log.home import session_logs
 from dshweb.live.publisher import stop_publisher
 from dshweb.live.service import sync_home
 from dshweb.sessions import fragments
-from dshweb.sessions.consumers import SessionConsumer, _merged_changes, _newer
+from dshweb.sessions.consumers import SessionConsumer
 from dshweb.sessions.display.figures import format_page_tokens
 from tests.conftest import FIXTURE_HOMES
 from tests.homecopies import copy_as, home_of_copies
@@ -561,21 +561,12 @@ async def test_announcements_during_a_render_become_one_render_of_the_newest() -
         await asyncio.sleep(0.02)  # the first render has started and waits at the gate
     consumer.gate.set()
     for _ in range(100):
-        if consumer._drainer is None:
+        if consumer.renders.idle:
             break
         await asyncio.sleep(0.02)
     # The first announcement's render, then one for the three that came while it ran.
     assert consumer.asked == [3, 6]
     assert consumer.sent == ["state at 3", "state at 6"]
-
-
-def test_list_announcements_merge_their_sessions_and_newest_versions() -> None:
-    waiting = ({("a", "1")}, {"a": 4, "b": 2})
-    merged = _merged_changes(waiting, ({("b", "9"), ("a", "1")}, {"a": 3, "b": 5}))
-    assert merged == ({("a", "1"), ("b", "9")}, {"a": 4, "b": 5})
-    assert _newer(2, 7) == 7
-    assert _newer(2, None) is None  # no version known: read what is there
-    assert _newer(None, 2) is None
 
 
 @pytest.mark.asyncio
