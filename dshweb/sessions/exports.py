@@ -27,7 +27,6 @@ from django.shortcuts import render
 from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
-from django_htmx.middleware import HtmxDetails
 
 from dshweb.config import get_config
 from dshweb.core.fold.session import SessionSnapshot
@@ -41,7 +40,7 @@ from dshweb.sessions.display.ledger_rows import (
     timeline_rows,
 )
 from dshweb.sessions.fragments import ledger_view
-from dshweb.sessions.views import session_or_refusal
+from dshweb.sessions.refusals import HtmxHttpRequest, session_or_refusal
 
 BATCH = 500
 """Rows per chunk sent."""
@@ -51,10 +50,6 @@ _UNSAFE_NAME = re.compile(r"[^\w.-]+")
 _FORMULA_START = ("=", "+", "-", "@", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 """What a spreadsheet runs a cell starting with (the full-width forms too), once it has
 trimmed the cell's leading white space."""
-
-
-class HtmxHttpRequest(HttpRequest):
-    htmx: HtmxDetails
 
 
 def _snapshot(request: HttpRequest, home: str, session_id: str) -> SessionSnapshot | HttpResponse:

@@ -43,7 +43,7 @@ from dshweb.sessions.exports import (
     json_array,
     json_object,
 )
-from dshweb.sessions.views import session_or_refusal, worker_refusal
+from dshweb.sessions.refusals import session_or_refusal, worker_refusal
 
 EXPORT_THREADS = 4
 """Step exports folding at once (each is a core's work while its client reads)."""

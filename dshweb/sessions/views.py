@@ -16,48 +16,23 @@ import contextlib
 from http import HTTPStatus
 
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST, require_safe
 from django_htmx.http import push_url
-from django_htmx.middleware import HtmxDetails
 
 from dshweb.collect.shown import shown_homes
 from dshweb.compaction import service as compact
 from dshweb.compaction.which_dsh_web import dsh_web_configured
 from dshweb.config import get_config
-from dshweb.core.fold.progress import FoldProgress
 from dshweb.core.listing.query import list_query
-from dshweb.live.homes import Homes, ShownHome
-from dshweb.live.hub import SessionView
 from dshweb.sessions import fragments
 from dshweb.sessions.fragments import page_parts, session_context
-from dshweb.sessions.selectors import HOME_UNAVAILABLE, Found, find_session
-
-NOT_ON_A_WORKER = 503
-
-
-class HtmxHttpRequest(HttpRequest):
-    htmx: HtmxDetails
-
-
-def worker_refusal(request: HttpRequest, what: str) -> HttpResponse:
-    """What a web worker (``DSHWEB_COLLECT=off``) answers to an action that needs the DSH
-    home: not built there yet (it will travel to the home's collector)."""
-    return render(request, "dashboard/worker_refusal.html", {"what": what}, status=NOT_ON_A_WORKER)
-
-
-def _home_error(request: HttpRequest, homes: Homes) -> HttpResponse:
-    home = homes.shown[0].view.home if homes.shown else None
-    return render(
-        request,
-        "dashboard/home_error.html",
-        {"home": home, "error": homes.error},
-        status=HOME_UNAVAILABLE,
-    )
+from dshweb.sessions.refusals import HtmxHttpRequest, home_error, session_or_refusal
+from dshweb.sessions.selectors import HOME_UNAVAILABLE
 
 
 def session_url(home: str, session_id: str) -> str:
@@ -69,7 +44,7 @@ def session_url(home: str, session_id: str) -> str:
 def session_list(request: HtmxHttpRequest) -> HttpResponse:
     homes = shown_homes()
     if homes.error is not None:
-        return _home_error(request, homes)
+        return home_error(request, homes)
     page = homes.listing.page(list_query(request.GET), get_config().price_book)
     context = {"progress": homes.progress, **fragments.list_context(page)}
     if request.htmx and not request.htmx.history_restore_request:
@@ -81,31 +56,6 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         response = render(request, "dashboard/session_list.html", context)
     patch_vary_headers(response, ("HX-Request",))
     return response
-
-
-def session_or_refusal(
-    request: HttpRequest, home: str, session_id: str
-) -> tuple[ShownHome, SessionView, FoldProgress] | HttpResponse:
-    """Session ``session_id`` of home ``home`` now (with its home, and how far the first
-    read of the homes has got), or the page saying why there is none
-    (:func:`~dshweb.sessions.selectors.find_session`)."""
-    found = find_session(home, session_id)
-    if isinstance(found, Found):
-        return found.shown, found.view, found.progress
-    if found.home_error is not None:
-        return _home_error(request, found.homes)
-    shown = found.shown  # or not read yet: the page says which, and reloads
-    return render(
-        request,
-        "dashboard/session_missing.html",
-        {
-            "session_id": session_id,
-            "home_name": home,
-            "home": shown.view.home if shown is not None else None,
-            "progress": found.progress,
-        },
-        status=found.status,
-    )
 
 
 @require_safe
