@@ -40,12 +40,15 @@ class LRU(Generic[K, V]):
         """The value kept for ``key`` (and ``valid`` for it), now the most recently used;
         else ``make()``, kept."""
         with self._lock:
-            if key in self._entries:
-                value = self._entries[key]
-                if valid is None or valid(value):
+            try:
+                kept = self._entries[key]
+            except KeyError:
+                pass
+            else:
+                if valid is None or valid(kept):
                     self._entries.move_to_end(key)
                     self.hits += 1
-                    return value
+                    return kept
             self.misses += 1
         value = make()
         self.put(key, value)
