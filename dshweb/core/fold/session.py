@@ -200,7 +200,8 @@ class SessionTracker:
     @property
     def session_id(self) -> str:
         value = self.header.get("id")
-        return value if isinstance(value, str) else self.log.session_dir.name
+        # An empty id names nothing (no page can be addressed by it): the folder's name.
+        return value if isinstance(value, str) and value else self.log.session_dir.name
 
     @property
     def preset(self) -> str | None:
