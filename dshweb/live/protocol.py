@@ -117,13 +117,14 @@ class AccountChanged(TypedDict):
 
 
 class SettingsQuestion(TypedDict):
-    """A question about a collected home's settings: a verb of the settings service
-    (``dshweb.profiles.service.ACTIONS``) and its JSON-like arguments. The answer carries
-    ``data`` (the service's, as JSON-like), ``not_found`` or ``failed`` (a reason)."""
+    """A question about a collected home's settings: a verb of the settings protocol (a
+    method of ``dshweb.profiles.pages.HomeSettings``) and its arguments by name, as
+    ``dshweb.profiles.wire`` writes and reads them. The answer carries ``data`` (the
+    method's record, as JSON-like), ``not_found`` or ``failed`` (a reason)."""
 
     type: Literal["settings.request"]
     verb: str
-    arguments: dict[str, Any]
+    arguments: dict[str, object]
 
 
 def sent(message: Mapping[str, object]) -> dict[str, Any]:
