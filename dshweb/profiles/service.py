@@ -1,12 +1,13 @@
 """The settings of the DSH home this process reads, as data: what a settings page shows,
 and the saves, previews and restores it asks for.
 
-Every function takes and returns only JSON-like values (the *settings protocol*): a web
-page of this process calls them directly, and a web worker asks a collected home's
-collector to call them (:mod:`dshweb.profiles.remote`), then renders the answer as it
-renders its own. What a page shows of a profile's patch file, the composed profile
-(``dsh --dump-config``, :mod:`dshweb.profiles.composed`) and a save's outcome are computed
-here, on the machine holding the files; forms, messages and templates are the page's.
+:class:`OwnHome` answers the settings protocol (:class:`~dshweb.profiles.pages.HomeSettings`)
+for this process's home with the typed records of :mod:`dshweb.profiles.pages`: a web page
+of this process calls it directly, and a collector calls it for a web worker that asked it
+(:mod:`dshweb.profiles.remote`), which renders the answer as it renders its own. What a
+page shows of a profile's patch file, the composed profile (``dsh --dump-config``,
+:mod:`dshweb.profiles.composed`) and a save's outcome are computed here, on the machine
+holding the files; forms, messages and templates are the page's.
 
 A save validates the config against the plugin's schema again (the page did), keeps the
 ``!!js`` values and unknown keys of the row as they are, writes only that row when the
@@ -16,9 +17,8 @@ file has not changed since the page read it, and records a revision as the user 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -51,93 +51,37 @@ from dshweb.profiles import patches
 from dshweb.profiles.composed import composed_config
 from dshweb.profiles.forms import fixed_values, initial_values
 from dshweb.profiles.models import PatchRevision
+from dshweb.profiles.pages import (
+    BrokenRow,
+    Config,
+    Conflict,
+    Edges,
+    IndexPage,
+    Line,
+    NotFound,
+    NotRestored,
+    NotSaved,
+    Presence,
+    PresetTarget,
+    PreviewPage,
+    ProfileCard,
+    Refused,
+    Replay,
+    ReplayedStep,
+    ReplayPage,
+    Restored,
+    RestoreOutcome,
+    Ring,
+    RowPage,
+    Saved,
+    SaveOutcome,
+    SessionChoice,
+    Which,
+)
 
 ENGINE_ROWS = (ENGINE_ID, PRUNER_ID)
 """The compaction engine's rows: saved into each agent preset on a web-app profile, and
 shown with a session replayed under them."""
-
-
-class NotFound(Exception):
-    """No such profile, settings row or revision in this home: the page's 404."""
-
-
-class ProfileCard(TypedDict):
-    name: str
-    truth: bool
-    error: str | None
-    web: bool
-
-
-class IndexPage(TypedDict):
-    home_path: str
-    profiles: list[ProfileCard]
-    default_profile: str
-    sections: list[str]
-
-
-class Presence(TypedDict):
-    present: bool
-    sources: list[str]
-    howto: str | None
-
-
-class PresetTarget(TypedDict):
-    preset: str
-    default_preset: bool
-
-
-class SessionChoice(TypedDict):
-    session_id: str
-    title: str
-
-
-class RowPage(TypedDict):
-    """A plugin row of a profile's patch file as its form shows it; ``broken`` (the
-    file's problem) instead of the rest when it cannot be edited here."""
-
-    profile: str
-    section: str
-    path: str
-    broken: NotRequired[str]
-    exists: NotRequired[bool]
-    in_file: NotRequired[bool]
-    initial: NotRequired[dict[str, Any]]
-    fixed: NotRequired[list[str]]
-    sha256: NotRequired[str]
-    base_text: NotRequired[str]
-    unreachable: NotRequired[str | None]
-    unwritable: NotRequired[str | None]
-    presence: NotRequired[Presence | None]
-    presets: NotRequired[list[PresetTarget]]
-    sources: NotRequired[dict[str, str]]
-    sessions: NotRequired[list[SessionChoice]]
-
-
-class SaveOutcome(TypedDict):
-    """``saved`` (the message to show) or, not saved, why, with the row as it is now."""
-
-    saved: str | None
-    path: NotRequired[str]
-    """The file saved (the page words its message in its own language)."""
-    row: NotRequired[RowPage]
-    conflict: NotRequired[str]
-    errors: NotRequired[dict[str, str]]
-
-
-class PreviewPage(TypedDict):
-    line: dict[str, Any] | None
-    engine_point: int | None
-    ring: dict[str, float | None] | None
-    language: str
-    errors: dict[str, str]
-
-
-class Restored(TypedDict):
-    profile: str
-    error: str | None
-    message: str
-    path: NotRequired[str]
-    which: NotRequired[str]
 
 
 def _profile(name: str) -> Profile:
@@ -164,29 +108,6 @@ def _has_truth_row(document: PatchDocument) -> bool:
     return row_config(document, CONTEXT_TRUTH_ID) is not None or any(
         row.is_context_truth or row.id == CONTEXT_TRUTH_ID for row in document.inserted_rows()
     )
-
-
-def profiles() -> list[str]:
-    """The names of this home's profiles."""
-    return profile_names(own_home().path)
-
-
-def index() -> IndexPage:
-    home = own_home().path
-    cards: list[ProfileCard] = []
-    for name in profile_names(home):
-        profile = Profile.read(home, name)
-        try:
-            truth, error = _has_truth_row(read_patch(profile.patch_path, home=home)), None
-        except DshError as problem:
-            truth, error = False, str(problem)
-        cards.append({"name": name, "truth": truth, "error": error, "web": profile.web_app})
-    return {
-        "home_path": str(home),
-        "profiles": cards,
-        "default_profile": get_config().profile,
-        "sections": list(SCHEMAS),
-    }
 
 
 class _Row:
@@ -219,39 +140,39 @@ class _Row:
 
     def page(self, *, unwritable: str | None = None) -> RowPage:
         presence = self.presence
-        return {
-            "profile": self.profile.name,
-            "section": self.section,
-            "path": self.relative_path,
-            "exists": self.document.exists,
-            "in_file": self.current is not None,
-            "initial": initial_values(self.schema, self.current),
-            "fixed": sorted(self.fixed),
-            "sha256": self.document.sha256,
-            "base_text": self.document.text if self.document.exists else "",
-            "unreachable": self.unreachable,
+        return RowPage(
+            profile=self.profile.name,
+            section=self.section,
+            path=self.relative_path,
+            exists=self.document.exists,
+            in_file=self.current is not None,
+            initial=initial_values(self.schema, self.current),
+            fixed=tuple(sorted(self.fixed)),
+            sha256=self.document.sha256,
+            base_text=self.document.text if self.document.exists else "",
+            unreachable=self.unreachable,
             # a link or a read-only file: said before any save
-            "unwritable": unwritable or write_refusal(self.path),
-            "presence": None
+            unwritable=unwritable or write_refusal(self.path),
+            presence=None
             if presence is None
-            else {
-                "present": presence.present,
-                "sources": list(presence.sources),
-                "howto": presence.howto,
-            },
-            "presets": [
-                {"preset": str(t.preset), "default_preset": t.default_preset}
+            else Presence(
+                present=presence.present, sources=tuple(presence.sources), howto=presence.howto
+            ),
+            presets=tuple(
+                PresetTarget(preset=str(t.preset), default_preset=t.default_preset)
                 for t in (self.targets.presets if self.targets is not None else ())
-            ],
-            "sources": self._value_sources(),
+            ),
+            sources=self._value_sources(),
             # The most recent first: the preview starts with it.
-            "sessions": [
-                {"session_id": s.session_id, "title": s.title or ""}
+            sessions=tuple(
+                SessionChoice(session_id=s.session_id, title=s.title or "")
                 for s in sorted(home_view().snapshots, key=lambda s: -(s.last_time or 0))
-            ],
-        }
+            ),
+        )
 
-    def save(self, config: Mapping[str, object], sha256: str, user: Any) -> None:
+    def save(
+        self, config: Mapping[str, object], sha256: str, user: AbstractBaseUser | AnonymousUser
+    ) -> None:
         config = {**config, **self.fixed}
         if self.targets is not None and self.targets.presets:
             patches.save_preset_engines(
@@ -299,85 +220,15 @@ class _Row:
         return {}
 
 
-def _broken(profile: str, section: str, problem: DshError) -> RowPage:
+def _said(errors: Mapping[str, str]) -> dict[str, str]:
+    """A schema's messages as plain text (a :class:`~dshweb.core.profile.schema.Problem`
+    is a ``str`` that says more than the protocol carries)."""
+    return {key: str(message) for key, message in errors.items()}
+
+
+def _broken(profile: str, section: str, problem: DshError) -> BrokenRow:
     path = _profile(profile).patch_path
-    return {"profile": profile, "section": section, "path": str(path), "broken": str(problem)}
-
-
-def row(profile: str, section: str) -> RowPage:
-    """What the form of ``section`` in ``profile`` shows."""
-    try:
-        return _Row(profile, section).page()
-    except DshError as problem:
-        return _broken(profile, section, problem)
-
-
-def save(
-    profile: str,
-    section: str,
-    config: dict[str, Any],
-    sha256: str,
-    base_text: str,
-    user_id: int | None,
-) -> SaveOutcome:
-    """Write ``config`` (the form's, whole) as the row, unless the file changed since
-    ``sha256`` was read; the outcome, with the row as it is now when not saved."""
-    try:
-        read = _Row(profile, section)
-    except DshError as problem:
-        return {"saved": None, "row": _broken(profile, section, problem)}
-    if read.unreachable is not None:
-        return {"saved": None, "row": read.page()}
-    checked = validate(read.schema, config)
-    if checked.errors:
-        return {"saved": None, "row": read.page(), "errors": dict(checked.errors)}
-    try:
-        read.save(checked.config, sha256, _user(user_id))
-    except PatchConflict as changed:
-        diff = unified_diff(base_text, changed.current_text, read.path.name)
-        return {"saved": None, "row": read.page(), "conflict": diff}
-    except PatchNotWritable as refused:
-        return {"saved": None, "row": read.page(unwritable=str(refused))}
-    except DshError as problem:
-        return {"saved": None, "row": read.page(), "errors": {NON_FIELD: str(problem)}}
-    return {"saved": f"Saved {section} in {read.relative_path}.", "path": str(read.relative_path)}
-
-
-class ReplayPage(TypedDict):
-    session_id: str
-    errors: dict[str, str]
-    replayed: dict[str, Any] | None
-    real: NotRequired[list[int]]
-    steps: NotRequired[int]
-    summary: NotRequired[int]
-    summary_own: NotRequired[bool]
-    pruner: NotRequired[bool]
-    cut: NotRequired[dict[str, int] | None]
-    """The cut the replay's pruner cuts at (``None``: it is off)."""
-
-
-def preview(profile: str, config: dict[str, Any], session_id: str) -> PreviewPage:
-    """The occupancy line ``dsh-context-truth`` would inject into ``session_id`` under
-    ``config`` (the form's, as typed)."""
-    read = _profile(profile)
-    checked = validate(CONTEXT_TRUTH_SCHEMA, config)
-    snapshot = home_view().session(session_id)
-    line = None
-    if snapshot is not None:
-        line = occupancy_line(
-            line_input(snapshot),
-            LineSettings.from_config(
-                checked.config, wording=wording_for(read.context_truth.version)
-            ),
-        )
-    return {
-        "line": _line(line) if line is not None else None,
-        # The point the engine folds this session at, which the line should name.
-        "engine_point": None if snapshot is None else snapshot.threshold,
-        "ring": preview_ring(line) if line is not None else None,
-        "language": str(checked.config.get("language", "en")),
-        "errors": dict(checked.errors),
-    }
+    return BrokenRow(profile=profile, section=section, path=str(path), problem=str(problem))
 
 
 @functools.lru_cache(maxsize=16)
@@ -386,110 +237,181 @@ def _recording(path: str, version: int, last_seq: int) -> Recording:
     return record_log(LogFile(Path(path), version, path.endswith(".zstd")))
 
 
-def replay_page(
-    profile: str, section: str, config: dict[str, Any], session_id: str, pruner: bool | None
-) -> ReplayPage:
-    """What ``session_id``'s recorded growth would have done under ``config`` (the form's,
-    as typed: on the engine's page, the engine's, with the profile's pruner; on the
-    pruner's page, the pruner's cut, with the profile's engine) and the pruner on or off
-    (``None``: as the profile has it; on where the profile has it off: its defaults),
-    beside what it did."""
-    read = _profile(profile)
-    settings = effective_settings(read.home, profile)
-    engine, cut, errors = settings.engine, settings.pruner, {}
-    if section == ENGINE_ID:
-        try:
-            engine = EngineConfig.from_config(config)
-        except EngineConfigError as problem:
-            engine, errors = None, {NON_FIELD: str(problem)}
-    elif section == PRUNER_ID:
-        try:
-            cut = PruneCut.from_config(config)
-        except PrunerConfigError as problem:  # nothing to replay the form's cut with
-            engine, errors = None, {NON_FIELD: str(problem)}
-    snapshot = home_view().session(session_id)
-    if snapshot is None or engine is None:
-        return {"session_id": session_id, "errors": errors, "replayed": None}
-    runs = settings.pruner is not None if pruner is None else pruner
-    cut = (cut or DEFAULT_CUT) if runs else None
-    path = str(own_home().path / snapshot.path)
-    recording = _recording(path, snapshot.format_version or 4, snapshot.last_seq)
-    said = replay(recording, engine, pruner=cut)
-    return {
-        "session_id": session_id,
-        "errors": errors,
-        "replayed": {
-            "folds": [
-                {"step": f.check, "kind": f.kind, "before": f.before, "after": f.after}
-                for f in said.folds
-            ],
-            "automatic": list(said.automatic),
-            "peak": said.peak,
-            "lowest": said.lowest,
-            "summary_input": said.summary_input,
-            "summary_output": said.summary_output,
-            "threshold": said.threshold,
-        },
-        "real": list(recording.folded),
-        "steps": len(recording.checks),
-        "summary": recording.summary,
-        "summary_own": bool(recording.summaries),
-        "pruner": runs,
-        "cut": cut.as_json() if cut is not None else None,
-    }
-
-
-def _line(line: OccupancyLine) -> dict[str, Any]:
+def _line(line: OccupancyLine) -> Line:
     edges = line.edges
-    return {
-        "text": line.text,
-        "band": str(line.band),
-        "used": line.used,
-        "window": line.window,
-        "threshold": line.threshold,
-        "headroom": line.headroom,
-        "edges": None if edges is None else {"moderate": edges.moderate, "tight": edges.tight},
-    }
+    return Line(
+        text=line.text,
+        band=line.band,
+        used=line.used,
+        window=line.window,
+        threshold=line.threshold,
+        headroom=line.headroom,
+        edges=None if edges is None else Edges(moderate=edges.moderate, tight=edges.tight),
+    )
 
 
-def preview_ring(line: OccupancyLine) -> dict[str, float | None]:
+def preview_ring(line: OccupancyLine) -> Ring:
     """Where the preview's ring marks sit, as percents of the window."""
     edges, window = line.edges, line.window
-    return {
-        "used": window_share(line.used, window),
-        "moderate": window_share(edges.moderate, window) if edges else None,
-        "tight": window_share(edges.tight, window) if edges else None,
-        "threshold": window_share(line.threshold, window),
-    }
+    return Ring(
+        used=window_share(line.used, window),
+        moderate=window_share(edges.moderate, window) if edges else None,
+        tight=window_share(edges.tight, window) if edges else None,
+        threshold=window_share(line.threshold, window),
+    )
 
 
-def restore(revision_id: int, which: str, user_id: int | None) -> Restored:
-    """Put back the file as it was ``which`` (``before`` or ``after``) that revision."""
-    revision = PatchRevision.objects.filter(pk=revision_id, home=own_home_name()).first()
-    if revision is None:
-        raise NotFound(f"no revision {revision_id} of this home")
-    which = "before" if which == "before" else "after"
-    try:
-        patches.restore(home=own_home().path, revision=revision, which=which, user=_user(user_id))
-    except DshError as problem:
-        return {"profile": revision.profile, "error": str(problem), "message": ""}
-    message = f"Restored {revision.path} as it was {which} that save."
-    return {
-        "profile": revision.profile,
-        "error": None,
-        "message": message,
-        "path": str(revision.path),
-        "which": which,
-    }
+class OwnHome:
+    """The settings protocol answered for this process's own home, from its files."""
+
+    def profiles(self) -> tuple[str, ...]:
+        """The names of this home's profiles."""
+        return tuple(profile_names(own_home().path))
+
+    def index(self) -> IndexPage:
+        home = own_home().path
+        cards = []
+        for name in profile_names(home):
+            profile = Profile.read(home, name)
+            try:
+                truth, error = _has_truth_row(read_patch(profile.patch_path, home=home)), None
+            except DshError as problem:
+                truth, error = False, str(problem)
+            cards.append(ProfileCard(name=name, truth=truth, error=error, web=profile.web_app))
+        return IndexPage(
+            home_path=str(home),
+            profiles=tuple(cards),
+            default_profile=get_config().profile,
+            sections=tuple(SCHEMAS),
+        )
+
+    def row(self, profile: str, section: str) -> RowPage | BrokenRow:
+        """What the form of ``section`` in ``profile`` shows."""
+        try:
+            return _Row(profile, section).page()
+        except DshError as problem:
+            return _broken(profile, section, problem)
+
+    def save(
+        self,
+        *,
+        profile: str,
+        section: str,
+        config: Config,
+        sha256: str,
+        base_text: str,
+        user_id: int | None,
+    ) -> SaveOutcome:
+        """Write ``config`` (the form's, whole) as the row, unless the file changed since
+        ``sha256`` was read; the outcome, with the row as it is now when not saved."""
+        try:
+            read = _Row(profile, section)
+        except DshError as problem:
+            return NotSaved(row=_broken(profile, section, problem))
+        if read.unreachable is not None:
+            return NotSaved(row=read.page())
+        checked = validate(read.schema, config)
+        if checked.errors:
+            return Refused(row=read.page(), errors=_said(checked.errors))
+        try:
+            read.save(checked.config, sha256, _user(user_id))
+        except PatchConflict as changed:
+            diff = unified_diff(base_text, changed.current_text, read.path.name)
+            return Conflict(row=read.page(), diff=diff)
+        except PatchNotWritable as refused:
+            return NotSaved(row=read.page(unwritable=str(refused)))
+        except DshError as problem:
+            return Refused(row=read.page(), errors={NON_FIELD: str(problem)})
+        return Saved(path=read.relative_path)
+
+    def preview(self, *, profile: str, config: Config, session_id: str) -> PreviewPage:
+        """The occupancy line ``dsh-context-truth`` would inject into ``session_id`` under
+        ``config`` (the form's, as typed)."""
+        read = _profile(profile)
+        checked = validate(CONTEXT_TRUTH_SCHEMA, config)
+        snapshot = home_view().session(session_id)
+        line = None
+        if snapshot is not None:
+            line = occupancy_line(
+                line_input(snapshot),
+                LineSettings.from_config(
+                    checked.config, wording=wording_for(read.context_truth.version)
+                ),
+            )
+        return PreviewPage(
+            line=_line(line) if line is not None else None,
+            # The point the engine folds this session at, which the line should name.
+            engine_point=None if snapshot is None else snapshot.threshold,
+            ring=preview_ring(line) if line is not None else None,
+            language=str(checked.config.get("language", "en")),
+            errors=_said(checked.errors),
+        )
+
+    def replay(
+        self, *, profile: str, section: str, config: Config, session_id: str, pruner: bool | None
+    ) -> ReplayPage:
+        """What ``session_id``'s recorded growth would have done under ``config`` (the form's,
+        as typed: on the engine's page, the engine's, with the profile's pruner; on the
+        pruner's page, the pruner's cut, with the profile's engine) and the pruner on or off
+        (``None``: as the profile has it; on where the profile has it off: its defaults),
+        beside what it did."""
+        read = _profile(profile)
+        settings = effective_settings(read.home, profile)
+        engine, cut, errors = settings.engine, settings.pruner, dict[str, str]()
+        if section == ENGINE_ID:
+            try:
+                engine = EngineConfig.from_config(dict(config))
+            except EngineConfigError as problem:
+                engine, errors = None, {NON_FIELD: str(problem)}
+        elif section == PRUNER_ID:
+            try:
+                cut = PruneCut.from_config(config)
+            except PrunerConfigError as problem:  # nothing to replay the form's cut with
+                engine, errors = None, {NON_FIELD: str(problem)}
+        snapshot = home_view().session(session_id)
+        if snapshot is None or engine is None:
+            return ReplayPage(session_id=session_id, errors=errors, replayed=None)
+        runs = settings.pruner is not None if pruner is None else pruner
+        cut = (cut or DEFAULT_CUT) if runs else None
+        path = str(own_home().path / snapshot.path)
+        recording = _recording(path, snapshot.format_version or 4, snapshot.last_seq)
+        said = replay(recording, engine, pruner=cut)
+        return ReplayPage(
+            session_id=session_id,
+            errors=errors,
+            replayed=Replay(
+                folds=tuple(
+                    ReplayedStep(step=f.check, kind=f.kind, before=f.before, after=f.after)
+                    for f in said.folds
+                ),
+                automatic=said.automatic,
+                peak=said.peak,
+                lowest=said.lowest,
+                summary_input=said.summary_input,
+                summary_output=said.summary_output,
+                threshold=said.threshold,
+            ),
+            real=recording.folded,
+            steps=len(recording.checks),
+            summary=recording.summary,
+            summary_own=bool(recording.summaries),
+            pruner=runs,
+            cut=cut,
+        )
+
+    def restore(self, *, revision_id: int, which: Which, user_id: int | None) -> RestoreOutcome:
+        """Put back the file as it was ``which`` that revision."""
+        revision = PatchRevision.objects.filter(pk=revision_id, home=own_home_name()).first()
+        if revision is None:
+            raise NotFound(f"no revision {revision_id} of this home")
+        try:
+            patches.restore(
+                home=own_home().path, revision=revision, which=which, user=_user(user_id)
+            )
+        except DshError as problem:
+            return NotRestored(profile=revision.profile, error=str(problem))
+        return Restored(profile=revision.profile, path=str(revision.path), which=which)
 
 
-ACTIONS: dict[str, Callable[..., Any]] = {
-    "profiles": profiles,
-    "index": index,
-    "row": row,
-    "save": save,
-    "preview": preview,
-    "replay": replay_page,
-    "restore": restore,
-}
-"""What a page may ask of the home's settings, by name (the protocol's verbs)."""
+OWN_HOME = OwnHome()
+"""This process's home (:class:`~dshweb.profiles.pages.HomeSettings`)."""

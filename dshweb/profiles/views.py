@@ -1,9 +1,10 @@
 """Settings pages: the plugins' rows of a profile's patch file, as validated forms.
 
 Staff only. Each view is given the :class:`~dshweb.profiles.remote.Place` of its home
-(this process's own, or a collected home's collector) and asks it for data in the
-settings protocol (:mod:`dshweb.profiles.service`); the view builds the form, checks what
-was typed against the plugin's schema, shows messages and renders, the same for both.
+(this process's own, or a collected home's collector) and calls the typed methods of its
+``settings`` (:class:`~dshweb.profiles.pages.HomeSettings`); the view builds the form,
+checks what was typed against the plugin's schema, shows messages and renders, the same
+for both.
 The preview renders the occupancy line dsh-context-truth would inject for a chosen
 session under the typed settings.
 """
@@ -13,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from django.contrib import messages
 from django.forms import BoundField
@@ -31,22 +31,45 @@ from dshweb.core.settings.patchfile import unified_diff
 from dshweb.profiles.forms import ConfigForm, config_form
 from dshweb.profiles.labels import GROUPS, LABELS, OTHER
 from dshweb.profiles.models import PatchRevision
+from dshweb.profiles.pages import (
+    BrokenRow,
+    Config,
+    Conflict,
+    NotFound,
+    NotRestored,
+    Record,
+    Refused,
+    RowPage,
+    Saved,
+    Which,
+)
 from dshweb.profiles.remote import Place, settings_page
-from dshweb.profiles.service import ENGINE_ROWS, NotFound, RowPage
+from dshweb.profiles.service import ENGINE_ROWS
 
 FIXED_HELP = "Set by a !!js expression in the file; edit it there."
 
 
-def _context(place: Place, **values: Any) -> dict[str, Any]:
+def _context(place: Place, **values: object) -> dict[str, object]:
     """A settings page's context: ``settings_home``, the collected home shown, if any
     (its links then stay under ``/homes/<home>/``)."""
     return {"settings_home": place if place.collected else None, **values}
 
 
+def _fields(record: Record) -> dict[str, object]:
+    """A record's fields by name, as a template's context (the record's own values)."""
+    return {name: getattr(record, name) for name in record.__struct_fields__}
+
+
+def _user_id(request: HttpRequest) -> int | None:
+    pk = request.user.pk
+    return pk if isinstance(pk, int) else None
+
+
 @settings_page
 @require_http_methods(["GET"])
 def settings_index(request: HttpRequest, place: Place) -> HttpResponse:
-    return render(request, "settings/index.html", _context(place, **place.ask("index")))
+    page = place.settings.index()
+    return render(request, "settings/index.html", _context(place, **_fields(page)))
 
 
 @settings_page
@@ -57,36 +80,38 @@ def settings_row(request: HttpRequest, place: Place, profile: str, section: str)
         raise NotFound(f"no settings named {section!r}")
     form_class = config_form(schema)
     conflict = None
+    row: RowPage | BrokenRow
     if request.method == "POST":
         form = form_class(request.POST)
         if form.is_valid():
-            outcome = place.ask(
-                "save",
+            outcome = place.settings.save(
                 profile=profile,
                 section=section,
                 config=form.cleaned_data["config"],
                 sha256=form.cleaned_data["sha256"],
                 base_text=form.cleaned_data.get("base_text", ""),
-                user_id=request.user.pk,
+                user_id=_user_id(request),
             )
-            if outcome["saved"]:
-                said = {"section": section, "path": outcome.get("path", "")}
+            if isinstance(outcome, Saved):
+                said = {"section": section, "path": outcome.path}
                 messages.success(request, _("Saved %(section)s in %(path)s.") % said)
                 return HttpResponseRedirect(request.path)
-            row: RowPage = outcome["row"]
-            conflict = outcome.get("conflict")
-            for key, message in outcome.get("errors", {}).items():
-                form.add_error(None if key == NON_FIELD else key, message)
+            row = outcome.row
+            if isinstance(outcome, Conflict):
+                conflict = outcome.diff
+            if isinstance(outcome, Refused):
+                for key, message in outcome.errors.items():
+                    form.add_error(None if key == NON_FIELD else key, message)
         else:
-            row = place.ask("row", profile=profile, section=section)
+            row = place.settings.row(profile, section)
     else:
-        row = place.ask("row", profile=profile, section=section)
-        if "broken" not in row:
+        row = place.settings.row(profile, section)
+        if isinstance(row, RowPage):
             form = form_class(
-                initial={**row["initial"], "sha256": row["sha256"], "base_text": row["base_text"]}
+                initial={**row.initial, "sha256": row.sha256, "base_text": row.base_text}
             )
-    if "broken" in row:
-        context = _context(place, profile=profile, path=row["path"], error=row["broken"])
+    if isinstance(row, BrokenRow):
+        context = _context(place, profile=profile, path=row.path, error=row.problem)
         return render(request, "settings/broken.html", context, status=409)
     return _row_page(request, place, row, form, conflict)
 
@@ -94,7 +119,7 @@ def settings_row(request: HttpRequest, place: Place, profile: str, section: str)
 def _row_page(
     request: HttpRequest, place: Place, row: RowPage, form: ConfigForm, conflict: str | None
 ) -> HttpResponse:
-    for key in row["fixed"]:
+    for key in row.fixed:
         if key in form.fields:
             form.fields[key].disabled = True
             form.fields[key].help_text = FIXED_HELP
@@ -103,12 +128,12 @@ def _row_page(
         "settings/row.html",
         _context(
             place,
-            **row,
+            **_fields(row),
             form=form,
             conflict=conflict,
-            preview=row["section"] == CONTEXT_TRUTH_ID,
-            replay=row["section"] in ENGINE_ROWS,
-            groups=field_groups(row["section"], form, row["sources"]),
+            preview=row.section == CONTEXT_TRUTH_ID,
+            replay=row.section in ENGINE_ROWS,
+            groups=field_groups(row.section, form, row.sources),
             title_is_data=True,  # the row's id and the profile's name
             **first_preview(place, row, form),
             **first_replay(place, row, form),
@@ -116,36 +141,33 @@ def _row_page(
     )
 
 
-def first_replay(place: Place, row: RowPage, form: ConfigForm) -> dict[str, Any]:
+def first_replay(place: Place, row: RowPage, form: ConfigForm) -> dict[str, object]:
     """The replay a page of an engine row opens with: the most recent session under the
     settings as they are (nothing for another row, or while the form shows errors)."""
-    sessions = row.get("sessions") or []
-    if row["section"] not in ENGINE_ROWS or not sessions or form.errors:
+    if row.section not in ENGINE_ROWS or not row.sessions or form.errors:
         return {}
-    config = dict(row.get("initial") or {})  # the engine's or the pruner's, as shown
-    return dict(
-        place.ask(
-            "replay",
-            profile=row["profile"],
-            section=row["section"],
-            config=config,
-            session_id=sessions[0]["session_id"],
-            pruner=None,
-        )
+    shown = place.settings.replay(
+        profile=row.profile,
+        section=row.section,
+        config=row.initial,  # the engine's or the pruner's, as shown
+        session_id=row.sessions[0].session_id,
+        pruner=None,
     )
+    return _fields(shown)
 
 
-def first_preview(place: Place, row: RowPage, form: ConfigForm) -> dict[str, Any]:
+def first_preview(place: Place, row: RowPage, form: ConfigForm) -> dict[str, object]:
     """The preview a page of the ``context-truth`` row opens with: the line for the most
     recent session under the settings as they are (nothing for another row, or while the
     form shows errors)."""
-    sessions = row.get("sessions") or []
-    if row["section"] != CONTEXT_TRUTH_ID or not sessions or form.errors:
+    if row.section != CONTEXT_TRUTH_ID or not row.sessions or form.errors:
         return {}
     lines_of = {spec.key for spec in CONTEXT_TRUTH_SCHEMA.fields if spec.kind is not Kind.STRINGS}
-    config = {key: value for key, value in (row.get("initial") or {}).items() if key in lines_of}
-    session_id = sessions[0]["session_id"]
-    return dict(place.ask("preview", profile=row["profile"], config=config, session_id=session_id))
+    config: Config = {key: value for key, value in row.initial.items() if key in lines_of}
+    shown = place.settings.preview(
+        profile=row.profile, config=config, session_id=row.sessions[0].session_id
+    )
+    return _fields(shown)
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,14 +210,13 @@ def settings_preview(request: HttpRequest, place: Place, profile: str) -> HttpRe
     """The occupancy line for one session under the settings as typed (htmx)."""
     form = config_form(CONTEXT_TRUTH_SCHEMA)(request.POST)
     form.is_valid()
-    shown = place.ask(
-        "preview",
+    shown = place.settings.preview(
         profile=profile,
         config=dict(form.cleaned_data.get("config") or {}),
         session_id=request.POST.get("session", ""),
     )
-    errors = {**form.errors, **shown["errors"]}
-    return render(request, "settings/_preview.html", {**shown, "errors": errors})
+    errors = {**form.errors, **shown.errors}
+    return render(request, "settings/_preview.html", {**_fields(shown), "errors": errors})
 
 
 @settings_page
@@ -209,21 +230,20 @@ def settings_replay(request: HttpRequest, place: Place, profile: str, section: s
     if not form.is_valid():  # replay nothing the engine would refuse to run
         return render(request, "settings/_replay.html", {"errors": form.errors})
     pruner = {"on": True, "off": False}.get(request.POST.get("pruner", ""))
-    shown = place.ask(
-        "replay",
+    shown = place.settings.replay(
         profile=profile,
         section=section,
         config=dict(form.cleaned_data.get("config") or {}),
         session_id=request.POST.get("session", ""),
         pruner=pruner,
     )
-    return render(request, "settings/_replay.html", shown)
+    return render(request, "settings/_replay.html", _fields(shown))
 
 
 @settings_page
 @require_http_methods(["GET"])
 def settings_history(request: HttpRequest, place: Place, profile: str) -> HttpResponse:
-    if profile not in place.ask("profiles"):
+    if profile not in place.settings.profiles():
         raise NotFound(f"no profile {profile!r} in {place.name}")
     revisions = PatchRevision.objects.filter(home=place.name, profile=profile)
     revisions = revisions.select_related("user")[:100]
@@ -238,19 +258,21 @@ def settings_history(request: HttpRequest, place: Place, profile: str) -> HttpRe
 @settings_page
 @require_POST
 def settings_restore(request: HttpRequest, place: Place, revision_id: int) -> HttpResponse:
-    which = "before" if request.POST.get("which") == "before" else "after"
-    restored = place.ask("restore", revision_id=revision_id, which=which, user_id=request.user.pk)
-    if restored["error"]:
-        messages.error(request, _("Not restored: %(error)s") % {"error": restored["error"]})
+    which: Which = "before" if request.POST.get("which") == "before" else "after"
+    restored = place.settings.restore(
+        revision_id=revision_id, which=which, user_id=_user_id(request)
+    )
+    if isinstance(restored, NotRestored):
+        messages.error(request, _("Not restored: %(error)s") % {"error": restored.error})
     else:
-        said = {"path": restored.get("path", "")}
+        said = {"path": restored.path}
         messages.success(
             request,
             _("Restored %(path)s as it was before that save.") % said
-            if restored.get("which") == "before"
+            if restored.which == "before"
             else _("Restored %(path)s as it was after that save.") % said,
         )
-    return HttpResponseRedirect(place.url("settings-history", restored["profile"]))
+    return HttpResponseRedirect(place.url("settings-history", restored.profile))
 
 
 def diff_lines(diff: str) -> list[tuple[str, str]]:
