@@ -350,6 +350,32 @@ def test_a_collected_homes_settings_say_why_they_cannot_be_reached(
     assert plain.get("/homes/h/settings/").status_code == 403
 
 
+def test_a_collected_homes_answer_of_another_shape_is_a_page_saying_so(
+    tmp_path: Path, off: None, user_client: Client
+) -> None:
+    """A collector of another version (or anything else on its channel) answering what the
+    settings protocol does not say: the page says what it could not read, and where."""
+    _collect(tmp_path)
+    answers = {
+        "/homes/h/settings/": ({"data": ["sdk"]}, "Expected `object`, got `array` - at `$.data`"),
+        "/homes/h/settings/sdk/context-truth/": (
+            {"data": {"kind": "row", "profile": "sdk"}},
+            "Object missing required field `section` - at `$.data`",
+        ),
+        "/homes/h/settings/sdk/history/": (
+            {"data": "sdk"},
+            "Expected `array`, got `str` - at `$.data`",
+        ),
+    }
+    for url, (reply, said) in answers.items():
+        with mock.patch.object(remote_settings, "ask_collector", return_value=reply):
+            page = user_client.get(url)
+        text = page.content.decode()
+        assert page.status_code == 502, url
+        assert 'id="settings-unanswered"' in text and said in text, text[-2000:]
+        assert "answered in a form this dshweb cannot read" in text
+
+
 def test_a_press_with_no_collector_running_fails_at_once_with_the_reason(
     tmp_path: Path, off: None, user_client: Client, django_user_model: Any
 ) -> None:
