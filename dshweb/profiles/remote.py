@@ -165,9 +165,8 @@ class CollectedHome:
         try:
             return read_answer(reply.get("data"), shape)
         except Malformed as problem:
-            log.warning(
-                "the collector of %s answered %r unreadably: %s", self.name, question, problem
-            )
+            verb = question_message(question)["verb"]
+            log.warning("the collector of %s answered %r unreadably: %s", self.name, verb, problem)
             reason = _(
                 "The collector of %(home)s answered in a form this dshweb cannot read "
                 "(%(problem)s): is it another version of dshweb? Run the same version on both."
