@@ -403,7 +403,7 @@ def test_a_rewritten_prefix_is_billed_as_the_models_price_bills_it(
     slot = (model, provider, *clock(int(at.timestamp() * 1000)))
     cost = FoldCost(rewritten=5_000, rewrite=slot, not_resent=((slot, 3),))
     priced = PriceBook().fold(cost, None, 4_000)
-    assert priced is not None and not priced.unpriced and priced.requests_after == 3
+    assert not priced.unpriced and priced.requests_after == 3
     if bucket is None:
         assert (priced.rewrite, priced.not_resent, priced.cost) == (0.0, 0.0, 0.0)
         return
@@ -422,7 +422,7 @@ def test_a_fold_on_a_model_without_a_price_is_unknown_not_free() -> None:
     slot = ("deepseek-flash", "deepseek-official", False, 40)
     cost = FoldCost(summary=slot, rewritten=5_000, rewrite=slot, not_resent=((slot, 2),))
     priced = PriceBook().fold(cost, Usage(100, 10, 900, 0), 4_000)
-    assert priced is not None and priced.unpriced
+    assert priced.unpriced
     assert (priced.summary, priced.rewrite, priced.not_resent, priced.cost, priced.net) == (
         None,
         None,

@@ -21,11 +21,11 @@ from typing import Any, cast
 import pytest
 import pytest_asyncio
 from django.http import StreamingHttpResponse
+from django.http.response import HttpResponseBase
 from django.template.loader import render_to_string
 from django.test import AsyncClient, Client
 
 from dshweb.core.fold.cost import PriceBook
-from dshweb.core.fold.folds import CompactCommand
 from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
@@ -80,7 +80,9 @@ def _objects(columns: tuple[str, ...], rows: Iterator[tuple[Value, ...]]) -> lis
 
 
 async def _download(client: AsyncClient, path: str) -> tuple[Any, list[bytes]]:
-    response = await client.get(path)
+    # django-stubs type every test-client response as an HttpResponse; a download is
+    # a StreamingHttpResponse, which only the base type leaves room for.
+    response: HttpResponseBase = await client.get(path)
     assert response.status_code == 200, response
     assert isinstance(response, StreamingHttpResponse) and response.is_async
     chunks = [chunk async for chunk in cast(AsyncIterator[bytes], response.streaming_content)]
@@ -281,4 +283,4 @@ def test_refused_commands_are_bounded(home: Path) -> None:
     seqs = [int(s) for s in re.findall(r'<li data-seq="(\d+)"', html)]
     assert seqs == [refused.seq + n for n in range(11, 6, -1)]
     assert 'data-more="7"' in html and "7 older" in html
-    assert isinstance(many[0], CompactCommand) and f'data-refused="{len(many)}"' in html
+    assert f'data-refused="{len(many)}"' in html

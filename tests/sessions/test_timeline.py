@@ -177,7 +177,7 @@ def test_the_big_session_is_drawn_at_a_fixed_size() -> None:
     ledger: Ledger = max(index.snapshots(), key=lambda s: len(s.ledger.points)).ledger
     _assert_drawn_keeps_every_column(ledger.points)
     chart = timeline_chart(ledger)
-    assert chart is not None and chart.drawn <= 2 * CHART_WIDTH
+    assert chart.drawn <= 2 * CHART_WIDTH
     _assert_markers_count_every_fold_once(chart, ledger.folds)
 
 

@@ -54,8 +54,7 @@ class Command(BaseCommand):
         key = config.secret_key_path
         if key is not None and create_secret_key(key) and verbosity >= 2:
             self.stdout.write(f"dshweb: a new secret key is kept in {key}")
-        if settings.STATIC_ROOT:
-            Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
+        settings.STATIC_ROOT.mkdir(parents=True, exist_ok=True)
         try:
             call_command("migrate", interactive=False, verbosity=max(0, verbosity - 1))
         except DatabaseError as error:  # cannot connect (a timeout), not a database file
