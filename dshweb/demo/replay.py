@@ -148,13 +148,13 @@ def load_recording(
         header = {**header, "id": session_id}
     header_text = _dumps(header)
     texts = [header_text, *(chunk.text for chunk in chunks[1:])]
-    datas = [_compress(header_text)]
-    datas.extend(source[chunk.offset : chunk.end] for chunk in chunks[1:])
+    compressed = [_compress(header_text)]
+    compressed.extend(source[chunk.offset : chunk.end] for chunk in chunks[1:])
     times = [None, *(_last_time(text) for text in texts[1:])]
     delays = frame_delays(times, max_delay=max_delay)
     frames = tuple(
         ReplayFrame(data, text, t, delay)
-        for data, text, t, delay in zip(datas, texts, _carry(times), delays, strict=True)
+        for data, text, t, delay in zip(compressed, texts, _carry(times), delays, strict=True)
     )
     return Recording(header, frames)
 

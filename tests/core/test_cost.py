@@ -155,7 +155,7 @@ def registry_total(log: SessionLog) -> tuple[float | None, bool]:
 
 
 @pytest.mark.parametrize("home", HOMES, ids=[h.name for h in HOMES])
-def test_a_sessions_cost_is_the_registrys_over_its_requests_and_summaries(home: Path) -> None:
+def test_a_sessions_cost_is_the_registry_price_of_its_requests_and_summaries(home: Path) -> None:
     book = PriceBook()
     logs = session_logs(home)
     for session_id, snap in snapshots(home).items():
@@ -290,7 +290,7 @@ def test_a_model_priced_as_another_is_priced_by_that_entry_and_says_so() -> None
     assert row.price.effective_date == registry.REGISTRY["deepseek-v4-flash"].effective_date
 
 
-def test_the_billing_clock_follows_the_registrys_weekend_rule() -> None:
+def test_the_billing_clock_follows_the_registry_weekend_rule() -> None:
     def ms(text: str) -> int:
         return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() * 1000)
 
