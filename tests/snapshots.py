@@ -99,6 +99,12 @@ LIVE_PART_IDS = (
 """The ids of a session page's live parts, in page order (what its socket replaces)."""
 
 
+def squeezed(html: str) -> str:
+    """``html`` with each run of white space as one space: what a page says, whatever the
+    line breaks and indentation of its templates (tests/site/test_template_layout.py)."""
+    return " ".join(html.split())
+
+
 def data_attributes(page: str, element_id: str) -> dict[str, str]:
     """The ``data-*`` attributes of the element of ``page`` with id ``element_id``."""
     tag = re.search(rf'<[a-z]+[^>]*\bid="{element_id}"[^>]*>', page, re.S)

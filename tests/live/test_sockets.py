@@ -142,7 +142,7 @@ def _ring_used(html: str) -> str:
 
 
 def _row_ids(html: str) -> list[str]:
-    return re.findall(r'<li id="row-[^"]*" [^>]*?data-session-id="([^"]*)"', html)
+    return re.findall(r'<li id="row-[^"]*"\s[^>]*?data-session-id="([^"]*)"', html)
 
 
 def _attr(html: str, element_id: str, name: str) -> str:
@@ -626,7 +626,7 @@ async def test_a_fold_that_lands_is_noted_and_announced(
         await asyncio.sleep(0.01)
     said = await _receive_until(page, lambda html: "Folded just now" in (_announced(html) or ""))
     note = re.search(
-        r'<p class="fold-landed" id="fold-note" data-fold-seq="(\d+)" '
+        r'<p class="fold-landed" id="fold-note" data-fold-seq="(\d+)"\s+'
         r'data-before="(\d+)" data-after="(\d+)">([^<]*)</p>',
         said,
     )

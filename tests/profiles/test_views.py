@@ -37,6 +37,7 @@ from dshweb.profiles import patches
 from dshweb.profiles.forms import initial_values
 from dshweb.profiles.models import PatchRevision
 from tests.conftest import FIXTURE_HOMES
+from tests.snapshots import squeezed
 
 pytestmark = pytest.mark.django_db
 
@@ -314,7 +315,7 @@ def test_initial_values_show_lists_as_lines() -> None:
 @pytest.mark.dsh
 @needs_dsh
 def test_each_value_says_where_it_comes_from(home: Path, staff: Client) -> None:
-    page = staff.get("/settings/sdk/compaction-basic/").content.decode()
+    page = squeezed(staff.get("/settings/sdk/compaction-basic/").content.decode())
     profile_patch = 'data-source-of="thresholdRatio">Now from <span translate="no">profile patch'
     assert profile_patch in page
     assert 'data-source-of="retainRatio"' not in page  # a default says nothing
@@ -332,7 +333,7 @@ def test_dump_config_runs_again_only_when_a_patch_file_changed(
 
     monkeypatch.setattr("dshweb.profiles.composed.dump_config", counted)
     for _ in range(3):
-        page = staff.get("/settings/sdk/compaction-basic/").content.decode()
+        page = squeezed(staff.get("/settings/sdk/compaction-basic/").content.decode())
         assert 'data-source-of="thresholdRatio">Now from <span translate="no">profile patch' in page
     assert runs == ["sdk"]  # three GETs, one run
     url = "/settings/sdk/compaction-basic/"
@@ -348,7 +349,7 @@ def test_without_dsh_sources_come_from_the_visible_file(
 ) -> None:
     monkeypatch.setattr(patches, "find_dsh", lambda: None)
     monkeypatch.setattr("dshweb.profiles.service.find_dsh", lambda: None)
-    page = staff.get("/settings/sdk/compaction-basic/").content.decode()
+    page = squeezed(staff.get("/settings/sdk/compaction-basic/").content.decode())
     assert (
         'data-source-of="headroomTokens">Now from <span translate="no">profile patch '
         "profiles/sdk/cordis.patch.yml</span>" in page

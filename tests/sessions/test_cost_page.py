@@ -20,7 +20,7 @@ from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
 from tests.api.test_v1 import signed_in
 from tests.conftest import FIXTURE_HOMES
-from tests.snapshots import data_attributes
+from tests.snapshots import data_attributes, squeezed
 
 
 def _home(name: str, tmp_path: Path, settings: Any, **config: str) -> Path:
@@ -66,7 +66,7 @@ def test_a_session_on_a_priced_and_an_unpriced_model_shows_both_and_never_zero(
     folds = {f.seq: f for f in shot.ledger.folds}
     priced_rows = re.findall(
         r'<tr data-kind="[a-z]+" data-seq="(\d+)"[^>]*'
-        r'data-cost-usd="([^"]+)" data-saved-usd="([^"]*)"',
+        r'data-cost-usd="([^"]+)"\s+data-saved-usd="([^"]*)"',
         page,
         re.S,
     )
@@ -83,10 +83,10 @@ def test_a_session_on_a_priced_and_an_unpriced_model_shows_both_and_never_zero(
 
     listing = client.get("/").content.decode()
     (row_cost,) = re.findall(
-        r'<span class="cost" data-usd="([^"]*)" data-unpriced="([^"]*)"', listing
+        r'<span class="cost" data-usd="([^"]*)"\s+data-unpriced="([^"]*)"', listing
     )
     assert row_cost == (repr(total), "true")
-    assert "deepseek-flash</span> price unknown" in listing
+    assert "deepseek-flash</span> price unknown" in squeezed(listing)
 
     detail = client.get(f"/api/v1/homes/local/sessions/{shot.session_id}").json()
     assert detail["cost"]["totalUsd"] == total and detail["costUsd"] == total
@@ -175,9 +175,9 @@ def test_a_session_on_a_model_without_a_price_says_so_once(
     client, _ = signed_in()
     listing = client.get("/").content.decode()
     (row,) = re.findall(
-        r'<span class="cost" data-usd="([^"]*)" data-unpriced="([^"]*)">([^<]*)', listing
+        r'<span class="cost" data-usd="([^"]*)"\s+data-unpriced="([^"]*)">([^<]*)', listing
     )
-    assert row == ("", "true", "cost unknown")
+    assert (row[0], row[1], row[2].strip()) == ("", "true", "cost unknown")
     page = client.get(f"/homes/local/sessions/{shot.session_id}/").content.decode()
     assert data_attributes(page, "session-cost") == {"data-total-usd": "", "data-unpriced": "true"}
     assert "no model of this session has a price in the registry" in page

@@ -19,6 +19,7 @@ from dshweb.core.fold.index import HomeIndex
 from dshweb.core.profile.effective import SettingsSource
 from tests.api.test_v1 import signed_in
 from tests.conftest import FIXTURE_HOMES
+from tests.snapshots import data_attributes, squeezed
 
 POINTS = {"standard": 12_000, "minimal": 9_600}
 HOME = FIXTURE_HOMES / "web-presets"
@@ -70,8 +71,9 @@ def test_the_page_the_api_and_dsh_snapshot_name_the_preset(home: Path) -> None:
         session_id = f"web-presets-{preset}"
         page = client.get(f"/homes/local/sessions/{session_id}/").content.decode()
         assert f'data-threshold="{point}"' in page
-        assert f'id="settings-from" data-profile="web" data-preset="{preset}"' in page
-        assert f'agent preset <code translate="no">{preset}</code>' in page
+        said = data_attributes(page, "settings-from")
+        assert (said["data-profile"], said["data-preset"]) == ("web", preset)
+        assert f'agent preset <code translate="no">{preset}</code>' in squeezed(page)
         api = json.loads(client.get(f"/api/v1/homes/local/sessions/{session_id}").content)
         assert api["thresholdTokens"] == point
         assert api["compaction"]["settingsFrom"] == {"profile": "web", "preset": preset}

@@ -28,16 +28,17 @@ HOLE = "\x00"
 
 
 def _outside_translation(source: str) -> str:
-    """The template's text with every tag, variable, comment and translated text replaced
-    by :data:`HOLE` (a tag with spaces around it)."""
+    """The template's text with every tag, variable, comment (``{# #}`` or a
+    ``{% comment %}`` block) and translated text replaced by :data:`HOLE` (a tag with
+    spaces around it)."""
     kept: list[str] = []
     inside = 0
     for token in Lexer(source).tokenize():
         if token.token_type is TokenType.BLOCK:
             name = token.contents.split()[0]
-            if name in ("blocktranslate", "blocktrans"):
+            if name in ("blocktranslate", "blocktrans", "comment"):
                 inside += 1
-            elif name in ("endblocktranslate", "endblocktrans"):
+            elif name in ("endblocktranslate", "endblocktrans", "endcomment"):
                 inside -= 1
             kept.append(f" {HOLE} ")  # inside a tag too: <span{% if … %} class="warn"{% endif %}>
         elif token.token_type is TokenType.TEXT and not inside:
@@ -103,6 +104,7 @@ def test_the_check_finds_words_outside_the_tags() -> None:
         '<p>{% translate "Fine" %} <code>/compact</code> CSV</p>'
         "{% blocktranslate %}Also {{ fine }}{% endblocktranslate %}"
         "<button aria-label=\"{% translate 'Close' %}\">×</button>{# a note #}"
+        "{% comment %}\n  A longer note, on lines of its own\n{% endcomment %}"
         "<script>const words = 'not read';</script>"
     )
     assert untranslated_words(source) == ["Hover", "me", "Hello"]
