@@ -1,7 +1,7 @@
 """The house keeps its plan: an import inside a function that reaches into another app
 hides a dependency the import contracts ([tool.importlinter]) would otherwise see, so
 there is none, except in an app's ``ready()``, where Django wants its registrations.
-(``lint-imports`` in ``scripts/test`` checks the layers themselves.)"""
+(``lint-imports``, a pre-commit hook ``scripts/test`` runs, checks the layers themselves.)"""
 
 from __future__ import annotations
 

@@ -75,9 +75,9 @@ def _djade() -> str:
 def test_templates_are_formatted_by_djade() -> None:
     """djade --check, with the arguments of the pre-commit hook, changes no template."""
     entry = shlex.split(_hook("djade")["entry"])
-    assert entry[0] == "djade" and "--check" in entry
+    assert entry[:2] == ["scripts/pre-commit-tool", "djade"] and "--check" in entry
     result = subprocess.run(
-        [_djade(), *entry[1:], *(str(p) for p in TEMPLATES)],
+        [_djade(), *entry[2:], *(str(p) for p in TEMPLATES)],
         cwd=REPO,
         capture_output=True,
         text=True,
