@@ -5,9 +5,10 @@ Hypothesis builds logs from events shaped like DSH's (and not: unknown types, wr
 types, huge and non-finite numbers, lone surrogates, deep nesting, invalid UTF-8, lines
 without their newline, torn, corrupt and garbage frames, plain ``.jsonl``), writes them
 into a real home beside a good session, and asks the real views for the sessions list
-and each session's page. The run is bounded (150 examples; ``DSHWEB_FUZZ_EXAMPLES`` asks
-for more); the inputs that once broke something stay in ``tests/fuzz-corpus/`` and are
-replayed on every run.
+and each session's page. The run is bounded (150 examples, half of them plain logs and
+half compressed, each half a test of its own; ``DSHWEB_FUZZ_EXAMPLES`` asks for more); the
+inputs that once broke something stay in ``tests/fuzz-corpus/`` and are replayed on every
+run.
 """
 
 from __future__ import annotations
@@ -137,8 +138,8 @@ def _line(event: dict[str, Any]) -> bytes:
 
 
 @st.composite
-def logs(draw: st.DrawFn) -> tuple[bytes, bool]:
-    """A whole log file's bytes, and whether it is compressed."""
+def logs(draw: st.DrawFn, compressed: bool) -> bytes:
+    """A whole log file's bytes, compressed or plain."""
     header = {"type": "session", "version": 4, "id": "fz", "createdAt": 1, "cwd": "/w"}
     if draw(st.booleans()):
         header = {**header, **draw(st.dictionaries(st.sampled_from(list(header)), values))}
@@ -158,10 +159,8 @@ def logs(draw: st.DrawFn) -> tuple[bytes, bool]:
         elif mutation == "blank":
             line = b""
         lines.append(line)
-    compressed = draw(st.booleans())
     if not compressed:
-        body = b"\n".join(lines) + draw(st.sampled_from([b"\n", b""]))
-        return body, False
+        return b"\n".join(lines) + draw(st.sampled_from([b"\n", b""]))
     frames: list[bytes] = []
     rest = lines
     while rest:
@@ -178,7 +177,7 @@ def logs(draw: st.DrawFn) -> tuple[bytes, bool]:
         body = body[:at] + bytes([body[at] ^ 0x5A]) + body[at + 1 :]
     elif tail == "garbage":
         body += b"garbage, not a frame"
-    return body, True
+    return body
 
 
 # -- the home and the pages ----------------------------------------------------------
@@ -212,11 +211,13 @@ def _every_page_answers(client: Client, home: Path, body: bytes, compressed: boo
     listing.content.decode("utf-8")  # strict: every byte of the page is valid UTF-8
     ids = [shot.session_id for shot in home_view().snapshots]
     assert GOOD in ids, "a bad session hid the good one"
+    pages = {}
     for session_id in ids:
         page = client.get(f"/homes/local/sessions/{quote(session_id, safe='')}/")
         assert page.status_code in (200, 404), (session_id, page.status_code)
         page.content.decode("utf-8")
-    good = client.get(f"/homes/local/sessions/{GOOD}/")
+        pages[session_id] = page
+    good = pages[GOOD]
     assert good.status_code == 200 and b'data-count="0"' in good.content
     shot = home_view().session("fz")
     if shot is not None:
@@ -224,24 +225,34 @@ def _every_page_answers(client: Client, home: Path, body: bytes, compressed: boo
         json.dumps(shot.as_json(), ensure_ascii=False).encode("utf-8")
 
 
-@pytest.mark.django_db
-@settings(
-    max_examples=int(os.environ.get("DSHWEB_FUZZ_EXAMPLES", "150")),
+fuzzed = settings(
+    max_examples=int(os.environ.get("DSHWEB_FUZZ_EXAMPLES", "150")) // 2,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(log=logs())
+"""Half the examples for each form of the log: two tests, which two workers can run."""
+
+
+@pytest.mark.django_db
+@fuzzed
+@given(log=logs(compressed=False))
 @example(
-    log=(
-        b'{"type":"session","id":"fz"}\n{"type":"session/title","seq":0,"data":{"title":"\\ud800"}}\n',
-        False,
-    )
+    log=b'{"type":"session","id":"fz"}\n{"type":"session/title","seq":0,"data":{"title":"\\ud800"}}\n'
 )
-def test_whatever_one_log_holds_every_page_answers(
-    viewer: Client, fuzz_home: Path, log: tuple[bytes, bool]
+def test_whatever_one_plain_log_holds_every_page_answers(
+    viewer: Client, fuzz_home: Path, log: bytes
 ) -> None:
-    _every_page_answers(viewer, fuzz_home, *log)
+    _every_page_answers(viewer, fuzz_home, log, False)
+
+
+@pytest.mark.django_db
+@fuzzed
+@given(log=logs(compressed=True))
+def test_whatever_one_compressed_log_holds_every_page_answers(
+    viewer: Client, fuzz_home: Path, log: bytes
+) -> None:
+    _every_page_answers(viewer, fuzz_home, log, True)
 
 
 def _corpus() -> list[Path]:
