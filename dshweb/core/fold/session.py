@@ -199,9 +199,12 @@ class SessionTracker:
 
     @property
     def session_id(self) -> str:
+        """The header's ``id``; the folder's name when the header names none a page can
+        link to (not a string, empty, or with a line break, which a URL path stops at)."""
         value = self.header.get("id")
-        # An empty id names nothing (no page can be addressed by it): the folder's name.
-        return value if isinstance(value, str) and value else self.log.session_dir.name
+        if isinstance(value, str) and value and "\n" not in value:
+            return value
+        return self.log.session_dir.name
 
     @property
     def preset(self) -> str | None:
