@@ -538,14 +538,14 @@ def _rendered(name: str) -> str:
 def test_partials_show_each_fold() -> None:
     html = _rendered("web-driven")
     assert '<section class="card wide" id="ledger"' in html
-    assert re.search(r'<figure [^>]*id="timeline" data-points="(\d+)"', html)
+    assert re.search(r'<figure [^>]*id="timeline"\s+data-points="(\d+)"', html)
     assert html.count('data-kind="manual" data-seq="78"') == 2  # ledger row and chart marker
     assert "Compacted 18 history items (~2100 tokens)." in html
     assert "Compaction is unavailable because this process" in html
     html = _rendered("auto-compact")
     assert html.count('<tr data-kind="automatic"') == 3
     assert 'class="timeline-threshold"' in html
-    points = re.search(r'id="timeline" data-points="(\d+)"', html)
+    points = re.search(r'id="timeline"\s+data-points="(\d+)"', html)
     assert points is not None and int(points[1]) > 3
 
 
