@@ -30,6 +30,7 @@ from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.known import UNKNOWN, Known
 from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.fold.point import InferredPoint, point_known
+from dshweb.core.fold.session import SessionTracker, take_snapshot
 from dshweb.core.log.home import session_logs
 from dshweb.core.log.wire import StepStart, ToolResult
 from tests.conftest import FIXTURE_HOMES
@@ -489,8 +490,6 @@ def test_after_its_first_step_a_session_has_a_point_and_a_forecast_with_sources(
     (its own steps alone: no other session of the home lends it a pace), both forecasts
     say how many steps, or that the session does not grow; each names the point it went
     by and its source, and whose pace."""
-    from dshweb.core.fold.session import SessionTracker, take_snapshot
-
     index = HomeIndex(home)
     index.refresh()
     checked = 0
