@@ -4,7 +4,7 @@ The server is prepared as ``scripts/start`` prepares it (``umask 077``; ``manage
 migrate``, ``collectstatic`` and ``dshweb_bootstrap``; the benchmark's user made with
 ``createsuperuser --noinput`` first, so the bootstrap has nothing to do) and run as
 ``python -m daphne -b 127.0.0.1 -p PORT dshweb.asgi:application`` by the tests' own
-:class:`~tests.child_server.ChildServer`, from ``tree``: this
+:class:`~tests.support.child_server.ChildServer`, from ``tree``: this
 checkout by default, or another source tree (e.g. ``git archive HEAD | tar -x -C DIR``
 to measure a commit while the work tree changes under you). Its output goes to
 ``server.log`` in its data folder, whose tail is printed when it fails.
@@ -33,8 +33,8 @@ from pathlib import Path
 import websockets
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))  # the server helper the tests share: tests/child_server.py
-from tests.child_server import HOST, ChildServer, ServerError, free_port  # noqa: E402
+sys.path.insert(0, str(REPO))  # the server helper the tests share: tests/support/child_server.py
+from tests.support.child_server import HOST, ChildServer, ServerError, free_port  # noqa: E402
 
 __all__ = ["HOST", "BenchError", "Server", "free_port", "percentile", "wait_complete", "ws_headers"]
 
@@ -80,7 +80,7 @@ class Response:
 
 @dataclass(slots=True)
 class Server(ChildServer):
-    """A :class:`~tests.child_server.ChildServer` (the tests' own) with the benchmark's
+    """A :class:`~tests.support.child_server.ChildServer` (the tests' own) with the benchmark's
     user, its session cookie and a timed client."""
 
     umask: int = 0o077

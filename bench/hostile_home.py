@@ -1,6 +1,6 @@
 """How a real ``dshweb serve`` copes with a hostile file at every path it reads (issue 47).
 
-For each kind of hostile file (tests/hostile_homes.py: FIFO, device, link to an endless
+For each kind of hostile file (tests/support/hostile_homes.py: FIFO, device, link to an endless
 file, huge file, unreadable file and folder), a home with that kind at every file the
 server reads beside two sessions that are fine; a real server (``manage.py dshweb_serve``)
 from this checkout and, with ``--baseline TREE``, from another source tree (e.g. ``git
@@ -28,11 +28,11 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-from tests.browser.server import DshwebServer  # noqa: E402
 from tests.conftest import FIXTURE_HOMES  # noqa: E402
-from tests.hostile_homes import GOOD_SESSIONS, KINDS, Kind, hostile_home, release  # noqa: E402
-from tests.unprivileged import without_reading_rights  # noqa: E402
-from tests.visitor import Visitor  # noqa: E402
+from tests.support.hostile_homes import GOOD_SESSIONS, KINDS, Kind, hostile_home, release  # noqa: E402
+from tests.support.server import DshwebServer  # noqa: E402
+from tests.support.unprivileged import without_reading_rights  # noqa: E402
+from tests.support.visitor import Visitor  # noqa: E402
 
 LIST_BOUND = 30.0
 SETTINGS_BOUND = 10.0

@@ -6,7 +6,7 @@ Usage: python bench/inferred_point.py [HOMES_DIR]   (default: ``tests/fixtures/h
 The ``hidden-*`` fixture sessions ran under points drawn at random when they were made,
 given to DSH only as ``--patch`` (the manifest keeps them); the small-window sessions
 under 12,000 from their profile, judged here as if it were hidden. Each log is folded
-event by event as the dashboard folds it (``tests/inferred.py``), checking the range
+event by event as the dashboard folds it (``tests/support/inferred.py``), checking the range
 after every event. It prints one line per session, one per shape, and ends with
 ``held=`` (sessions whose range held the point after every event), ``narrow=``
 (hidden-point sessions within 1% of the point once five folds had happened) and the
@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.inferred import (  # noqa: E402
+from tests.support.inferred import (  # noqa: E402
     FIXTURE_HOMES,
     FOLDS_BEFORE_NARROW,
     NARROW,

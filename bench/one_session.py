@@ -10,7 +10,7 @@ from pathlib import Path
 
 from dshweb.core.log.home import LogFile, session_logs
 from dshweb.core.log.wire import AnyEvent
-from tests.inferred import events_of
+from tests.support.inferred import events_of
 
 REPO = Path(__file__).resolve().parent.parent
 LARGEST_FIXTURE = REPO / "tests" / "fixtures" / "homes" / "prune-heavy"

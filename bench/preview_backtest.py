@@ -4,7 +4,7 @@ before each pass of the engine's check come?
 Usage: python bench/preview_backtest.py [HOME ...]   (default: every fixture home in
 ``tests/fixtures/homes``, written by the real DSH runtime)
 
-Each session is walked event by event (:mod:`tests.previewed`); before every pass of the
+Each session is walked event by event (:mod:`tests.support.previewed`); before every pass of the
 engine's check (a pre-step that pruned or compacted) it takes the preview the dashboard
 would show then, with only what dshweb can know, and compares it with what the engine
 did: the results it cut, whether a summary followed, its range and shadowed tokens. Each
@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.previewed import judge_home  # noqa: E402
+from tests.support.previewed import judge_home  # noqa: E402
 
 FIXTURES = REPO / "tests" / "fixtures" / "homes"
 MIN_PASSES = 100

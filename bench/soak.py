@@ -10,7 +10,7 @@ What runs (everything on 127.0.0.1, every loop bounded by the run's deadline):
   to as DSH appends: one whole zstd frame per write, ``fsync``ed, a step per frame (the
   user's message, the answer with its usage, ``step/end``) and an automatic compaction
   every ``--fold-every`` steps, each session at ``--rate`` frames per second
-  (jittered). The event shapes are those of :mod:`tests.foldlog` (the real runtime's);
+  (jittered). The event shapes are those of :mod:`tests.support.foldlog` (the real runtime's);
   the sessions grow for the whole run, so what dshweb keeps per session is seen to
   stay bounded or not;
 - ``--session-sockets`` (10) session sockets and ``--list-sockets`` (2) list sockets,
@@ -56,8 +56,8 @@ from bench_server import HOST, Server  # noqa: E402
 from websockets.sync.client import connect  # noqa: E402
 from websockets.typing import Origin  # noqa: E402
 
-from tests.foldlog import _answer, _fold, user_message  # noqa: E402
-from tests.logbuilder import event, frame, header  # noqa: E402
+from tests.support.foldlog import _answer, _fold, user_message  # noqa: E402
+from tests.support.logbuilder import event, frame, header  # noqa: E402
 
 PROJECT = "--soak--"
 METRICS_TOKEN = "soak-metrics-token-not-secret"

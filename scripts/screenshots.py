@@ -21,7 +21,7 @@ from playwright.sync_api import Page, sync_playwright
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.browser.server import DshwebServer, sign_in  # noqa: E402
+from tests.support.server import DshwebServer, sign_in  # noqa: E402
 
 IMAGES = REPO / "docs" / "images"
 CHROMIUM = Path(os.environ.get("DSHWEB_CHROMIUM") or "/usr/bin/chromium")

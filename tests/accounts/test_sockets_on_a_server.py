@@ -20,11 +20,11 @@ from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Origin
 
 from dshweb.accounts.socket_logins import CHECK_EVERY
-from tests.browser.server import DshwebServer, ServerError
 from tests.collect.test_shared_stores import stores, workers
 from tests.conftest import FIXTURE_HOMES
 from tests.sessions.test_hostile_clients import manage_shell
-from tests.visitor import Visitor, form_fields
+from tests.support.server import DshwebServer, ServerError
+from tests.support.visitor import Visitor, form_fields
 
 __all__ = ["stores", "workers"]  # the fixtures: two web workers on PostgreSQL and Redis
 

@@ -37,10 +37,10 @@ from dshweb.live import timing
 from dshweb.live.hub import HomeChange, HomeView, SessionView
 from dshweb.live.publisher import stop_publisher
 from dshweb.live.service import current_hub
-from tests.alert_receivers import first_look_line, smtp_server, webhook_receiver
 from tests.conftest import FIXTURE_HOMES
-from tests.logbuilder import frames_of
-from tests.snapshots import fixture_snapshot
+from tests.support.alert_receivers import first_look_line, smtp_server, webhook_receiver
+from tests.support.logbuilder import frames_of
+from tests.support.snapshots import fixture_snapshot
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

@@ -23,15 +23,15 @@ from typing import Any
 import pytest
 
 from dshweb.live import timing
-from tests.alert_receivers import (
+from tests.alerts.test_hostile_receivers import _text, tcp_server
+from tests.sessions.test_hostile_clients import Served
+from tests.support.alert_receivers import (
     receivers_env,
     smtp_server,
     wait_for_first_look,
     webhook_receiver,
 )
-from tests.alerts.test_hostile_receivers import _text, tcp_server
-from tests.sessions.test_hostile_clients import Served
-from tests.stores import query_rows
+from tests.support.stores import query_rows
 
 SLOW_RULES = 20
 WITHIN = 5.0

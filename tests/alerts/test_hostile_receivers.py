@@ -19,9 +19,9 @@ from django.test import Client
 
 from dshweb.alerts.models import AlertRule
 from dshweb.alerts.webhooks import TargetRefused, webhook_target
-from tests.alert_receivers import RULE_FORM, receivers_env, smtp_server, wait_for_first_look
 from tests.sessions.test_hostile_clients import Served
-from tests.stores import query_rows
+from tests.support.alert_receivers import RULE_FORM, receivers_env, smtp_server, wait_for_first_look
+from tests.support.stores import query_rows
 
 CANARY_WITHIN = 3.0
 """From the fold's frame on disk to the canary's request: the watcher's reading of the

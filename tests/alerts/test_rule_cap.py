@@ -15,7 +15,7 @@ from dshweb import environment
 from dshweb.alerts.forms import AlertRuleForm, save_rule
 from dshweb.alerts.models import AlertRule
 from dshweb.config import get_config
-from tests.alert_receivers import RULE_FORM
+from tests.support.alert_receivers import RULE_FORM
 
 pytestmark = [pytest.mark.django_db]
 

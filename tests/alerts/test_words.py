@@ -18,7 +18,7 @@ from dshweb.alerts.words import summary_in
 from dshweb.core.alerts.conditions import Condition, RuleSpec, condition_reading
 from dshweb.core.fold.gauge import Band, context_gauge
 from tests.alerts.test_views import VALID
-from tests.snapshots import fixture_snapshot
+from tests.support.snapshots import fixture_snapshot
 
 pytestmark = pytest.mark.django_db
 

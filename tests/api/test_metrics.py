@@ -27,10 +27,10 @@ from dshweb.api.metrics import RECENT_MS
 from dshweb.core.fold.cost import PriceBook
 from dshweb.core.fold.forecast import IDLE_AFTER_MS
 from dshweb.core.log.home import session_logs
-from tests.browser.homes import copy_session
-from tests.browser.server import DshwebServer, free_port, serving, spawn, terminate
 from tests.conftest import FIXTURE_HOMES
-from tests.snapshots import fixture_snapshot
+from tests.support.homes import copy_session
+from tests.support.server import DshwebServer, free_port, serving, spawn, terminate
+from tests.support.snapshots import fixture_snapshot
 
 pytestmark = [pytest.mark.django_db]
 

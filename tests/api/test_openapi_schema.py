@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from schemathesis.specs.openapi.checks import ignored_auth
 
 from dshweb.core.log.home import session_logs
-from tests.browser.homes import copy_session
-from tests.browser.server import PASSWORD, USERNAME, DshwebServer, serving
 from tests.conftest import FIXTURE_HOMES
+from tests.support.homes import copy_session
+from tests.support.server import PASSWORD, USERNAME, DshwebServer, serving
 
 MAX_EXAMPLES = 30
 

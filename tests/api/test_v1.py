@@ -25,9 +25,9 @@ from dshweb.core.profile.effective import (
     SettingsTable,
 )
 from dshweb.core.profile.layers import engine_config
-from tests.browser.homes import copy_session
 from tests.conftest import FIXTURE_HOMES
-from tests.snapshots import fixture_snapshot
+from tests.support.homes import copy_session
+from tests.support.snapshots import fixture_snapshot
 
 pytestmark = [pytest.mark.django_db]
 

@@ -23,16 +23,16 @@ from playwright.sync_api import Browser, BrowserContext, Page, StorageState
 from pytest_playwright.pytest_playwright import CreateContextCallback
 
 from dshweb.core.log.home import session_logs
-from tests.browser.homes import (
+from tests.conftest import FIXTURE_HOMES, REPO
+from tests.support.homes import (
     Shown,
     copy_session,
     cut_for_a_visible_change,
     fixture_log,
     shown_after_each_frame,
 )
-from tests.browser.server import DshwebServer, serving, sign_in
-from tests.conftest import FIXTURE_HOMES, REPO
-from tests.logbuilder import frames_of
+from tests.support.logbuilder import frames_of
+from tests.support.server import DshwebServer, serving, sign_in
 
 CHROMIUM = Path(os.environ.get("DSHWEB_CHROMIUM") or "/usr/bin/chromium")
 CHROMIUM_ARGS = [

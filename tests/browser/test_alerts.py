@@ -15,12 +15,12 @@ from playwright.sync_api import expect
 from pytest_playwright.pytest_playwright import CreateContextCallback
 
 from dshweb.core.fold.index import HomeIndex
-from tests.alert_receivers import wait_for_first_look
 from tests.browser.conftest import WAIT_MS
-from tests.browser.homes import append_frames, copy_session, fixture_log
-from tests.browser.server import DshwebServer, serving
 from tests.conftest import FIXTURE_HOMES
-from tests.logbuilder import frames_of
+from tests.support.alert_receivers import wait_for_first_look
+from tests.support.homes import append_frames, copy_session, fixture_log
+from tests.support.logbuilder import frames_of
+from tests.support.server import DshwebServer, serving
 
 pytestmark = pytest.mark.browser
 

@@ -25,8 +25,6 @@ from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
 from dshweb.sessions.display.figures import format_page_tokens
 from tests.browser.conftest import SameDocument
-from tests.browser.homes import PROFILE
-from tests.browser.server import DshwebServer, serving
 from tests.dsh_web.test_client import (
     Setup,
     SlowTurns,
@@ -35,6 +33,8 @@ from tests.dsh_web.test_client import (
     prompt,
     turns_at_least,
 )
+from tests.support.homes import PROFILE
+from tests.support.server import DshwebServer, serving
 
 pytestmark = [pytest.mark.browser, pytest.mark.dsh]
 

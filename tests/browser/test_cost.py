@@ -18,8 +18,8 @@ from playwright.sync_api import Page, expect
 from dshweb.core.fold.cost import PriceBook
 from dshweb.core.fold.index import HomeIndex
 from tests.browser.conftest import WAIT_MS, SameDocument
-from tests.browser.homes import CutHome
-from tests.browser.server import DshwebServer, serving
+from tests.support.homes import CutHome
+from tests.support.server import DshwebServer, serving
 
 pytestmark = pytest.mark.browser
 

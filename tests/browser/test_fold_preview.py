@@ -18,8 +18,8 @@ from dshweb.core.fold.replay import record_log, replay
 from dshweb.core.log.home import session_logs
 from dshweb.core.profile.effective import EngineConfig
 from tests.browser.conftest import WAIT_MS, SameDocument
-from tests.browser.homes import CutHome
-from tests.browser.server import DshwebServer, serving
+from tests.support.homes import CutHome
+from tests.support.server import DshwebServer, serving
 
 pytestmark = pytest.mark.browser
 

@@ -28,8 +28,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, expect
 
-from tests.browser.server import free_port, spawn, terminate
 from tests.conftest import FIXTURE_HOMES, REPO, run_python
+from tests.support.server import free_port, spawn, terminate
 
 pytestmark = [pytest.mark.install, pytest.mark.browser, pytest.mark.timeout(600)]
 

@@ -15,10 +15,10 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import WAIT_MS, SameDocument
-from tests.browser.homes import append_frames
-from tests.browser.server import DshwebServer, serving
-from tests.foldlog import long_session, write_session
-from tests.logbuilder import frame
+from tests.support.foldlog import long_session, write_session
+from tests.support.homes import append_frames
+from tests.support.logbuilder import frame
+from tests.support.server import DshwebServer, serving
 
 pytestmark = pytest.mark.browser
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.server import DshwebServer
 from tests.conftest import REPO
+from tests.support.server import DshwebServer
 
 pytestmark = pytest.mark.browser
 

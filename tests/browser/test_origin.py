@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page
 
-from tests.browser.server import HOST, DshwebServer
+from tests.support.server import HOST, DshwebServer
 
 pytestmark = pytest.mark.browser
 

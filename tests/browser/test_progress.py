@@ -17,8 +17,8 @@ from playwright.sync_api import Page, expect
 
 from dshweb.core.log.home import encode_segment
 from tests.browser.conftest import WAIT_MS
-from tests.browser.server import DshwebServer, serving
 from tests.conftest import FIXTURE_HOMES
+from tests.support.server import DshwebServer, serving
 
 pytestmark = pytest.mark.browser
 

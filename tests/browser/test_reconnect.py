@@ -11,8 +11,8 @@ from playwright.sync_api import Page, WebSocketRoute, expect
 
 from dshweb.live.unavailable import STORE_UNAVAILABLE_CLOSE
 from tests.browser.conftest import WAIT_MS, BrowserHome, SameDocument
-from tests.browser.homes import append_frames
-from tests.browser.server import DshwebServer
+from tests.support.homes import append_frames
+from tests.support.server import DshwebServer
 
 pytestmark = pytest.mark.browser
 

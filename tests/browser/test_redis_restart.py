@@ -26,7 +26,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.browser.homes import (
+from tests.conftest import FIXTURE_HOMES, REPO
+from tests.support.homes import (
     Shown,
     append_frames,
     copy_session,
@@ -34,12 +35,11 @@ from tests.browser.homes import (
     fixture_log,
     shown_after_each_frame,
 )
-from tests.browser.server import DshwebServer, ServerError, spawn, terminate
-from tests.conftest import FIXTURE_HOMES, REPO
-from tests.logbuilder import frames_of
-from tests.redis_server import RedisServer
-from tests.stores import shared_stores
-from tests.visitor import Visitor
+from tests.support.logbuilder import frames_of
+from tests.support.redis_server import RedisServer
+from tests.support.server import DshwebServer, ServerError, spawn, terminate
+from tests.support.stores import shared_stores
+from tests.support.visitor import Visitor
 
 pytestmark = [pytest.mark.browser, pytest.mark.services]
 

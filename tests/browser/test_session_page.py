@@ -11,10 +11,10 @@ from pytest_playwright.pytest_playwright import CreateContextCallback
 
 from dshweb.sessions.display.figures import format_page_tokens
 from tests.browser.conftest import WAIT_MS, BrowserHome, SameDocument
-from tests.browser.homes import append_frames, fixture_log
-from tests.browser.server import DshwebServer
-from tests.homecopies import copy_as
-from tests.logbuilder import frames_of
+from tests.support.homecopies import copy_as
+from tests.support.homes import append_frames, fixture_log
+from tests.support.logbuilder import frames_of
+from tests.support.server import DshwebServer
 
 pytestmark = pytest.mark.browser
 

@@ -13,8 +13,8 @@ from playwright.sync_api import Locator, Page, expect
 from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from tests.browser.conftest import LIVE, WAIT_MS, BrowserHome, SameDocument
-from tests.browser.homes import PROFILE, create_session, fixture_log
-from tests.browser.server import DshwebServer
+from tests.support.homes import PROFILE, create_session, fixture_log
+from tests.support.server import DshwebServer
 
 pytestmark = pytest.mark.browser
 

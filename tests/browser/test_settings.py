@@ -21,9 +21,9 @@ from dshweb.core.settings.occupancy.line import OccupancyLine, line_input, occup
 from dshweb.core.settings.occupancy.line_settings import LineSettings
 from dshweb.core.settings.patchfile import read_patch, row_config
 from tests.browser.conftest import PROFILES_FROM, BrowserHome, SameDocument
-from tests.browser.homes import PROFILE
-from tests.browser.server import DshwebServer
 from tests.conftest import FIXTURE_HOMES
+from tests.support.homes import PROFILE
+from tests.support.server import DshwebServer
 
 pytestmark = pytest.mark.browser
 

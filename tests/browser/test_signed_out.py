@@ -13,7 +13,7 @@ from pytest_playwright.pytest_playwright import CreateContextCallback
 
 from dshweb.sessions.consumers import UNAUTHORIZED
 from tests.browser.conftest import WAIT_MS
-from tests.browser.server import PASSWORD, USERNAME, DshwebServer
+from tests.support.server import PASSWORD, USERNAME, DshwebServer
 
 pytestmark = pytest.mark.browser
 

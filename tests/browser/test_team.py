@@ -31,7 +31,6 @@ from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.log.home import session_logs
 from tests.browser.conftest import SameDocument
-from tests.browser.server import DshwebServer, ServerError, sign_in, spawn, terminate
 from tests.conftest import FIXTURE_HOMES, REPO
 from tests.dsh_web.test_client import (
     Setup,
@@ -42,8 +41,9 @@ from tests.dsh_web.test_client import (
     turns_at_least,
 )
 from tests.fixtures.dshrun import wait_for_log
-from tests.stores import shared_stores
-from tests.visitor import Visitor
+from tests.support.server import DshwebServer, ServerError, sign_in, spawn, terminate
+from tests.support.stores import shared_stores
+from tests.support.visitor import Visitor
 
 pytestmark = [pytest.mark.browser, pytest.mark.dsh, pytest.mark.services]
 

@@ -88,7 +88,7 @@ def test_the_forecast_is_the_sessions_pace_over_what_is_left() -> None:
 
     from dshweb.core.fold.forecast import IDLE_AFTER_MS
     from tests.conftest import FIXTURE_HOMES
-    from tests.snapshots import fixture_snapshot
+    from tests.support.snapshots import fixture_snapshot
 
     home = FIXTURE_HOMES / "pace-steady"
     here = fixture_snapshot("pace-steady")
@@ -119,7 +119,7 @@ def test_the_forecast_is_the_sessions_pace_over_what_is_left() -> None:
 
 def test_at_seq_judges_time_as_of_that_event_on_a_log_days_old() -> None:
     from tests.conftest import FIXTURE_HOMES
-    from tests.snapshots import fixture_snapshot
+    from tests.support.snapshots import fixture_snapshot
 
     home = FIXTURE_HOMES / "pace-steady"
     whole = fixture_snapshot("pace-steady")

@@ -25,11 +25,11 @@ from dshweb.collect.collected import sealing_key
 from dshweb.core.fold.sealed import open_session
 from dshweb.core.log.home import session_logs
 from dshweb.live.hub import Hub
-from tests.alert_receivers import wait_for_first_look
-from tests.browser.server import spawn, terminate
 from tests.conftest import FIXTURE_HOMES, REPO, run_python
-from tests.logbuilder import frames_of
-from tests.stores import database_env, query_rows
+from tests.support.alert_receivers import wait_for_first_look
+from tests.support.logbuilder import frames_of
+from tests.support.server import spawn, terminate
+from tests.support.stores import database_env, query_rows
 
 SECRET = "collector-tests-only-6Kx1"
 HEARTBEAT = 0.3

@@ -2,7 +2,7 @@
 500), sockets close with 4503, and collectors retry, keep folding and catch up after.
 
 The connection errors are real ones: a PostgreSQL connection refused by a closed port in
-process, and for the real processes a TCP proxy (:mod:`tests.tcp_proxy`) between them and
+process, and for the real processes a TCP proxy (:mod:`tests.support.tcp_proxy`) between them and
 a PostgreSQL database of the test's own, stopped for the outage and started again.
 """
 
@@ -33,7 +33,6 @@ from websockets.typing import Origin
 from dshweb.collect.collected import sealing_key
 from dshweb.core.fold.sealed import open_session
 from dshweb.live.outage import database_unreachable
-from tests.browser.server import DshwebServer, ServerError, spawn, terminate
 from tests.collect.test_collector import (
     HEARTBEAT,
     NAME,
@@ -48,9 +47,10 @@ from tests.collect.test_collector import (
 from tests.collect.test_worker_processes import _wait
 from tests.conftest import FIXTURE_HOMES, REPO, run_python
 from tests.live.test_sockets import ORIGIN, _connect, cookie, stop  # noqa: F401  (fixtures)
-from tests.stores import POSTGRES_URL, create_database, drop_database, reachable
-from tests.tcp_proxy import TcpProxy
-from tests.visitor import Visitor
+from tests.support.server import DshwebServer, ServerError, spawn, terminate
+from tests.support.stores import POSTGRES_URL, create_database, drop_database, reachable
+from tests.support.tcp_proxy import TcpProxy
+from tests.support.visitor import Visitor
 
 PASSWORD_IN_URL = "never-shown-7Qz"
 

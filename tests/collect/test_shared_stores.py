@@ -25,9 +25,9 @@ from websockets.typing import Origin
 
 from dshweb import environment
 from dshweb.environment import ConfigurationError, Stores
-from tests.browser.server import PASSWORD, USERNAME, DshwebServer
 from tests.conftest import FIXTURE_HOMES
-from tests.stores import shared_stores
+from tests.support.server import PASSWORD, USERNAME, DshwebServer
+from tests.support.stores import shared_stores
 
 SESSION = "manual-compact"
 

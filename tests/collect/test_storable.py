@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from dshweb.core.log.home import session_logs
-from tests.browser.server import DshwebServer, spawn, terminate
 from tests.collect.test_collector import NAME, WAIT, Collector, _env
 from tests.collect.test_shared_stores import stores  # noqa: F401  (the fixture)
 from tests.conftest import FIXTURE_HOMES, REPO
-from tests.logbuilder import event, frame, frames_of, header
 from tests.sessions.test_hostile_clients import manage_shell
-from tests.visitor import Visitor
+from tests.support.logbuilder import event, frame, frames_of, header
+from tests.support.server import DshwebServer, spawn, terminate
+from tests.support.visitor import Visitor
 
 pytestmark = pytest.mark.services
 

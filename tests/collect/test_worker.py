@@ -49,8 +49,8 @@ from dshweb.live.protocol import collector_group, session_group
 from dshweb.profiles import remote as remote_settings
 from dshweb.profiles.models import PatchRevision
 from tests.conftest import FIXTURE_HOMES
-from tests.logbuilder import frames_of
-from tests.visitor import form_fields
+from tests.support.logbuilder import frames_of
+from tests.support.visitor import form_fields
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

@@ -24,12 +24,6 @@ from websockets.sync.client import connect
 from websockets.typing import Origin
 
 from dshweb.core.fold.gauge import ContextGauge
-from tests.browser.server import (
-    DshwebServer,
-    ServerError,
-    spawn,
-    terminate,
-)
 from tests.collect.test_collector import (
     HEARTBEAT,
     NAME,
@@ -43,7 +37,13 @@ from tests.collect.test_collector import (
 )
 from tests.collect.test_shared_stores import stores  # noqa: F401  (the fixture)
 from tests.conftest import FIXTURE_HOMES, REPO, run_python
-from tests.visitor import Visitor, form_fields
+from tests.support.server import (
+    DshwebServer,
+    ServerError,
+    spawn,
+    terminate,
+)
+from tests.support.visitor import Visitor, form_fields
 
 
 @pytest.fixture

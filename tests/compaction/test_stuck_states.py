@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.server import PASSWORD, USERNAME, DshwebServer
 from tests.conftest import FIXTURE_HOMES
-from tests.stores import query_rows
+from tests.support.server import PASSWORD, USERNAME, DshwebServer
+from tests.support.stores import query_rows
 
 SESSION = "manual-compact"
 PRESSES = 10

@@ -15,7 +15,7 @@ import pytest
 
 from dshweb.core import files
 from dshweb.core.files import FileRefused, read_file, read_text
-from tests.unprivileged import without_reading_rights
+from tests.support.unprivileged import without_reading_rights
 
 LIMIT = 1 << 20
 

@@ -38,7 +38,7 @@ from dshweb.demo.replay import (
     replay_dir,
 )
 from tests.conftest import REPO
-from tests.logbuilder import event, frame, header, log_records
+from tests.support.logbuilder import event, frame, header, log_records
 
 SOURCE = REPO / "dshweb" / "demo" / "replay" / "session.v4.jsonl.zstd"
 START = 1_750_000_000.0

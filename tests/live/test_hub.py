@@ -29,7 +29,7 @@ from dshweb.live import hub as hub_module
 from dshweb.live import service, timing
 from dshweb.live.hub import Hub
 from tests.conftest import FIXTURE_HOMES
-from tests.logbuilder import frames_of
+from tests.support.logbuilder import frames_of
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

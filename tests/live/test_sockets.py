@@ -38,10 +38,10 @@ from dshweb.sessions import fragments
 from dshweb.sessions.consumers import SessionConsumer
 from dshweb.sessions.display.figures import format_page_tokens
 from tests.conftest import FIXTURE_HOMES
-from tests.homecopies import copy_as, home_of_copies
-from tests.logbuilder import frames_of
 from tests.sessions.test_views import TopLevel, make_snapshot
-from tests.snapshots import fixture_snapshot
+from tests.support.homecopies import copy_as, home_of_copies
+from tests.support.logbuilder import frames_of
+from tests.support.snapshots import fixture_snapshot
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -313,7 +313,7 @@ async def test_a_session_update_holds_only_the_parts_that_changed(
     home: Path, cookie: bytes, stop: None
 ) -> None:
     from dshweb.sessions.fragments import LIVE_PARTS
-    from tests.snapshots import LIVE_PART_IDS
+    from tests.support.snapshots import LIVE_PART_IDS
 
     communicator, first = await _signed_in("/ws/homes/local/sessions/auto-compact/", cookie)
     ids = list(LIVE_PART_IDS)

@@ -17,7 +17,7 @@ import pytest
 
 from dshweb.live.watch import HomeWatch, inotify_available, unreadable_folders
 from tests.conftest import FIXTURE_HOMES
-from tests.unprivileged import without_reading_rights
+from tests.support.unprivileged import without_reading_rights
 
 pytestmark = pytest.mark.skipif(not inotify_available(), reason="inotify only")
 

@@ -1,7 +1,7 @@
 """The settings replay on the compaction and pruner pages: a session's recorded growth
 replayed under the settings as typed, beside what it really did (the figures of
 :mod:`dshweb.core.fold.replay`, checked against the real runtime in
-``tests/core/test_replay.py``)."""
+``tests/core/fold/test_replay.py``)."""
 
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ from dshweb.profiles import patches
 from dshweb.profiles.forms import initial_values
 from dshweb.profiles.models import PatchRevision
 from tests.conftest import FIXTURE_HOMES
-from tests.snapshots import squeezed
+from tests.support.snapshots import squeezed
 
 pytestmark = pytest.mark.django_db
 

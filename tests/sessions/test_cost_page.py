@@ -1,6 +1,6 @@
 """What a session cost, where a person reads it: the session page's cost card and ledger,
 the list, the JSON API, the ledger download and ``dsh_snapshot --json`` — the figures of
-:mod:`dshweb.core.fold.cost` (checked against the registry in ``tests/core/test_cost.py``),
+:mod:`dshweb.core.fold.cost` (checked against the registry in ``tests/core/fold/test_cost.py``),
 priced with this server's peak windows and model aliases."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
 from tests.api.test_v1 import signed_in
 from tests.conftest import FIXTURE_HOMES
-from tests.snapshots import data_attributes, squeezed
+from tests.support.snapshots import data_attributes, squeezed
 
 
 def _home(name: str, tmp_path: Path, settings: Any, **config: str) -> Path:

@@ -1,7 +1,7 @@
 """The fold preview on the session page and in ``dsh_snapshot --json``: what the next
 automatic fold and a Compact now would take away, the figures of
 :mod:`dshweb.core.fold.preview` (proven against the real engine's folds in
-``tests/core/test_fold_preview.py``)."""
+``tests/core/fold/test_fold_preview.py``)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from dshweb.core.fold.preview import AutomaticPreview
 from dshweb.core.fold.preview import FoldPreview as ManualPreview
 from tests.api.test_v1 import signed_in
 from tests.conftest import FIXTURE_HOMES
-from tests.previewed import judge_home
-from tests.snapshots import data_attributes
+from tests.support.previewed import judge_home
+from tests.support.snapshots import data_attributes
 
 HOME = FIXTURE_HOMES / "pace-mixed"
 

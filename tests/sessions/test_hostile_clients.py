@@ -21,13 +21,13 @@ from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Origin
 
 from dshweb.core.log.home import session_logs
-from tests.browser.server import DshwebServer, ServerError
 from tests.collect.test_collector import _cold
 from tests.collect.test_worker_processes import _numbers, _ring
 from tests.conftest import FIXTURE_HOMES, REPO
-from tests.foldlog import long_session, write_session
-from tests.logbuilder import frame, frames_of, header
-from tests.visitor import Visitor
+from tests.support.foldlog import long_session, write_session
+from tests.support.logbuilder import frame, frames_of, header
+from tests.support.server import DshwebServer, ServerError
+from tests.support.visitor import Visitor
 
 pytestmark = pytest.mark.timing  # each bounds an update's latency: run alone
 

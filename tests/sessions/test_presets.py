@@ -19,7 +19,7 @@ from dshweb.core.fold.index import HomeIndex
 from dshweb.core.profile.effective import SettingsSource
 from tests.api.test_v1 import signed_in
 from tests.conftest import FIXTURE_HOMES
-from tests.snapshots import data_attributes, squeezed
+from tests.support.snapshots import data_attributes, squeezed
 
 POINTS = {"standard": 12_000, "minimal": 9_600}
 HOME = FIXTURE_HOMES / "web-presets"

@@ -39,8 +39,8 @@ from dshweb.live.service import sync_home
 from dshweb.sessions import fragments
 from dshweb.sessions.display.figures import dom_id
 from tests.conftest import FIXTURE_HOMES
-from tests.homecopies import home_of_copies
-from tests.snapshots import LIVE_PART_IDS, fixture_snapshot, session_snapshot, squeezed
+from tests.support.homecopies import home_of_copies
+from tests.support.snapshots import LIVE_PART_IDS, fixture_snapshot, session_snapshot, squeezed
 
 SESSIONS = frozenset(("plain-turns", "manual-compact", "auto-compact", "cjk-emoji"))
 """The home the pages show: these fixture homes' sessions on ``plain-turns``' profiles (DSH's
@@ -920,7 +920,7 @@ def test_a_young_sessions_ring_says_whose_pace_its_forecast_goes_by(tmp_path: Pa
     from unittest.mock import patch
 
     from dshweb.core.fold.gauge import context_gauge
-    from tests.snapshots import home_with_a_young_session
+    from tests.support.snapshots import home_with_a_young_session
 
     index, young, _ = home_with_a_young_session(tmp_path)
     shot = index.snapshot(young)

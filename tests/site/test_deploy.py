@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.docs_proxies import readme_block
+from tests.support.docs_proxies import readme_block
 
 DEPLOY = REPO / "deploy"
 UNITS = {

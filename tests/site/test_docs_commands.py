@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.child_server import HOST, free_port, spawn, terminate
 from tests.conftest import FIXTURE_HOMES, REPO
+from tests.support.child_server import HOST, free_port, spawn, terminate
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 BLOCK = re.compile(r"^```(?:sh|bash|shell)\n(.*?)^```", re.M | re.S)

@@ -2,7 +2,7 @@
 
 dshweb runs as ``scripts/start`` runs it behind a proxy (``DSHWEB_BEHIND_TLS_PROXY=1``);
 the proxy is the real program with the docs' block
-(:mod:`tests.docs_proxies`: only ports and certificate changed). Through it, as a
+(:mod:`tests.support.docs_proxies`: only ports and certificate changed). Through it, as a
 browser would: the sign-in form with its CSRF token and ``Origin``, the ``Secure``
 cookies, HSTS, the plain-HTTP redirect, and the live socket over ``wss://`` with the
 session cookie, which a page of another origin cannot open. A README block the test
@@ -22,8 +22,7 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 from websockets.typing import Origin
 
-from tests.browser.server import HOST, DshwebServer, serving
-from tests.docs_proxies import (
+from tests.support.docs_proxies import (
     Caddy,
     ExampleChanged,
     Nginx,
@@ -32,7 +31,7 @@ from tests.docs_proxies import (
     readme_block,
     replace_once,
 )
-from tests.proxy_client import (
+from tests.support.proxy_client import (
     FOREIGN,
     behind_a_proxy,
     check_foreign_form_refused,
@@ -40,7 +39,8 @@ from tests.proxy_client import (
     cookie_value,
     sign_in,
 )
-from tests.tls_proxy import self_signed_certificate
+from tests.support.server import HOST, DshwebServer, serving
+from tests.support.tls_proxy import self_signed_certificate
 
 TIMEOUT = 10.0
 

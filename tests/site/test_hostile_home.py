@@ -19,13 +19,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.server import DshwebServer, serving
-from tests.child_server import REPO
 from tests.conftest import FIXTURE_HOMES
-from tests.hostile_homes import FILES, GOOD_SESSIONS, HOSTILE_FOLDERS, KINDS, Kind, hostile_home
-from tests.hostile_homes import release as release_home
-from tests.unprivileged import without_reading_rights
-from tests.visitor import Visitor
+from tests.support.child_server import REPO
+from tests.support.hostile_homes import (
+    FILES,
+    GOOD_SESSIONS,
+    HOSTILE_FOLDERS,
+    KINDS,
+    Kind,
+    hostile_home,
+)
+from tests.support.hostile_homes import release as release_home
+from tests.support.server import DshwebServer, serving
+from tests.support.unprivileged import without_reading_rights
+from tests.support.visitor import Visitor
 
 LISTED_WITHIN = 15.0
 NEW_SESSION_WITHIN = 2.0

@@ -1,6 +1,6 @@
 """dshweb behind a TLS-terminating reverse proxy, for real: daphne in a child process as
 ``scripts/start`` runs it with ``DSHWEB_BEHIND_TLS_PROXY=1``, and a proxy on 127.0.0.1
-(:mod:`tests.tls_proxy`) in front of it with a certificate made for the test. A person
+(:mod:`tests.support.tls_proxy`) in front of it with a certificate made for the test. A person
 signs in through ``https://`` with the form's CSRF token and the browser's ``Origin``.
 """
 
@@ -13,14 +13,14 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.browser.server import HOST, PASSWORD, USERNAME, DshwebServer, serving
-from tests.proxy_client import (
+from tests.support.proxy_client import (
     behind_a_proxy,
     check_foreign_form_refused,
     check_sign_in,
     cookie_value,
 )
-from tests.tls_proxy import TlsProxy, self_signed_certificate
+from tests.support.server import HOST, PASSWORD, USERNAME, DshwebServer, serving
+from tests.support.tls_proxy import TlsProxy, self_signed_certificate
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.unprivileged import without_reading_rights
+from tests.support.unprivileged import without_reading_rights
 
 TIMEOUT = 20.0
 """A refusal takes a second (Django's import); a command past this served or hung."""

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from tests.messages import catalogs, compiled, read
+from tests.support.messages import catalogs, compiled, read
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@
 half up, so 1,125,000 (1.125, an exact binary half) is ``1.13M`` while 1,005,000 (1.005,
 stored just below the half) is ``1.00M``: a decimal quantize of the float, never Python's
 ``f"{x:.2f}"`` (half to even) nor scaling by 100 first (which rounds twice).
-tests/core/test_line_tokens.py holds the figures the plugin's JavaScript gives.
+tests/core/fold/test_line_tokens.py holds the figures the plugin's JavaScript gives.
 
 :func:`read_line_tokens` takes such a figure back to tokens, for reading the line the model
 was told (:mod:`dshweb.core.fold.told`). Both the line rendered here

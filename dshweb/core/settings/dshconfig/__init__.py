@@ -14,7 +14,7 @@ Contract:
   (its ``config`` replaces the preset's whole config, so :func:`preset_engine_patch`
   copies the composed one, ``!!js`` included, and changes only the engine's config).
   ``dsh --profile web --dump-config`` shows the value in the preset's nested engine,
-  and a web session compacts by it (tests/core/test_dsh_config.py).
+  and a web session compacts by it (tests/core/settings/test_dsh_config.py).
 - Nothing here evaluates a ``!!js`` expression: a row disabled by one "may run".
 
 Modules: :mod:`.run` (running ``dsh``), :mod:`.composed` (parsing its tree),

@@ -7,7 +7,7 @@ patch cannot reach those; a patch of the preset row itself can (its ``config`` r
 the preset's whole config), so :func:`preset_engine_patch` copies the composed one,
 ``!!js`` included, and changes only the engine's config. ``dsh --profile web
 --dump-config`` shows the value in the preset's nested engine, and a web session
-compacts by it (tests/core/test_dsh_config.py).
+compacts by it (tests/core/settings/test_dsh_config.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""What the tests share: servers, proxies, homes, logs and the differences they report."""
