@@ -131,7 +131,8 @@ _INSTALLED = (
 )
 _PROGRAM = "tests/site/test_program.py (the verbs, their help, and the commands behind them)"
 ELSEWHERE: dict[str, str] = {
-    "scripts/test": ".ci/run (the suite itself, on a clean clone)",
+    "scripts/test": "the suite itself (before each commit)",
+    "scripts/test --coverage": ".ci/run (the suite itself with its coverage, on a clean clone)",
     "pipx install /path/to/dshweb": _INSTALLED,
     "dshweb serve --open": _INSTALLED,
     "dshweb serve [--home PATH] [--host 127.0.0.1] [--port 8000] [--open]": _INSTALLED,
