@@ -44,7 +44,7 @@ def _probe(tmp_path: Path, extra: dict[str, str]) -> dict[str, object]:
             "manage.py",
             "shell",
             "-c",
-            "from tests import migration_probe as p; p.main()",
+            "from tests.support import migration_probe as p; p.main()",
         ],
         cwd=REPO,
         env=env,
