@@ -17,7 +17,7 @@ At the end it times a whole snapshot (the baseline), the session page's cost car
 row's figure (:func:`~dshweb.sessions.display.costs.list_cost`): the card adds up every
 fold from running sums the ledger keeps, so it costs the same with 10 folds or 10,000.
 Exit status 1 when the session had fewer than :data:`MIN_EVENTS` events or fewer than
-:data:`MIN_FOLDS` folds, or they were not priced.
+:data:`MIN_COMPACTIONS` folds, or they were not priced.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from dshweb.core.fold.meter import SessionMeter  # noqa: E402
 from dshweb.sessions.display.costs import cost_view, list_cost  # noqa: E402
 
 MIN_EVENTS = 1_000
-MIN_FOLDS = 100
+MIN_COMPACTIONS = 100
 BOOK = PriceBook(aliases=parse_aliases("deepseek-flash=deepseek-v4-flash"))
 
 
@@ -83,12 +83,15 @@ def main() -> int:
         began = time.perf_counter()
         list_cost(shot, BOOK)
         rows.append(time.perf_counter() - began)
-    if card.folds < MIN_FOLDS or card.folds_unpriced or not card.fold_cost:
-        print(f"cost: only {card.folds} folds (< {MIN_FOLDS}), or not priced", file=sys.stderr)
+    if card.compactions < MIN_COMPACTIONS or card.compactions_unrated or not card.compaction_cost:
+        print(
+            f"cost: only {card.compactions} folds (< {MIN_COMPACTIONS}), or not priced",
+            file=sys.stderr,
+        )
         return 1
     print(
-        f"read side: folds_kept={len(shot.ledger.folds)} folds={card.folds} "
-        f"fold_cost_usd={card.fold_cost:.6f} fold_saved_usd={card.fold_saved:.6f} "
+        f"read side: folds_kept={len(shot.ledger.compactions)} folds={card.compactions} "
+        f"fold_cost_usd={card.compaction_cost:.6f} fold_saved_usd={card.compaction_saved:.6f} "
         f"slots={len(shot.cost.requests)} total_usd={card.total:.6f} "
         f"snapshot_us_median={_us(shots):.1f} cost_card_us_median={_us(cards):.1f} "
         f"card_over_snapshot={_us(cards) / _us(shots):.2f} list_row_us_median={_us(rows):.1f}"

@@ -96,18 +96,18 @@ def main() -> int:
         began = time.perf_counter()
         said = replay(recording, engine)
         runs.append(time.perf_counter() - began)
-    if not recording.folded or not said.folds:
+    if not recording.acted or not said.passes:
         print("fold_preview: the session has no fold to replay", file=sys.stderr)
         return 1
     times = -(-STEPS // len(recording.checks))
-    longer = replace(recording, checks=recording.checks * times, folded=())
+    longer = replace(recording, checks=recording.checks * times, acted=())
     long_runs = []
     for _ in range(5):
         began = time.perf_counter()
         replay(longer, engine)
         long_runs.append(time.perf_counter() - began)
     print(
-        f"replay: steps={len(recording.checks)} real_folds={len(recording.folded)} "
+        f"replay: steps={len(recording.checks)} real_folds={len(recording.acted)} "
         f"replayed_folds={len(said.automatic)} home_fold_ms={fold_ms:.1f} "
         f"record_ms={record_ms:.1f} record_over_fold={record_ms / fold_ms:.2f} "
         f"replay_ms_median={statistics.median(runs) * 1000:.2f} "

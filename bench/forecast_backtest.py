@@ -59,7 +59,7 @@ sys.path.insert(0, str(REPO))
 from growth import read_frames  # noqa: E402
 
 from dshweb.core.fold import forecast as forecast_module  # noqa: E402
-from dshweb.core.fold.forecast import Forecast, fold_forecast  # noqa: E402
+from dshweb.core.fold.forecast import Forecast, pass_forecast  # noqa: E402
 from dshweb.core.fold.index import HomeIndex  # noqa: E402
 from dshweb.core.fold.session import SessionSnapshot  # noqa: E402
 from dshweb.core.log.home import session_logs  # noqa: E402
@@ -157,10 +157,10 @@ def replay(
         ("summary", SUMMARY_KINDS),
     )
     for kind, kinds in which:
-        fold_seqs = sorted(f.seq for f in shot.ledger.folds if f.kind in kinds)
+        compaction_seqs = sorted(f.seq for f in shot.ledger.compactions if f.kind in kinds)
         # The boundary each fold came at: the first one after it (DSH folds before a step).
         fold_steps = sorted(
-            {next((i for i, s in enumerate(seqs) if s > f), len(seqs)) for f in fold_seqs}
+            {next((i for i, s in enumerate(seqs) if s > f), len(seqs)) for f in compaction_seqs}
         )
         for step, (_, forecasts, known, first) in enumerate(said):
             upcoming = next((j for j in fold_steps if j > step), None)
@@ -182,7 +182,7 @@ def replay(
 def _timed_forecast(base: int, shot: SessionSnapshot) -> float:
     """Seconds one forecast of ``shot`` from ``base`` takes."""
     began = time.perf_counter()
-    fold_forecast(
+    pass_forecast(
         measured=base,
         point=shot.pace_forecast.point,
         growth=shot.pace_growth,

@@ -25,8 +25,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from tests.support.inferred import (  # noqa: E402
+    COMPACTIONS_BEFORE_NARROW,
     FIXTURE_HOMES,
-    FOLDS_BEFORE_NARROW,
     NARROW,
     Judged,
     judged_homes,
@@ -50,9 +50,9 @@ def main() -> int:
         final = j.final
         print(
             f"{j.session:24} point {j.truth:>7,}  range [{final.low}, {final.high}] "
-            f"after {j.decisions} decisions, {j.folds} folds  "
+            f"after {j.decisions} decisions, {j.compactions} folds  "
             f"{'held' if j.held else 'MISSED ' + str(j.misses[:2])}  "
-            f"widest after {FOLDS_BEFORE_NARROW} folds {_share(j.widest_after, j.truth)}  "
+            f"widest after {COMPACTIONS_BEFORE_NARROW} folds {_share(j.widest_after, j.truth)}  "
             f"smallest crossing step {j.crossing}"
         )
     print()
@@ -62,7 +62,7 @@ def main() -> int:
         print(
             f"shape {shape!r}: {len(group)} sessions, held {sum(j.held for j in group)}"
             + (
-                f", within {NARROW:.0%} after {FOLDS_BEFORE_NARROW} folds {narrow}"
+                f", within {NARROW:.0%} after {COMPACTIONS_BEFORE_NARROW} folds {narrow}"
                 if hidden
                 else ""
             )

@@ -37,7 +37,7 @@ def main() -> int:
     for home in homes:
         for session in judge_home(home):
             for one in session.judged:
-                when = "first pass" if one.fold == 1 else "later passes"
+                when = "first pass" if one.compaction == 1 else "later passes"
                 table.setdefault((session.shape, when), Counter())[one.verdict] += 1
     total: Counter[str] = Counter()
     for (shape, when), counts in sorted(table.items()):

@@ -56,7 +56,7 @@ from bench_server import HOST, Server  # noqa: E402
 from websockets.sync.client import connect  # noqa: E402
 from websockets.typing import Origin  # noqa: E402
 
-from tests.support.foldlog import _answer, _fold, user_message  # noqa: E402
+from tests.support.foldlog import _answer, _compaction, user_message  # noqa: E402
 from tests.support.logbuilder import event, frame, header  # noqa: E402
 
 PROJECT = "--soak--"
@@ -76,7 +76,7 @@ class Writer:
     step: int = 0
     surface_start: int = 0
     frames: int = 0
-    folds: int = 0
+    compactions: int = 0
 
     @classmethod
     def create(cls, home: Path, name: str, fold_every: int) -> Writer:
@@ -108,10 +108,10 @@ class Writer:
         self.seq += 3
         if self.step % self.fold_every == 0:
             # the fold replaces the surface up to this step's answer (step/end is not on it)
-            lines += _fold(self.seq, self.step, self.surface_start, self.seq - 2)
+            lines += _compaction(self.seq, self.step, self.surface_start, self.seq - 2)
             self.surface_start = self.seq + 2
             self.seq += 4
-            self.folds += 1
+            self.compactions += 1
         self._write(frame(*lines))
 
 
@@ -283,7 +283,7 @@ def fresh_fold(home: Path) -> dict[str, dict[str, Any]]:
             "windowTokens": gauge.window,
             "thresholdTokens": gauge.threshold,
             "percent": gauge.percent,
-            "compactions": shot.ledger.compactions,
+            "compactions": shot.ledger.summaries,
             "tokenUsage": shot.token_usage,
             "contextPressure": shot.context_pressure,
             "contextBreakdown": shot.context_breakdown,
@@ -382,7 +382,7 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
                 print(
                     f"{taken.at:7.0f} {taken.rss_mb:9.1f} {taken.fds:4d} {taken.threads:8d}"
                     f" {taken.tasks:6d} {taken.cpu_s:7.1f} {sum(w.frames for w in writers):7d}"
-                    f" {sum(w.folds for w in writers):6d} {receiver.seen:6d}",
+                    f" {sum(w.compactions for w in writers):6d} {receiver.seen:6d}",
                     flush=True,
                 )
             time.sleep(0.2)
@@ -398,11 +398,11 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
     stop_seconds = server.stop()
     hook_server.shutdown()
     lost = sum(s.lost for s in sockets)
-    frames, folds = sum(w.frames for w in writers), sum(w.folds for w in writers)
+    frames, compactions = sum(w.frames for w in writers), sum(w.compactions for w in writers)
     minutes = (min(time.monotonic(), deadline) - started) / 60
     print(
         f"soak: {minutes:.1f} min, {frames} frames ({frames / max(1, minutes * 60):.1f}/s),"
-        f" {folds} folds, {abandoned} downloads abandoned ({refused} not 200),"
+        f" {compactions} folds, {abandoned} downloads abandoned ({refused} not 200),"
         f" {receiver.seen} webhook requests ({receiver.failed} answered 500)"
     )
     print(
@@ -428,7 +428,7 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
         "no socket lost": lost == 0,
         "every figure equals a fresh fold": not mismatched and len(wanted) == args.sessions,
         "the logs fold without a problem": not any(f["errors"] for f in wanted.values()),
-        "did what it was asked": folds > 0
+        "did what it was asked": compactions > 0
         and receiver.seen > 0
         and abandoned > 0
         and minutes >= args.minutes * 0.95,

@@ -1,5 +1,5 @@
 """The names a person reads for DSH's own words: bands, the parts of the context, the kinds
-of fold, why there is no forecast. One table each, translated (``dshweb/locale``); the
+of compaction, why there is no forecast. One table each, translated (``dshweb/locale``); the
 values the code, the API and the data-* attributes use stay DSH's English words.
 
 The Chinese band names are the words ``dsh-context-truth``'s own ``language: zh`` line
@@ -28,7 +28,7 @@ PARTS = {
     "messages": pgettext_lazy("context part", "messages"),
 }
 
-FOLD_KINDS = {
+COMPACTION_KINDS = {
     "automatic": pgettext_lazy("fold kind", "automatic"),
     "manual": pgettext_lazy("fold kind", "manual"),
     "overflow": pgettext_lazy("fold kind", "overflow"),

@@ -35,7 +35,7 @@ MAX_STEPS = 100
 MAX_COOLDOWN = 7 * 24 * 3600
 PARAMETERS = {
     Condition.BAND: ("band",),
-    Condition.FOLD_SOON: ("steps",),
+    Condition.PASS_SOON: ("steps",),
     Condition.CACHE_LOW: ("ratio", "window"),
 }
 """The parameters each condition reads; the others have none."""

@@ -16,9 +16,9 @@ from dshweb.core.fold.gauge import Band
 
 CONDITIONS = {
     Condition.BAND: gettext_lazy("band reaches"),
-    Condition.FOLD_SOON: gettext_lazy("fold expected within N steps"),
-    Condition.FOLDED: gettext_lazy("a fold happened"),
-    Condition.FOLD_FAILED: gettext_lazy("a fold or its summary failed"),
+    Condition.PASS_SOON: gettext_lazy("fold expected within N steps"),
+    Condition.COMPACTED: gettext_lazy("a fold happened"),
+    Condition.COMPACTION_FAILED: gettext_lazy("a fold or its summary failed"),
     Condition.OVERFLOW: gettext_lazy("overflow recovery"),
     Condition.CACHE_LOW: gettext_lazy("cache-hit ratio below X over the last K steps"),
     Condition.READER_ERROR: gettext_lazy("the log cannot be read"),

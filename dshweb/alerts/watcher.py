@@ -59,9 +59,9 @@ from dshweb.core.alerts.conditions import (
 from dshweb.core.alerts.firing import (
     Armed,
     Decision,
+    compaction_seq,
     decide,
     decide_events,
-    fold_seq,
     told_through,
 )
 from dshweb.core.alerts.lanes import Attempt, Lane, LaneLimits
@@ -335,7 +335,7 @@ def _armed_from_firings(rule_ids: list[int], home: str) -> Mapping[ArmedKey, Arm
     for firing in firings:
         key = (firing.rule_id, firing.session_id)
         fired_at = firing.fired_at.timestamp()
-        seq = fold_seq(firing.key)
+        seq = compaction_seq(firing.key)
         if not Condition(firing.rule.condition).is_event:
             if seq is None:
                 armed[key] = Armed(firing.key if firing.cleared_at is None else None, fired_at)

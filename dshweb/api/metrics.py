@@ -44,15 +44,15 @@ from dshweb.accounts.tokens import token_user
 from dshweb.alerts.models import AlertDelivery
 from dshweb.collect.shown import shown_homes
 from dshweb.config import get_config
+from dshweb.core.fold.compactions import CompactionKind
 from dshweb.core.fold.cost import PriceBook
-from dshweb.core.fold.folds import FoldKind
 from dshweb.core.fold.gauge import Band
 from dshweb.live.hub import SessionView
 from dshweb.live.startup import server_loop
 
 RECENT_MS = 60 * 60 * 1000
 """A session idle for longer (and not live) has no per-session series."""
-KINDS: tuple[FoldKind, ...] = ("automatic", "manual", "overflow", "prune")
+KINDS: tuple[CompactionKind, ...] = ("automatic", "manual", "overflow", "prune")
 SESSION_GAUGES = (
     ("used_tokens", "Tokens in the context now (projected, else the last pressure sample)."),
     ("window_tokens", "The model's context window."),
@@ -68,7 +68,7 @@ SESSION_GAUGES = (
 )
 BAND_LEVELS = {Band.AMPLE: 0, Band.MODERATE: 1, Band.TIGHT: 2, Band.CRITICAL: 3}
 
-Tally = tuple[dict[FoldKind, int], int, bool, dict[str, float]]
+Tally = tuple[dict[CompactionKind, int], int, bool, dict[str, float]]
 """A session's folds by kind, the tokens they freed, whether its log has an error, and
 what its requests and summaries cost by model (models with a price)."""
 
@@ -98,7 +98,7 @@ class SessionCollector(Collector):
             name: GaugeMetricFamily(f"dshweb_session_{name}", text, labels=labels)
             for name, text in SESSION_GAUGES
         }
-        folds = CounterMetricFamily(
+        compactions = CounterMetricFamily(
             "dshweb_folds", "Folds that ended well, by kind.", labels=["home", "kind"]
         )
         freed = CounterMetricFamily(
@@ -153,7 +153,7 @@ class SessionCollector(Collector):
                         if value is not None:
                             gauges[name].add_metric(names, value)
                 for kind, n in by_kind.items():
-                    folds.add_metric([home, kind], n)
+                    compactions.add_metric([home, kind], n)
                 freed.add_metric([home], freed_sum)
                 errors.add_metric([home], broken)
                 count.add_metric([home], len(shown.view.sessions))
@@ -162,7 +162,7 @@ class SessionCollector(Collector):
             for gone in set(self._tallies) - seen:
                 del self._tallies[gone]
         yield from gauges.values()
-        yield from (folds, freed, errors, count, cost)
+        yield from (compactions, freed, errors, count, cost)
         yield _alerts_sent()
 
 

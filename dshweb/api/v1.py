@@ -33,10 +33,10 @@ from dshweb.core.profile.profile import profile_names
 from dshweb.live.hub import SessionView
 from dshweb.live.service import collecting
 from dshweb.sessions.display.ledger_rows import (
-    FOLD_COLUMNS,
+    COMPACTION_COLUMNS,
     REFUSED_COLUMNS,
     TIMELINE_COLUMNS,
-    fold_rows,
+    compaction_rows,
     refused_row,
     timeline_rows,
 )
@@ -402,8 +402,10 @@ def session_ledger(request: HttpRequest, home: str, session_id: str) -> dict[str
         "home": home,
         "sessionId": session_id,
         "folds": [
-            dict(zip(FOLD_COLUMNS, row, strict=True))
-            for row in fold_rows(ledger.folds, get_config().price_book, first=ledger.first)
+            dict(zip(COMPACTION_COLUMNS, row, strict=True))
+            for row in compaction_rows(
+                ledger.compactions, get_config().price_book, first=ledger.first
+            )
         ],
         "refused": [
             dict(zip(REFUSED_COLUMNS, refused_row(command), strict=True))

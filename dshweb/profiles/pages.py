@@ -190,7 +190,7 @@ class PreviewPage(Record, frozen=True):
     line: Line | None
     """``None``: no such session."""
     engine_point: int | None
-    """Where the engine folds the session, which the line should name."""
+    """Where the engine compacts the session, which the line should name."""
     ring: Ring | None
     language: str
     errors: dict[str, str]
@@ -200,7 +200,7 @@ class PreviewPage(Record, frozen=True):
 
 
 class ReplayedStep(Record, frozen=True):
-    """A fold the replay made."""
+    """A pass the replay made (a check that pruned, compacted or failed to)."""
 
     step: int
     kind: ReplayKind
@@ -211,7 +211,7 @@ class ReplayedStep(Record, frozen=True):
 class Replay(Record, frozen=True):
     """What the settings would have done to the session."""
 
-    folds: tuple[ReplayedStep, ...]
+    passes: tuple[ReplayedStep, ...]
     automatic: tuple[int, ...]
     peak: int
     lowest: int | None

@@ -380,9 +380,9 @@ class OwnHome:
             session_id=session_id,
             errors=errors,
             replayed=Replay(
-                folds=tuple(
+                passes=tuple(
                     ReplayedStep(step=f.check, kind=f.kind, before=f.before, after=f.after)
-                    for f in said.folds
+                    for f in said.passes
                 ),
                 automatic=said.automatic,
                 peak=said.peak,
@@ -391,7 +391,7 @@ class OwnHome:
                 summary_output=said.summary_output,
                 threshold=said.threshold,
             ),
-            real=recording.folded,
+            real=recording.acted,
             steps=len(recording.checks),
             summary=recording.summary,
             summary_own=bool(recording.summaries),

@@ -31,11 +31,11 @@ from django.views.decorators.http import require_GET
 from dshweb.config import get_config
 from dshweb.core.fold.session import SessionSnapshot
 from dshweb.sessions.display.ledger_rows import (
-    FOLD_COLUMNS,
+    COMPACTION_COLUMNS,
     REFUSED_COLUMNS,
     TIMELINE_COLUMNS,
     Value,
-    fold_rows,
+    compaction_rows,
     refused_row,
     timeline_rows,
 )
@@ -181,11 +181,13 @@ def _download_of(
     }
     # Generators: nothing is read before the response is sent.
     points = in_batches(timeline_rows(ledger.points))
-    folds = in_batches(fold_rows(ledger.folds, get_config().price_book, first=ledger.first))
+    compactions = in_batches(
+        compaction_rows(ledger.compactions, get_config().price_book, first=ledger.first)
+    )
     if name == "timeline.csv":
         chunks, content_type = csv_chunks(TIMELINE_COLUMNS, points), CSV_TYPE
     elif name == "ledger.csv":
-        chunks, content_type = csv_chunks(FOLD_COLUMNS, folds), CSV_TYPE
+        chunks, content_type = csv_chunks(COMPACTION_COLUMNS, compactions), CSV_TYPE
     elif name == "timeline.json":
         chunks = json_object(head, [("points", json_array(TIMELINE_COLUMNS, points))])
         content_type = JSON_TYPE
@@ -194,7 +196,7 @@ def _download_of(
         chunks = json_object(
             head,
             [
-                ("folds", json_array(FOLD_COLUMNS, folds)),
+                ("folds", json_array(COMPACTION_COLUMNS, compactions)),
                 ("refused", json_array(REFUSED_COLUMNS, refused)),
             ],
         )

@@ -23,8 +23,8 @@ from django.utils.translation import get_language
 
 from dshweb.compaction.status import latest_record
 from dshweb.config import get_config
+from dshweb.core.fold.compactions import Compaction
 from dshweb.core.fold.cost import PriceBook
-from dshweb.core.fold.folds import Fold
 from dshweb.core.fold.forecast import Forecast
 from dshweb.core.fold.gauge import ContextGauge, window_share
 from dshweb.core.fold.ledger import Ledger
@@ -41,7 +41,7 @@ from dshweb.sessions.display.figures import cache_hit_ratio, dom_id
 from dshweb.sessions.display.ledger_pages import (
     LEDGER_PAGE_SIZE,
     LedgerPage,
-    NumberedFold,
+    NumberedCompaction,
     RefusedTail,
     ledger_page,
     refused_tail,
@@ -111,14 +111,14 @@ class LedgerView:
     error, still running): the table has that column only then."""
 
 
-def has_outcome(fold: Fold) -> bool:
-    return bool(fold.command) or fold.kind == "overflow" or fold.status != "done"
+def has_outcome(compaction: Compaction) -> bool:
+    return bool(compaction.command) or compaction.kind == "overflow" or compaction.status != "done"
 
 
 def ledger_view(ledger: Ledger, before: int | None = None) -> LedgerView:
     """The ledger's folds numbered below ``before`` (the newest page without it)."""
-    page = ledger_page(ledger.folds, before=before, first=ledger.first)
-    outcomes = any(has_outcome(row.fold) for row in page.rows)
+    page = ledger_page(ledger.compactions, before=before, first=ledger.first)
+    outcomes = any(has_outcome(row.compaction) for row in page.rows)
     book = get_config().price_book
     rows = mark_safe("".join(ledger_row_html(row, outcomes, book) for row in page.rows))  # ours
     tail = refused_tail(ledger.refused, earlier=ledger.refused_earlier)
@@ -194,19 +194,19 @@ LEDGER_ROWS_KEPT = LEDGER_PAGE_SIZE * RENDERED_KEPT
 """Ledger rows kept rendered: a fold's row is the same until the fold changes, and a
 session's ledger card is rendered again at every fold of it. Enough for the newest page
 of each session whose live parts are kept."""
-_ledger_rows: LRU[tuple[NumberedFold, bool, PriceBook, str], str] = LRU(LEDGER_ROWS_KEPT)
+_ledger_rows: LRU[tuple[NumberedCompaction, bool, PriceBook, str], str] = LRU(LEDGER_ROWS_KEPT)
 
 
-def ledger_row_html(row: NumberedFold, outcomes: bool, book: PriceBook) -> str:
+def ledger_row_html(row: NumberedCompaction, outcomes: bool, book: PriceBook) -> str:
     """One fold's row of a ledger table (with its outcome cell when the table has that
     column; priced by ``book``), rendered once per fold state (and number) and language."""
 
     def render() -> str:
         context = {
             "row": row,
-            "fold": row.fold,
+            "compaction": row.compaction,
             "outcomes": outcomes,
-            "priced": row.fold.priced(book),
+            "priced": row.compaction.priced(book),
         }
         return _render(LEDGER_ROW_TEMPLATE, context)
 
@@ -317,7 +317,7 @@ LIVE_PARTS: tuple[tuple[str, Callable[[SessionSnapshot], object] | None], ...] =
     ("dashboard/_compaction_point.html", None),
     ("dashboard/_told.html", None),
     ("dashboard/_timeline.html", None),
-    ("dashboard/_ledger.html", lambda shot: (shot.ledger.folds, shot.ledger.refused)),
+    ("dashboard/_ledger.html", lambda shot: (shot.ledger.compactions, shot.ledger.refused)),
     ("dashboard/_largest_nodes.html", lambda shot: shot.largest_nodes),
     ("dashboard/_session_facts.html", None),
     ("dashboard/_session_errors.html", None),
@@ -407,7 +407,7 @@ def session_news(heard: Heard | None, view: SessionView) -> tuple[Heard, str]:
     said = news(heard, ledger, gauge)
     if said is None:
         return Heard.of(ledger, gauge), ""
-    notes = [("fold-note", said.fold, said.sentence)] if said.fold is not None else []
+    notes = [("fold-note", said.compaction, said.sentence)] if said.compaction is not None else []
     return Heard.of(ledger, gauge), _news_html(said.sentence, notes)
 
 
@@ -416,7 +416,7 @@ def rows_news(heard: dict[tuple[str, str], Heard], rows: Sequence[SessionEntry])
     row of each that folded, and the words of its ``#announcements``, each session named
     by its title (three at most: a page of folding sessions is not read out whole)."""
     sentences: list[str] = []
-    notes: list[tuple[str, Fold, str]] = []
+    notes: list[tuple[str, Compaction, str]] = []
     for entry in rows:
         shot = entry.snapshot
         said: News | None = news(heard.get(entry.key), shot.ledger, entry.gauge)
@@ -424,13 +424,13 @@ def rows_news(heard: dict[tuple[str, str], Heard], rows: Sequence[SessionEntry])
         if said is None:
             continue
         sentences.append(f"{shot.title or shot.session_id}: {said.sentence}")
-        if said.fold is not None:
+        if said.compaction is not None:
             note_id = dom_id("fold-note", f"{entry.home}/{shot.session_id}")
-            notes.append((note_id, said.fold, said.sentence))
+            notes.append((note_id, said.compaction, said.sentence))
     return _news_html("; ".join(sentences[:3]), notes) if sentences else ""
 
 
-def _news_html(sentence: str, notes: list[tuple[str, Fold, str]]) -> str:
+def _news_html(sentence: str, notes: list[tuple[str, Compaction, str]]) -> str:
     """The live region's next words, and each note (its id, its fold, its words)."""
     return render_to_string(NEWS_TEMPLATE, {"sentence": sentence, "notes": notes})
 

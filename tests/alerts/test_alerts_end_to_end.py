@@ -29,7 +29,7 @@ from dshweb.alerts.models import AlertDelivery, AlertFiring, AlertRule
 from dshweb.alerts.watcher import AlertWatcher, stop_alert_watcher
 from dshweb.asgi import application
 from dshweb.core.alerts.firing import EVENTS_PER_LOOK
-from dshweb.core.fold.folds import Fold
+from dshweb.core.fold.compactions import Compaction
 from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.log.home import session_logs
@@ -150,7 +150,7 @@ def make_rule(user: Any, **fields: Any) -> AlertRule:
 
 
 @pytest.mark.asyncio
-async def test_a_fold_appended_to_a_real_log_is_told_three_ways(
+async def test_a_compaction_appended_to_a_real_log_is_told_three_ways(
     tmp_path: Path,
     settings: Any,
     user_cookie: tuple[Any, bytes],
@@ -160,8 +160,10 @@ async def test_a_fold_appended_to_a_real_log_is_told_three_ways(
 ) -> None:
     log, rest = cut_home(tmp_path, settings, "auto-compact", 0.3)
     cut = last_seq(tmp_path / "home")
-    folds_to_come = [f for f in fixture_snapshot("auto-compact").ledger.folds if f.seq > cut]
-    assert folds_to_come  # the cut leaves folds to append
+    compactions_to_come = [
+        f for f in fixture_snapshot("auto-compact").ledger.compactions if f.seq > cut
+    ]
+    assert compactions_to_come  # the cut leaves folds to append
     user, cookie = user_cookie
     with webhook_receiver(lambda: rule.webhook_secret) as receiver:
         rule = await database_sync_to_async(make_rule)(
@@ -171,9 +173,9 @@ async def test_a_fold_appended_to_a_real_log_is_told_three_ways(
         await first_look(caplog, rules=1)  # the folds in the log so far are old to the rule
         assert await database_sync_to_async(AlertFiring.objects.count)() == 0
         await append(log, [b"".join(rest)])  # in one write: one look finds every fold
-        notices = await alert_notices(communicator, len(folds_to_come))
-        await until(lambda: len(receiver.received) == len(folds_to_come))
-        await until(lambda: len(mail.messages) == len(folds_to_come))
+        notices = await alert_notices(communicator, len(compactions_to_come))
+        await until(lambda: len(receiver.received) == len(compactions_to_come))
+        await until(lambda: len(mail.messages) == len(compactions_to_come))
 
     # One firing per fold appended, keyed by its seq, none for the folds before the rule.
     firings = await database_sync_to_async(
@@ -181,20 +183,20 @@ async def test_a_fold_appended_to_a_real_log_is_told_three_ways(
     )()
     assert firings == [
         (str(f.seq), f"automatic compaction: {f.before:,} → {f.after:,} tokens")
-        for f in folds_to_come
+        for f in compactions_to_come
     ]
     # A notice per fold, in seq order (one owner's notices go one at a time, oldest
     # first); the webhooks run side by side, so they arrive in any order.
-    assert len(folds_to_come) >= 2
-    for notice, fold in zip(notices, folds_to_come, strict=True):
-        assert f"{fold.before:,} → {fold.after:,}" in notice
+    assert len(compactions_to_come) >= 2
+    for notice, compaction in zip(notices, compactions_to_come, strict=True):
+        assert f"{compaction.before:,} → {compaction.after:,}" in notice
     assert sorted(int(hook.body["key"]) for hook in receiver.received) == [
-        f.seq for f in folds_to_come
+        f.seq for f in compactions_to_come
     ]
     assert all(
         hook.body["summary"] == dict(firings)[hook.body["key"]] for hook in receiver.received
     )
-    first = folds_to_come[0]
+    first = compactions_to_come[0]
     hook = next(hook for hook in receiver.received if hook.body["key"] == str(first.seq))
     assert hook.signature_ok
     assert hook.body["rule"] == {"id": rule.pk, "name": "folds", "condition": "folded"}
@@ -205,15 +207,17 @@ async def test_a_fold_appended_to_a_real_log_is_told_three_ways(
     assert message["To"] == "me@example.test"
     assert message["Subject"].startswith("[dshweb] folds: ")
     bodies = sorted(str(m.get_payload()) for m in mail.messages)
-    for fold in folds_to_come:
-        told = f"automatic compaction: {fold.before:,} → {fold.after:,} tokens"
+    for compaction in compactions_to_come:
+        told = f"automatic compaction: {compaction.before:,} → {compaction.after:,} tokens"
         assert sum(told in body for body in bodies) == 1
     assert 'data-headline="folds: ' in notices[0] and f"{first.before:,}" in notices[0]
     states = await database_sync_to_async(
         lambda: sorted(AlertDelivery.objects.values_list("channel", "state", "attempts"))
     )()
     assert states == sorted(
-        (channel, "sent", 1) for channel in ("browser", "webhook", "email") for _ in folds_to_come
+        (channel, "sent", 1)
+        for channel in ("browser", "webhook", "email")
+        for _ in compactions_to_come
     )
 
     # A watcher started again (a restart) fires nothing already told.
@@ -223,7 +227,7 @@ async def test_a_fold_appended_to_a_real_log_is_told_three_ways(
     await first_look(caplog, rules=1, looks=2)
     task.cancel()
     assert again.fired == 0
-    assert await database_sync_to_async(AlertFiring.objects.count)() == len(folds_to_come)
+    assert await database_sync_to_async(AlertFiring.objects.count)() == len(compactions_to_come)
     await communicator.disconnect()
 
 
@@ -324,8 +328,8 @@ async def test_an_overflow_recovery_and_a_failed_compaction_in_a_real_log_fire_t
     # fold-failures: the provider refused a request as too large (DSH folded and sent it
     # again), then a summary came back larger than what it replaced (compaction/end error).
     log, rest = cut_home(tmp_path, settings, "fold-failures", 0.05)
-    folds = fixture_snapshot("fold-failures").ledger.folds
-    overflow, failed = folds[0], folds[1]
+    compactions = fixture_snapshot("fold-failures").ledger.compactions
+    overflow, failed = compactions[0], compactions[1]
     assert last_seq(tmp_path / "home") < overflow.seq
     user, cookie = user_cookie
 
@@ -370,47 +374,53 @@ def fired() -> list[tuple[str, str, str]]:
     return list(AlertFiring.objects.order_by("id").values_list("rule__name", "key", "summary"))
 
 
-def fired_for(name: str, fold: Fold) -> tuple[str, str, str]:
+def fired_for(name: str, compaction: Compaction) -> tuple[str, str, str]:
     """The firing of rule ``name`` for ``fold`` that ended well."""
-    kind = "prune pass" if fold.kind == "prune" else f"{fold.kind} compaction"
-    return (name, str(fold.seq), f"{kind}: {fold.before:,} → {fold.after:,} tokens")
+    kind = "prune pass" if compaction.kind == "prune" else f"{compaction.kind} compaction"
+    return (
+        name,
+        str(compaction.seq),
+        f"{kind}: {compaction.before:,} → {compaction.after:,} tokens",
+    )
 
 
-def test_the_folds_one_look_finds_are_each_told_in_order_and_after_a_restart(
+def test_the_compactions_one_look_finds_are_each_told_in_order_and_after_a_restart(
     tmp_path: Path,
 ) -> None:
     user = get_user_model().objects.create_user("batched", password="pw-for-tests-only")
     make_rule(user, webhook_url="https://hooks.example.test/x", email_to="me@example.test")
-    folds = fixture_snapshot("pace-steady").ledger.folds
-    assert len(folds) == 10
+    compactions = fixture_snapshot("pace-steady").ledger.compactions
+    assert len(compactions) == 10
     watcher = AlertWatcher(cast(Any, None), "local")  # looked at by hand: no source
-    look(watcher, tmp_path, "pace-steady", folds[0].end_seq)  # first sight: old to the rule
+    look(watcher, tmp_path, "pace-steady", compactions[0].end_seq)  # first sight: old to the rule
     assert watcher.fired == 0
-    look(watcher, tmp_path, "pace-steady", folds[3].end_seq)  # three folds since
-    assert fired() == [fired_for("folds", fold) for fold in folds[1:4]]
+    look(watcher, tmp_path, "pace-steady", compactions[3].end_seq)  # three folds since
+    assert fired() == [fired_for("folds", compaction) for compaction in compactions[1:4]]
     deliveries = list(AlertDelivery.objects.order_by("id").values_list("firing__key", "channel"))
     assert deliveries == [
-        (str(fold.seq), channel)
-        for fold in folds[1:4]
+        (str(compaction.seq), channel)
+        for compaction in compactions[1:4]
         for channel in ("browser", "webhook", "email")
     ]
-    look(watcher, tmp_path, "pace-steady", folds[3].end_seq)  # nothing new: nothing told
+    look(watcher, tmp_path, "pace-steady", compactions[3].end_seq)  # nothing new: nothing told
     assert watcher.fired == 3
 
     # Started again: what was told is taken back from the firings; what came since is told.
     again = AlertWatcher(cast(Any, None), "local")
-    look(again, tmp_path, "pace-steady", folds[3].end_seq)
+    look(again, tmp_path, "pace-steady", compactions[3].end_seq)
     assert again.fired == 0
     look(again, tmp_path, "pace-steady", None)
     assert again.fired == 6
-    assert fired() == [fired_for("folds", fold) for fold in folds[1:]]
+    assert fired() == [fired_for("folds", compaction) for compaction in compactions[1:]]
 
 
-def test_a_failed_and_a_done_fold_of_one_look_each_go_to_their_own_rule(tmp_path: Path) -> None:
+def test_a_failed_and_a_done_compaction_of_one_look_each_go_to_their_own_rule(
+    tmp_path: Path,
+) -> None:
     user = get_user_model().objects.create_user("failing", password="pw-for-tests-only")
     make_rule(user, name="done", condition="folded")
     make_rule(user, name="failed", condition="fold-failed")
-    overflow, failed, done = fixture_snapshot("fold-failures").ledger.folds[:3]
+    overflow, failed, done = fixture_snapshot("fold-failures").ledger.compactions[:3]
     assert (overflow.kind, failed.status, done.status) == ("overflow", "failed", "done")
     watcher = AlertWatcher(cast(Any, None), "local")
     look(watcher, tmp_path, "fold-failures", overflow.seq - 1)  # first sight: no fold yet
@@ -422,13 +432,13 @@ def test_a_failed_and_a_done_fold_of_one_look_each_go_to_their_own_rule(tmp_path
     ]
 
 
-def test_many_folds_fire_none_at_first_sight_and_the_newest_few_after_an_absence(
+def test_many_compactions_fire_none_at_first_sight_and_the_newest_few_after_an_absence(
     tmp_path: Path,
 ) -> None:
     user = get_user_model().objects.create_user("pruned", password="pw-for-tests-only")
     make_rule(user)
-    folds = fixture_snapshot("prune-heavy").ledger.folds
-    assert len(folds) > 100
+    compactions = fixture_snapshot("prune-heavy").ledger.compactions
+    assert len(compactions) > 100
     cold = AlertWatcher(cast(Any, None), "local")
     look(cold, tmp_path, "prune-heavy", None)  # a home read for the first time
     assert cold.fired == 0
@@ -436,29 +446,31 @@ def test_many_folds_fire_none_at_first_sight_and_the_newest_few_after_an_absence
     # A watcher that saw the session early (and had nothing to tell: its firings are
     # none), then its next look after a long absence: the newest few, in seq order.
     early = AlertWatcher(cast(Any, None), "local")
-    look(early, tmp_path, "prune-heavy", folds[5].end_seq)
+    look(early, tmp_path, "prune-heavy", compactions[5].end_seq)
     look(early, tmp_path, "prune-heavy", None)
-    assert fired() == [fired_for("folds", fold) for fold in folds[-EVENTS_PER_LOOK:]]
+    assert fired() == [
+        fired_for("folds", compaction) for compaction in compactions[-EVENTS_PER_LOOK:]
+    ]
     again = AlertWatcher(cast(Any, None), "local")
     look(again, tmp_path, "prune-heavy", None)
     assert again.fired == 0
 
 
-def test_a_rule_edited_into_a_fold_rule_starts_afresh(tmp_path: Path) -> None:
+def test_a_rule_edited_into_a_compaction_rule_starts_afresh(tmp_path: Path) -> None:
     """What the rule saw as a band rule says nothing of the folds: the ones its session had
     when it was edited are old to it, the ones after are told."""
     user = get_user_model().objects.create_user("edited", password="pw-for-tests-only")
     rule = make_rule(user, name="tight", condition="band", band="tight")
-    folds = fixture_snapshot("pace-steady").ledger.folds
+    compactions = fixture_snapshot("pace-steady").ledger.compactions
     watcher = AlertWatcher(cast(Any, None), "local")
-    look(watcher, tmp_path, "pace-steady", folds[4].end_seq)
+    look(watcher, tmp_path, "pace-steady", compactions[4].end_seq)
     rule.name, rule.condition = "folds", "folded"
     rule.save()
     watcher._rules_read_at = -float("inf")  # the rules are read again at the next look
-    look(watcher, tmp_path, "pace-steady", folds[6].end_seq)
+    look(watcher, tmp_path, "pace-steady", compactions[6].end_seq)
     assert watcher.fired == 0
     look(watcher, tmp_path, "pace-steady", None)
-    assert fired() == [fired_for("folds", fold) for fold in folds[7:]]
+    assert fired() == [fired_for("folds", compaction) for compaction in compactions[7:]]
 
 
 def test_a_log_still_read_in_slices_is_looked_at_once_it_is_read(tmp_path: Path) -> None:
@@ -467,8 +479,8 @@ def test_a_log_still_read_in_slices_is_looked_at_once_it_is_read(tmp_path: Path)
     sight, where folds older than the rule fire nothing."""
     user = get_user_model().objects.create_user("sliced", password="pw-for-tests-only")
     make_rule(user)
-    folds = fixture_snapshot("auto-compact").ledger.folds
-    assert len(folds) >= 2
+    compactions = fixture_snapshot("auto-compact").ledger.compactions
+    assert len(compactions) >= 2
     watcher = AlertWatcher(cast(Any, None), "local")  # looked at by hand: no source
 
     def look(at_seq: int | None, read_to_end: bool) -> None:
@@ -478,7 +490,7 @@ def test_a_log_still_read_in_slices_is_looked_at_once_it_is_read(tmp_path: Path)
         watcher._take(HomeChange(view, frozenset({"auto-compact"}), frozenset()))
         watcher._evaluate(set(watcher._changed))
 
-    look(folds[0].seq, read_to_end=False)  # the first slice: one fold of the past
-    look(folds[-2].seq, read_to_end=False)
+    look(compactions[0].seq, read_to_end=False)  # the first slice: one fold of the past
+    look(compactions[-2].seq, read_to_end=False)
     look(None, read_to_end=True)  # read: every fold in it happened before the rule
     assert watcher.fired == 0 and not AlertFiring.objects.exists()

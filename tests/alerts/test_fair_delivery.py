@@ -148,11 +148,11 @@ def test_another_users_slow_receivers_delay_neither_webhook_nor_email(tmp_path: 
             assert served.visitor is not None
             served.visitor.get("/")
             wait_for_first_look(served.server.output, rules=SLOW_RULES + 2)
-            first_fold = next(
+            first_compaction = next(
                 n for n, piece in enumerate(served.rest) if b'"compaction/end"' in _text(piece)
             )
             appended = time.monotonic()
-            for piece in served.rest[: first_fold + 1]:
+            for piece in served.rest[: first_compaction + 1]:
                 with served.log.open("ab") as handle:
                     handle.write(piece)
             give_up = appended + GIVE_UP

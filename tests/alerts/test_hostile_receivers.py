@@ -145,11 +145,11 @@ def test_a_canary_webhook_delivers_beside_broken_and_trickling_receivers(
             assert served.visitor is not None
             served.visitor.get("/")
             wait_for_first_look(served.server.output, rules=4)
-            first_fold = next(
+            first_compaction = next(
                 n for n, piece in enumerate(served.rest) if b'"compaction/end"' in _text(piece)
             )
             appended = time.monotonic()
-            for piece in served.rest[: first_fold + 1]:
+            for piece in served.rest[: first_compaction + 1]:
                 with served.log.open("ab") as handle:
                     handle.write(piece)
             deadline = appended + 20

@@ -41,7 +41,7 @@ def test_every_summary_reads_the_same_in_english_and_has_its_chinese() -> None:
     folded = fixture_snapshot("auto-compact")
     gauge = context_gauge(folded)
     specs = [
-        RuleSpec(Condition.FOLDED),
+        RuleSpec(Condition.COMPACTED),
         RuleSpec(Condition.BAND, band=Band.TIGHT),
     ]
     tight = gauge.__class__(

@@ -118,10 +118,12 @@ def test_the_series_are_the_sessions_figures(home: Path) -> None:
     shots = [fixture_snapshot(name) for name in SESSIONS]
     for kind in ("automatic", "manual", "overflow", "prune"):
         expected = sum(
-            1 for s in shots for f in s.ledger.folds if f.kind == kind and f.status == "done"
+            1 for s in shots for f in s.ledger.compactions if f.kind == kind and f.status == "done"
         )
         assert got["dshweb_folds_total", (("home", "local"), ("kind", kind))] == expected
-    freed = sum(max(0, f.dropped or 0) for s in shots for f in s.ledger.folds if f.status == "done")
+    freed = sum(
+        max(0, f.dropped or 0) for s in shots for f in s.ledger.compactions if f.status == "done"
+    )
     assert got["dshweb_freed_tokens_total", (("home", "local"),)] == freed > 0
     assert got["dshweb_sessions", (("home", "local"),)] == len(SESSIONS)
     # What the requests and summaries cost, by model: only the models with a price.

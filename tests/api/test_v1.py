@@ -142,11 +142,11 @@ def test_the_timeline_and_the_ledger(home: Path) -> None:
     assert first["percent"] == round(points[0].tokens / 24_000 * 100)
     assert timeline["windowTokens"] == 24_000 and timeline["thresholdTokens"] == 12_000
     _, ledger = get(client, "/api/v1/homes/local/sessions/fold-failures/ledger")
-    folds = ledger["folds"]
-    assert [(f["kind"], f["status"], f["seq"]) for f in folds] == [
-        (f.kind, f.status, f.seq) for f in shot.ledger.folds
+    compactions = ledger["folds"]
+    assert [(f["kind"], f["status"], f["seq"]) for f in compactions] == [
+        (f.kind, f.status, f.seq) for f in shot.ledger.compactions
     ]
-    assert folds[1]["error"].startswith("summary is not smaller")
+    assert compactions[1]["error"].startswith("summary is not smaller")
 
 
 def test_unknown_homes_and_sessions_are_404s_that_say_which(home: Path) -> None:

@@ -46,7 +46,7 @@ class AlertHome:
     path: Path
     log: Path
     rest: list[bytes]
-    folds_to_come: int
+    compactions_to_come: int
     done_after: list[int]
     """Beside each of ``rest``, the folds ended well once it is appended (from the cut)."""
 
@@ -63,7 +63,7 @@ def alert_home(tmp_path_factory: pytest.TempPathFactory) -> AlertHome:
     index = HomeIndex(path)
     index.refresh()
     (tracker,) = index.trackers.values()
-    before = len(tracker.ledger.folds)
+    before = len(tracker.ledger.compactions)
     whole = HomeIndex(FIXTURE_HOMES / SESSION)
     whole.refresh()
     (complete,) = whole.trackers.values()
@@ -77,9 +77,9 @@ def alert_home(tmp_path_factory: pytest.TempPathFactory) -> AlertHome:
     for frame in frames[cut:]:
         append_frames(scratch_log, [frame])
         growing.refresh()
-        folds = tracker.ledger.folds[before:]
-        done_after.append(sum(fold.status == "done" for fold in folds))
-    return AlertHome(path, log, frames[cut:], len(complete.ledger.folds) - before, done_after)
+        compactions = tracker.ledger.compactions[before:]
+        done_after.append(sum(compaction.status == "done" for compaction in compactions))
+    return AlertHome(path, log, frames[cut:], len(complete.ledger.compactions) - before, done_after)
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,7 @@ def test_a_rule_made_here_notifies_a_background_tab_when_the_session_folds(
     server: DshwebServer,
     artifacts: Path,
 ) -> None:
-    assert alert_home.folds_to_come >= 1
+    assert alert_home.compactions_to_come >= 1
     context = new_context(permissions=["notifications"])
     context.add_init_script(SPY)
     page = context.new_page()
@@ -134,10 +134,10 @@ def test_a_rule_made_here_notifies_a_background_tab_when_the_session_folds(
             shown = done
             expect(notices).to_have_count(shown, timeout=WAIT_MS)
         time.sleep(0.005)
-    expect(notices).to_have_count(alert_home.folds_to_come, timeout=WAIT_MS)
+    expect(notices).to_have_count(alert_home.compactions_to_come, timeout=WAIT_MS)
     expect(notices.first.locator("strong")).to_contain_text("folds: ")
     notified = page.evaluate("window.__notified")
-    assert len(notified) == alert_home.folds_to_come
+    assert len(notified) == alert_home.compactions_to_come
     assert all(n["title"].startswith("folds: ") for n in notified)
     assert all(n["body"].startswith("automatic compaction: ") for n in notified)
     assert len({n["tag"] for n in notified}) == len(notified)  # one per firing
@@ -145,9 +145,9 @@ def test_a_rule_made_here_notifies_a_background_tab_when_the_session_folds(
 
     other.reload()
     firings = other.locator("#alert-firings > li")
-    expect(firings).to_have_count(alert_home.folds_to_come)
+    expect(firings).to_have_count(alert_home.compactions_to_come)
     expect(firings.first.locator('[data-channel="browser"]')).to_have_attribute(
         "data-state", "sent"
     )
     notices.first.locator("[data-dismiss-alert]").click()
-    expect(notices).to_have_count(alert_home.folds_to_come - 1)
+    expect(notices).to_have_count(alert_home.compactions_to_come - 1)

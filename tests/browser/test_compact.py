@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from dshweb.core.fold.folds import Fold
+from dshweb.core.fold.compactions import Compaction
 from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
@@ -125,12 +125,12 @@ def test_compact_folds_the_session_and_the_page_follows(
     expect(status).to_have_attribute("data-state", "done", timeout=COMPACT_MS)
     expect(status).to_have_text(DONE, timeout=COMPACT_MS)
     snapshot = _snapshot(engine.home, "b-compact")
-    (fold,) = [f for f in snapshot.ledger.folds if f.kind == "manual"]
+    (compaction,) = [f for f in snapshot.ledger.compactions if f.kind == "manual"]
     after = context_gauge(snapshot).used
-    assert fold.before == before and fold.after == after, (fold, before, after)
+    assert compaction.before == before and compaction.after == after, (compaction, before, after)
     expect(ring).to_have_attribute("data-used", str(after))
     assert after is not None and after < before
-    expect(status).to_have_text(_done_text(status.text_content() or "", fold))
+    expect(status).to_have_text(_done_text(status.text_content() or "", compaction))
     states = _states(page)
     assert states[0] == "idle" and states[-1] == "done" and "failed" not in states, states
     assert set(states) <= {"idle", "requested", "running", "done"}, states
@@ -139,16 +139,16 @@ def test_compact_folds_the_session_and_the_page_follows(
     page.screenshot(path=artifacts / "compact-done.png", full_page=True)
 
 
-def _done_text(shown: str, fold: Fold) -> str:
+def _done_text(shown: str, compaction: Compaction) -> str:
     """The line the page must show: DSH's counts as shown, the context figures from the
     fold in the log."""
     found = DONE.fullmatch(shown)
     assert found is not None, shown
-    assert fold.before is not None and fold.after is not None
+    assert compaction.before is not None and compaction.after is not None
     return (
         f"Compacted {found[1]} history items (~{found[2]} tokens); "
-        f"context {format_page_tokens(fold.before)} → {format_page_tokens(fold.after)} "
-        f"(freed {format_page_tokens(fold.before - fold.after)})"
+        f"context {format_page_tokens(compaction.before)} → {format_page_tokens(compaction.after)} "
+        f"(freed {format_page_tokens(compaction.before - compaction.after)})"
     )
 
 

@@ -24,7 +24,7 @@ from tests.support.server import DshwebServer, serving
 pytestmark = pytest.mark.browser
 
 SESSION = "cost-pro"
-FOLD = 4
+COMPACTION = 4
 """The compaction whose ``compaction/start`` the cut leaves out."""
 
 
@@ -36,8 +36,8 @@ class CostHome(CutHome):
         (shot,) = index.snapshots()
         book = PriceBook()
         priced = {
-            number: book.fold(fold.cost, fold.summary_usage, fold.saved)
-            for number, fold in enumerate(shot.ledger.folds, start=shot.ledger.first)
+            number: book.compaction(compaction.cost, compaction.summary_usage, compaction.saved)
+            for number, compaction in enumerate(shot.ledger.compactions, start=shot.ledger.first)
         }
         costs = {n: p.cost for n, p in priced.items() if p.cost is not None}
         return book.total(shot.cost)[0], shot.ledger.total, costs
@@ -45,7 +45,7 @@ class CostHome(CutHome):
 
 @pytest.fixture(scope="module")
 def cost_home(tmp_path_factory: pytest.TempPathFactory) -> CostHome:
-    return CostHome(tmp_path_factory.mktemp("cost"), SESSION, FOLD)
+    return CostHome(tmp_path_factory.mktemp("cost"), SESSION, COMPACTION)
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def server(cost_home: CostHome, tmp_path_factory: pytest.TempPathFactory) -> Ite
     yield from serving(DshwebServer(cost_home.path, tmp_path_factory.mktemp("cost-data")))
 
 
-def test_the_cost_card_and_the_new_folds_row_follow_the_session(
+def test_the_cost_card_and_the_new_compactions_row_follow_the_session(
     page: Page, cost_home: CostHome, artifacts: Path
 ) -> None:
     errors: list[str] = []

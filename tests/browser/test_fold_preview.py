@@ -24,22 +24,24 @@ from tests.support.server import DshwebServer, serving
 pytestmark = pytest.mark.browser
 
 SESSION = "pace-steady"
-FOLD = 3
+COMPACTION = 3
 """The automatic fold the page sees coming (its ``compaction/start`` is cut off)."""
 
 
 @pytest.fixture(scope="module")
-def fold_home(tmp_path_factory: pytest.TempPathFactory) -> CutHome:
-    return CutHome(tmp_path_factory.mktemp("fold-preview"), SESSION, FOLD)
+def compaction_home(tmp_path_factory: pytest.TempPathFactory) -> CutHome:
+    return CutHome(tmp_path_factory.mktemp("fold-preview"), SESSION, COMPACTION)
 
 
 @pytest.fixture(scope="module")
-def server(fold_home: CutHome, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DshwebServer]:
-    yield from serving(DshwebServer(fold_home.path, tmp_path_factory.mktemp("fold-data")))
+def server(
+    compaction_home: CutHome, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[DshwebServer]:
+    yield from serving(DshwebServer(compaction_home.path, tmp_path_factory.mktemp("fold-data")))
 
 
-def test_the_preview_stands_and_the_ledger_shows_it_beside_the_engines_fold(
-    page: Page, fold_home: CutHome, artifacts: Path
+def test_the_preview_stands_and_the_ledger_shows_it_beside_the_engines_compaction(
+    page: Page, compaction_home: CutHome, artifacts: Path
 ) -> None:
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
@@ -52,13 +54,13 @@ def test_the_preview_stands_and_the_ledger_shows_it_beside_the_engines_fold(
         for key in ("from-seq", "to-seq", "shadowed-tokens")
     }
     assert all(said.values()), said
-    expect(page.locator("#ledger")).to_have_attribute("data-folds", str(FOLD - 1))
+    expect(page.locator("#ledger")).to_have_attribute("data-folds", str(COMPACTION - 1))
     same = SameDocument(page)
 
-    fold_home.grow()  # the fold lands, and the steps after it
+    compaction_home.grow()  # the fold lands, and the steps after it
 
     expect(page.locator("#ledger")).to_have_attribute(
-        "data-folds", str(_folds(fold_home)), timeout=WAIT_MS
+        "data-folds", str(_compactions(compaction_home)), timeout=WAIT_MS
     )
     row = page.locator(
         f'#ledger tr[data-kind="automatic"][data-previewed-from="{said["from-seq"]}"]'
@@ -74,13 +76,13 @@ def test_the_preview_stands_and_the_ledger_shows_it_beside_the_engines_fold(
     page.screenshot(path=artifacts / "fold-preview.png", full_page=True)
 
 
-def _folds(fold_home: CutHome) -> int:
-    (log,) = session_logs(fold_home.path)
-    return len(record_log(log).folded)
+def _compactions(compaction_home: CutHome) -> int:
+    (log,) = session_logs(compaction_home.path)
+    return len(record_log(log).acted)
 
 
 def test_the_settings_form_replays_the_session_as_the_ratio_changes(
-    page: Page, fold_home: CutHome
+    page: Page, compaction_home: CutHome
 ) -> None:
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
@@ -88,7 +90,7 @@ def test_the_settings_form_replays_the_session_as_the_ratio_changes(
     page.goto("/settings/sdk/compaction-basic/")
     replayed = page.locator("#replay")
     expect(replayed).to_have_attribute("data-threshold", "12000")
-    (log,) = session_logs(fold_home.path)
+    (log,) = session_logs(compaction_home.path)
     lower = replay(
         record_log(log), EngineConfig(threshold_ratio=0.4, headroom_tokens=1000, retain_ratio=0.1)
     )

@@ -29,7 +29,7 @@ class LedgerHome:
     def __init__(self, root: Path) -> None:
         self.path = root / "home"
         (self.path / "sessions").mkdir(parents=True)
-        events = long_session(steps=610, fold_every=10)
+        events = long_session(steps=610, compaction_every=10)
         ends = [i for i, e in enumerate(events) if e["type"] == "compaction/end"]
         cut = ends[59] + 1  # the log holds 60 folds; the rest brings the 61st
         self.log = write_session(self.path, MANY, events[:cut])
@@ -101,15 +101,15 @@ def test_ledger_pages_in_place_and_keeps_the_page_while_the_log_grows(
 @pytest.mark.browser_context_args(java_script_enabled=False)
 def test_ledger_pages_without_javascript(page: Page) -> None:
     page.goto(f"/homes/local/sessions/{MANY}/")
-    expect(page.locator(NEWEST).first).to_have_attribute("data-fold", str(_folds(page)))
+    expect(page.locator(NEWEST).first).to_have_attribute("data-fold", str(_compactions(page)))
     page.locator("#ledger .page-older").first.click()
     page.wait_for_url("**/ledger.html?before=*")
-    newest = _folds(page)
+    newest = _compactions(page)
     assert _numbers(page, OLDER) == list(range(newest - 25, newest - 50, -1))
     page.locator("#ledger-older .page-older").click()
     page.wait_for_url(f"**/ledger.html?before={newest - 50 + 1}")
     assert _numbers(page, OLDER)[0] == newest - 50
 
 
-def _folds(page: Page) -> int:
+def _compactions(page: Page) -> int:
     return int(page.locator("#ledger").get_attribute("data-folds") or 0)

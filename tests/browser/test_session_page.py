@@ -47,12 +47,12 @@ def test_ring_follows_appended_frames_without_reload(
     page.screenshot(path=artifacts / "session.png", full_page=True)
 
 
-FOLDED = {"en-US": "Folded just now: {} → {}", "zh-CN": "刚刚折叠：{} → {}"}
+COMPACTED = {"en-US": "Folded just now: {} → {}", "zh-CN": "刚刚折叠：{} → {}"}
 """What a page says of a fold that lands, in each language (the figures as the ring's)."""
 
 
-@pytest.mark.parametrize("locale", FOLDED)
-def test_a_fold_that_lands_is_noted_on_the_ring_and_announced(
+@pytest.mark.parametrize("locale", COMPACTED)
+def test_a_compaction_that_lands_is_noted_on_the_ring_and_announced(
     new_context: CreateContextCallback, home: BrowserHome, artifacts: Path, locale: str
 ) -> None:
     """A fold appended to a session while its page and the list are open: a note on the
@@ -69,7 +69,7 @@ def test_a_fold_that_lands_is_noted_on_the_ring_and_announced(
     for shown in (page, listing):
         expect(shown.locator("#live-status")).to_have_attribute("data-state", "open")
     expect(page.locator("#announcements")).to_have_text("")
-    said = FOLDED[locale]
+    said = COMPACTED[locale]
     head = said.split("{}")[0]
 
     append_frames(target, frames[len(frames) // 3 :])

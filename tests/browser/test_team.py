@@ -195,9 +195,13 @@ def test_a_browser_on_worker_a_watches_home_b_grow_fold_and_compacts_it(
     status = page.locator("#compact-status")
     expect(status).to_have_attribute("data-state", "done", timeout=WAIT_MS)
     snapshot = _snapshot(engine.home, SESSION)
-    (fold,) = [f for f in snapshot.ledger.folds if f.kind == "manual"]
+    (compaction,) = [f for f in snapshot.ledger.compactions if f.kind == "manual"]
     after = context_gauge(snapshot).used
-    assert fold.before == grown and after is not None and after < grown, (fold, grown, after)
+    assert compaction.before == grown and after is not None and after < grown, (
+        compaction,
+        grown,
+        after,
+    )
     expect(ring).to_have_attribute("data-used", str(after), timeout=WAIT_MS)
     expect(page.locator("#ledger")).to_contain_text("manual", timeout=WAIT_MS)
     same.check()

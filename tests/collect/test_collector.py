@@ -238,13 +238,13 @@ def test_a_collector_runs_its_homes_alert_rules(collector: Collector) -> None:
     collector.start()
     collector.wait_for("the rows", lambda: len(collector.rows()) == 1)
     wait_for_first_look(collector.output, rules=1)  # the folds so far are old to the rule
-    before = {f.seq for f in _folds(collector.home)}
+    before = {f.seq for f in _compactions(collector.home)}
     for path in second:
         for frame in [*second[path], *third[path]]:  # as DSH writes: a moment apart
             with path.open("ab") as handle:
                 handle.write(frame)
             time.sleep(0.01)
-    after = [f.seq for f in _folds(collector.home) if f.seq not in before]
+    after = [f.seq for f in _compactions(collector.home) if f.seq not in before]
     assert after, "the appended frames hold folds"
 
     def fired() -> list[tuple[object, ...]]:
@@ -258,8 +258,8 @@ def test_a_collector_runs_its_homes_alert_rules(collector: Collector) -> None:
     assert sorted(fired()) == sorted((str(seq), "browser", "sent") for seq in after)
 
 
-def _folds(home: Path) -> tuple[Any, ...]:
+def _compactions(home: Path) -> tuple[Any, ...]:
     hub = Hub(home, "sdk")
     hub.cold_start()
     (view,) = hub.view().sessions.values()
-    return view.snapshot.ledger.folds
+    return view.snapshot.ledger.compactions

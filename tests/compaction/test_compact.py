@@ -22,7 +22,7 @@ from dshweb.compaction import owners
 from dshweb.compaction import status as compact_status
 from dshweb.compaction.models import CompactionRequest, DshWebSetting
 from dshweb.compaction.records import RequestRecord
-from dshweb.core.fold.folds import Fold
+from dshweb.core.fold.compactions import Compaction
 from dshweb.core.fold.ledger import Ledger
 from dshweb.live.publisher import stop_publisher
 from dshweb.live.service import home_view
@@ -40,13 +40,13 @@ from tests.live.test_sockets import ORIGIN, _attr, _connect, _receive, _receive_
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-MANUAL = Fold(kind="manual", seq=69, time=1, end_seq=73, before=6152, after=5897)
-OPEN = Fold(kind="manual", seq=69, time=1)
-BROKEN = Fold(kind="manual", seq=69, time=1, end_seq=73, error="summary is not smaller")
+MANUAL = Compaction(kind="manual", seq=69, time=1, end_seq=73, before=6152, after=5897)
+OPEN = Compaction(kind="manual", seq=69, time=1)
+BROKEN = Compaction(kind="manual", seq=69, time=1, end_seq=73, error="summary is not smaller")
 
 
 @pytest.mark.parametrize(
-    ("record", "folds", "state", "text"),
+    ("record", "compactions", "state", "text"),
     [
         (None, (), "idle", ""),
         (RequestRecord("requested", "", "", 68), (), "requested", "Compaction requested…"),
@@ -90,9 +90,9 @@ BROKEN = Fold(kind="manual", seq=69, time=1, end_seq=73, error="summary is not s
     ],
 )
 def test_status_line(
-    record: RequestRecord | None, folds: tuple[Fold, ...], state: str, text: str
+    record: RequestRecord | None, compactions: tuple[Compaction, ...], state: str, text: str
 ) -> None:
-    view = compact_view(record, Ledger(folds=folds))
+    view = compact_view(record, Ledger(compactions=compactions))
     assert (view.state, view.text) == (state, text)
 
 
@@ -372,16 +372,18 @@ def test_compact_through_the_dashboard(live: Setup) -> None:
     assert done["data"]["kind"] == "success" and done["data"]["text"] == request.message
     after = home_view().session("s-dash")
     assert after is not None
-    (fold,) = [f for f in after.ledger.folds if f.kind == "manual"]
-    assert request.projected_before == before.context_pressure["projectedTokens"] == fold.before
-    assert after.context_pressure["projectedTokens"] == fold.after
-    assert fold.after < fold.before  # both narrowed to int by the two lines above
+    (compaction,) = [f for f in after.ledger.compactions if f.kind == "manual"]
+    assert (
+        request.projected_before == before.context_pressure["projectedTokens"] == compaction.before
+    )
+    assert after.context_pressure["projectedTokens"] == compaction.after
+    assert compaction.after < compaction.before  # both narrowed to int by the two lines above
     assert request.duration_seconds is not None and request.duration_seconds < 60
     assert f'"command_id": "{done["data"]["commandId"]}"' in request.dsh_web_answer
     assert live.token not in request.dsh_web_answer
     page = client.get("/homes/local/sessions/s-dash/").content.decode()
-    assert _status_line(page) == ("done", result_line(request.message, fold))
-    assert result_line(request.message, fold).startswith("Compacted ")
+    assert _status_line(page) == ("done", result_line(request.message, compaction))
+    assert result_line(request.message, compaction).startswith("Compacted ")
     assert session_logs(live.home)["s-dash"].count("compaction/end") == 1
 
 

@@ -98,7 +98,7 @@ def _state(tracker: SessionTracker) -> dict[str, Any]:
         "host": meter.host_state(),
         "events": meter.events,
         "last_seq": meter.last_seq,
-        "compactions": tracker.ledger.result(meter).compactions,
+        "compactions": tracker.ledger.result(meter).summaries,
         "prunes": tracker.ledger.result(meter).prunes,
         "turns": activity.turns,
         "header": tracker.header,

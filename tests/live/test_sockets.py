@@ -319,7 +319,7 @@ async def test_a_session_update_holds_only_the_parts_that_changed(
     ids = list(LIVE_PART_IDS)
     assert len(ids) == len(LIVE_PARTS)
     assert all(f'id="{part}"' in first for part in ids)  # the first message: every part
-    folds = _attr(first, "ledger", "data-folds")
+    compactions = _attr(first, "ledger", "data-folds")
     log, rest = _rest_of_log(home)
     updates: list[str] = []
     for frame in rest:
@@ -342,7 +342,7 @@ async def test_a_session_update_holds_only_the_parts_that_changed(
     assert not any('id="session-errors"' in update for update in updates)
     with_ledger = [u for u in updates if 'id="ledger"' in u]
     assert with_ledger
-    assert _attr(with_ledger[-1], "ledger", "data-folds") != folds
+    assert _attr(with_ledger[-1], "ledger", "data-folds") != compactions
     await communicator.disconnect()
 
 
@@ -609,13 +609,13 @@ def _announced(html: str) -> str | None:
 
 
 @pytest.mark.asyncio
-async def test_a_fold_that_lands_is_noted_and_announced(
+async def test_a_compaction_that_lands_is_noted_and_announced(
     home: Path, cookie: bytes, stop: None
 ) -> None:
     """While a session page and the list are open, each fold that lands puts a note on the
     ring (and in the row) saying what it freed, and the live region says it; the figures
     are the fold's own, as the whole log's ledger has them."""
-    final = {f.seq: f for f in fixture_snapshot("auto-compact").ledger.folds}
+    final = {f.seq: f for f in fixture_snapshot("auto-compact").ledger.compactions}
     page, first = await _signed_in("/ws/homes/local/sessions/auto-compact/", cookie)
     listing, _ = await _signed_in("/ws/sessions/", cookie)
     assert _announced(first) is None  # a page load hears nothing
@@ -631,10 +631,11 @@ async def test_a_fold_that_lands_is_noted_and_announced(
         said,
     )
     assert note is not None, said
-    fold = final[int(note[1])]  # the fold as the whole log's ledger has it
-    assert (int(note[2]), int(note[3])) == (fold.before, fold.after)
-    assert fold.before is not None and fold.after is not None
-    words = f"Folded just now: {format_page_tokens(fold.before)} → {format_page_tokens(fold.after)}"
+    compaction = final[int(note[1])]  # the compaction as the whole log's ledger has it
+    before, after = compaction.before, compaction.after
+    assert (int(note[2]), int(note[3])) == (before, after)
+    assert before is not None and after is not None
+    words = f"Folded just now: {format_page_tokens(before)} → {format_page_tokens(after)}"
     assert note[4] == words and _announced(said) == words
     row_said = await _receive_until(
         listing, lambda html: "Folded just now" in (_announced(html) or "")

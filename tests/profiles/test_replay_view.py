@@ -60,7 +60,7 @@ def test_the_engine_page_opens_with_the_replay_of_the_latest_session(
     (log,) = session_logs(home)
     recording = record_log(log)
     # Under its own settings the replay folds where the session did.
-    assert attrs["data-folds"] == attrs["data-real-folds"] == str(len(recording.folded))
+    assert attrs["data-folds"] == attrs["data-real-folds"] == str(len(recording.acted))
     assert attrs["data-threshold"] == "12000"
     assert 'id="replay-session"' in page and 'hx-target="#replay"' in page
 
@@ -78,7 +78,7 @@ def test_changing_threshold_ratio_replays_the_session_under_it(
     )
     assert attrs["data-threshold"] == "9600"
     assert attrs["data-folds"] == str(len(said.automatic))
-    assert len(said.automatic) > len(recording.folded)  # a lower point folds more often
+    assert len(said.automatic) > len(recording.acted)  # a lower point folds more often
     steps = re.findall(r'<tr data-step="(\d+)" data-kind="(\w+)"', page)
     assert [int(step) for step, _ in steps] == list(said.automatic)
     # The pruner off: the 1,500-line result is no longer cut first, and stays in the
@@ -111,7 +111,7 @@ def _cut_of(page: str) -> PruneCut | None:
     )
 
 
-def _folds(page: str) -> list[tuple[int, str]]:
+def _passes(page: str) -> list[tuple[int, str]]:
     return [
         (int(step), kind)
         for step, kind in re.findall(r'<tr data-step="(\d+)" data-kind="(\w+)"', page)
@@ -131,17 +131,17 @@ def test_the_replay_prunes_with_the_profiles_cut(
     page = _replayed(staff)
     assert _cut_of(page) == LOWER
     lowered = replay(record_log(log), ENGINE, pruner=LOWER)
-    assert _folds(page) == [(f.check, f.kind) for f in lowered.folds]
-    assert _folds(page) != [(f.check, f.kind) for f in default.folds]
-    assert "prune" in {f.kind for f in lowered.folds} - {f.kind for f in default.folds}
+    assert _passes(page) == [(f.check, f.kind) for f in lowered.passes]
+    assert _passes(page) != [(f.check, f.kind) for f in default.passes]
+    assert "prune" in {f.kind for f in lowered.passes} - {f.kind for f in default.passes}
     # The pruner off in the profile: "as the profile has it" replays none, "on" the
     # pruner's defaults.
     with patch.open("a", encoding="utf-8") as rows:
         rows.write("- id: tool-result-pruner\n  disabled: true\n")
     off = _replayed(staff)
     assert _cut_of(off) is None and "The pruner is off in this replay." in off
-    assert _folds(off) == [
-        (f.check, f.kind) for f in replay(record_log(log), ENGINE, pruner=None).folds
+    assert _passes(off) == [
+        (f.check, f.kind) for f in replay(record_log(log), ENGINE, pruner=None).passes
     ]
     assert _cut_of(_replayed(staff, pruner="on")) == DEFAULT_CUT
 
@@ -159,7 +159,7 @@ def test_the_pruner_page_replays_the_cut_as_typed(
     assert _cut_of(page) == LOWER
     said = replay(record_log(log), ENGINE, pruner=LOWER)
     assert _replay_attrs(page)["data-folds"] == str(len(said.automatic))
-    assert _folds(page) == [(f.check, f.kind) for f in said.folds]
+    assert _passes(page) == [(f.check, f.kind) for f in said.passes]
     refused = _form_data(staff, PRUNER_PAGE, thresholdChars=100)  # 4,096 + 39 + 1,024 > 100
     refused.update(session="pace-mixed", pruner="")
     shown = staff.post(f"{PRUNER_PAGE}replay/", refused).content.decode()

@@ -118,7 +118,7 @@ def test_previews_and_replays_carry_every_figure(
     lower = {**engine.initial, "thresholdRatio": 0.4}
     for pruner in (None, True, False):
         shown = replayed(OWN_HOME, lower, pruner)
-        assert shown.replayed is not None and shown.replayed.folds and shown.steps > 0
+        assert shown.replayed is not None and shown.replayed.passes and shown.steps > 0
         assert (shown.cut is None) is (pruner is False)
         _same(shown, replayed(far, lower, pruner))
     refused = replayed(far, {"thresholdRatio": 7}, None)

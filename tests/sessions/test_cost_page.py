@@ -63,7 +63,7 @@ def test_a_session_on_a_priced_and_an_unpriced_model_shows_both_and_never_zero(
     assert "01:00–04:00, 06:00–10:00" in section
 
     # Each ledger row prices its fold as the core does; the flash folds say unknown.
-    folds = {f.seq: f for f in shot.ledger.folds}
+    compactions = {f.seq: f for f in shot.ledger.compactions}
     priced_rows = re.findall(
         r'<tr data-kind="[a-z]+" data-seq="(\d+)"[^>]*'
         r'data-cost-usd="([^"]+)"\s+data-saved-usd="([^"]*)"',
@@ -72,13 +72,15 @@ def test_a_session_on_a_priced_and_an_unpriced_model_shows_both_and_never_zero(
     )
     assert len(priced_rows) >= 5
     for seq, cost, saved in priced_rows:
-        priced = book.fold(
-            folds[int(seq)].cost, folds[int(seq)].summary_usage, folds[int(seq)].saved
+        priced = book.compaction(
+            compactions[int(seq)].cost,
+            compactions[int(seq)].summary_usage,
+            compactions[int(seq)].saved,
         )
         assert float(cost) == priced.cost
         assert float(saved) == priced.not_resent
     assert page.count("price unknown") >= 1 + sum(
-        1 for f in shot.ledger.folds if f.status == "done" and f.seq < 240
+        1 for f in shot.ledger.compactions if f.status == "done" and f.seq < 240
     )
 
     listing = client.get("/").content.decode()

@@ -10,10 +10,10 @@ from dshweb.core.fold.gauge import Band, context_band, context_percent
 from dshweb.sessions.display.figures import (
     cache_hit_ratio,
     dom_id,
-    fold_in,
     forecast_text,
     format_page_tokens,
     format_ratio,
+    pass_in,
 )
 from dshweb.sessions.display.ring import breakdown_parts
 
@@ -203,4 +203,4 @@ def test_the_summary_forecast_in_words(forecast: Forecast, text: str) -> None:
     ],
 )
 def test_the_lists_fold_in(forecast: Forecast, text: str) -> None:
-    assert fold_in(forecast) == text
+    assert pass_in(forecast) == text

@@ -31,11 +31,11 @@ from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
 from dshweb.sessions import exports, fragments
 from dshweb.sessions.display.ledger_rows import (
-    FOLD_COLUMNS,
+    COMPACTION_COLUMNS,
     REFUSED_COLUMNS,
     TIMELINE_COLUMNS,
     Value,
-    fold_rows,
+    compaction_rows,
     refused_row,
     timeline_rows,
 )
@@ -58,7 +58,7 @@ def home(tmp_path: Path, settings: Any) -> Path:
     for name in ("auto-compact", "web-driven"):
         for project in (FIXTURE_HOMES / name / "sessions").iterdir():
             shutil.copytree(project, path / "sessions" / project.name, dirs_exist_ok=True)
-    write_session(path, MANY, long_session(steps=600, fold_every=10))
+    write_session(path, MANY, long_session(steps=600, compaction_every=10))
     settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": path, "DEMO": False, "PROFILE": "sdk"}
     return path
 
@@ -160,19 +160,21 @@ async def test_timeline_downloads_are_the_ledgers_whole_series(
 @pytest.mark.asyncio
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("session_id", ["auto-compact", "web-driven", MANY])
-async def test_ledger_downloads_are_every_fold(
+async def test_ledger_downloads_are_every_compaction(
     async_user: AsyncClient, home: Path, session_id: str
 ) -> None:
     ledger = _snapshot(home, session_id).ledger
     _, chunks = await _download(async_user, f"/homes/local/sessions/{session_id}/ledger.csv")
     header, *rows = csv.reader(io.StringIO(b"".join(chunks).decode()))
-    assert tuple(header) == FOLD_COLUMNS
-    assert rows == _texts(fold_rows(ledger.folds, PriceBook()))
-    assert [int(r[0]) for r in rows] == list(range(1, len(ledger.folds) + 1))
+    assert tuple(header) == COMPACTION_COLUMNS
+    assert rows == _texts(compaction_rows(ledger.compactions, PriceBook()))
+    assert [int(r[0]) for r in rows] == list(range(1, len(ledger.compactions) + 1))
 
     _, chunks = await _download(async_user, f"/homes/local/sessions/{session_id}/ledger.json")
     data = json.loads(b"".join(chunks))
-    assert data["folds"] == _objects(FOLD_COLUMNS, fold_rows(ledger.folds, PriceBook()))
+    assert data["folds"] == _objects(
+        COMPACTION_COLUMNS, compaction_rows(ledger.compactions, PriceBook())
+    )
     assert data["refused"] == _objects(REFUSED_COLUMNS, map(refused_row, ledger.refused))
     assert len(data["folds"]) == {"auto-compact": 3, "web-driven": 1, MANY: 60}[session_id]
     assert len(data["refused"]) == (1 if session_id == "web-driven" else 0)
@@ -216,7 +218,7 @@ def _numbers(html: str) -> list[int]:
 
 
 @pytest.mark.django_db
-def test_session_page_shows_the_newest_folds_first(user_client: Client, home: Path) -> None:
+def test_session_page_shows_the_newest_compactions_first(user_client: Client, home: Path) -> None:
     html = user_client.get(f"/homes/local/sessions/{MANY}/").content.decode()
     ledger = html.split('id="ledger"', 1)[1]
     assert _numbers(ledger) == list(range(60, 35, -1))

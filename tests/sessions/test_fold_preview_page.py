@@ -20,7 +20,7 @@ from django.utils import translation
 
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.preview import AutomaticPreview
-from dshweb.core.fold.preview import FoldPreview as ManualPreview
+from dshweb.core.fold.preview import CompactionPreview as ManualPreview
 from tests.api.test_v1 import signed_in
 from tests.conftest import FIXTURE_HOMES
 from tests.support.previewed import judge_home
@@ -38,7 +38,9 @@ def home(tmp_path: Path, settings: Any, fresh_hub: None) -> Path:
 
 
 @pytest.mark.django_db
-def test_the_page_and_dsh_snapshot_show_what_the_next_fold_would_take_away(home: Path) -> None:
+def test_the_page_and_dsh_snapshot_show_what_the_next_compaction_would_take_away(
+    home: Path,
+) -> None:
     index = HomeIndex(home)
     index.refresh()
     (shot,) = index.snapshots()
@@ -105,21 +107,21 @@ def test_each_ledger_row_shows_the_preview_beside_what_the_engine_did(home: Path
     index = HomeIndex(home)
     index.refresh()
     (shot,) = index.snapshots()
-    compactions = [f for f in shot.ledger.folds if f.kind == "automatic"]
+    compactions = [f for f in shot.ledger.compactions if f.kind == "automatic"]
     assert len(compactions) >= 5
     client, _ = signed_in()
     page = client.get(f"/homes/local/sessions/{shot.session_id}/ledger.html").content.decode()
-    for fold in compactions:
-        said, done = fold.previewed, fold.shadowed_range
-        assert said is not None and done is not None and fold.as_previewed is True
-        row = re.search(rf'<tr data-kind="automatic" data-seq="{fold.seq}"[^>]*>', page)
-        assert row is not None, fold.seq
+    for compaction in compactions:
+        said, done = compaction.previewed, compaction.shadowed_range
+        assert said is not None and done is not None and compaction.as_previewed is True
+        row = re.search(rf'<tr data-kind="automatic" data-seq="{compaction.seq}"[^>]*>', page)
+        assert row is not None, compaction.seq
         attrs = dict(re.findall(r'(data-[a-z-]+)="([^"]*)"', row.group(0)))
         assert (attrs["data-previewed-from"], attrs["data-previewed-to"]) == (
             str(done[0]),
             str(done[1]),
         )
-        assert attrs["data-previewed-tokens"] == str(fold.shadowed_tokens)
+        assert attrs["data-previewed-tokens"] == str(compaction.shadowed_tokens)
         assert attrs["data-as-previewed"] == "yes"
 
 

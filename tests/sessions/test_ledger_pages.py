@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import pytest
 
+from dshweb.core.fold.compactions import CompactCommand, Compaction, TimelinePoint
 from dshweb.core.fold.cost import PriceBook
-from dshweb.core.fold.folds import CompactCommand, Fold, TimelinePoint
 from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.home import session_logs
 from dshweb.core.log.times import iso_utc
 from dshweb.sessions.display.ledger_pages import LEDGER_PAGE_SIZE, ledger_page, refused_tail
-from dshweb.sessions.display.ledger_rows import FOLD_COLUMNS, fold_row, timeline_row
+from dshweb.sessions.display.ledger_rows import COMPACTION_COLUMNS, compaction_row, timeline_row
 from tests.conftest import FIXTURE_HOMES
 
 
-def _folds(count: int) -> tuple[Fold, ...]:
-    return tuple(Fold("automatic", seq=10 * n, time=None) for n in range(1, count + 1))
+def _compactions(count: int) -> tuple[Compaction, ...]:
+    return tuple(Compaction("automatic", seq=10 * n, time=None) for n in range(1, count + 1))
 
 
 # (folds, before) → (numbers shown, page.before, older, newer)
@@ -44,35 +44,35 @@ def test_pages_are_newest_first_and_keep_the_ledgers_numbers(
     older: int | None,
     newer: int | None,
 ) -> None:
-    folds = _folds(count)
-    page = ledger_page(folds, before=before)
+    compactions = _compactions(count)
+    page = ledger_page(compactions, before=before)
     assert [row.number for row in page.rows] == list(numbers)
-    assert all(row.fold is folds[row.number - 1] for row in page.rows)
+    assert all(row.compaction is compactions[row.number - 1] for row in page.rows)
     assert (page.before, page.older, page.newer, page.total) == (end, older, newer, count)
     assert page.newest == (newer is None)
     if page.rows:
         assert (page.last, page.first) == (max(numbers), min(numbers))
 
 
-def test_older_links_visit_every_fold_once_and_newer_links_come_back() -> None:
-    folds = _folds(4 * LEDGER_PAGE_SIZE + 3)
-    page = ledger_page(folds)
+def test_older_links_visit_every_compaction_once_and_newer_links_come_back() -> None:
+    compactions = _compactions(4 * LEDGER_PAGE_SIZE + 3)
+    page = ledger_page(compactions)
     seen = [row.number for row in page.rows]
     befores = [page.before]
     while page.older is not None:
-        page = ledger_page(folds, before=page.older)
+        page = ledger_page(compactions, before=page.older)
         seen += [row.number for row in page.rows]
         befores.append(page.before)
-    assert seen == list(range(len(folds), 0, -1))
+    assert seen == list(range(len(compactions), 0, -1))
     while page.newer is not None:
-        page = ledger_page(folds, before=page.newer)
+        page = ledger_page(compactions, before=page.newer)
         assert page.before == befores.pop(-2)
     assert page.newest and len(befores) == 1
 
 
-def test_a_page_holds_at_least_one_fold() -> None:
+def test_a_page_holds_at_least_one_compaction() -> None:
     with pytest.raises(ValueError, match="at least one fold"):
-        ledger_page(_folds(3), size=0)
+        ledger_page(_compactions(3), size=0)
 
 
 @pytest.mark.parametrize(
@@ -110,20 +110,22 @@ def test_rows_carry_the_ledgers_figures() -> None:
     tracker = SessionTracker(log)
     tracker.refresh()
     ledger = tracker.ledger.result(tracker.meter)
-    fold = ledger.folds[1]
-    row = dict(zip(FOLD_COLUMNS, fold_row(2, fold, PriceBook()), strict=True))
+    compaction = ledger.compactions[1]
+    row = dict(zip(COMPACTION_COLUMNS, compaction_row(2, compaction, PriceBook()), strict=True))
     assert row["number"] == 2 and row["kind"] == "automatic" and row["status"] == "done"
     assert (row["seq"], row["end_seq"], row["turn"]) == (130, 134, 8)
     assert (row["shadowed_tokens"], row["checkpoint_tokens"]) == (3943, 178)
     assert (row["before"], row["after"], row["bought"]) == (13367, 9602, 13367 - 9602)
     assert (row["summary_input"], row["summary_output"]) == (2582, 76)
-    assert row["time"] == iso_utc(fold.time) and row["time_ms"] == fold.time
+    assert row["time"] == iso_utc(compaction.time) and row["time_ms"] == compaction.time
     point = TimelinePoint(7, None, 123, "after", 3)
     assert timeline_row(point) == (7, None, None, 123, "after", 3)
 
 
 def test_texts_from_the_log_encode_as_utf8() -> None:
-    fold = Fold("manual", seq=1, time=None, command="/compact \ud800", error="bad \udfff")
-    row = dict(zip(FOLD_COLUMNS, fold_row(1, fold, PriceBook()), strict=True))
+    compaction = Compaction(
+        "manual", seq=1, time=None, command="/compact \ud800", error="bad \udfff"
+    )
+    row = dict(zip(COMPACTION_COLUMNS, compaction_row(1, compaction, PriceBook()), strict=True))
     assert row["command"] == "/compact \ufffd" and row["error"] == "bad \ufffd"
     assert all(v.encode() for v in (row["command"], row["error"]))

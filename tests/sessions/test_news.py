@@ -3,7 +3,7 @@ freed, else a change of band; nothing on a first look, nothing when neither move
 
 from __future__ import annotations
 
-from dshweb.core.fold.folds import Fold
+from dshweb.core.fold.compactions import Compaction
 from dshweb.core.fold.gauge import Band, ContextGauge
 from dshweb.core.fold.ledger import Ledger
 from dshweb.sessions.display.news import Heard, News, news
@@ -14,36 +14,40 @@ def _gauge(used: int, band: Band, threshold: int | None = 12_000) -> ContextGaug
     return ContextGauge(used, 24_000, round(used * 100 / 24_000), threshold, headroom, band)
 
 
-def _ledger(*folds: Fold) -> Ledger:
-    return Ledger(folds=folds)
+def _ledger(*compactions: Compaction) -> Ledger:
+    return Ledger(compactions=compactions)
 
 
-def _fold(seq: int, before: int | None, after: int | None, kind: str = "automatic") -> Fold:
+def _compaction(
+    seq: int, before: int | None, after: int | None, kind: str = "automatic"
+) -> Compaction:
     """A fold as the ledger keeps it: finished (an end) once it has an after."""
     end = None if after is None else seq + 3
-    return Fold(kind=kind, seq=seq, time=seq * 1000, before=before, after=after, end_seq=end)  # type: ignore[arg-type]
+    return Compaction(kind=kind, seq=seq, time=seq * 1000, before=before, after=after, end_seq=end)  # type: ignore[arg-type]
 
 
 def test_a_first_look_hears_nothing() -> None:
-    assert news(None, _ledger(_fold(5, 13_100, 9_100)), _gauge(9_100, Band.MODERATE)) is None
+    assert news(None, _ledger(_compaction(5, 13_100, 9_100)), _gauge(9_100, Band.MODERATE)) is None
 
 
 def test_nothing_moved_nothing_heard() -> None:
-    ledger, gauge = _ledger(_fold(5, 13_100, 9_100)), _gauge(9_100, Band.MODERATE)
+    ledger, gauge = _ledger(_compaction(5, 13_100, 9_100)), _gauge(9_100, Band.MODERATE)
     assert news(Heard.of(ledger, gauge), ledger, gauge) is None
 
 
-def test_a_fold_that_lands_is_heard_with_what_it_freed() -> None:
+def test_a_compaction_that_lands_is_heard_with_what_it_freed() -> None:
     gauge = _gauge(11_000, Band.TIGHT)
-    before = Heard.of(_ledger(_fold(5, 13_100, 9_100)), gauge)
-    landed = _fold(40, 13_149, 9_051)
-    heard = news(before, _ledger(_fold(5, 13_100, 9_100), landed), _gauge(9_051, Band.MODERATE))
+    before = Heard.of(_ledger(_compaction(5, 13_100, 9_100)), gauge)
+    landed = _compaction(40, 13_149, 9_051)
+    heard = news(
+        before, _ledger(_compaction(5, 13_100, 9_100), landed), _gauge(9_051, Band.MODERATE)
+    )
     assert heard == News("Folded just now: 13K → 9.1K", landed)  # the fold before the band
 
 
 def test_a_prune_pass_is_heard_as_a_prune() -> None:
     gauge = _gauge(11_000, Band.TIGHT)
-    pruned = _fold(7, 11_000, 8_400, kind="prune")
+    pruned = _compaction(7, 11_000, 8_400, kind="prune")
     heard = news(
         Heard.of(Ledger(), gauge),
         _ledger(
@@ -54,9 +58,9 @@ def test_a_prune_pass_is_heard_as_a_prune() -> None:
     assert heard is not None and heard.sentence == "Pruned just now: 11K → 8.4K"
 
 
-def test_a_fold_still_running_is_not_heard_yet() -> None:
+def test_a_compaction_still_running_is_not_heard_yet() -> None:
     gauge = _gauge(11_000, Band.TIGHT)
-    running = _ledger(_fold(9, 13_000, None))
+    running = _ledger(_compaction(9, 13_000, None))
     assert news(Heard.of(Ledger(), gauge), running, gauge) is None
 
 

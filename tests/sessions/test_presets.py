@@ -44,7 +44,7 @@ def test_each_session_goes_by_its_presets_point_and_the_engine_agrees() -> None:
         assert shot.point is not None and shot.point.threshold_tokens == point
         assert shot.threshold_source == "profile" and shot.threshold == point
         # What the engine did in each session holds its own preset's point only.
-        assert shot.inferred.holds(point) and shot.ledger.compactions >= 1
+        assert shot.inferred.holds(point) and shot.ledger.summaries >= 1
         other = next(p for name, p in POINTS.items() if name != preset)
         assert not shot.inferred.holds(other)
 

@@ -15,7 +15,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from dshweb.core.fold.folds import Fold, FoldKind, TimelinePoint
+from dshweb.core.fold.compactions import Compaction, CompactionKind, TimelinePoint
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.ledger import Ledger
 from dshweb.sessions.display.timeline import (
@@ -30,7 +30,7 @@ from dshweb.sessions.display.timeline import (
 from tests.conftest import REPO
 
 BIG_HOME = REPO / "bench" / "data" / "big-home"
-KINDS: tuple[FoldKind, ...] = ("automatic", "manual", "overflow", "prune")
+KINDS: tuple[CompactionKind, ...] = ("automatic", "manual", "overflow", "prune")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,11 +38,11 @@ class Series:
     """A ledger by shape (:class:`~dshweb.sessions.display.timeline.TimelineSource`)."""
 
     points: Sequence[TimelinePoint]
-    folds: Sequence[Fold]
+    compactions: Sequence[Compaction]
     threshold: int | None = None
 
 
-def _series(points: int, folds: int, seed: int) -> Series:
+def _series(points: int, compactions: int, seed: int) -> Series:
     """A random walk of ``points`` readings with spikes and dips, and ``folds`` folds."""
     rng = random.Random(seed)
     seq, tokens = 0, 50_000
@@ -53,9 +53,9 @@ def _series(points: int, folds: int, seed: int) -> Series:
         spike = rng.random()
         value = tokens * 3 if spike < 0.001 else tokens // 5 if spike < 0.002 else tokens
         drawn.append(TimelinePoint(seq, 1_700_000_000_000 + seq, value, "step"))
-    seqs = sorted(rng.sample(range(drawn[0].seq, seq + 1), folds))
+    seqs = sorted(rng.sample(range(drawn[0].seq, seq + 1), compactions))
     marked = [
-        Fold(
+        Compaction(
             kind=rng.choice(KINDS),
             seq=at,
             time=None,
@@ -97,10 +97,12 @@ def _assert_drawn_keeps_every_column(points: Sequence[TimelinePoint]) -> None:
             assert len(kept[column]) <= 2 + (column in (0, COLUMNS - 1)), column
 
 
-def _assert_markers_count_every_fold_once(chart: TimelineChart, folds: Sequence[Fold]) -> None:
+def _assert_markers_count_every_compaction_once(
+    chart: TimelineChart, compactions: Sequence[Compaction]
+) -> None:
     numbers = [n for m in chart.markers for n in range(m.first, m.last + 1)]
-    assert numbers == list(range(1, len(folds) + 1))
-    assert sum(m.count for m in chart.markers) == len(folds) == chart.folds
+    assert numbers == list(range(1, len(compactions) + 1))
+    assert sum(m.count for m in chart.markers) == len(compactions) == chart.compactions
     assert len(chart.markers) <= COLUMNS / MARKER_SPACING + 1
     for earlier, later in pairwise(chart.markers):
         assert later.x_start - earlier.x_start >= MARKER_SPACING - 0.1
@@ -108,7 +110,7 @@ def _assert_markers_count_every_fold_once(chart: TimelineChart, folds: Sequence[
     assert labels and labels[0] == chart.markers[0].x
     assert all(b - a >= LABEL_SPACING - 0.1 for a, b in pairwise(labels))
     for marker in chart.markers:
-        group = folds[marker.first - 1 : marker.last]
+        group = compactions[marker.first - 1 : marker.last]
         assert marker.x_end - marker.x_start < MARKER_SPACING + 0.1  # x rounded to 0.1 px
         assert (marker.seq, marker.end_seq) == (group[0].seq, group[-1].seq)
         befores = [f.before for f in group if f.before is not None]
@@ -123,14 +125,14 @@ def _assert_markers_count_every_fold_once(chart: TimelineChart, folds: Sequence[
 
 
 def test_a_100k_point_series_is_drawn_through_its_extremes_only() -> None:
-    series = _series(points=100_000, folds=5_000, seed=7)
+    series = _series(points=100_000, compactions=5_000, seed=7)
     _assert_drawn_keeps_every_column(series.points)
     chart = timeline_chart(series)
     assert chart.count == 100_000
     assert chart.drawn == len(downsample(series.points)) <= 2 * CHART_WIDTH
     assert chart.line.count("L") + 1 == chart.drawn
     assert chart.peak == max(p.tokens for p in series.points)
-    _assert_markers_count_every_fold_once(chart, series.folds)
+    _assert_markers_count_every_compaction_once(chart, series.compactions)
     assert any(m.count > 1 for m in chart.markers) and any(m.kind == "mixed" for m in chart.markers)
     assert chart.grouped and chart.mixed
 
@@ -138,16 +140,18 @@ def test_a_100k_point_series_is_drawn_through_its_extremes_only() -> None:
 @pytest.mark.parametrize("seed", range(5))
 def test_random_series_keep_every_column_extreme(seed: int) -> None:
     rng = random.Random(seed)
-    series = _series(points=rng.randint(2 * COLUMNS + 1, 20_000), folds=50, seed=seed)
+    series = _series(points=rng.randint(2 * COLUMNS + 1, 20_000), compactions=50, seed=seed)
     _assert_drawn_keeps_every_column(series.points)
-    _assert_markers_count_every_fold_once(timeline_chart(series), series.folds)
+    _assert_markers_count_every_compaction_once(timeline_chart(series), series.compactions)
 
 
-def test_a_short_series_is_drawn_whole_and_folds_apart_alone() -> None:
-    points = _series(points=2 * COLUMNS, folds=0, seed=1).points
+def test_a_short_series_is_drawn_whole_and_compactions_apart_alone() -> None:
+    points = _series(points=2 * COLUMNS, compactions=0, seed=1).points
     last = points[-1].seq
-    folds = [Fold("automatic", seq, None, end_seq=seq + 1) for seq in (5, last // 2, last - 5)]
-    chart = timeline_chart(Series(points, folds))
+    compactions = [
+        Compaction("automatic", seq, None, end_seq=seq + 1) for seq in (5, last // 2, last - 5)
+    ]
+    chart = timeline_chart(Series(points, compactions))
     assert downsample(points) == tuple(points)
     assert chart.drawn == chart.count == 2 * COLUMNS
     assert [(m.first, m.last, m.number) for m in chart.markers] == [(1, 1, 1), (2, 2, 2), (3, 3, 3)]
@@ -161,10 +165,10 @@ def test_a_flat_series_keeps_one_point_per_column() -> None:
     assert {p.tokens for p in drawn} == {1000}
 
 
-def test_folds_at_one_seq_are_one_marker() -> None:
+def test_compactions_at_one_seq_are_one_marker() -> None:
     points = [TimelinePoint(seq, None, seq, "step") for seq in range(10)]
-    folds = [Fold(kind="prune", seq=5, time=None, end_seq=6, before=9, after=2)] * 12
-    (marker,) = timeline_chart(Series(points, folds)).markers
+    compactions = [Compaction(kind="prune", seq=5, time=None, end_seq=6, before=9, after=2)] * 12
+    (marker,) = timeline_chart(Series(points, compactions)).markers
     assert (marker.first, marker.last, marker.count, marker.kind) == (1, 12, 12, "prune")
     assert marker.width == 0
 
@@ -178,7 +182,7 @@ def test_the_big_session_is_drawn_at_a_fixed_size() -> None:
     _assert_drawn_keeps_every_column(ledger.points)
     chart = timeline_chart(ledger)
     assert chart.drawn <= 2 * CHART_WIDTH
-    _assert_markers_count_every_fold_once(chart, ledger.folds)
+    _assert_markers_count_every_compaction_once(chart, ledger.compactions)
 
 
 def _svg(chart: TimelineChart) -> list[ElementTree.Element]:
@@ -189,14 +193,14 @@ def _svg(chart: TimelineChart) -> list[ElementTree.Element]:
 
 def test_each_marker_is_drawn_as_its_group_of_tags() -> None:
     points = [TimelinePoint(seq, None, 1000 + seq, "step") for seq in range(400)]
-    folds = [
-        Fold("automatic", 10, None, end_seq=12, before=1200, after=300),
-        Fold("prune", 200, None, end_seq=201, before=1500, error="boom"),
-        Fold("manual", 201, None, end_seq=203, before=1400, after=700),
-        Fold("automatic", 202, None, end_seq=204, after=650),
-        Fold("overflow", 398, None),  # open: no end, no figures
+    compactions = [
+        Compaction("automatic", 10, None, end_seq=12, before=1200, after=300),
+        Compaction("prune", 200, None, end_seq=201, before=1500, error="boom"),
+        Compaction("manual", 201, None, end_seq=203, before=1400, after=700),
+        Compaction("automatic", 202, None, end_seq=204, after=650),
+        Compaction("overflow", 398, None),  # open: no end, no figures
     ]
-    chart = timeline_chart(Series(points, folds))
+    chart = timeline_chart(Series(points, compactions))
     one, group, last = chart.markers
     assert (one.count, group.count, last.count) == (1, 3, 1)
     drawn = _svg(chart)

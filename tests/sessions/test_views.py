@@ -549,7 +549,7 @@ def test_a_part_that_shows_what_did_not_change_is_not_rendered_again(
     """The ledger's part is rendered again only when its folds change; the result is
     what rendering everything from nothing gives, every time."""
     shot = snapshots["auto-compact"]
-    assert shot.ledger.folds
+    assert shot.ledger.compactions
     first = fragments.live_parts_html("local", SessionView(shot, context_gauge(shot), 1))
     rendered: list[str] = []
     real = fragments._render
@@ -563,7 +563,9 @@ def test_a_part_that_shows_what_did_not_change_is_not_rendered_again(
         second = fragments.live_parts_html("local", SessionView(grown, context_gauge(grown), 2))
         assert "dashboard/_ledger.html" not in rendered
         assert second != first
-        folded = replace(grown, ledger=replace(grown.ledger, folds=grown.ledger.folds[:-1]))
+        folded = replace(
+            grown, ledger=replace(grown.ledger, compactions=grown.ledger.compactions[:-1])
+        )
         rendered.clear()
         third = fragments.live_parts_html("local", SessionView(folded, context_gauge(folded), 3))
         assert "dashboard/_ledger.html" in rendered
@@ -814,19 +816,22 @@ def test_every_response_says_the_server_time_it_took(user_client: Client) -> Non
     assert "Server-Timing" in Client().get("/accounts/login/")  # signed out too
 
 
-def test_a_ledger_row_is_rendered_again_when_its_fold_changes() -> None:
-    from dshweb.core.fold.folds import Fold
-    from dshweb.sessions.display.ledger_pages import NumberedFold
+def test_a_ledger_row_is_rendered_again_when_its_compaction_changes() -> None:
+    from dshweb.core.fold.compactions import Compaction
+    from dshweb.sessions.display.ledger_pages import NumberedCompaction
 
-    open_fold = Fold("automatic", 40, None, turn=3, before=9000)
-    shown = fragments.ledger_row_html(NumberedFold(7, open_fold), True, PriceBook())
+    open_compaction = Compaction("automatic", 40, None, turn=3, before=9000)
+    shown = fragments.ledger_row_html(NumberedCompaction(7, open_compaction), True, PriceBook())
     assert 'data-status="open"' in shown and "in progress" in shown
-    assert fragments.ledger_row_html(NumberedFold(7, open_fold), True, PriceBook()) is shown  # kept
-    done = replace(open_fold, end_seq=44, after=2500)
-    ended = fragments.ledger_row_html(NumberedFold(7, done), True, PriceBook())
+    assert (
+        fragments.ledger_row_html(NumberedCompaction(7, open_compaction), True, PriceBook())
+        is shown
+    )  # kept
+    done = replace(open_compaction, end_seq=44, after=2500)
+    ended = fragments.ledger_row_html(NumberedCompaction(7, done), True, PriceBook())
     assert 'data-status="done"' in ended and "in progress" not in ended
     assert 'data-after="2500"' in ended and '<data value="6500">6,500</data>' in ended
-    renumbered = fragments.ledger_row_html(NumberedFold(8, done), True, PriceBook())
+    renumbered = fragments.ledger_row_html(NumberedCompaction(8, done), True, PriceBook())
     assert 'data-fold="8"' in renumbered and 'data-fold="7"' in ended
 
 
@@ -848,7 +853,7 @@ def test_the_ring_says_in_words_what_it_draws() -> None:
 
 
 @pytest.mark.django_db  # the parts read the session's latest Compact request
-def test_the_ring_says_when_the_next_fold_should_come_and_where_the_next_steps_land() -> None:
+def test_the_ring_says_when_the_next_compaction_should_come_and_where_the_next_steps_land() -> None:
     from unittest.mock import patch
 
     from dshweb.core.fold.forecast import IDLE_AFTER_MS
@@ -938,7 +943,9 @@ def test_a_young_sessions_ring_says_whose_pace_its_forecast_goes_by(tmp_path: Pa
 
 
 @pytest.mark.django_db  # the parts read the session's latest Compact request
-def test_before_the_first_fold_under_an_unrecorded_patch_the_ring_forecasts_by_the_rule() -> None:
+def test_before_the_first_compaction_under_an_unrecorded_patch_the_ring_forecasts_by_the_rule() -> (
+    None
+):
     from unittest.mock import patch
 
     from dshweb.core.fold.gauge import context_gauge
@@ -946,7 +953,7 @@ def test_before_the_first_fold_under_an_unrecorded_patch_the_ring_forecasts_by_t
     # hidden-sdk-1 (a patch its log does not record, point 13,202) before its first fold:
     # only the engine's own rule bounds the point above (24,000 − 3,000 reserved).
     shot = fixture_snapshot("hidden-sdk-1", 372)
-    assert shot.ledger.compactions == 0 and shot.inferred.low is not None
+    assert shot.ledger.summaries == 0 and shot.inferred.low is not None
     view = SessionView(shot, context_gauge(shot), 1)
     with patch("dshweb.sessions.fragments.time.time", return_value=shot.step_times[-1] / 1000):
         html = fragments.live_parts_html("local", view)

@@ -45,7 +45,7 @@ def _answer(seq: int, turn: int, prompt: int) -> dict[str, Any]:
     return line | {"surfaceOp": "append"}
 
 
-def _fold(seq: int, turn: int, start: int, end: int | None = None) -> list[dict[str, Any]]:
+def _compaction(seq: int, turn: int, start: int, end: int | None = None) -> list[dict[str, Any]]:
     """A fold at ``seq`` of the surface from ``start`` to ``end`` (default: the event
     before the fold), which must be the seq of a message on the surface."""
     end = seq - 1 if end is None else end
@@ -68,7 +68,7 @@ def _fold(seq: int, turn: int, start: int, end: int | None = None) -> list[dict[
 
 
 def long_session(
-    steps: int, fold_every: int, *, first_seq: int = 1, step_ends: bool = False
+    steps: int, compaction_every: int, *, first_seq: int = 1, step_ends: bool = False
 ) -> list[dict[str, Any]]:
     """Events from ``first_seq`` on: ``steps`` steps, a fold every ``fold_every`` steps
     (with ``step_ends``, each step closed by its ``step/end``, a row of the step export)."""
@@ -82,9 +82,9 @@ def long_session(
         if step_ends:
             events.append(event(seq, "step/end", turn=step, step=1))
             seq += 1
-        if step % fold_every == 0:
+        if step % compaction_every == 0:
             # the fold replaces the surface up to the step's answer (a step/end is not on it)
-            events += _fold(seq, step, surface_start, seq - 2 if step_ends else seq - 1)
+            events += _compaction(seq, step, surface_start, seq - 2 if step_ends else seq - 1)
             surface_start = seq + 2
             seq += 4
     return events

@@ -53,7 +53,7 @@ class CutHome:
     ``compaction/start`` of its fold number ``fold``; :meth:`grow` appends the rest, the
     real frames DSH wrote."""
 
-    def __init__(self, root: Path, session: str, fold: int) -> None:
+    def __init__(self, root: Path, session: str, compaction: int) -> None:
         self.path = root / "home"
         log = fixture_log(session)
         frames = frames_of(log.path)
@@ -62,7 +62,7 @@ class CutHome:
             for i, f in enumerate(frames)
             if b'"compaction/start"' in zstandard.ZstdDecompressor().decompress(f, 1 << 26)
         ]
-        cut = starts[fold - 1]
+        cut = starts[compaction - 1]
         self.log = copy_session(self.path, log, frames=cut)
         shutil.copytree(FIXTURE_HOMES / session / "profiles", self.path / "profiles")
         self.rest = frames[cut:]

@@ -24,7 +24,7 @@ from dshweb.core.log.reader import LogTail
 from dshweb.core.log.wire import AnyEvent, StepStart
 
 FIXTURE_HOMES = Path(__file__).resolve().parents[1] / "fixtures" / "homes"
-FOLDS_BEFORE_NARROW = 5
+COMPACTIONS_BEFORE_NARROW = 5
 """Automatic folds after which the range must be narrow."""
 NARROW = 0.01
 """How narrow: this share of the point."""
@@ -54,18 +54,18 @@ class Judged:
     truth: int
     events: int
     decisions: int
-    folds: int
+    compactions: int
     """Automatic folds the engine decided by the point (a pre-step's prunes and
     compaction are one)."""
     misses: tuple[tuple[int, InferredPoint], ...]
     """Every (seq, range) along the log that did not hold the point (at most a few)."""
     widest_after: int | None
-    """The widest range once :data:`FOLDS_BEFORE_NARROW` folds had happened (``None``:
+    """The widest range once :data:`COMPACTIONS_BEFORE_NARROW` folds had happened (``None``:
     fewer folds)."""
     final: InferredPoint
     crossing: int | None
     """The smallest step that crossed the point among the first
-    :data:`FOLDS_BEFORE_NARROW` fold decisions: a fold's measure minus that of the step
+    :data:`COMPACTIONS_BEFORE_NARROW` fold decisions: a fold's measure minus that of the step
     let out before it. No range can be narrower than the log allows: the range after
     them is at most this wide."""
 
@@ -95,7 +95,7 @@ def judge(log: LogFile, truth: int, shape: str, points: Mapping[int, int] | None
     widest: int | None = None
     last_passed: int | None = None
     crossings: list[int] = []
-    folds = 0
+    compactions = 0
     events = events_of(log)
     for event in events:
         decided = pace.decisions.count
@@ -105,7 +105,7 @@ def judge(log: LogFile, truth: int, shape: str, points: Mapping[int, int] | None
             if type(event) is StepStart:
                 last_passed = reading
             else:
-                folds += 1
+                compactions += 1
                 if last_passed is not None:
                     crossings.append(reading - last_passed)
         meter.fold(event)
@@ -114,7 +114,7 @@ def judge(log: LogFile, truth: int, shape: str, points: Mapping[int, int] | None
         now = (points or {}).get(basis.window or 0, truth) if basis is not None else truth
         if not inferred.holds(now) and len(misses) < 5:
             misses.append((event.seq if event.seq is not None else -1, inferred))
-        if folds >= FOLDS_BEFORE_NARROW:
+        if compactions >= COMPACTIONS_BEFORE_NARROW:
             low, high = inferred.low, inferred.high
             width = high - low if low is not None and high is not None else truth
             widest = width if widest is None else max(widest, width)
@@ -124,11 +124,11 @@ def judge(log: LogFile, truth: int, shape: str, points: Mapping[int, int] | None
         truth=truth,
         events=len(events),
         decisions=pace.decisions.count,
-        folds=folds,
+        compactions=compactions,
         misses=tuple(misses),
         widest_after=widest,
         final=pace.decisions.inferred,
-        crossing=min(crossings[:FOLDS_BEFORE_NARROW], default=None),
+        crossing=min(crossings[:COMPACTIONS_BEFORE_NARROW], default=None),
     )
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dshweb.core.fold.index import HomeIndex
-from dshweb.core.fold.preview import AutomaticPreview, FoldPreview
+from dshweb.core.fold.preview import AutomaticPreview, CompactionPreview
 from dshweb.core.fold.session import SessionTracker, take_snapshot
 from dshweb.core.log.wire import (
     CompactionPrune,
@@ -50,7 +50,7 @@ class Done:
 class Judged:
     done: Done
     said: AutomaticPreview
-    fold: int
+    compaction: int
     """The pass's number in its session (1-based)."""
 
     @property
@@ -68,7 +68,7 @@ class Judged:
         return "exact" if len(self.said.outcomes) == 1 else "held"
 
 
-def _same(outcome: FoldPreview, done: Done) -> bool:
+def _same(outcome: CompactionPreview, done: Done) -> bool:
     if frozenset(c.seq for c in outcome.cuts) != done.pruned:
         return False
     if done.summary is None:

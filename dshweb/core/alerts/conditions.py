@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from dshweb.core.fold.folds import Fold
+from dshweb.core.fold.compactions import Compaction
 from dshweb.core.fold.gauge import Band, ContextGauge
 from dshweb.core.fold.meter import cache_and_prompt
 from dshweb.core.fold.session import CACHE_STEPS, SessionSnapshot
@@ -35,9 +35,9 @@ from dshweb.core.fold.session import CACHE_STEPS, SessionSnapshot
 
 class Condition(StrEnum):
     BAND = "band"
-    FOLD_SOON = "fold-soon"
-    FOLDED = "folded"
-    FOLD_FAILED = "fold-failed"
+    PASS_SOON = "fold-soon"
+    COMPACTED = "folded"
+    COMPACTION_FAILED = "fold-failed"
     OVERFLOW = "overflow"
     CACHE_LOW = "cache-low"
     READER_ERROR = "reader-error"
@@ -51,12 +51,12 @@ class Condition(StrEnum):
         return LABELS[self]
 
 
-EVENTS = frozenset({Condition.FOLDED, Condition.FOLD_FAILED, Condition.OVERFLOW})
+EVENTS = frozenset({Condition.COMPACTED, Condition.COMPACTION_FAILED, Condition.OVERFLOW})
 LABELS = {
     Condition.BAND: "band reaches",
-    Condition.FOLD_SOON: "fold expected within N steps",
-    Condition.FOLDED: "a fold happened",
-    Condition.FOLD_FAILED: "a fold or its summary failed",
+    Condition.PASS_SOON: "fold expected within N steps",
+    Condition.COMPACTED: "a fold happened",
+    Condition.COMPACTION_FAILED: "a fold or its summary failed",
     Condition.OVERFLOW: "overflow recovery",
     Condition.CACHE_LOW: "cache-hit ratio below X over the last K steps",
     Condition.READER_ERROR: "the log cannot be read",
@@ -129,9 +129,11 @@ def condition_reading(
     if not condition.is_event:
         level = _level(spec, snapshot, gauge, now_ms)
         return level if level.key is None else replace(level, time=snapshot.last_time)
-    folds = reversed(snapshot.ledger.folds)
-    newest = next((fold for fold in folds if _matches(fold, condition)), None)
-    return NOT_HOLDING if newest is None else _fold_reading(newest)
+    compactions = reversed(snapshot.ledger.compactions)
+    newest = next(
+        (compaction for compaction in compactions if _matches(compaction, condition)), None
+    )
+    return NOT_HOLDING if newest is None else _compaction_reading(newest)
 
 
 def event_readings(
@@ -140,11 +142,11 @@ def event_readings(
     """A reading per fold that ``spec``'s event condition matches, oldest first: every one
     whose seq is past ``after`` (all of them when ``None``)."""
     readings: list[Reading] = []
-    for fold in reversed(snapshot.ledger.folds):
-        if after is not None and fold.seq <= after:
+    for compaction in reversed(snapshot.ledger.compactions):
+        if after is not None and compaction.seq <= after:
             break
-        if _matches(fold, spec.condition):
-            readings.append(_fold_reading(fold))
+        if _matches(compaction, spec.condition):
+            readings.append(_compaction_reading(compaction))
     return tuple(reversed(readings))
 
 
@@ -154,7 +156,7 @@ def _level(
     condition = spec.condition
     if condition is Condition.BAND:
         return _band(spec.band, gauge)
-    if condition is Condition.FOLD_SOON:
+    if condition is Condition.PASS_SOON:
         forecast = snapshot.forecast(now_ms)
         if forecast.steps is None or math.ceil(forecast.steps) > spec.steps:
             return NOT_HOLDING
@@ -207,34 +209,44 @@ def _band(band: Band, gauge: ContextGauge) -> Reading:
     )
 
 
-def _matches(fold: Fold, condition: Condition) -> bool:
-    if condition is Condition.FOLDED:
-        return fold.status == "done"
-    if condition is Condition.FOLD_FAILED:
-        return fold.status == "failed"
-    return condition is Condition.OVERFLOW and fold.kind == "overflow" and fold.status != "open"
+def _matches(compaction: Compaction, condition: Condition) -> bool:
+    if condition is Condition.COMPACTED:
+        return compaction.status == "done"
+    if condition is Condition.COMPACTION_FAILED:
+        return compaction.status == "failed"
+    return (
+        condition is Condition.OVERFLOW
+        and compaction.kind == "overflow"
+        and compaction.status != "open"
+    )
 
 
-def _fold_reading(fold: Fold) -> Reading:
-    said, figures = _fold_words(fold)
-    return Reading(str(fold.seq), _fold_summary(fold), fold.time, said, figures)
+def _compaction_reading(compaction: Compaction) -> Reading:
+    said, figures = _compaction_words(compaction)
+    return Reading(
+        str(compaction.seq), _compaction_summary(compaction), compaction.time, said, figures
+    )
 
 
-def _fold_summary(fold: Fold) -> str:
-    kind = "prune pass" if fold.kind == "prune" else f"{fold.kind} compaction"
-    if fold.status == "failed":
-        return f"{kind} failed: {fold.error}"
-    if fold.before is not None and fold.after is not None:
-        return f"{kind}: {fold.before:,} → {fold.after:,} tokens"
+def _compaction_summary(compaction: Compaction) -> str:
+    kind = "prune pass" if compaction.kind == "prune" else f"{compaction.kind} compaction"
+    if compaction.status == "failed":
+        return f"{kind} failed: {compaction.error}"
+    if compaction.before is not None and compaction.after is not None:
+        return f"{kind}: {compaction.before:,} → {compaction.after:,} tokens"
     return kind
 
 
-def _fold_words(fold: Fold) -> tuple[str, tuple[tuple[str, object], ...]]:
-    kind = ("kind", fold.kind)
-    if fold.status == "failed":
-        return "fold-failed", (kind, ("error", fold.error))
-    if fold.before is not None and fold.after is not None:
-        return "fold", (kind, ("before", f"{fold.before:,}"), ("after", f"{fold.after:,}"))
+def _compaction_words(compaction: Compaction) -> tuple[str, tuple[tuple[str, object], ...]]:
+    kind = ("kind", compaction.kind)
+    if compaction.status == "failed":
+        return "fold-failed", (kind, ("error", compaction.error))
+    if compaction.before is not None and compaction.after is not None:
+        return "fold", (
+            kind,
+            ("before", f"{compaction.before:,}"),
+            ("after", f"{compaction.after:,}"),
+        )
     return "fold-kind", (kind,)
 
 

@@ -76,7 +76,7 @@ def decide(
     return Decision(Armed(reading.key, now), fire=True)
 
 
-def fold_seq(key: str | None) -> int | None:
+def compaction_seq(key: str | None) -> int | None:
     """The seq of the fold an event's key names (``None``: it names none, a level's)."""
     return int(key) if key is not None and key.isascii() and key.isdigit() else None
 
@@ -84,7 +84,7 @@ def fold_seq(key: str | None) -> int | None:
 def told_through(armed: Armed | None) -> int | None:
     """The seq of the last fold an event rule told or passed over in this session; the
     folds past it are new (``None``: every fold the session has is)."""
-    return None if armed is None else fold_seq(armed.key)
+    return None if armed is None else compaction_seq(armed.key)
 
 
 def decide_events(
@@ -100,7 +100,7 @@ def decide_events(
     the first time this rule looks at this session."""
     # A key that names no fold (the rule watched a level before it was edited) is as good
     # as none: its session is seen afresh, its past by its time.
-    first_sight = armed is None or (armed.key is not None and fold_seq(armed.key) is None)
+    first_sight = armed is None or (armed.key is not None and compaction_seq(armed.key) is None)
     state = armed or Armed()
     passed_over = len(readings) - EVENTS_PER_LOOK
     decisions: list[Decision] = []

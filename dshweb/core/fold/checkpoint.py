@@ -51,7 +51,7 @@ from dshweb.core.log.frames import decompressor
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.reader import open_log
 
-CHECKPOINT_VERSION = 14
+CHECKPOINT_VERSION = 15
 """Raise it whenever the state's shape or meaning changes."""
 
 FINGERPRINT_SPAN = 4 << 10
@@ -64,7 +64,7 @@ _STATE_MODULES = frozenset(
     {
         "dshweb.core.fold.checkpoint",
         "dshweb.core.fold.cost",
-        "dshweb.core.fold.folds",
+        "dshweb.core.fold.compactions",
         "dshweb.core.fold.ledger",
         "dshweb.core.fold.meter",
         "dshweb.core.fold.gauge",

@@ -1,4 +1,5 @@
-"""What a session's requests and folds cost, in dollars, by the ``dsh-llm-cost`` registry.
+"""What a session's requests and compactions cost, in dollars, by the ``dsh-llm-cost``
+registry.
 
 Prices are never typed here: the registry (the PyPI package ``dsh-llm-cost``, shared with
 DSH's own cost plugin) resolves a model to its per-million prices, its off-peak factor
@@ -16,14 +17,15 @@ windows start and end on quarter hours, :func:`parse_windows`).
 as another (``deepseek-flash`` as ``deepseek-v4-flash``: a choice the person running
 dshweb makes and the page names). :meth:`PriceBook.money` turns a slot's tokens into dollars.
 
-What a fold cost and what it saved (:class:`FoldCost`, kept on each
-:class:`~dshweb.core.fold.folds.Fold` by the ledger):
+What a compaction cost and what it saved (:class:`CompactionCost`, kept on each
+:class:`~dshweb.core.fold.compactions.Compaction` by the ledger):
 
 - *summary*: the summariser's own request (``compaction/summary.usage``), as billed;
 - *rewrite*: the next request sends the changed part of its prefix uncached — the
-  checkpoint and everything after it (DSH's count of those nodes right after the fold),
+  checkpoint and everything after it (DSH's count of those nodes right after the
+  compaction),
   billed as a cache write where the model's price has one, else as input (a miss);
-- *not resent*: every request after the fold, until the next fold, did not send what it
+- *not resent*: every request after the compaction, until the next one, did not send what it
   freed (shadowed − what replaced it, DSH's count); those tokens would have been read
   from the cache, so they are priced at the cache-read rate of the request that skipped
   them.
@@ -64,17 +66,17 @@ def frozen(tally: Mapping[Slot, list[int]]) -> tuple[tuple[Slot, Buckets], ...]:
 
 
 @dataclass(frozen=True, slots=True)
-class FoldCost:
-    """The tokens one fold cost and saved, by slot (priced by :meth:`PriceBook.fold`)."""
+class CompactionCost:
+    """The tokens one compaction cost and saved, by slot (priced by :meth:`PriceBook.fold`)."""
 
     summary: Slot | None = None
-    """The summariser's request (its tokens are the fold's ``summary_usage``)."""
+    """The summariser's request (its tokens are the compaction's ``summary_usage``)."""
     rewritten: int = 0
-    """DSH's count of the checkpoint and everything after it, right after the fold."""
+    """DSH's count of the checkpoint and everything after it, right after the compaction."""
     rewrite: Slot | None = None
     """The next request, which sent them uncached (``None`` until it comes)."""
     not_resent: tuple[tuple[Slot, int], ...] = ()
-    """Requests after the fold, until the next one, by slot."""
+    """Requests after the compaction, until the next one, by slot."""
 
     @property
     def requests_after(self) -> int:
@@ -82,20 +84,20 @@ class FoldCost:
 
 
 @dataclass(frozen=True, slots=True)
-class FoldSpend:
-    """Every fold's rewrite and saving added up, by the slot of the request concerned
-    (kept as the ledger goes, so pricing all of a session's folds costs what pricing one
-    does, and folds past those the ledger keeps one by one still count)."""
+class CompactionSpend:
+    """Every compaction's rewrite and saving added up, by the slot of the request concerned
+    (kept as the ledger goes, so costing all of a session's compactions costs what costing
+    one does, and compactions past those the ledger keeps one by one still count)."""
 
     resent: tuple[tuple[Slot, int], ...] = ()
-    """DSH's count of the prefix the first request after each fold sent again."""
+    """DSH's count of the prefix the first request after each compaction sent again."""
     unsent: tuple[tuple[Slot, int], ...] = ()
-    """What the requests after each fold, until the next, did not send."""
+    """What the requests after each compaction, until the next, did not send."""
 
 
 @dataclass(frozen=True, slots=True)
-class FoldsPriced:
-    """All of a session's folds in dollars: their priced part, and whether a fold on a
+class CostedCompactions:
+    """All of a session's compactions in dollars: their priced part, and whether one on a
     model without a price was left out."""
 
     cost: float
@@ -252,8 +254,8 @@ class RouteCost:
 
 
 @dataclass(frozen=True, slots=True)
-class PricedFold:
-    """A fold's cost and savings in dollars; ``None`` where there is nothing to price (a
+class CostedCompaction:
+    """A compaction's cost and savings in dollars; ``None`` where there is nothing to price (a
     prune pass has no summariser; the next request has not come yet) or, with
     ``unpriced``, a model without a price."""
 
@@ -272,7 +274,7 @@ class PricedFold:
 
     @property
     def net(self) -> float | None:
-        """Saved − cost (positive: the fold paid for itself so far)."""
+        """Saved − cost (positive: the compaction paid for itself so far)."""
         cost = self.cost
         if cost is None or self.not_resent is None:
             return None
@@ -369,8 +371,10 @@ class PriceBook:
                 dollars = (dollars or 0.0) + money
         return dollars, unknown
 
-    def fold(self, cost: FoldCost, summary_usage: Usage | None, freed: int | None) -> PricedFold:
-        """One fold in dollars (``freed``: shadowed − what replaced it, what each later
+    def compaction(
+        self, cost: CompactionCost, summary_usage: Usage | None, freed: int | None
+    ) -> CostedCompaction:
+        """One compaction in dollars (``freed``: shadowed − what replaced it, what each later
         request did not send)."""
         summary = None
         if cost.summary is not None and summary_usage is not None:
@@ -387,7 +391,7 @@ class PriceBook:
             or (cost.rewrite is not None and rewrite is None)
             or saved is None
         )
-        return PricedFold(
+        return CostedCompaction(
             None if unpriced else summary,
             None if unpriced else rewrite,
             None if unpriced else saved,
@@ -395,13 +399,13 @@ class PriceBook:
             unpriced,
         )
 
-    def folds(self, cost: SessionCost, spend: FoldSpend) -> FoldsPriced:
-        """Every fold: the summariser's requests (``cost.summaries``), the prefixes sent
+    def compactions(self, cost: SessionCost, spend: CompactionSpend) -> CostedCompactions:
+        """Every compaction: the summariser's requests (``cost.summaries``), the prefixes sent
         again and what was not sent (``spend``)."""
         parts = [self.money(slot, tokens) for slot, tokens in cost.summaries if any(tokens)]
         parts += [self._rewrite(slot, tokens) for slot, tokens in spend.resent if tokens]
         saved = [self.money(slot, (0, 0, tokens, 0)) for slot, tokens in spend.unsent if tokens]
-        return FoldsPriced(
+        return CostedCompactions(
             cost=sum(p for p in parts if p is not None),
             saved=sum(p for p in saved if p is not None),
             unpriced=None in parts or None in saved,
@@ -457,11 +461,11 @@ def _buckets_json(tokens: Buckets) -> dict[str, int]:
     return dict(zip(BUCKET_NAMES, tokens, strict=True))
 
 
-def cost_json(cost: SessionCost, spend: FoldSpend, book: PriceBook) -> dict[str, Any]:
+def cost_json(cost: SessionCost, spend: CompactionSpend, book: PriceBook) -> dict[str, Any]:
     """A session's cost in the CLI's and the API's JSON shape (dollars as floats; ``None``
     where a model has no price)."""
     total, unpriced = book.total(cost)
-    folds = book.folds(cost, spend)
+    compactions = book.compactions(cost, spend)
     return {
         "registry": {"package": "dsh-llm-cost", "version": book.version},
         "peakWindowsUtc": [window_text(w).replace("–", "-") for w in book.windows],
@@ -484,8 +488,8 @@ def cost_json(cost: SessionCost, spend: FoldSpend, book: PriceBook) -> dict[str,
             for row in book.by_route(cost)
         ],
         "folds": {
-            "costUsd": folds.cost,
-            "notResentUsd": folds.saved,
-            "unpriced": folds.unpriced,
+            "costUsd": compactions.cost,
+            "notResentUsd": compactions.saved,
+            "unpriced": compactions.unpriced,
         },
     }

@@ -1,11 +1,12 @@
-"""How many steps, and minutes, until a session's next automatic fold, from its own pace.
+"""How many steps, and minutes, until a session's next pass (and next summary), from its
+own pace.
 
 DSH checks before every step whether ``measure(session).totalTokens`` has reached the
 compaction point (DSH_FACTS §7); when it has, it prunes first (every surface tool
 result over the pruner's threshold is cut), measures again, and summarises only when the
 measure is still at or past the point. Two forecasts follow:
 
-- :func:`fold_forecast`, the next *pass*: the raw measure reaching the point (a prune or
+- :func:`pass_forecast`, the next *pass*: the raw measure reaching the point (a prune or
   a summary comes then);
 - :func:`summary_forecast`, the next *summary* (the model call that rewrites the
   context): at every pass everything prunable is pruned, so a summary comes at the first
@@ -20,11 +21,11 @@ when nothing bounds the point there: "N or more steps"), never one value picked 
 inside the range. The point's half-range counts beside the pace's spread and drift as an
 independent uncertainty (in quadrature), so a range of points and a fast pace are not
 both taken at their extremes at once; the expected steps take the point anywhere in its
-range alike (its middle). :func:`fold_forecast` counts the steps whose growth covers what
+range alike (its middle). :func:`pass_forecast` counts the steps whose growth covers what
 is left below the point (the point minus the measure the steps to come grow from), by
 each step's growth as the engine's check saw it
 (:class:`~dshweb.core.fold.pace.CheckGrowth`: the step that crossed the point counts with
-all it added, and a session's pace goes on after a fold, so there is a forecast right
+all it added, and a session's pace goes on after a pass, so there is a forecast right
 after one). Two readings of the pace say what the next ``k`` steps grow by:
 
 - :class:`_Runs`, the session's rhythm: every run of ``k`` consecutive steps among the
@@ -64,7 +65,7 @@ measured yet and the home has no other session on the model, the session does no
 (its pace says nothing about when it resumes).
 
 ``bench/forecast_backtest.py`` replays the fixture sessions step by step and scores the
-ranges against the folds that came, per shape.
+ranges against the passes that came, per shape.
 """
 
 from __future__ import annotations
@@ -118,7 +119,7 @@ on the same model (before the session has :data:`NEED` steps)."""
 
 @dataclass(frozen=True, slots=True)
 class Forecast:
-    """Steps (and minutes) until the next automatic fold; ``reason`` when there is none."""
+    """Steps (and minutes) until the next pass (or summary); ``reason`` when there is none."""
 
     steps: int | None = None
     """The expected number of steps: at the start of the step after them, the measure
@@ -154,7 +155,7 @@ NO_FORECAST_YET = Forecast(reason=TOO_FEW)
 """A session that has not stepped yet."""
 
 
-def fold_forecast(
+def pass_forecast(
     *,
     measured: int,
     point: Known,
@@ -181,13 +182,13 @@ def summary_forecast(
     now_ms: int | None = None,
     prior: Sequence[int] = (),
 ) -> Forecast:
-    """The next summary: :func:`fold_forecast` of the net measure (``measured`` less
+    """The next summary: :func:`pass_forecast` of the net measure (``measured`` less
     ``freeable_now``, what a prune of every result on the surface now would free) growing
     by ``net_growth`` (each step's growth less what pruning the results it added frees,
     parallel to the pass's growth); ``prior`` is the net growth of the home's other
     sessions on the model. With nothing prunable (the pruner off, or no result over its
     threshold) it is the next pass."""
-    return fold_forecast(
+    return pass_forecast(
         measured=measured - freeable_now,
         point=point,
         growth=net_growth,
@@ -222,7 +223,7 @@ def _forecast(
         pace, source, drift = _pace(history), "session", HOME_DRIFT
     else:
         return Forecast(reason=TOO_FEW, point=point)
-    if pace.mean <= 0:  # a fold's shrinking among the steps outweighs their growth
+    if pace.mean <= 0:  # a compaction's shrinking among the steps outweighs their growth
         return Forecast(reason=NOT_GROWING, point=point)
     said = functools.partial(Forecast, per_step=pace.mean, point=point, pace=source)
     low = point.low if point.low is not None else 0

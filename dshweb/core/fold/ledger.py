@@ -1,8 +1,9 @@
-"""The compaction ledger: every fold of a session's context, and its pressure step by step.
+"""The compaction ledger: every compaction of a session's context, and its pressure step
+by step.
 
-A *fold* is one thing that shrank the surface (DSH_FACTS §7):
+A *compaction* is one thing that shrank the surface (DSH_FACTS §7):
 
-- a compaction: ``compaction/start`` … ``compaction/summary`` + the replacing checkpoint
+- a summary: ``compaction/start`` … ``compaction/summary`` + the replacing checkpoint
   … ``compaction/end`` (with ``error`` and usually no summary when it failed). It is
   *manual* when its ``turn`` is null (``/compact``; its ``sourceCommandId`` names the
   ``command/run``, whose ``command/done`` comes after the end), *overflow* when the
@@ -10,22 +11,23 @@ A *fold* is one thing that shrank the surface (DSH_FACTS §7):
   failed ``assistant/attempt`` whose finish reason carries ``CONTEXT_WINDOW_EXCEEDED``,
   then compacts inside the same step before retrying), else *automatic* (the pressure
   check before a step);
-- a pass of the tool-result pruner: consecutive ``compaction/prune`` events, each with
-  its replacing ``tool/result``, and nothing between them that starts a step or adds
-  to the surface.
+- a prune pass of the tool-result pruner: consecutive ``compaction/prune`` events, each
+  with its replacing ``tool/result``, and nothing between them that starts a step or
+  adds to the surface.
 
-Each fold is recorded as a :class:`~dshweb.core.fold.folds.Fold`, and a ``/compact`` that
-folded nothing as a :class:`~dshweb.core.fold.folds.CompactCommand`.
+Each compaction is recorded as a :class:`~dshweb.core.fold.compactions.Compaction`, and a
+``/compact`` that compacted nothing as a :class:`~dshweb.core.fold.compactions.CompactCommand`.
 
 :class:`LedgerCollector` is fold-side state, fed each event right *after* the meter
-folds it: a few numbers per fold, and the pressure after each usage-bearing event as
+folds it: a few numbers per compaction, and the pressure after each usage-bearing event as
 ``(seq, time, tokens)``, thinned to at most :data:`MAX_STEP_POINTS` by doubling a stride
-(every fold's before and after points are kept besides). Its state depends only on the
-events folded, never on how they were batched, so a log folded in pieces gives the same
-ledger. It keeps the newest :data:`MAX_FOLDS` folds and :data:`MAX_REFUSED` refused
-commands one by one and counts the older ones (:class:`~dshweb.core.fold.folds.FoldTally`),
-so a session of a year costs what a session of a day does; fold numbers go on from the
-first fold ever. :meth:`LedgerCollector.result` freezes it into a :class:`Ledger`: its folds, its
+(every compaction's before and after points are kept besides). Its state depends only on
+the events folded, never on how they were batched, so a log folded in pieces gives the
+same ledger. It keeps the newest :data:`MAX_COMPACTIONS` compactions and
+:data:`MAX_REFUSED` refused commands one by one and counts the older ones
+(:class:`~dshweb.core.fold.compactions.CompactionTally`), so a session of a year costs what
+a session of a day does; compaction numbers go on from the first compaction ever.
+:meth:`LedgerCollector.result` freezes it into a :class:`Ledger`: its compactions, its
 refused commands and its step readings, plain values, whose timeline points
 :attr:`Ledger.points` makes when asked. Laying them out (the chart, the
 pages, the downloads) is the dashboard's (:mod:`dshweb.sessions.display`).
@@ -37,8 +39,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dshweb.core.fold.billing import Slot, slot_of
-from dshweb.core.fold.cost import FoldSpend, summary_route
-from dshweb.core.fold.folds import CompactCommand, Fold, FoldKind, FoldTally, TimelinePoint
+from dshweb.core.fold.compactions import (
+    CompactCommand,
+    Compaction,
+    CompactionKind,
+    CompactionTally,
+    TimelinePoint,
+)
+from dshweb.core.fold.cost import CompactionSpend, summary_route
 from dshweb.core.fold.meter import USAGE_EVENTS, SessionMeter, stream_chunks, to_usage
 from dshweb.core.fold.preview import previewed
 from dshweb.core.log.wire import (
@@ -69,8 +77,8 @@ Step = tuple[int, int | None, int]
 
 MAX_STEP_POINTS = 240
 """The most step points kept; past it every other one is dropped and the stride doubles."""
-MAX_FOLDS = 500
-"""The newest folds kept one by one (the ledger's pages and downloads); older ones are
+MAX_COMPACTIONS = 500
+"""The newest compactions kept one by one (the ledger's pages and downloads); older ones are
 counted in :attr:`Ledger.earlier`."""
 MAX_REFUSED = 100
 """The newest refused ``/compact`` commands kept; older ones are counted."""
@@ -99,34 +107,35 @@ _PASS_ENDS = USAGE_EVENTS | frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Ledger:
-    """The session's folds, and the one count of them: how many compactions, failed
-    compactions, prune passes and pruned results every page and the CLI show."""
+    """The session's compactions, and the one count of them: how many summaries, failed
+    summaries, prune passes and pruned results every page and the CLI show."""
 
-    folds: tuple[Fold, ...] = ()
-    """The newest :data:`MAX_FOLDS` folds, oldest first."""
+    compactions: tuple[Compaction, ...] = ()
+    """The newest :data:`MAX_COMPACTIONS` compactions, oldest first."""
     refused: tuple[CompactCommand, ...] = ()
     steps: tuple[Step, ...] = ()
     """The pressure after each step kept (:data:`MAX_STEP_POINTS` at most)."""
     now: Step | None = None
     """The pressure as of the last event folded."""
     threshold: int | None = None
-    """The compaction point drawn on the timeline (today's, not the one each fold met)."""
-    earlier: FoldTally = field(default_factory=FoldTally)
-    """The folds older than those kept, counted."""
+    """The compaction point drawn on the timeline (today's, not the one each compaction
+    met)."""
+    earlier: CompactionTally = field(default_factory=CompactionTally)
+    """The compactions older than those kept, counted."""
     refused_earlier: int = 0
     """Refused commands older than those kept."""
-    spend: FoldSpend = field(default_factory=FoldSpend)
-    """Every fold's rewrite and saving, added up (kept or counted)."""
+    spend: CompactionSpend = field(default_factory=CompactionSpend)
+    """Every compaction's rewrite and saving, added up (kept or counted)."""
 
     @property
     def first(self) -> int:
-        """The number of the oldest fold kept (fold numbers count from the first ever)."""
-        return self.earlier.folds + 1
+        """The number of the oldest compaction kept (numbers count from the first ever)."""
+        return self.earlier.compactions + 1
 
     @property
     def total(self) -> int:
-        """Every fold of the session, kept or counted."""
-        return self.earlier.folds + len(self.folds)
+        """Every compaction of the session, kept or counted."""
+        return self.earlier.compactions + len(self.compactions)
 
     @property
     def refused_total(self) -> int:
@@ -134,16 +143,22 @@ class Ledger:
 
     @property
     def points(self) -> tuple[TimelinePoint, ...]:
-        """The pressure timeline: the steps, each fold's before and after, and now when it
+        """The pressure timeline: the steps, each compaction's before and after, and now when it
         is past them. Laid out on each call: a snapshot is taken at every change, its
         timeline only drawn when a page or a download asks."""
         points = [TimelinePoint(seq, time, tokens, "step") for seq, time, tokens in self.steps]
-        for number, fold in enumerate(self.folds, start=self.first):
-            if fold.before is not None:
-                points.append(TimelinePoint(fold.seq, fold.time, fold.before, "before", number))
-            if fold.after is not None and fold.end_seq is not None:
+        for number, compaction in enumerate(self.compactions, start=self.first):
+            if compaction.before is not None:
                 points.append(
-                    TimelinePoint(fold.end_seq, fold.end_time, fold.after, "after", number)
+                    TimelinePoint(
+                        compaction.seq, compaction.time, compaction.before, "before", number
+                    )
+                )
+            if compaction.after is not None and compaction.end_seq is not None:
+                points.append(
+                    TimelinePoint(
+                        compaction.end_seq, compaction.end_time, compaction.after, "after", number
+                    )
                 )
         points.sort(key=lambda p: (p.seq, p.role != "before"))
         now = self.now
@@ -152,32 +167,32 @@ class Ledger:
         return tuple(points)
 
     @property
-    def compactions(self) -> int:
-        kept = sum(1 for f in self.folds if f.kind != "prune" and f.status == "done")
-        return self.earlier.compactions + kept
+    def summaries(self) -> int:
+        kept = sum(1 for f in self.compactions if f.kind != "prune" and f.status == "done")
+        return self.earlier.summaries + kept
 
     @property
     def failed(self) -> int:
-        return self.earlier.failed + sum(1 for f in self.folds if f.status == "failed")
+        return self.earlier.failed + sum(1 for f in self.compactions if f.status == "failed")
 
     @property
     def prune_passes(self) -> int:
-        return self.earlier.prune_passes + sum(1 for f in self.folds if f.kind == "prune")
+        return self.earlier.prune_passes + sum(1 for f in self.compactions if f.kind == "prune")
 
     @property
     def prunes(self) -> int:
         """``compaction/prune`` events: the tool results pruned, over every pass."""
-        return self.earlier.prunes + sum(f.prunes for f in self.folds if f.kind == "prune")
+        return self.earlier.prunes + sum(f.prunes for f in self.compactions if f.kind == "prune")
 
     @property
     def dropped(self) -> int:
-        return self.earlier.dropped + sum(f.dropped or 0 for f in self.folds)
+        return self.earlier.dropped + sum(f.dropped or 0 for f in self.compactions)
 
-    def tally(self) -> FoldTally:
-        """Every fold, kept or counted, added up."""
+    def tally(self) -> CompactionTally:
+        """Every compaction, kept or counted, added up."""
         tally = self.earlier
-        for fold in self.folds:
-            tally = tally.add(fold)
+        for compaction in self.compactions:
+            tally = tally.add(compaction)
         return tally
 
 
@@ -226,21 +241,21 @@ def overflow_pending(cls: type, data: Any, pending: bool) -> bool:
 class LedgerCollector:
     """Fold-side state of the ledger; see the module docstring for what it keeps."""
 
-    folds: list[Fold] = field(default_factory=list)
-    open_fold: int | None = None
+    compactions: list[Compaction] = field(default_factory=list)
+    open_compaction: int | None = None
     """Index of the compaction waiting for its ``compaction/end``."""
     pass_open: bool = False
-    """The last fold is a prune pass that may still grow."""
+    """The last compaction is a prune pass that may still grow."""
     armed: str | None = None
     """``summary`` or ``prune`` when the last event priced a replace to come."""
     overflow: bool = False
     """A request was refused as too large and no step has started since."""
     commands: dict[str, tuple[int, int | None, str, str]] = field(default_factory=dict)
     """``command/run`` waiting for its ``command/done``: id → (seq, time, name, args)."""
-    command_folds: dict[str, int] = field(default_factory=dict)
+    command_compactions: dict[str, int] = field(default_factory=dict)
     refused: list[CompactCommand] = field(default_factory=list)
     steps: list[Step] = field(default_factory=list)
-    earlier: FoldTally = field(default_factory=FoldTally)
+    earlier: CompactionTally = field(default_factory=CompactionTally)
     refused_earlier: int = 0
     stride: int = 1
     seen: int = 0
@@ -248,13 +263,13 @@ class LedgerCollector:
     checkpoint_seq: int | None = None
     """The seq of the last compaction's checkpoint (what follows it is sent anew)."""
     crediting: int | None = None
-    """Index of the last fold that ended well: the requests after it did not resend what
+    """Index of the last compaction that ended well: the requests after it did not resend what
     it freed (until the next one ends well)."""
     not_resent: dict[Slot, int] = field(default_factory=dict)
-    """Those requests by slot (kept here, written into the fold as it is let go)."""
+    """Those requests by slot (kept here, written into the compaction as it is let go)."""
     resent_tokens: dict[Slot, int] = field(default_factory=dict)
     unsent_tokens: dict[Slot, int] = field(default_factory=dict)
-    """Every fold's so far (:class:`~dshweb.core.fold.cost.FoldSpend`)."""
+    """Every compaction's so far (:class:`~dshweb.core.fold.cost.CompactionSpend`)."""
 
     def observe(self, event: AnyEvent, meter: SessionMeter, retain: int | None = None) -> None:
         """Look at ``event`` after ``meter`` has folded it (``retain``: the ``retainTokens``
@@ -295,26 +310,29 @@ class LedgerCollector:
     # -- events --------------------------------------------------------------------------
 
     def _request(self, meter: SessionMeter) -> None:
-        """A request after a fold: the first sends the changed prefix again, each does not
-        resend what the fold freed (a sample replacing its step's last is not counted again)."""
+        """A request after a compaction: the first sends the changed prefix again, each does
+        not resend what the compaction freed (a sample replacing its step's last is not
+        counted again)."""
         sample, index = meter.sample, self.crediting
         if sample is None or sample.replaced is not None or index is None:
             return
-        slot, fold = sample.slot, self.folds[index]
-        if fold.cost.rewrite is None:
-            self.folds[index] = replace(fold, cost=replace(fold.cost, rewrite=slot))
-            self.resent_tokens[slot] = self.resent_tokens.get(slot, 0) + fold.cost.rewritten
+        slot, compaction = sample.slot, self.compactions[index]
+        if compaction.cost.rewrite is None:
+            self.compactions[index] = replace(
+                compaction, cost=replace(compaction.cost, rewrite=slot)
+            )
+            self.resent_tokens[slot] = self.resent_tokens.get(slot, 0) + compaction.cost.rewritten
         self.not_resent[slot] = self.not_resent.get(slot, 0) + 1
-        freed = max(0, fold.saved or 0)
+        freed = max(0, compaction.saved or 0)
         self.unsent_tokens[slot] = self.unsent_tokens.get(slot, 0) + freed
 
     def _credit(self, index: int, meter: SessionMeter, checkpoint_seq: int | None) -> None:
-        """Fold ``index`` ended well: the requests from now on are its; ``checkpoint_seq``
+        """Compaction ``index`` ended well: the requests from now on are its; ``checkpoint_seq``
         the node that replaced what it shadowed (what follows it is sent anew)."""
         if index != self.crediting:
             self._settle()
             self.crediting = index
-        fold = self.folds[index]
+        compaction = self.compactions[index]
         if checkpoint_seq is None:
             return
         try:
@@ -322,20 +340,24 @@ class LedgerCollector:
         except ValueError:
             return
         rewritten = sum(node.tokens for node in meter.nodes[at:])
-        if rewritten > fold.cost.rewritten:
-            self.folds[index] = replace(fold, cost=replace(fold.cost, rewritten=rewritten))
+        if rewritten > compaction.cost.rewritten:
+            self.compactions[index] = replace(
+                compaction, cost=replace(compaction.cost, rewritten=rewritten)
+            )
 
     def _settle(self) -> None:
-        """Write the requests counted so far into the fold they belong to."""
+        """Write the requests counted so far into the compaction they belong to."""
         index = self.crediting
         if index is not None:
-            self.folds[index] = self._credited(self.folds[index])
+            self.compactions[index] = self._credited(self.compactions[index])
         self.crediting, self.not_resent = None, {}
 
-    def _credited(self, fold: Fold) -> Fold:
+    def _credited(self, compaction: Compaction) -> Compaction:
         if not self.not_resent:
-            return fold
-        return replace(fold, cost=replace(fold.cost, not_resent=tuple(self.not_resent.items())))
+            return compaction
+        return replace(
+            compaction, cost=replace(compaction.cost, not_resent=tuple(self.not_resent.items()))
+        )
 
     def _step_point(self, seq: int, time: int | None, tokens: int) -> None:
         if self.seen % self.stride == 0:
@@ -355,13 +377,15 @@ class LedgerCollector:
         retain: int | None,
     ) -> None:
         turn = _int(data.turn)
-        kind: FoldKind = "manual" if turn is None else "overflow" if self.overflow else "automatic"
+        kind: CompactionKind = (
+            "manual" if turn is None else "overflow" if self.overflow else "automatic"
+        )
         self.overflow = False
         # A manual Compact and an overflow recovery keep nothing; an automatic one, retain.
         kept = retain if kind == "automatic" else 0
         command_id = _str(data.source_command_id)
         run = self.commands.get(command_id) if command_id is not None else None
-        fold = Fold(
+        compaction = Compaction(
             kind=kind,
             seq=seq,
             time=time,
@@ -372,31 +396,31 @@ class LedgerCollector:
             command_seq=run[0] if run is not None else None,
             previewed=None if kept is None else previewed(meter, kept),
         )
-        self.folds.append(fold)
-        self.open_fold = len(self.folds) - 1
+        self.compactions.append(compaction)
+        self.open_compaction = len(self.compactions) - 1
         if command_id is not None:
-            self.command_folds[command_id] = self.open_fold
+            self.command_compactions[command_id] = self.open_compaction
         self._keep_newest()
 
     def _keep_newest(self) -> None:
-        """Count the oldest fold instead of keeping it, past :data:`MAX_FOLDS`."""
-        if len(self.folds) <= MAX_FOLDS:
+        """Count the oldest compaction instead of keeping it, past :data:`MAX_COMPACTIONS`."""
+        if len(self.compactions) <= MAX_COMPACTIONS:
             return
         if self.crediting == 0:
             self._settle()
-        self.earlier = self.earlier.add(self.folds.pop(0))
-        if self.open_fold is not None:
-            self.open_fold = self.open_fold - 1 if self.open_fold > 0 else None
+        self.earlier = self.earlier.add(self.compactions.pop(0))
+        if self.open_compaction is not None:
+            self.open_compaction = self.open_compaction - 1 if self.open_compaction > 0 else None
         if self.crediting is not None:
             self.crediting -= 1
-        self.command_folds = {c: i - 1 for c, i in self.command_folds.items() if i > 0}
+        self.command_compactions = {c: i - 1 for c, i in self.command_compactions.items() if i > 0}
 
     def _open(self, data: CompactionData | ShadowData) -> int | None:
-        index = self.open_fold
+        index = self.open_compaction
         if index is None:
             return None
         wanted = _str(data.compaction_id)
-        found = self.folds[index].compaction_id
+        found = self.compactions[index].compaction_id
         return index if wanted is None or found is None or wanted == found else None
 
     def _summary(self, data: ShadowData, time: int | None) -> None:
@@ -405,10 +429,14 @@ class LedgerCollector:
             return
         provider, model = _str(data.provider), _str(data.model)
         route = summary_route(data)
-        fold = self.folds[index]
-        cost = fold.cost if route is None else replace(fold.cost, summary=slot_of(route, time))
-        self.folds[index] = replace(
-            fold,
+        compaction = self.compactions[index]
+        cost = (
+            compaction.cost
+            if route is None
+            else replace(compaction.cost, summary=slot_of(route, time))
+        )
+        self.compactions[index] = replace(
+            compaction,
             cost=cost,
             shadowed_tokens=_count(data),
             shadowed_nodes=len(data.shadowed_seqs or ()),
@@ -423,21 +451,21 @@ class LedgerCollector:
         if index is None:
             return
         error = data.error
-        self.folds[index] = replace(
-            self.folds[index],
+        self.compactions[index] = replace(
+            self.compactions[index],
             end_seq=seq,
             end_time=time,
             after=meter.projected_tokens,
             error=None if error in (None, "") else str(error),
         )
-        self.open_fold = None
-        if self.folds[index].status == "done":
+        self.open_compaction = None
+        if self.compactions[index].status == "done":
             self._credit(index, meter, self.checkpoint_seq)
 
     def _prune(self, data: ShadowData, seq: int, time: int | None, meter: SessionMeter) -> None:
         if not self.pass_open:
-            self.folds.append(
-                Fold(
+            self.compactions.append(
+                Compaction(
                     kind="prune",
                     seq=seq,
                     time=time,
@@ -448,8 +476,8 @@ class LedgerCollector:
             )
             self.pass_open = True
             self._keep_newest()
-        last = self.folds[-1]
-        self.folds[-1] = replace(
+        last = self.compactions[-1]
+        self.compactions[-1] = replace(
             last,
             shadowed_tokens=(last.shadowed_tokens or 0) + _count(data),
             shadowed_nodes=last.shadowed_nodes + len(data.shadowed_seqs or ()),
@@ -460,20 +488,20 @@ class LedgerCollector:
     def _checkpoint(self, armed: str, seq: int, time: int | None, meter: SessionMeter) -> None:
         price = meter.last_price  # the replacing node, as the meter priced it
         if armed == "summary":
-            index = self.open_fold
+            index = self.open_compaction
             if index is not None:
-                self.folds[index] = replace(self.folds[index], checkpoint_tokens=price)
+                self.compactions[index] = replace(self.compactions[index], checkpoint_tokens=price)
                 self.checkpoint_seq = seq
         elif self.pass_open:
-            last = self.folds[-1]
-            self.folds[-1] = replace(
+            last = self.compactions[-1]
+            self.compactions[-1] = replace(
                 last,
                 checkpoint_tokens=(last.checkpoint_tokens or 0) + price,
                 end_seq=seq,
                 end_time=time,
                 after=meter.projected_tokens,
             )
-            self._credit(len(self.folds) - 1, meter, seq)
+            self._credit(len(self.compactions) - 1, meter, seq)
 
     def _command_run(self, data: CommandData, seq: int, time: int | None) -> None:
         command_id = _str(data.command_id)
@@ -488,10 +516,12 @@ class LedgerCollector:
         if command_id is None:
             return
         run = self.commands.pop(command_id, None)
-        index = self.command_folds.pop(command_id, None)
+        index = self.command_compactions.pop(command_id, None)
         kind, text = _str(data.kind) or "", _str(data.text)
         if index is not None:
-            self.folds[index] = replace(self.folds[index], command_kind=kind, command_text=text)
+            self.compactions[index] = replace(
+                self.compactions[index], command_kind=kind, command_text=text
+            )
         elif run is not None and run[2] == "compact":
             self.refused.append(
                 CompactCommand(run[0], run[1], _typed(run[2], run[3]), kind, text, seq)
@@ -505,19 +535,25 @@ class LedgerCollector:
     def result(self, meter: SessionMeter, *, threshold: int | None = None) -> Ledger:
         """The ledger as of the last event folded; ``threshold`` is drawn on the timeline."""
         tokens = meter.projected_tokens
-        folds = tuple(self.folds)
+        compactions = tuple(self.compactions)
         if self.crediting is not None and self.not_resent:
             index = self.crediting
-            folds = (*folds[:index], self._credited(folds[index]), *folds[index + 1 :])
+            compactions = (
+                *compactions[:index],
+                self._credited(compactions[index]),
+                *compactions[index + 1 :],
+            )
         return Ledger(
-            folds=folds,
+            compactions=compactions,
             refused=tuple(self.refused),
             steps=tuple(self.steps),
             now=(meter.last_seq, self.last_time, tokens) if tokens is not None else None,
             threshold=threshold,
             earlier=self.earlier,
             refused_earlier=self.refused_earlier,
-            spend=FoldSpend(tuple(self.resent_tokens.items()), tuple(self.unsent_tokens.items())),
+            spend=CompactionSpend(
+                tuple(self.resent_tokens.items()), tuple(self.unsent_tokens.items())
+            ),
         )
 
 

@@ -19,7 +19,7 @@ engine lets it out even when the compaction left the measure at or past the poin
 any step after a compaction that failed, until the next one starts.
 
 :func:`point_known` is what the forecasts and the preview go by: the profile's point while
-the decisions allow it, else the range they allow, its high end held, before any fold
+the decisions allow it, else the range they allow, its high end held, before any pass
 bounds it, by the engine's own rule: never one value picked from inside a range.
 :func:`threshold_source` and :func:`effective_threshold` choose one figure for the band
 and the ring (the range's middle); :class:`StepBand` holds the band from one step
@@ -104,12 +104,12 @@ class Decisions:
 
     passed: int | None = None
     """The highest measure a step started at."""
-    folded: int | None = None
-    """The lowest measure an automatic fold started at."""
+    acted: int | None = None
+    """The lowest measure an automatic pass started at (the engine's check acted)."""
     count: int = 0
     basis: Basis | None = None
     earlier: dict[Basis, tuple[int | None, int | None, int]] = field(default_factory=dict)
-    """``(passed, folded, count)`` under each other basis (the last :data:`EARLIER_BASES`)."""
+    """``(passed, acted, count)`` under each other basis (the last :data:`EARLIER_BASES`)."""
     in_step: bool = False
     """Between a ``step/start`` and its ``step/end``: no pressure check happens here."""
     pruned: bool = False
@@ -130,49 +130,49 @@ class Decisions:
         overflow, self.overflow = self.overflow, overflow_pending(kind, data, self.overflow)
         if kind is StepStart:
             if not (self.compacted or self.failed):
-                self._decided(meter, folded=False)
+                self._decided(meter, acted=False)
             self.in_step, self.pruned, self.compacted = True, False, False
         elif kind in BETWEEN_STEPS:  # the next pre-step begins (a torn step ends too)
             self.in_step, self.pruned, self.compacted = False, False, False
         elif kind is CompactionPrune:
             if not (self.in_step or self.pruned or overflow):
-                self._decided(meter, folded=True)
+                self._decided(meter, acted=True)
             self.pruned = True
         elif kind is CompactionStart:
             automatic = data is not None and data.turn is not None
             if automatic and not (self.in_step or overflow):
                 if not self.pruned:
-                    self._decided(meter, folded=True)
+                    self._decided(meter, acted=True)
                 self.compacted = True
             self.overflow = self.failed = False
         elif kind is CompactionEnd:
             self.failed = data is not None and data.error is not None
 
-    def _decided(self, meter: SessionMeter, *, folded: bool) -> None:
+    def _decided(self, meter: SessionMeter, *, acted: bool) -> None:
         basis = basis_of(meter)
         if basis != self.basis:
             if self.basis is not None:
-                self.earlier[self.basis] = (self.passed, self.folded, self.count)
+                self.earlier[self.basis] = (self.passed, self.acted, self.count)
                 while len(self.earlier) > EARLIER_BASES:
                     del self.earlier[next(iter(self.earlier))]
-            self.passed, self.folded, self.count = self.earlier.pop(basis, (None, None, 0))
+            self.passed, self.acted, self.count = self.earlier.pop(basis, (None, None, 0))
             self.basis = basis
         reading = measured_tokens(meter)
-        if folded:
-            self.folded = reading if self.folded is None else min(self.folded, reading)
+        if acted:
+            self.acted = reading if self.acted is None else min(self.acted, reading)
         else:
             self.passed = reading if self.passed is None else max(self.passed, reading)
         self.count += 1
-        if self.passed is not None and self.folded is not None and self.passed >= self.folded:
+        if self.passed is not None and self.acted is not None and self.passed >= self.acted:
             # No one point does both: it moved (a profile changed under the session).
             # The decision just made is the first under the new one.
-            self.passed, self.folded = (None, reading) if folded else (reading, None)
+            self.passed, self.acted = (None, reading) if acted else (reading, None)
             self.count = 1
 
     @property
     def inferred(self) -> InferredPoint:
         """The range the decisions under the last basis allow."""
-        return _inferred(self.passed, self.folded, self.count, self.basis)
+        return _inferred(self.passed, self.acted, self.count, self.basis)
 
     def at(self, basis: Basis) -> InferredPoint:
         """The range the decisions allow under ``basis``: those made under it (the last
@@ -184,9 +184,9 @@ class Decisions:
 
 
 def _inferred(
-    passed: int | None, folded: int | None, count: int, basis: Basis | None
+    passed: int | None, acted: int | None, count: int, basis: Basis | None
 ) -> InferredPoint:
-    return InferredPoint(passed + 1 if passed is not None else None, folded, count, basis)
+    return InferredPoint(passed + 1 if passed is not None else None, acted, count, basis)
 
 
 def threshold_source(point: CompactionPoint | None, inferred: InferredPoint) -> str | None:
@@ -202,8 +202,8 @@ def threshold_source(point: CompactionPoint | None, inferred: InferredPoint) -> 
 
 def effective_threshold(point: CompactionPoint | None, inferred: InferredPoint) -> int | None:
     """The point of :func:`threshold_source` as one figure, for the band and the ring: the
-    profile's, or the middle of the range the decisions allow once a fold bounds it from
-    above (before the first fold, the requests let out only say how low it is not: no
+    profile's, or the middle of the range the decisions allow once a pass bounds it from
+    above (before the first pass, the requests let out only say how low it is not: no
     figure to draw). The forecasts go by the whole range instead (:func:`point_known`)."""
     source = threshold_source(point, inferred)
     if source == "profile":
@@ -219,7 +219,7 @@ def point_known(
 ) -> Known:
     """The compaction point as a range with its source: the profile's while the
     engine's decisions allow it; else the range they allow, bounded above before the
-    first fold by the engine's own rule (the point is at most the window less the
+    first pass by the engine's own rule (the point is at most the window less the
     reserved completion: ``min(window × thresholdRatio, window − reserved − headroom)``
     with a ratio of at most 1 and a headroom of at least 0)."""
     configured = point.threshold_tokens if point is not None else None

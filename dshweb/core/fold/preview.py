@@ -1,4 +1,4 @@
-"""What the next fold would take away, before it happens: the engine's own rules (DSH_FACTS
+"""What the next compaction would take away, before it happens: the engine's own rules (DSH_FACTS
 §7, read in the runtime's ``compaction-basic`` and ``tool-result-pruner``) applied to the
 surface as it stands.
 
@@ -10,7 +10,7 @@ cut before the tail's first node has every tool call before it answered). Nothin
 shadow, and no compaction, when the tail reaches the first node. The tokens shadowed are
 the nodes' own prices (``compaction/summary.shadowedTokenCount``).
 
-- An automatic fold (:func:`automatic_preview`) runs the pruner first: every tool result
+- An automatic compaction (:func:`automatic_preview`) runs the pruner first: every tool result
   on the surface whose text is over 8,192 code points is cut to its first 4,096 and last
   1,024 (:func:`~dshweb.core.fold.pricing.pruned_price`), each a ``compaction/prune``
   priced at the result's price; then, if the measure is still at or past the point, a
@@ -18,7 +18,7 @@ the nodes' own prices (``compaction/summary.shadowedTokenCount``).
 - A manual Compact (:func:`manual_preview`) prunes nothing and keeps ``0``: everything but
   the newest node (and what its tool calls need).
 
-The context after the fold is the measure less what the prunes free and the range
+The context after the compaction is the measure less what the prunes free and the range
 shadows, plus a summary of the size the session's own summaries had (their smallest and
 largest, an estimate: before the first one, unknown).
 """
@@ -29,14 +29,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from dshweb.core.fold.folds import Fold, Previewed
+from dshweb.core.fold.compactions import Compaction, Previewed
 from dshweb.core.fold.known import OFF, UNKNOWN, CutKnown, Known
 from dshweb.core.fold.meter import SessionMeter, SurfaceNode
 from dshweb.core.fold.pricing import DEFAULT_CUT, PruneCut, pruned_price, shape_points
 
 SYSTEM = "system/message"
-COMPACTIONS = frozenset({"automatic", "manual", "overflow"})
-"""The fold kinds that write a summary."""
+SUMMARY_KINDS = frozenset({"automatic", "manual", "overflow"})
+"""The compaction kinds that write a summary."""
 SUMMARIES = 8
 """The session's last summaries whose sizes say what the next one will be."""
 
@@ -73,15 +73,15 @@ class Cut:
 
 
 @dataclass(frozen=True, slots=True)
-class FoldPreview:
-    """What one fold would do to the surface now."""
+class CompactionPreview:
+    """What one compaction would do to the surface now."""
 
     kind: str
     """``automatic`` or ``manual``."""
     cuts: tuple[Cut, ...] = ()
-    """The pruner's cuts, oldest first (an automatic fold's first move)."""
+    """The pruner's cuts, oldest first (an automatic compaction's first move)."""
     compacts: bool = True
-    """Whether a compaction follows (an automatic fold's prunes may bring the measure under
+    """Whether a summary follows (an automatic compaction's prunes may bring the measure under
     the point by themselves)."""
     first: SurfaceNode | None = None
     """The range's first node (``None``: nothing the engine could shadow)."""
@@ -93,7 +93,7 @@ class FoldPreview:
     retained_tokens: int = 0
     """The tail kept as it is (after the cuts)."""
     after: tuple[int, int] | None = None
-    """The measure after the fold, with the smallest and the largest of the session's
+    """The measure after the compaction, with the smallest and the largest of the session's
     recent summaries in the range's place; ``None`` before the session's first summary."""
     when: tuple[Condition, ...] = ()
     """What makes this the outcome, when the settings known leave more than one."""
@@ -188,11 +188,11 @@ MAX_OUTCOMES = 4
 
 @dataclass(frozen=True, slots=True)
 class AutomaticPreview:
-    """The next automatic fold, as the settings known so far allow it: one outcome when
+    """The next automatic compaction, as the settings known so far allow it: one outcome when
     they decide it, each outcome with what decides it (``when``) when they leave more
     than one open, none with ``unknown`` naming the setting when they leave too many."""
 
-    outcomes: tuple[FoldPreview, ...] = ()
+    outcomes: tuple[CompactionPreview, ...] = ()
     unknown: str | None = None
     """``retain``, ``pruner`` or ``point``: what must be known before it can say."""
     point: Known = UNKNOWN
@@ -200,7 +200,7 @@ class AutomaticPreview:
     cut: CutKnown = OFF
 
     @property
-    def one(self) -> FoldPreview | None:
+    def one(self) -> CompactionPreview | None:
         """The outcome, when the known settings leave only one."""
         return self.outcomes[0] if len(self.outcomes) == 1 else None
 
@@ -222,9 +222,9 @@ def automatic_outcomes(
     point: Known,
     retain: Known,
     cut: CutKnown,
-    folds: Sequence[Fold] = (),
+    compactions: Sequence[Compaction] = (),
 ) -> AutomaticPreview:
-    """The next automatic fold, were it to come now (at the point, when the measure is
+    """The next automatic compaction, were it to come now (at the point, when the measure is
     not there yet): the pruner's cuts, then (while the measure is still at or past the
     point) the compaction keeping the retain; every outcome the known ranges of the
     point, the retain and the pruner's threshold allow."""
@@ -232,21 +232,23 @@ def automatic_outcomes(
     options = _prune_options(meter, cut)
     if options is None:
         return replace(said, unknown="pruner")
-    outcomes: list[FoldPreview] = []
+    outcomes: list[CompactionPreview] = []
     for cuts, when in options:
         freed = sum(c.freed for c in cuts)
         left = measured - freed
         for compacts, decided in _compacts(point, freed, left):
             if not compacts:
                 outcomes.append(
-                    FoldPreview("automatic", cuts, False, after=(left, left), when=when + decided)
+                    CompactionPreview(
+                        "automatic", cuts, False, after=(left, left), when=when + decided
+                    )
                 )
                 continue
             ranges = _retained(meter, retain, {c.seq: c.after for c in cuts})
             if ranges is None:
                 return replace(said, unknown="retain")
             for found, kept in ranges:
-                preview = _preview("automatic", meter, found, cuts, left, folds)
+                preview = _preview("automatic", meter, found, cuts, left, compactions)
                 outcomes.append(replace(preview, when=when + decided + kept))
         if len(outcomes) > MAX_OUTCOMES:
             break
@@ -296,7 +298,7 @@ def _prune_options(
 
 def _compacts(point: Known, freed: int, left: int) -> list[tuple[bool, tuple[Condition, ...]]]:
     """Whether a compaction follows the cuts: the measure left (``left``; at the point
-    itself when the fold comes as the measure reaches it) still at or past the point.
+    itself when the compaction comes as the measure reaches it) still at or past the point.
     Both, each with the point's range that makes it, when the point's range holds
     ``left``."""
     if freed <= 0:
@@ -362,11 +364,11 @@ def automatic_preview(
     measured: int,
     threshold: int | None,
     retain: int,
-    folds: Sequence[Fold] = (),
+    compactions: Sequence[Compaction] = (),
     *,
     pruner: PruneCut | None = DEFAULT_CUT,
-) -> FoldPreview:
-    """The next automatic fold under settings known exactly (the compaction point
+) -> CompactionPreview:
+    """The next automatic compaction under settings known exactly (the compaction point
     ``threshold``, ``retain``, the pruner's cut or ``None`` when it is off)."""
     point = Known.exactly(threshold, "profile") if threshold is not None else UNKNOWN
     cut = OFF
@@ -377,16 +379,20 @@ def automatic_preview(
             Known.exactly(pruner.head, "profile"),
             Known.exactly(pruner.tail, "profile"),
         )
-    said = automatic_outcomes(meter, measured, point, Known.exactly(retain, "profile"), cut, folds)
+    said = automatic_outcomes(
+        meter, measured, point, Known.exactly(retain, "profile"), cut, compactions
+    )
     assert said.one is not None  # settings known exactly leave one outcome
     return said.one
 
 
-def manual_preview(meter: SessionMeter, measured: int, folds: Sequence[Fold] = ()) -> FoldPreview:
+def manual_preview(
+    meter: SessionMeter, measured: int, compactions: Sequence[Compaction] = ()
+) -> CompactionPreview:
     """A Compact now: nothing pruned, nothing kept but the newest node (and what its tool
     calls need)."""
     found = select_range(meter.nodes, meter.open_calls, 0)
-    return _preview("manual", meter, found, (), measured, folds)
+    return _preview("manual", meter, found, (), measured, compactions)
 
 
 def _preview(
@@ -395,18 +401,18 @@ def _preview(
     found: Range | None,
     cuts: tuple[Cut, ...],
     measured: int,
-    folds: Sequence[Fold],
-) -> FoldPreview:
+    compactions: Sequence[Compaction],
+) -> CompactionPreview:
     if found is None:
-        return FoldPreview(kind, cuts, compacts=False)
+        return CompactionPreview(kind, cuts, compacts=False)
     nodes = meter.nodes
     shadowed = found.shadowed(nodes, meter.nodes_tokens - sum(cut.freed for cut in cuts))
-    sizes = summary_sizes(folds)
+    sizes = summary_sizes(compactions)
     after = None
     if sizes:
         rest = measured - shadowed
         after = (max(0, rest + min(sizes)), max(0, rest + max(sizes)))
-    return FoldPreview(
+    return CompactionPreview(
         kind,
         cuts,
         first=nodes[found.first],
@@ -419,12 +425,14 @@ def _preview(
     )
 
 
-def summary_sizes(folds: Sequence[Fold]) -> list[int]:
+def summary_sizes(compactions: Sequence[Compaction]) -> list[int]:
     """The prices of the session's last :data:`SUMMARIES` summaries."""
     sizes = [
-        fold.checkpoint_tokens
-        for fold in folds
-        if fold.kind in COMPACTIONS and fold.status == "done" and fold.checkpoint_tokens
+        compaction.checkpoint_tokens
+        for compaction in compactions
+        if compaction.kind in SUMMARY_KINDS
+        and compaction.status == "done"
+        and compaction.checkpoint_tokens
     ]
     return sizes[-SUMMARIES:]
 

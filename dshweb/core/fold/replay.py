@@ -4,14 +4,14 @@ growth replayed under them, by the engine's own rules (DSH_FACTS §7).
 :func:`record` reads a log once into a :class:`Recording`: for each of the engine's checks
 (one before every step, before ``step/start``) the surface nodes appended since the one
 before (the step's system prompt, user message, runtime context, answer and tool results:
-everything the session added, whatever its folds then did), the window, the reserved
-completion and the tool schemas' price then; and where the engine really folded.
+everything the session added, whatever its compactions then did), the window, the reserved
+completion and the tool schemas' price then; and where the engine's check really acted.
 
 :func:`replay` runs those checks again on a surface of its own. At each, the measure is
 what the engine measured then, moved by what the replay's surface holds more or less than
 the session's did (by DSH's heuristic), at the rate the provider counted this session's
 tokens against the heuristic (:attr:`Recording.slope`; the measure re-bases on the
-provider's count after every answer): where the replay has folded as the session did, it
+provider's count after every answer): where the replay has compacted as the session did, it
 is exactly the engine's. At or past the point, the pruner (when it runs) cuts every tool
 result longer than its cut's threshold (the profile's, or one to try: each node keeps its
 shape), then, still at or past it, a compaction shadows the range
@@ -67,7 +67,7 @@ class Check:
     tools: int
     measured: int = 0
     """What the engine's check measured (re-based on the provider's own count; before
-    its fold, when it folded)."""
+    its pass, when it acted)."""
     estimate: int = 0
     """The tool schemas and the surface it measured, by DSH's heuristic."""
     overflow: int | None = None
@@ -81,8 +81,8 @@ class Recording:
     """A session's growth, check by check, and what the engine really did."""
 
     checks: tuple[Check, ...] = ()
-    folded: tuple[int, ...] = ()
-    """The checks at which the engine folded automatically: pruned, or started a
+    acted: tuple[int, ...] = ()
+    """The checks at which the engine acted (its passes): pruned, or started a
     compaction (whether or not its summary then failed)."""
     summaries: tuple[int, ...] = ()
     """The prices of the session's own summaries."""
@@ -91,13 +91,13 @@ class Recording:
     def slope(self) -> float:
         """How many tokens the provider counts for each of DSH's heuristic on this session:
         what the measure grew by over what the estimate grew by, from each check to the
-        next where the engine did not fold (the measure re-bases on the provider's count
+        next where the engine did not act (the measure re-bases on the provider's count
         after every answer); 1 when it never grew."""
-        folded = set(self.folded)
+        acted = set(self.acted)
         grew = counted = 0
         for index in range(1, len(self.checks)):
             earlier, later = self.checks[index - 1], self.checks[index]
-            if index - 1 in folded or not (earlier.measured and later.measured):
+            if index - 1 in acted or not (earlier.measured and later.measured):
                 continue
             grew += later.measured - earlier.measured
             counted += later.estimate - earlier.estimate
@@ -117,7 +117,7 @@ def record_log(log: LogFile) -> Recording:
 
 
 def _automatic(event: AnyEvent) -> bool:
-    """A pre-step's prune or automatic compaction: the engine's check folded."""
+    """A pre-step's prune or automatic compaction: the engine's check acted."""
     if isinstance(event, CompactionPrune):
         return True
     data = event.data if isinstance(event, CompactionStart) else None
@@ -128,17 +128,17 @@ def record(events: Iterable[AnyEvent]) -> Recording:
     """Read a session's events into a :class:`Recording`."""
     meter = SessionMeter()
     checks: list[Check] = []
-    folded: list[int] = []
+    acted: list[int] = []
     summaries: list[int] = []
     added: list[SurfaceNode] = []
     in_step = summarised = False
     overflow: int | None = None
-    checked: tuple[int, int] | None = None  # the pre-step's reading, when it folded
+    checked: tuple[int, int] | None = None  # the pre-step's reading, when it acted
     for event in events:
         kind = type(event)
         if kind is StepStart:
             if checked is not None:
-                folded.append(len(checks))
+                acted.append(len(checks))
             measured, estimate = checked or (
                 measured_tokens(meter),
                 meter.tools_tokens + meter.nodes_tokens,
@@ -166,11 +166,13 @@ def record(events: Iterable[AnyEvent]) -> Recording:
             elif op is not None and summarised:  # the summary, in the range's place
                 summaries.append(meter.last_price)
                 summarised = False
-    return Recording(tuple(checks), tuple(folded), tuple(summaries))
+    return Recording(tuple(checks), tuple(acted), tuple(summaries))
 
 
 @dataclass(frozen=True, slots=True)
-class ReplayedFold:
+class ReplayedPass:
+    """One check of the replay that acted: its prunes, its summaries (or its failed one)."""
+
     check: int
     """The check (the step it came before, from 0)."""
     kind: ReplayKind
@@ -186,11 +188,11 @@ class ReplayedFold:
 class Replayed:
     """What the settings would have done."""
 
-    folds: tuple[ReplayedFold, ...] = ()
+    passes: tuple[ReplayedPass, ...] = ()
     peak: int = 0
     lowest: int | None = None
-    """The lowest measure from the first fold on, right after a fold or at a check
-    (``None``: no fold)."""
+    """The lowest measure from the first pass on, right after a pass or at a check
+    (``None``: no pass)."""
     summary_input: int = 0
     """What the summaries would have read: the ranges they shadowed."""
     summary_output: int = 0
@@ -199,9 +201,9 @@ class Replayed:
 
     @property
     def automatic(self) -> tuple[int, ...]:
-        """The checks at which the engine would fold: prune, compact, or try to and fail
-        (as :attr:`Recording.folded` counts the session's own)."""
-        return tuple(f.check for f in self.folds)
+        """The checks at which the engine would act: prune, compact, or try to and fail
+        (as :attr:`Recording.acted` counts the session's own)."""
+        return tuple(f.check for f in self.passes)
 
 
 @dataclass(slots=True)
@@ -259,7 +261,7 @@ def _overflow(surface: _Surface, pruner: bool, summary: int) -> None:
     surface.compact(0, summary)
 
 
-def _fold(
+def _pass_at(
     surface: _Surface,
     index: int,
     measure: int,
@@ -267,13 +269,13 @@ def _fold(
     retain: int,
     pruner: bool,
     summary: int,
-) -> ReplayedFold | None:
+) -> ReplayedPass | None:
     """What the engine's check ``index`` does at ``measure``, at or past the point."""
     before, pruned = measure, pruner and bool(surface.prunable)
     if pruned:
         measure -= surface.prune()  # re-measured before the provider counts again
         if measure < threshold:
-            return ReplayedFold(index, "prune", before, measure)
+            return ReplayedPass(index, "prune", before, measure)
     shadowed_all = written = tried = 0
     for _ in range(ATTEMPTS):
         shadowed = surface.compact(retain, summary)
@@ -288,8 +290,8 @@ def _fold(
             break
     if tried:
         kind: ReplayKind = "compaction" if shadowed_all else "failed"
-        return ReplayedFold(index, kind, before, measure, shadowed_all, written)
-    return ReplayedFold(index, "prune", before, measure) if pruned else None
+        return ReplayedPass(index, kind, before, measure, shadowed_all, written)
+    return ReplayedPass(index, "prune", before, measure) if pruned else None
 
 
 def replay(
@@ -305,7 +307,7 @@ def replay(
     slope = recording.slope
     surface = _Surface(cut=pruner or DEFAULT_CUT)
     runs = pruner is not None
-    folds: list[ReplayedFold] = []
+    passes: list[ReplayedPass] = []
     peak, lowest, read, written, threshold = 0, None, 0, 0, None
     for index, check in enumerate(recording.checks):
         for at, node in enumerate(check.added):
@@ -319,7 +321,7 @@ def replay(
         estimate = check.tools + surface.tokens
         measure = check.measured + round(slope * (estimate - check.estimate))
         peak = max(peak, measure)
-        if folds:
+        if passes:
             lowest = measure if lowest is None else min(lowest, measure)
         if check.window is None:
             continue
@@ -329,11 +331,11 @@ def replay(
         threshold = point.threshold_tokens
         if threshold is None or measure < threshold:
             continue
-        fold = _fold(surface, index, measure, threshold, point.retain_tokens, runs, size)
-        if fold is not None:
-            folds.append(fold)
-            read, written = read + fold.shadowed, written + fold.summary
-    afters = [f.after for f in folds]
+        made = _pass_at(surface, index, measure, threshold, point.retain_tokens, runs, size)
+        if made is not None:
+            passes.append(made)
+            read, written = read + made.shadowed, written + made.summary
+    afters = [f.after for f in passes]
     if afters:
         lowest = min(afters) if lowest is None else min(lowest, *afters)
-    return Replayed(tuple(folds), peak, lowest, read, written, threshold)
+    return Replayed(tuple(passes), peak, lowest, read, written, threshold)

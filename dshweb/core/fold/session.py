@@ -27,7 +27,7 @@ from dshweb.core.fold.forecast import (
     NO_FORECAST_YET,
     Forecast,
     as_of,
-    fold_forecast,
+    pass_forecast,
     summary_forecast,
 )
 from dshweb.core.fold.gauge import Band
@@ -46,7 +46,7 @@ from dshweb.core.fold.point import (
 )
 from dshweb.core.fold.preview import (
     AutomaticPreview,
-    FoldPreview,
+    CompactionPreview,
     automatic_outcomes,
     manual_preview,
 )
@@ -251,7 +251,7 @@ class SessionSnapshot:
     """The compaction point's range by the engine's own decisions in the log."""
     pace_forecast: Forecast = NO_FORECAST_YET
     """The next pass of the engine's check (a prune or a summary) from that pace
-    (:func:`~dshweb.core.fold.forecast.fold_forecast`, made once per snapshot, without a
+    (:func:`~dshweb.core.fold.forecast.pass_forecast`, made once per snapshot, without a
     clock: :meth:`forecast` says when it is idle)."""
     summary_pace_forecast: Forecast = NO_FORECAST_YET
     """The next summary (:func:`~dshweb.core.fold.forecast.summary_forecast`), the same
@@ -273,14 +273,14 @@ class SessionSnapshot:
     automatic: AutomaticPreview = field(default_factory=AutomaticPreview)
     """What the next automatic fold would take away, were it to come now: every outcome
     the settings known so far allow, and those settings with their sources."""
-    manual_preview: FoldPreview = field(default_factory=lambda: FoldPreview("manual"))
+    manual_preview: CompactionPreview = field(default_factory=lambda: CompactionPreview("manual"))
     """What a Compact now would take away."""
     cost: SessionCost = field(default_factory=SessionCost)
     """The tokens of its requests and summaries by model and billing time (priced by a
     :class:`~dshweb.core.fold.cost.PriceBook`)."""
 
     @property
-    def automatic_preview(self) -> FoldPreview | None:
+    def automatic_preview(self) -> CompactionPreview | None:
         """The next automatic fold, when the settings known leave one outcome."""
         return self.automatic.one
 
@@ -362,7 +362,7 @@ class SessionSnapshot:
             "events": self.events,
             "lastEventTime": self.last_time,
             "turns": self.turns,
-            "compactions": self.ledger.compactions,
+            "compactions": self.ledger.summaries,
             "prunes": self.ledger.prunes,
             "tokenUsage": self.token_usage,
             "contextPressure": self.context_pressure,
@@ -470,7 +470,7 @@ def take_snapshot(
         step_times=times,
         step_cache=tuple(tracker.pace.cache[-CACHE_STEPS:]),
         inferred=inferred,
-        pace_forecast=fold_forecast(
+        pace_forecast=pass_forecast(
             measured=base, point=known_point, growth=growth, times=times, prior=prior
         ),
         summary_pace_forecast=summary_forecast(
@@ -488,9 +488,11 @@ def take_snapshot(
         step_band=tracker.step_band.band,
         past=tracker.stop_after_seq is not None,
         automatic=_printable_outcomes(
-            automatic_outcomes(meter, measured, known_point, known_retain, known_cut, ledger.folds)
+            automatic_outcomes(
+                meter, measured, known_point, known_retain, known_cut, ledger.compactions
+            )
         ),
-        manual_preview=_printable_preview(manual_preview(meter, measured, ledger.folds)),
+        manual_preview=_printable_preview(manual_preview(meter, measured, ledger.compactions)),
         cost=tracker.cost.result(),
     )
 
@@ -526,7 +528,7 @@ def _printable_outcomes(said: AutomaticPreview) -> AutomaticPreview:
     return replace(said, outcomes=tuple(map(_printable_preview, said.outcomes)))
 
 
-def _printable_preview(preview: FoldPreview) -> FoldPreview:
+def _printable_preview(preview: CompactionPreview) -> CompactionPreview:
     if preview.first is None or preview.last is None:
         return preview
     return replace(

@@ -4,7 +4,7 @@ The plugin contributes a section named ``context-truth`` to the runtime context;
 rendered snapshot changes, the host appends it as a ``user/message`` whose ``source`` is
 ``{"kind": "runtime-context", "form": "snapshot", "sections": [{"name", "text"}, …]}``
 (each snapshot supersedes the ones before it). :class:`ToldCollector` keeps the last such
-section, with the measure at that moment and the folds since. :func:`read_line` takes
+section, with the measure at that moment and the compactions since. :func:`read_line` takes
 the figures (:func:`~dshweb.core.fold.line_tokens.read_line_tokens`) and the band out of
 the line's words (English or Chinese, as the plugin renders them); a band the words do not
 name (a wording this code does not know) comes from the figures, by the one band rule
@@ -74,13 +74,13 @@ class ToldLine:
     percent: int | None
     measured: int
     """dshweb's measure of the context when the line was given (the plugin's reading)."""
-    folds_since: int = 0
-    """Folds started after the line was given (the model has not been told of them)."""
+    compactions_since: int = 0
+    """Compactions started after the line was given (the model has not been told of them)."""
 
     @property
-    def read_before_a_fold(self) -> bool:
+    def read_before_a_compaction(self) -> bool:
         """The line's figure is above what was measured as it was given: its reading was
-        taken before a fold that came between (the plugin floors its figure, so a true
+        taken before a compaction that came between (the plugin floors its figure, so a true
         reading is never more than half a thousand above the measure)."""
         return self.used is not None and self.used > self.measured + 500
 
@@ -97,7 +97,7 @@ class ToldLine:
             "headroomTokens": self.headroom,
             "percent": self.percent,
             "measuredTokens": self.measured,
-            "foldsSince": self.folds_since,
+            "foldsSince": self.compactions_since,
         }
 
 
@@ -161,7 +161,7 @@ class ToldCollector:
         if cls is CompactionStart:
             line = self._line
             if line is not None:
-                self._line = _with_fold(line)
+                self._line = _with_compaction(line)
             return
         if cls is not UserMessage:
             return
@@ -196,8 +196,8 @@ class ToldCollector:
         return Told(self._line, self._snapshots, self._lines)
 
 
-def _with_fold(line: ToldLine) -> ToldLine:
-    return replace(line, folds_since=line.folds_since + 1)
+def _with_compaction(line: ToldLine) -> ToldLine:
+    return replace(line, compactions_since=line.compactions_since + 1)
 
 
 @dataclass(frozen=True, slots=True)

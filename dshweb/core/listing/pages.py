@@ -193,7 +193,7 @@ class SessionList:
         return tuple(sorted(range(len(self.entries)), key=key))
 
     @cached_property
-    def _by_fold(self) -> tuple[int, ...]:
+    def _by_next_pass(self) -> tuple[int, ...]:
         def key(i: int) -> tuple[bool, float, int, str, str]:
             shot = self.entries[i].snapshot
             steps = shot.pace_forecast.steps
@@ -231,8 +231,8 @@ class SessionList:
             return self._by_percent
         if sort is SortKey.HEADROOM:
             return self._by_headroom
-        if sort is SortKey.FOLD:
-            return self._by_fold
+        if sort is SortKey.NEXT_PASS:
+            return self._by_next_pass
         return range(len(self.entries))
 
     def page(self, query: ListQuery, book: PriceBook = REGISTRY_PRICES) -> ListPage:

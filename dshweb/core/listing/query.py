@@ -47,7 +47,7 @@ class SortKey(StrEnum):
     """Fullest context first; flat."""
     HEADROOM = "headroom"
     """Least room before the compaction point first (past it first of all); flat."""
-    FOLD = "fold"
+    NEXT_PASS = "fold"
     """Closest to its next automatic fold first (its forecast's expected steps); flat.
     Sessions with no forecast, or not running (a fold waits for DSH), come last."""
     COST = "cost"

@@ -16,7 +16,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy, ngettext
 
 from dshweb.compaction.records import RequestRecord
-from dshweb.core.fold.folds import Fold
+from dshweb.core.fold.compactions import Compaction
 from dshweb.core.fold.ledger import Ledger
 from dshweb.sessions.display.figures import format_page_tokens
 
@@ -49,13 +49,13 @@ class CompactView:
     text: str
 
 
-def _fold_after(ledger: Ledger | None, seq: int) -> Fold | None:
+def _compaction_after(ledger: Ledger | None, seq: int) -> Compaction | None:
     if ledger is None:
         return None
-    return next((f for f in ledger.folds if f.kind == "manual" and f.seq > seq), None)
+    return next((f for f in ledger.compactions if f.kind == "manual" and f.seq > seq), None)
 
 
-def result_line(message: str, fold: Fold | None) -> str:
+def result_line(message: str, compaction: Compaction | None) -> str:
     """``Compacted N history items (~T tokens); context M → P (freed X)``."""
     found = _COMPACTED.search(message)
     if found:
@@ -67,32 +67,32 @@ def result_line(message: str, fold: Fold | None) -> str:
         ) % {"items": f"{items:,}", "tokens": f"{int(found.group(2)):,}"}
     else:
         head = message.rstrip(".") or str(_("Compacted"))
-    if fold is None or fold.before is None or fold.after is None:
+    if compaction is None or compaction.before is None or compaction.after is None:
         return head
     return _("%(head)s; context %(before)s → %(after)s (freed %(freed)s)") % {
         "head": head,
-        "before": format_page_tokens(fold.before),
-        "after": format_page_tokens(fold.after),
-        "freed": format_page_tokens(fold.before - fold.after),
+        "before": format_page_tokens(compaction.before),
+        "after": format_page_tokens(compaction.after),
+        "freed": format_page_tokens(compaction.before - compaction.after),
     }
 
 
 def compact_view(record: RequestRecord | None, ledger: Ledger | None) -> CompactView:
     if record is None:
         return CompactView("idle", "")
-    fold = _fold_after(ledger, record.seq_at_request)
+    compaction = _compaction_after(ledger, record.seq_at_request)
     if record.state in ("requested", "running"):
-        if fold is None:
+        if compaction is None:
             return CompactView("requested", _("Compaction requested…"))
-        if fold.end_seq is None:
+        if compaction.end_seq is None:
             return CompactView("running", _("Compacting: DSH's engine is summarising…"))
-        if fold.error is not None:
-            return _failed(fold.error)
-        return CompactView("done", result_line(fold.command_text or "", fold))
+        if compaction.error is not None:
+            return _failed(compaction.error)
+        return CompactView("done", result_line(compaction.command_text or "", compaction))
     if record.state == "done":
-        return CompactView("done", result_line(record.message, fold))
-    if fold is not None and fold.error is not None:
-        return _failed(fold.error)
+        return CompactView("done", result_line(record.message, compaction))
+    if compaction is not None and compaction.error is not None:
+        return _failed(compaction.error)
     reason = str(FAILURES.get(record.outcome, _("The compaction failed")))
     detail = record.message.strip()
     if record.outcome in ("busy", "abandoned") or not detail:

@@ -24,13 +24,13 @@ class CostView:
     """Every priced request and summary (``None``: none had a price)."""
     unpriced: bool
     """Some model had no price: the total leaves it out."""
-    folds: int
+    compactions: int
     """Folds of the session (every one, kept or counted)."""
-    fold_cost: float
+    compaction_cost: float
     """Their summaries and the prefixes sent again, where priced."""
-    fold_saved: float
+    compaction_saved: float
     """What the requests after them did not send, where priced."""
-    folds_unpriced: bool
+    compactions_unrated: bool
     """Some fold was on a model without a price (left out of both)."""
     version: str
     """The ``dsh-llm-cost`` registry's version."""
@@ -42,23 +42,23 @@ class CostView:
     """Each priced model's off-peak factor."""
 
     @property
-    def fold_net(self) -> float:
-        return self.fold_saved - self.fold_cost
+    def compaction_net(self) -> float:
+        return self.compaction_saved - self.compaction_cost
 
 
 def cost_view(snapshot: SessionSnapshot, book: PriceBook) -> CostView:
     rows = book.by_route(snapshot.cost)
     total, unpriced = book.total(snapshot.cost)
-    folds = book.folds(snapshot.cost, snapshot.ledger.spend)
+    compactions = book.compactions(snapshot.cost, snapshot.ledger.spend)
     entries = [(r.price.matched or "", r.price.entry) for r in rows if r.price.entry is not None]
     return CostView(
         rows=rows,
         total=total,
         unpriced=unpriced,
-        folds=snapshot.ledger.total,
-        fold_cost=folds.cost,
-        fold_saved=folds.saved,
-        folds_unpriced=folds.unpriced,
+        compactions=snapshot.ledger.total,
+        compaction_cost=compactions.cost,
+        compaction_saved=compactions.saved,
+        compactions_unrated=compactions.unpriced,
         version=book.version,
         dates=tuple(sorted({e.effective_date for _, e in entries if e.effective_date})),
         windows=", ".join(window_text(w) for w in book.windows),

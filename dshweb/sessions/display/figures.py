@@ -147,7 +147,7 @@ def _duration(minutes: float) -> str:
     return _("%(days).1f days") % {"days": hours / 24}
 
 
-def fold_in(forecast: Forecast) -> str:
+def pass_in(forecast: Forecast) -> str:
     """The list's short form: ``fold in ~6 steps``, ``fold at the next step``, or
     ``no fold forecast``, in the active language."""
     steps, high = forecast.steps, forecast.steps_high

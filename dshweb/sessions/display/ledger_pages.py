@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dshweb.core.fold.folds import CompactCommand, Fold
+from dshweb.core.fold.compactions import CompactCommand, Compaction
 
 LEDGER_PAGE_SIZE = 25
 """Folds per page of the ledger card."""
@@ -20,15 +20,15 @@ REFUSED_SHOWN = 5
 
 
 @dataclass(frozen=True, slots=True)
-class NumberedFold:
+class NumberedCompaction:
     number: int
     """1-based, in the order the folds happened (the newest has the highest)."""
-    fold: Fold
+    compaction: Compaction
 
 
 @dataclass(frozen=True, slots=True)
 class LedgerPage:
-    rows: tuple[NumberedFold, ...]
+    rows: tuple[NumberedCompaction, ...]
     """Newest first."""
     total: int
     """Folds in the whole ledger."""
@@ -55,7 +55,7 @@ class LedgerPage:
 
 
 def ledger_page(
-    folds: Sequence[Fold],
+    compactions: Sequence[Compaction],
     *,
     before: int | None = None,
     size: int = LEDGER_PAGE_SIZE,
@@ -65,10 +65,12 @@ def ledger_page(
     newest folds) below fold number ``before``, clamped to ``first .. total + 1``."""
     if size < 1:
         raise ValueError(f"a page holds at least one fold, not {size}")
-    total = first - 1 + len(folds)
+    total = first - 1 + len(compactions)
     end = total + 1 if before is None else min(max(before, first), total + 1)
     start = max(end - size, first)
-    rows = tuple(NumberedFold(n, folds[n - first]) for n in range(end - 1, start - 1, -1))
+    rows = tuple(
+        NumberedCompaction(n, compactions[n - first]) for n in range(end - 1, start - 1, -1)
+    )
     return LedgerPage(
         rows=rows,
         total=total,

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
+from dshweb.core.fold.compactions import CompactCommand, Compaction, TimelinePoint
 from dshweb.core.fold.cost import PriceBook
-from dshweb.core.fold.folds import CompactCommand, Fold, TimelinePoint
 from dshweb.core.log.jsjson import printable
 from dshweb.core.log.times import iso_utc
 
@@ -23,7 +23,7 @@ TIMELINE_COLUMNS = ("seq", "time", "time_ms", "tokens", "role", "fold")
 """``time`` is ISO 8601 UTC (``Z``), ``time_ms`` DSH's epoch milliseconds; ``fold`` is the
 fold's number (1-based, as the ledger lists it) for a ``before``/``after`` point."""
 
-FOLD_COLUMNS = (
+COMPACTION_COLUMNS = (
     "number",
     "kind",
     "status",
@@ -71,45 +71,45 @@ def _text(value: str | None) -> str | None:
 
 
 def timeline_row(point: TimelinePoint) -> tuple[Value, ...]:
-    return (point.seq, iso_utc(point.time), point.time, point.tokens, point.role, point.fold)
+    return (point.seq, iso_utc(point.time), point.time, point.tokens, point.role, point.compaction)
 
 
-def fold_row(number: int, fold: Fold, book: PriceBook) -> tuple[Value, ...]:
-    usage = fold.summary_usage
-    priced = fold.priced(book)
+def compaction_row(number: int, compaction: Compaction, book: PriceBook) -> tuple[Value, ...]:
+    usage = compaction.summary_usage
+    priced = compaction.priced(book)
     known = not priced.unpriced
     return (
         number,
-        fold.kind,
-        fold.status,
-        fold.turn,
-        fold.seq,
-        fold.end_seq,
-        iso_utc(fold.time),
-        fold.time,
-        fold.shadowed_tokens,
-        fold.shadowed_nodes,
-        fold.checkpoint_tokens,
-        fold.before,
-        fold.after,
-        fold.dropped,
-        fold.prunes,
-        _text(fold.summary_model),
+        compaction.kind,
+        compaction.status,
+        compaction.turn,
+        compaction.seq,
+        compaction.end_seq,
+        iso_utc(compaction.time),
+        compaction.time,
+        compaction.shadowed_tokens,
+        compaction.shadowed_nodes,
+        compaction.checkpoint_tokens,
+        compaction.before,
+        compaction.after,
+        compaction.dropped,
+        compaction.prunes,
+        _text(compaction.summary_model),
         usage.input if usage else None,
         usage.cache_read if usage else None,
         usage.cache_write if usage else None,
         usage.output if usage else None,
-        fold.cost.rewritten if fold.cost.rewrite is not None else None,
+        compaction.cost.rewritten if compaction.cost.rewrite is not None else None,
         priced.requests_after,
         priced.cost if known else None,
         priced.summary if known else None,
         priced.rewrite if known else None,
         priced.not_resent if known else None,
-        _text(fold.command),
-        fold.command_seq,
-        _text(fold.command_kind),
-        _text(fold.command_text),
-        _text(fold.error),
+        _text(compaction.command),
+        compaction.command_seq,
+        _text(compaction.command_kind),
+        _text(compaction.command_text),
+        _text(compaction.error),
     )
 
 
@@ -130,9 +130,12 @@ def timeline_rows(points: Iterable[TimelinePoint]) -> Iterator[tuple[Value, ...]
     return (timeline_row(point) for point in points)
 
 
-def fold_rows(
-    folds: Iterable[Fold], book: PriceBook, *, first: int = 1
+def compaction_rows(
+    compactions: Iterable[Compaction], book: PriceBook, *, first: int = 1
 ) -> Iterator[tuple[Value, ...]]:
-    """One row per fold, oldest first, numbered from ``first`` (:data:`FOLD_COLUMNS`),
+    """One row per fold, oldest first, numbered from ``first`` (:data:`COMPACTION_COLUMNS`),
     priced by ``book``."""
-    return (fold_row(number, fold, book) for number, fold in enumerate(folds, start=first))
+    return (
+        compaction_row(number, compaction, book)
+        for number, compaction in enumerate(compactions, start=first)
+    )

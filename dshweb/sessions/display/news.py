@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from django.utils.translation import gettext as _
 
 from dshweb import words
-from dshweb.core.fold.folds import Fold
+from dshweb.core.fold.compactions import Compaction
 from dshweb.core.fold.gauge import ContextGauge
 from dshweb.core.fold.ledger import Ledger
 from dshweb.sessions.display.figures import format_page_tokens
@@ -27,30 +27,34 @@ class Heard:
     model is *told*, :mod:`dshweb.core.fold.told`; a page hears)."""
 
     band: str
-    fold_seq: int | None
+    compaction_seq: int | None
 
     @classmethod
     def of(cls, ledger: Ledger, gauge: ContextGauge) -> Heard:
         """What a page hears of the session as ``ledger`` and ``gauge`` have it."""
-        fold = newest_fold(ledger)
-        return cls(str(gauge.band), None if fold is None else fold.seq)
+        compaction = newest_compaction(ledger)
+        return cls(str(gauge.band), None if compaction is None else compaction.seq)
 
 
-def newest_fold(ledger: Ledger) -> Fold | None:
+def newest_compaction(ledger: Ledger) -> Compaction | None:
     """The newest finished fold that says what it freed (its before and after)."""
-    for fold in reversed(ledger.folds):
-        if fold.before is not None and fold.after is not None and fold.status == "done":
-            return fold
+    for compaction in reversed(ledger.compactions):
+        if (
+            compaction.before is not None
+            and compaction.after is not None
+            and compaction.status == "done"
+        ):
+            return compaction
     return None
 
 
-def fold_sentence(fold: Fold) -> str:
+def compaction_sentence(compaction: Compaction) -> str:
     """``Folded just now: 13.1K → 9.1K`` (``Pruned …`` for a prune pass)."""
     said = {
-        "before": format_page_tokens(fold.before or 0),
-        "after": format_page_tokens(fold.after or 0),
+        "before": format_page_tokens(compaction.before or 0),
+        "after": format_page_tokens(compaction.after or 0),
     }
-    if fold.kind == "prune":
+    if compaction.kind == "prune":
         return _("Pruned just now: %(before)s → %(after)s") % said
     return _("Folded just now: %(before)s → %(after)s") % said
 
@@ -70,7 +74,7 @@ def band_sentence(gauge: ContextGauge) -> str:
 @dataclass(frozen=True, slots=True)
 class News:
     sentence: str
-    fold: Fold | None = None
+    compaction: Compaction | None = None
     """The fold that landed (its note is shown), or None for a change of band."""
 
 
@@ -79,9 +83,9 @@ def news(before: Heard | None, ledger: Ledger, gauge: ContextGauge) -> News | No
     freed), else a new band; nothing on a first look or when neither moved."""
     if before is None:
         return None
-    fold = newest_fold(ledger)
-    if fold is not None and fold.seq != before.fold_seq:
-        return News(fold_sentence(fold), fold)
+    compaction = newest_compaction(ledger)
+    if compaction is not None and compaction.seq != before.compaction_seq:
+        return News(compaction_sentence(compaction), compaction)
     if str(gauge.band) != before.band:
         return News(band_sentence(gauge))
     return None

@@ -1,7 +1,7 @@
 """The pressure timeline of a ledger, laid out as the geometry of an inline SVG.
 
 :func:`timeline_chart` lays a :class:`~dshweb.core.fold.ledger.Ledger`'s points
-(:class:`~dshweb.core.fold.folds.TimelinePoint`: a step, a fold's before or after, or now)
+(:class:`~dshweb.core.fold.compactions.TimelinePoint`: a step, a fold's before or after, or now)
 out in a fixed ``CHART_WIDTH × CHART_HEIGHT`` view box: x by seq, y by tokens from zero,
 the folds marked, and the compaction point drawn when it is within reach of the peak.
 Pure geometry: it reads the ledger (or any :class:`TimelineSource`) and returns plain
@@ -26,7 +26,7 @@ from typing import Literal, Protocol
 from django.utils.translation import gettext as _
 
 from dshweb import words
-from dshweb.core.fold.folds import Fold, FoldKind, TimelinePoint
+from dshweb.core.fold.compactions import Compaction, CompactionKind, TimelinePoint
 from dshweb.sessions.display.figures import format_exact, svg_number
 
 
@@ -38,7 +38,7 @@ class TimelineSource(Protocol):
     def points(self) -> Sequence[TimelinePoint]: ...
 
     @property
-    def folds(self) -> Sequence[Fold]: ...
+    def compactions(self) -> Sequence[Compaction]: ...
 
     @property
     def threshold(self) -> int | None: ...
@@ -63,11 +63,11 @@ class Tick:
     tokens: int
 
 
-MarkerKind = FoldKind | Literal["mixed"]
+MarkerKind = CompactionKind | Literal["mixed"]
 
 
 @dataclass(frozen=True, slots=True)
-class FoldMarker:
+class CompactionMarker:
     """One fold, or a group of folds too close together to tell apart at this scale.
 
     ``first``..``last`` are the folds' numbers (1-based, as the ledger lists them);
@@ -91,7 +91,7 @@ class FoldMarker:
     y_after: float | None
     before: int | None
     after: int | None
-    kinds: tuple[tuple[FoldKind, int], ...]
+    kinds: tuple[tuple[CompactionKind, int], ...]
     """How many folds of each kind, in the order the kinds first appear."""
     failed: int
     labelled: bool
@@ -138,8 +138,8 @@ class TimelineChart:
     threshold_above: bool
     """The compaction point is far above every point, so the y axis does not reach it
     (the folds would be a flat line at the bottom otherwise)."""
-    markers: tuple[FoldMarker, ...]
-    folds: int
+    markers: tuple[CompactionMarker, ...]
+    compactions: int
     """Folds marked, every one in exactly one marker."""
     peak: int
 
@@ -155,7 +155,7 @@ class TimelineChart:
     @property
     def grouped(self) -> bool:
         """Some marker stands for more than one fold."""
-        return len(self.markers) < self.folds
+        return len(self.markers) < self.compactions
 
     @property
     def mixed(self) -> bool:
@@ -224,15 +224,15 @@ def _groups(xs: Sequence[float], spacing: float) -> list[tuple[int, int]]:
     return groups
 
 
-def _kinds(folds: Sequence[Fold]) -> tuple[tuple[FoldKind, int], ...]:
-    counts: dict[FoldKind, int] = {}
-    for fold in folds:
-        counts[fold.kind] = counts.get(fold.kind, 0) + 1
+def _kinds(compactions: Sequence[Compaction]) -> tuple[tuple[CompactionKind, int], ...]:
+    counts: dict[CompactionKind, int] = {}
+    for compaction in compactions:
+        counts[compaction.kind] = counts.get(compaction.kind, 0) + 1
     return tuple(counts.items())
 
 
-def _status(folds: Sequence[Fold]) -> Literal["done", "failed", "open"]:
-    statuses = {fold.status for fold in folds}
+def _status(compactions: Sequence[Compaction]) -> Literal["done", "failed", "open"]:
+    statuses = {compaction.status for compaction in compactions}
     return "failed" if "failed" in statuses else "open" if "open" in statuses else "done"
 
 
@@ -263,12 +263,12 @@ def timeline_chart(ledger: TimelineSource) -> TimelineChart:
     coords = [(x_of(p.seq), y_of(p.tokens)) for p in drawn]
     line = "M" + "L".join(f"{_num(x)},{_num(y)}" for x, y in coords)
     area = f"{line}L{_num(coords[-1][0])},{_num(bottom)}L{_num(coords[0][0])},{_num(bottom)}Z"
-    folds = ledger.folds
-    xs = [x_of(fold.seq) for fold in folds]
-    markers: list[FoldMarker] = []
+    compactions = ledger.compactions
+    xs = [x_of(compaction.seq) for compaction in compactions]
+    markers: list[CompactionMarker] = []
     labelled_at = -math.inf
     for start, end in _groups(xs, MARKER_SPACING):
-        group = folds[start:end]
+        group = compactions[start:end]
         befores = [f.before for f in group if f.before is not None]
         afters = [f.after for f in group if f.after is not None]
         before = max(befores) if befores else None
@@ -279,7 +279,7 @@ def timeline_chart(ledger: TimelineSource) -> TimelineChart:
         if labelled:
             labelled_at = x
         markers.append(
-            FoldMarker(
+            CompactionMarker(
                 first=start + 1,
                 last=end,
                 kind=kinds[0][0] if len(kinds) == 1 else "mixed",
@@ -315,7 +315,7 @@ def timeline_chart(ledger: TimelineSource) -> TimelineChart:
         threshold_y=round(y_of(threshold), 1) if threshold is not None and not above else None,
         threshold_above=above,
         markers=tuple(markers),
-        folds=len(folds),
+        compactions=len(compactions),
         peak=peak,
     )
 
@@ -326,7 +326,7 @@ def markers_svg(chart: TimelineChart) -> str:
     return "".join(_marker_svg(chart, m) for m in chart.markers)
 
 
-def _marker_svg(chart: TimelineChart, m: FoldMarker) -> str:
+def _marker_svg(chart: TimelineChart, m: CompactionMarker) -> str:
     n = svg_number
     kind, status = escape(m.kind), escape(m.status)
     x, top, bottom = n(m.x), n(chart.top), n(chart.bottom)
@@ -337,7 +337,7 @@ def _marker_svg(chart: TimelineChart, m: FoldMarker) -> str:
     if m.count == 1:
         said = {
             "number": m.number,
-            "kind": escape(words.named(words.FOLD_KINDS, m.kind)),
+            "kind": escape(words.named(words.COMPACTION_KINDS, m.kind)),
             "seq": m.seq,
             "before": format_exact(m.before),
             "after": format_exact(m.after),
@@ -350,7 +350,7 @@ def _marker_svg(chart: TimelineChart, m: FoldMarker) -> str:
         parts.append(f"<title>{title % said}</title>")
     else:
         kinds = ", ".join(
-            f"{count} {escape(words.named(words.FOLD_KINDS, k))}" for k, count in m.kinds
+            f"{count} {escape(words.named(words.COMPACTION_KINDS, k))}" for k, count in m.kinds
         )
         also = (_(" (%(failed)s failed)") % {"failed": m.failed}) if m.failed else ""
         title = _(

@@ -97,7 +97,7 @@ def summary_text(forecast: Forecast) -> str:
 
 
 @register.filter
-def fold_in(forecast: Forecast) -> str:
+def pass_in(forecast: Forecast) -> str:
     """``{{ forecast|fold_in }}``: ``fold in ~6 steps`` / ``fold at the next step`` /
     ``no fold forecast`` (the list's short form)."""
-    return figures.fold_in(forecast)
+    return figures.pass_in(forecast)

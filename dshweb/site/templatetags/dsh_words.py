@@ -1,4 +1,4 @@
-"""``{% load dsh_words %}``: DSH's own words (bands, context parts, fold kinds) as a person
+"""``{% load dsh_words %}``: DSH's own words (bands, context parts, compaction kinds) as a person
 reads them, in the page's language (:mod:`dshweb.words`), for the templates of every app
 (each extends this app's ``base.html``)."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from django import template
 
-from dshweb.words import BANDS, FOLD_KINDS, PARTS, named
+from dshweb.words import BANDS, COMPACTION_KINDS, PARTS, named
 
 register = template.Library()
 
@@ -24,6 +24,7 @@ def part_name(part: object) -> str:
 
 
 @register.filter
-def fold_kind_name(kind: object) -> str:
-    """``{{ fold.kind|fold_kind_name }}``: automatic, manual, overflow or prune, translated."""
-    return named(FOLD_KINDS, kind)
+def compaction_kind_name(kind: object) -> str:
+    """``{{ compaction.kind|compaction_kind_name }}``: automatic, manual, overflow or prune,
+    translated."""
+    return named(COMPACTION_KINDS, kind)

@@ -29,7 +29,7 @@ from dshweb.core.alerts.firing import (
     decide_events,
     told_through,
 )
-from dshweb.core.fold.folds import Fold
+from dshweb.core.fold.compactions import Compaction
 from dshweb.core.fold.gauge import Band, ContextGauge, context_gauge
 from dshweb.core.fold.ledger import Ledger
 from tests.support.snapshots import fixture_snapshot, session_snapshot
@@ -62,42 +62,42 @@ def test_a_band_rule_holds_at_its_band_and_past_it(watched: Band, band: Band, ho
         )
 
 
-def test_a_fold_rule_keys_on_the_newest_fold_of_a_real_log() -> None:
+def test_a_compaction_rule_keys_on_the_newest_compaction_of_a_real_log() -> None:
     snapshot = fixture_snapshot("pace-steady")
-    folds = snapshot.ledger.folds
-    reading = condition_reading(RuleSpec(Condition.FOLDED), snapshot, context_gauge(snapshot))
-    newest = folds[-1]
+    compactions = snapshot.ledger.compactions
+    reading = condition_reading(RuleSpec(Condition.COMPACTED), snapshot, context_gauge(snapshot))
+    newest = compactions[-1]
     assert reading.key == str(newest.seq) and reading.time == newest.time
     assert newest.before is not None and newest.after is not None
     assert reading.summary == f"automatic compaction: {newest.before:,} → {newest.after:,} tokens"
     # Earlier in the same log, the newest fold is an earlier one: a new key per fold.
-    earlier = fixture_snapshot("pace-steady", at_seq=folds[2].end_seq)
-    before = condition_reading(RuleSpec(Condition.FOLDED), earlier, context_gauge(earlier))
-    assert before.key == str(folds[2].seq)
+    earlier = fixture_snapshot("pace-steady", at_seq=compactions[2].end_seq)
+    before = condition_reading(RuleSpec(Condition.COMPACTED), earlier, context_gauge(earlier))
+    assert before.key == str(compactions[2].seq)
 
 
-def test_event_readings_are_every_fold_past_a_seq_oldest_first_with_its_figures() -> None:
+def test_event_readings_are_every_compaction_past_a_seq_oldest_first_with_its_figures() -> None:
     snapshot = fixture_snapshot("pace-steady")
-    folds = snapshot.ledger.folds
-    spec = RuleSpec(Condition.FOLDED)
-    readings = event_readings(spec, snapshot, after=folds[6].seq)
-    assert [r.key for r in readings] == [str(f.seq) for f in folds[7:]]
+    compactions = snapshot.ledger.compactions
+    spec = RuleSpec(Condition.COMPACTED)
+    readings = event_readings(spec, snapshot, after=compactions[6].seq)
+    assert [r.key for r in readings] == [str(f.seq) for f in compactions[7:]]
     assert [r.summary for r in readings] == [
-        f"automatic compaction: {f.before:,} → {f.after:,} tokens" for f in folds[7:]
+        f"automatic compaction: {f.before:,} → {f.after:,} tokens" for f in compactions[7:]
     ]
-    assert [r.time for r in readings] == [f.time for f in folds[7:]]
-    assert len(event_readings(spec, snapshot)) == len(folds)
-    assert event_readings(spec, snapshot, after=folds[-1].seq) == ()
+    assert [r.time for r in readings] == [f.time for f in compactions[7:]]
+    assert len(event_readings(spec, snapshot)) == len(compactions)
+    assert event_readings(spec, snapshot, after=compactions[-1].seq) == ()
     # The newest of them is what the condition reads.
     assert condition_reading(spec, snapshot, context_gauge(snapshot)) == readings[-1]
 
 
-def test_failed_folds_and_overflow_recoveries_are_their_own_conditions() -> None:
-    failed = Fold("manual", 40, 1_000, end_seq=44, error="summary is not smaller (…)")
-    overflow = Fold("overflow", 60, 2_000, end_seq=66, before=30_000, after=9_000)
-    snapshot = session_snapshot("s", ledger=Ledger(folds=(failed, overflow)))
+def test_failed_compactions_and_overflow_recoveries_are_their_own_conditions() -> None:
+    failed = Compaction("manual", 40, 1_000, end_seq=44, error="summary is not smaller (…)")
+    overflow = Compaction("overflow", 60, 2_000, end_seq=66, before=30_000, after=9_000)
+    snapshot = session_snapshot("s", ledger=Ledger(compactions=(failed, overflow)))
     read = {c: condition_reading(RuleSpec(c), snapshot, gauge(Band.AMPLE)) for c in Condition}
-    assert read[Condition.FOLD_FAILED] == Reading(
+    assert read[Condition.COMPACTION_FAILED] == Reading(
         "40",
         "manual compaction failed: summary is not smaller (…)",
         1_000,
@@ -111,22 +111,22 @@ def test_failed_folds_and_overflow_recoveries_are_their_own_conditions() -> None
         "fold",
         (("kind", "overflow"), ("before", "30,000"), ("after", "9,000")),
     )
-    assert read[Condition.FOLDED].key == "60"  # the newest that ended well
+    assert read[Condition.COMPACTED].key == "60"  # the newest that ended well
     events = {c: event_readings(RuleSpec(c), snapshot) for c in Condition if c.is_event}
     assert {c: [r.key for r in rs] for c, rs in events.items()} == {
-        Condition.FOLDED: ["60"],
-        Condition.FOLD_FAILED: ["40"],
+        Condition.COMPACTED: ["60"],
+        Condition.COMPACTION_FAILED: ["40"],
         Condition.OVERFLOW: ["60"],
     }
     assert read[Condition.READER_ERROR].key is None
 
 
-def test_a_fold_expected_soon_follows_the_forecast_rounded_up() -> None:
+def test_a_compaction_expected_soon_follows_the_forecast_rounded_up() -> None:
     snapshot = fixture_snapshot("pace-steady")
     forecast = snapshot.forecast()
     assert forecast.steps is not None
     due = math.ceil(forecast.steps)
-    spec = RuleSpec(Condition.FOLD_SOON, steps=due)
+    spec = RuleSpec(Condition.PASS_SOON, steps=due)
     assert condition_reading(spec, snapshot, context_gauge(snapshot)).summary.startswith(
         f"fold expected in ~{due} step"
     )
@@ -194,7 +194,7 @@ def run(readings: Sequence[tuple[float, Reading]], *, cooldown: float = 0) -> li
     return done
 
 
-def fold(seq: int, time: int | None = None) -> Reading:
+def compaction(seq: int, time: int | None = None) -> Reading:
     return Reading(str(seq), f"fold {seq}", time=SINCE + seq if time is None else time)
 
 
@@ -207,7 +207,7 @@ def run_events(
     fired = []
     for now, seqs in looks:
         after = told_through(armed)
-        readings = [fold(seq) for seq in seqs if after is None or seq > after]
+        readings = [compaction(seq) for seq in seqs if after is None or seq > after]
         decisions = decide_events(armed, readings, now=now, cooldown=cooldown, since_ms=SINCE)
         assert len(decisions) == len(readings)
         fired.append([int(str(r.key)) for r, d in zip(readings, decisions, strict=True) if d.fire])
@@ -225,23 +225,27 @@ def test_within_the_cooldown_a_level_waits_and_fires_once_it_is_over() -> None:
     assert run(readings, cooldown=15) == ["fire", "clear", "-", "fire", "-"]
 
 
-def test_an_event_fires_once_per_fold_and_passes_over_those_in_the_cooldown() -> None:
+def test_an_event_fires_once_per_compaction_and_passes_over_those_in_the_cooldown() -> None:
     looks = [(10, []), (11, [5]), (12, [5]), (13, [5, 9]), (40, [5, 9]), (41, [5, 9, 12])]
     assert run_events(looks, cooldown=10) == [[], [5], [], [], [], [12]]
 
 
-def test_every_fold_one_look_finds_fires_in_seq_order() -> None:
+def test_every_compaction_one_look_finds_fires_in_seq_order() -> None:
     looks = [(10, []), (11, [5, 9, 12]), (12, [5, 9, 12]), (13, [5, 9, 12, 20, 31])]
     assert run_events(looks) == [[], [5, 9, 12], [], [20, 31]]
     # Each decision keeps the fold it told: a write that fails after the first is taken
     # up from there.
-    decisions = decide_events(Armed("4", 1), [fold(5), fold(9)], now=11, cooldown=0)
+    decisions = decide_events(Armed("4", 1), [compaction(5), compaction(9)], now=11, cooldown=0)
     assert decisions == [Decision(Armed("5", 11), fire=True), Decision(Armed("9", 11), fire=True)]
 
 
-def test_a_cooldown_lets_the_first_fold_of_a_look_fire_and_passes_over_the_rest() -> None:
+def test_a_cooldown_lets_the_first_compaction_of_a_look_fire_and_passes_over_the_rest() -> None:
     decisions = decide_events(
-        Armed("4", 1), [fold(5), fold(9), fold(12)], now=100, cooldown=60, since_ms=SINCE
+        Armed("4", 1),
+        [compaction(5), compaction(9), compaction(12)],
+        now=100,
+        cooldown=60,
+        since_ms=SINCE,
     )
     assert decisions == [
         Decision(Armed("5", 100), fire=True),
@@ -249,12 +253,12 @@ def test_a_cooldown_lets_the_first_fold_of_a_look_fire_and_passes_over_the_rest(
         Decision(Armed("12", 100)),
     ]
     # Still within it from an earlier firing: all passed over, and told through the newest.
-    cooling = decide_events(Armed("4", 90), [fold(5), fold(9)], now=100, cooldown=60)
+    cooling = decide_events(Armed("4", 90), [compaction(5), compaction(9)], now=100, cooldown=60)
     assert [d.fire for d in cooling] == [False, False] and cooling[-1].armed == Armed("9", 90)
 
 
 def test_one_look_tells_the_newest_few_of_a_long_absence() -> None:
-    readings = [fold(seq) for seq in range(10, 10 + 3 * EVENTS_PER_LOOK)]
+    readings = [compaction(seq) for seq in range(10, 10 + 3 * EVENTS_PER_LOOK)]
     decisions = decide_events(Armed("4", 1), readings, now=50, cooldown=0, since_ms=SINCE)
     fired = [r.key for r, d in zip(readings, decisions, strict=True) if d.fire]
     assert fired == [r.key for r in readings[-EVENTS_PER_LOOK:]]
@@ -263,11 +267,11 @@ def test_one_look_tells_the_newest_few_of_a_long_absence() -> None:
 
 
 def test_nothing_fires_for_what_happened_before_the_rule() -> None:
-    old_fold = fold(5, time=999_999)
-    first = decide_events(None, [old_fold], now=1, cooldown=0, since_ms=SINCE)
+    old_compaction = compaction(5, time=999_999)
+    first = decide_events(None, [old_compaction], now=1, cooldown=0, since_ms=SINCE)
     assert first == [Decision(Armed("5", None))]
     # After first sight a new fold fires whatever time the log gives it.
-    older_still = fold(9, time=999_000)
+    older_still = compaction(9, time=999_000)
     again = decide_events(first[-1].armed, [older_still], now=2, cooldown=0, since_ms=SINCE)
     assert again == [Decision(Armed("9", 2), fire=True)]
     # A level of a session idle since before the rule: nothing, and armed for its next change.
@@ -278,14 +282,14 @@ def test_nothing_fires_for_what_happened_before_the_rule() -> None:
     assert moved == Decision(Armed(ON, 3), fire=True)
 
 
-def test_first_sight_of_a_real_session_with_many_folds_fires_none_of_them() -> None:
+def test_first_sight_of_a_real_session_with_many_compactions_fires_none_of_them() -> None:
     snapshot = fixture_snapshot("prune-heavy")
-    readings = event_readings(RuleSpec(Condition.FOLDED), snapshot)
+    readings = event_readings(RuleSpec(Condition.COMPACTED), snapshot)
     assert len(readings) > 10 * EVENTS_PER_LOOK
     newest = max(r.time or 0 for r in readings)
     decisions = decide_events(None, readings, now=5, cooldown=0, since_ms=newest + 1)
     assert not any(d.fire for d in decisions)
-    assert told_through(decisions[-1].armed) == snapshot.ledger.folds[-1].seq
+    assert told_through(decisions[-1].armed) == snapshot.ledger.compactions[-1].seq
     # Folds after the rule, in the same first look, do fire: those after it only.
     since = readings[-3].time
     assert since is not None and readings[-4].time is not None and readings[-4].time < since
@@ -295,8 +299,8 @@ def test_first_sight_of_a_real_session_with_many_folds_fires_none_of_them() -> N
     ]
 
 
-def test_a_key_that_names_no_fold_is_a_first_sight() -> None:
+def test_a_key_that_names_no_compaction_is_a_first_sight() -> None:
     """A rule edited from a level to an event: its session's past does not fire."""
-    readings = [fold(5, time=999), fold(9)]
+    readings = [compaction(5, time=999), compaction(9)]
     decisions = decide_events(Armed(ON, 1), readings, now=9, cooldown=0, since_ms=SINCE)
     assert decisions == [Decision(Armed("5", 1)), Decision(Armed("9", 9), fire=True)]

@@ -11,13 +11,13 @@ import pytest
 
 from dshweb.core.fold import ledger as ledger_module
 from dshweb.core.fold.cost import PriceBook
-from dshweb.core.fold.ledger import MAX_FOLDS, MAX_REFUSED
+from dshweb.core.fold.ledger import MAX_COMPACTIONS, MAX_REFUSED
 from dshweb.core.fold.meter import MAX_PROBLEMS
 from dshweb.core.fold.session import SessionTracker, take_snapshot
 from dshweb.core.log.home import LogFile
 from dshweb.core.profile.effective import EngineConfig
 from dshweb.sessions.display.ledger_pages import LEDGER_PAGE_SIZE, ledger_page, refused_tail
-from dshweb.sessions.display.ledger_rows import fold_rows
+from dshweb.sessions.display.ledger_rows import compaction_rows
 from tests.support.foldlog import long_session, user_message
 from tests.support.logbuilder import fold_in_pieces, frame, header
 
@@ -52,60 +52,60 @@ def _refused_compacts(first_seq: int, count: int) -> list[dict[str, object]]:
     return events
 
 
-def test_the_ledger_keeps_the_newest_folds_and_counts_the_rest(
+def test_the_ledger_keeps_the_newest_compactions_and_counts_the_rest(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    folds = MAX_FOLDS * 2 + 37
-    events = long_session(folds * 2, 2)
+    compactions = MAX_COMPACTIONS * 2 + 37
+    events = long_session(compactions * 2, 2)
     events += _refused_compacts(events[-1]["seq"] + 1, MAX_REFUSED + 9)
     path = _log(tmp_path, events)
     kept = take_snapshot(_fold(path), home=tmp_path, live=False, engine=EngineConfig()).ledger
     with monkeypatch.context() as unbounded:
-        unbounded.setattr(ledger_module, "MAX_FOLDS", 1 << 30)
+        unbounded.setattr(ledger_module, "MAX_COMPACTIONS", 1 << 30)
         unbounded.setattr(ledger_module, "MAX_REFUSED", 1 << 30)
         every = take_snapshot(_fold(path), home=tmp_path, live=False, engine=EngineConfig())
     whole = every.ledger
-    assert len(whole.folds) == whole.total == folds
-    assert len(kept.folds) == MAX_FOLDS and kept.total == folds
-    assert kept.first == folds - MAX_FOLDS + 1
-    assert kept.folds == whole.folds[-MAX_FOLDS:]
-    counts = ("compactions", "failed", "prune_passes", "prunes", "dropped", "refused_total")
+    assert len(whole.compactions) == whole.total == compactions
+    assert len(kept.compactions) == MAX_COMPACTIONS and kept.total == compactions
+    assert kept.first == compactions - MAX_COMPACTIONS + 1
+    assert kept.compactions == whole.compactions[-MAX_COMPACTIONS:]
+    counts = ("summaries", "failed", "prune_passes", "prunes", "dropped", "refused_total")
     assert {c: getattr(kept, c) for c in counts} == {c: getattr(whole, c) for c in counts}
-    assert kept.compactions == folds
+    assert kept.summaries == compactions
     assert kept.tally() == whole.tally()
     assert len(kept.refused) == MAX_REFUSED and kept.refused_total == MAX_REFUSED + 9
     assert refused_tail(kept.refused, earlier=kept.refused_earlier).more == MAX_REFUSED + 4
     # Fold numbers go on from the first fold ever, in the pages and the downloads.
-    newest = ledger_page(kept.folds, first=kept.first)
-    assert newest.total == folds and newest.rows[0].number == folds
-    assert newest.rows[0].fold == whole.folds[-1]
-    oldest = ledger_page(kept.folds, first=kept.first, before=kept.first + LEDGER_PAGE_SIZE)
+    newest = ledger_page(kept.compactions, first=kept.first)
+    assert newest.total == compactions and newest.rows[0].number == compactions
+    assert newest.rows[0].compaction == whole.compactions[-1]
+    oldest = ledger_page(kept.compactions, first=kept.first, before=kept.first + LEDGER_PAGE_SIZE)
     assert oldest.older is None and oldest.rows[-1].number == kept.first
-    assert oldest.rows[-1].fold == whole.folds[kept.first - 1]
-    rows = list(fold_rows(kept.folds, PriceBook(), first=kept.first))
-    assert rows == list(fold_rows(whole.folds, PriceBook()))[-MAX_FOLDS:]
-    numbers = {p.fold for p in kept.points if p.fold is not None}
-    assert min(numbers) == kept.first and max(numbers) == folds
+    assert oldest.rows[-1].compaction == whole.compactions[kept.first - 1]
+    rows = list(compaction_rows(kept.compactions, PriceBook(), first=kept.first))
+    assert rows == list(compaction_rows(whole.compactions, PriceBook()))[-MAX_COMPACTIONS:]
+    numbers = {p.compaction for p in kept.points if p.compaction is not None}
+    assert min(numbers) == kept.first and max(numbers) == compactions
 
 
 def test_the_ledger_is_the_same_however_the_log_was_read(tmp_path: Path) -> None:
-    events = long_session(MAX_FOLDS * 2 + 10, 1)
+    events = long_session(MAX_COMPACTIONS * 2 + 10, 1)
     path = _log(tmp_path, events)
     at_once = _fold(path)
     pieces = fold_in_pieces(path.read_bytes(), 3, tmp_path)
     assert pieces.ledger == at_once.ledger
-    assert len(at_once.ledger.folds) == MAX_FOLDS
+    assert len(at_once.ledger.compactions) == MAX_COMPACTIONS
 
 
 def test_a_session_ten_times_as_long_keeps_about_as_much(tmp_path: Path) -> None:
     """The fold state of a session of 1,000 folds and of one of 10,000, pickled: the
     longer costs a few percent more (its numbers are longer), not ten times as much. The
-    shorter is already past every cap (:data:`MAX_FOLDS` folds, 256 steps' paces, 240
+    shorter is already past every cap (:data:`MAX_COMPACTIONS` folds, 256 steps' paces, 240
     pressure points), so what the longer keeps more grows with its length: about a fifth
     of a byte a step over its 18,000 more steps would fail this."""
     day = _fold(_log(tmp_path, long_session(2_000, 2), "day"))
     year = _fold(_log(tmp_path, long_session(20_000, 2), "year"))
-    assert year.ledger.earlier.folds > 9 * day.ledger.earlier.folds > 0
+    assert year.ledger.earlier.compactions > 9 * day.ledger.earlier.compactions > 0
 
     def size(tracker: SessionTracker) -> int:
         return len(pickle.dumps((tracker.meter, tracker.ledger, tracker.pace, tracker.told)))

@@ -19,15 +19,15 @@ import pytest
 from dsh_llm_cost import pricing as registry
 
 from dshweb.core.fold.billing import clock
+from dshweb.core.fold.compactions import Compaction
 from dshweb.core.fold.cost import (
     DEFAULT_WINDOWS,
+    CompactionCost,
     CostCollector,
-    FoldCost,
     PriceBook,
     parse_aliases,
     parse_windows,
 )
-from dshweb.core.fold.folds import Fold
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.ledger import LedgerCollector
 from dshweb.core.fold.meter import SessionMeter, Usage
@@ -175,13 +175,13 @@ def test_a_sessions_cost_is_the_registry_price_of_its_requests_and_summaries(hom
         ]
 
 
-def _fold_of(folds: tuple[Fold, ...], compaction_id: str) -> Fold:
-    (fold,) = (f for f in folds if f.compaction_id == compaction_id)
-    return fold
+def _compaction_of(compactions: tuple[Compaction, ...], compaction_id: str) -> Compaction:
+    (compaction,) = (f for f in compactions if f.compaction_id == compaction_id)
+    return compaction
 
 
 @pytest.mark.parametrize("name", PRICED_HOMES)
-def test_each_fold_costs_what_the_registry_says_of_its_summary_rewrite_and_requests_after(
+def test_each_compaction_costs_what_the_registry_says_of_its_summary_rewrite_and_requests_after(
     name: str,
 ) -> None:
     """Per fold: the summariser's usage; the next request sending the checkpoint and the
@@ -193,29 +193,35 @@ def test_each_fold_costs_what_the_registry_says_of_its_summary_rewrite_and_reque
     (snap,) = snapshots(home).values()
     requests, replacing = requests_of(log)
     requests = [r for r in requests if r.seq not in replacing]
-    folds = [f for f in snap.ledger.folds if f.status == "done"]
-    assert len(folds) >= 10  # 9 compactions and the prune passes
+    compactions = [f for f in snap.ledger.compactions if f.status == "done"]
+    assert len(compactions) >= 10  # 9 compactions and the prune passes
     checked = {"summary": 0, "rewrite": 0, "requests after": 0}
     spent, saved = [], []  # every priced part, request by request, for the totals
-    for number, fold in enumerate(folds):
-        priced = book.fold(fold.cost, fold.summary_usage, fold.saved)
-        assert fold.end_seq is not None
-        until = folds[number + 1].end_seq if number + 1 < len(folds) else None
-        after = [r for r in requests if r.seq > fold.end_seq and (until is None or r.seq < until)]
+    for number, compaction in enumerate(compactions):
+        priced = book.compaction(compaction.cost, compaction.summary_usage, compaction.saved)
+        assert compaction.end_seq is not None
+        until = compactions[number + 1].end_seq if number + 1 < len(compactions) else None
+        after = [
+            r for r in requests if r.seq > compaction.end_seq and (until is None or r.seq < until)
+        ]
         on_pro = all(r.model == "deepseek-v4-pro" for r in after[:1])
-        if fold.kind != "prune":
-            summary = _summary_event(log, fold.compaction_id)
-            expected = bill(summary["usage"], summary["model"], summary["provider"], fold.time or 0)
+        if compaction.kind != "prune":
+            summary = _summary_event(log, compaction.compaction_id)
+            expected = bill(
+                summary["usage"], summary["model"], summary["provider"], compaction.time or 0
+            )
             spent.append(expected)
             if expected is not None:
                 assert priced.summary == close(expected)
                 checked["summary"] += 1
         if not after:
-            assert fold.cost.rewrite is None and priced.rewrite is None
+            assert compaction.cost.rewrite is None and priced.rewrite is None
             continue
         assert priced.requests_after == len(after)
-        first, freed = after[0], fold.saved or 0
-        spent.append(estimate(first.model, first.provider, first.time, input=fold.cost.rewritten))
+        first, freed = after[0], compaction.saved or 0
+        spent.append(
+            estimate(first.model, first.provider, first.time, input=compaction.cost.rewritten)
+        )
         saved += [estimate(r.model, r.provider, r.time, cache_read=freed) for r in after]
         if not on_pro or priced.unpriced:
             assert priced.unpriced and priced.cost is None
@@ -223,9 +229,9 @@ def test_each_fold_costs_what_the_registry_says_of_its_summary_rewrite_and_reque
         # The rewritten prefix is the checkpoint and the tail after it: at least the
         # checkpoint, less than the whole surface, and near what the provider billed the
         # next request as uncached (it also carries what the step added).
-        assert (fold.checkpoint_tokens or 0) <= fold.cost.rewritten
-        assert fold.cost.rewritten <= first.usage["inputTokens"] * 1.1
-        rewrite = estimate(first.model, first.provider, first.time, input=fold.cost.rewritten)
+        assert (compaction.checkpoint_tokens or 0) <= compaction.cost.rewritten
+        assert compaction.cost.rewritten <= first.usage["inputTokens"] * 1.1
+        rewrite = estimate(first.model, first.provider, first.time, input=compaction.cost.rewritten)
         assert priced.rewrite == close(rewrite)
         checked["rewrite"] += 1
         expected_saved = sum(
@@ -235,7 +241,7 @@ def test_each_fold_costs_what_the_registry_says_of_its_summary_rewrite_and_reque
         checked["requests after"] += len(after)
     # All folds, from the ledger's running sums: each priced request's part, added up (a
     # fold on flash whose later requests ran on pro saved on those).
-    total = book.folds(snap.cost, snap.ledger.spend)
+    total = book.compactions(snap.cost, snap.ledger.spend)
     assert total.unpriced == (None in spent or None in saved) == (name == "cost-switch")
     assert total.cost == close(sum(p for p in spent if p is not None))
     assert total.saved == close(sum(p for p in saved if p is not None))
@@ -401,8 +407,8 @@ def test_a_rewritten_prefix_is_billed_as_the_models_price_bills_it(
 ) -> None:
     at = datetime(2026, 12, 2, 3, 0, tzinfo=UTC)  # a Wednesday, at a peak hour
     slot = (model, provider, *clock(int(at.timestamp() * 1000)))
-    cost = FoldCost(rewritten=5_000, rewrite=slot, not_resent=((slot, 3),))
-    priced = PriceBook().fold(cost, None, 4_000)
+    cost = CompactionCost(rewritten=5_000, rewrite=slot, not_resent=((slot, 3),))
+    priced = PriceBook().compaction(cost, None, 4_000)
     assert not priced.unpriced and priced.requests_after == 3
     if bucket is None:
         assert (priced.rewrite, priced.not_resent, priced.cost) == (0.0, 0.0, 0.0)
@@ -418,10 +424,10 @@ def test_a_rewritten_prefix_is_billed_as_the_models_price_bills_it(
     assert priced.net == close(read.total_usd - expected.total_usd)
 
 
-def test_a_fold_on_a_model_without_a_price_is_unknown_not_free() -> None:
+def test_a_compaction_on_a_model_without_a_price_is_unknown_not_free() -> None:
     slot = ("deepseek-flash", "deepseek-official", False, 40)
-    cost = FoldCost(summary=slot, rewritten=5_000, rewrite=slot, not_resent=((slot, 2),))
-    priced = PriceBook().fold(cost, Usage(100, 10, 900, 0), 4_000)
+    cost = CompactionCost(summary=slot, rewritten=5_000, rewrite=slot, not_resent=((slot, 2),))
+    priced = PriceBook().compaction(cost, Usage(100, 10, 900, 0), 4_000)
     assert priced.unpriced
     assert (priced.summary, priced.rewrite, priced.not_resent, priced.cost, priced.net) == (
         None,

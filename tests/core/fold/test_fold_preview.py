@@ -45,7 +45,7 @@ from tests.support.surfaces import node, surface_meter
 class Checked:
     """What one session's folds were checked on."""
 
-    folds: dict[str, int] = field(default_factory=dict)
+    compactions: dict[str, int] = field(default_factory=dict)
     """Compactions compared, by how they came (automatic, manual, overflow)."""
     prunes: int = 0
     cuts: int = 0
@@ -157,7 +157,7 @@ def check_home(home: Path) -> dict[str, Checked]:
                         f"the preview {previewed[0]}..{previewed[1]} "
                         f"({len(seqs)} nodes, {tokens} tokens)"
                     )
-                result.folds[how] = result.folds.get(how, 0) + 1
+                result.compactions[how] = result.compactions.get(how, 0) + 1
             meter.fold(event)
             op = getattr(event, "surface_op", None)
             if pruning and isinstance(event, ToolResult) and isinstance(op, Replace):
@@ -179,7 +179,7 @@ def every_home() -> dict[str, dict[str, Checked]]:
     return {name: check_home(FIXTURE_HOMES / name) for name in HOMES}
 
 
-def test_every_real_fold_shadowed_what_the_preview_said(
+def test_every_real_compaction_shadowed_what_the_preview_said(
     every_home: dict[str, dict[str, Checked]],
 ) -> None:
     misses = [
@@ -191,16 +191,16 @@ def test_every_real_fold_shadowed_what_the_preview_said(
     assert not misses, "\n".join(misses)
 
 
-def test_the_preview_was_checked_on_folds_of_every_kind_and_many_shapes(
+def test_the_preview_was_checked_on_compactions_of_every_kind_and_many_shapes(
     every_home: dict[str, dict[str, Checked]],
 ) -> None:
     by_kind: dict[str, int] = {}
-    homes_with_folds, pruned_homes, prunes, cuts = set(), set(), 0, 0
+    homes_with_compactions, pruned_homes, prunes, cuts = set(), set(), 0, 0
     for home, sessions in every_home.items():
         for checked in sessions.values():
-            for how, count in checked.folds.items():
+            for how, count in checked.compactions.items():
                 by_kind[how] = by_kind.get(how, 0) + count
-                homes_with_folds.add(home)
+                homes_with_compactions.add(home)
             if checked.prunes:
                 pruned_homes.add(home)
             prunes += checked.prunes
@@ -210,7 +210,7 @@ def test_the_preview_was_checked_on_folds_of_every_kind_and_many_shapes(
     assert by_kind.get("automatic", 0) >= 340 and by_kind.get("manual", 0) >= 6
     assert by_kind.get("overflow", 0) >= 1
     assert prunes >= 300 and cuts == prunes and len(pruned_homes) >= 10
-    assert len(homes_with_folds) >= 20
+    assert len(homes_with_compactions) >= 20
 
 
 SURFACE = [
@@ -243,7 +243,7 @@ def test_the_range_keeps_a_priced_tail_and_never_cuts_a_call_from_its_result() -
     assert select_range(meter.nodes, meter.open_calls, 10_000) is None
 
 
-def test_an_automatic_fold_prunes_first_and_compacts_only_if_still_at_the_point() -> None:
+def test_an_automatic_compaction_prunes_first_and_compacts_only_if_still_at_the_point() -> None:
     meter = surface_meter(SURFACE)
     measured = meter.nodes_tokens  # 4,530
     # At the point (4,000) now: the cut frees 1,702, which brings it under: no summary.

@@ -22,7 +22,7 @@ from dshweb.core.fold.forecast import (
     RECENT,
     TOO_FEW,
     Forecast,
-    fold_forecast,
+    pass_forecast,
     summary_forecast,
 )
 from dshweb.core.fold.home_pace import KEPT, PRIOR_SESSIONS, HomePaces
@@ -47,7 +47,7 @@ def at(threshold: int) -> Known:
 
 def test_a_steady_pace_is_the_distance_over_the_growth() -> None:
     times = [i * MINUTE // 2 for i in range(6)]  # a step every 30 s
-    said = fold_forecast(measured=6_000, point=at(12_000), growth=[1_000] * 5, times=times)
+    said = pass_forecast(measured=6_000, point=at(12_000), growth=[1_000] * 5, times=times)
     # No spread: 6 steps of 1,000 exactly. The range lets the pace drift by a fifth:
     # 6,000 / 1,200 = 5 steps, 6,000 / 800 = 7.5, so 8.
     assert said == Forecast(6, 5, 8, 3.0, per_step=1_000.0, point=at(12_000), pace="session")
@@ -66,7 +66,7 @@ def test_steps_that_alternate_grow_steadily_by_the_pair() -> None:
     # A tool result of 1,900 then an answer of 100, again and again: every run of an even
     # number of steps grows by 1,000 a step, so beyond the runs the range is the drift's
     # alone: 10,000 / 1,200 = 8.3, so 9; 10,000 / 800 = 12.5, so 13.
-    said = fold_forecast(measured=2_000, point=at(12_000), growth=[1_900, 100] * 5)
+    said = pass_forecast(measured=2_000, point=at(12_000), growth=[1_900, 100] * 5)
     assert (said.steps, said.steps_low, said.steps_high) == (10, 9, 13)
 
 
@@ -75,17 +75,17 @@ def test_a_short_distance_is_read_from_the_runs_themselves() -> None:
     # slow end: runs of three at the 10th percentile (2,100), a fifth of 3,000 slower in
     # quadrature with their spread (900 under the median 3,000), fall short (1,918);
     # runs of four (4,000 less 800) do not.
-    said = fold_forecast(measured=10_000, point=at(12_000), growth=[1_900, 100] * 5)
+    said = pass_forecast(measured=10_000, point=at(12_000), growth=[1_900, 100] * 5)
     assert (said.steps, said.steps_low, said.steps_high) == (2, 2, 4)
     # 1,900 left: one step covers it when it is a tool result (the fast runs: 1,000 +
     # √(900² + 200²) = 1,922), not when it is an answer.
-    near = fold_forecast(measured=10_100, point=at(12_000), growth=[1_900, 100] * 5)
+    near = pass_forecast(measured=10_100, point=at(12_000), growth=[1_900, 100] * 5)
     assert (near.steps_low, near.steps_high) == (1, 3)
 
 
 def test_the_range_is_the_fast_and_the_slow_runs() -> None:
     growth = [300, 1_700, 1_500, 900, 400, 600, 1_500, 1_100]  # mean 1,000
-    said = fold_forecast(measured=2_000, point=at(12_000), growth=growth)
+    said = pass_forecast(measured=2_000, point=at(12_000), growth=growth)
     # 10,000 left, beyond the runs of 4 (half of 8): they grew by 4,400, 4,500, 3,400,
     # 3,400 and 3,600. The median, 3,600, is 400 under 4 × 1,000: k steps grow by
     # k × 1,000 − (400 / √4) × √k, which covers 10,000 at k = 11. The 90th percentile
@@ -97,11 +97,11 @@ def test_the_range_is_the_fast_and_the_slow_runs() -> None:
 
 def test_one_huge_step_does_not_move_it_and_two_are_the_sessions_rhythm() -> None:
     calm = [200, 180, 220, 200, 190, 210, 200, 200]
-    once = fold_forecast(measured=0, point=at(2_000), growth=[*calm[:4], 9_000, *calm[4:]])
+    once = pass_forecast(measured=0, point=at(2_000), growth=[*calm[:4], 9_000, *calm[4:]])
     # The spike counted as the median, 200: every run of four grows by 800 or 810, ten
     # steps of 200 make 2,000.
     assert once.steps == 10
-    twice = fold_forecast(measured=0, point=at(2_000), growth=[*calm, 9_000, 9_000])
+    twice = pass_forecast(measured=0, point=at(2_000), growth=[*calm, 9_000, 9_000])
     # Kept: a run of one huge step covers the distance at once, the fast end of the range.
     assert twice.steps_low == 1 and twice.steps is not None and twice.steps > 1
 
@@ -111,31 +111,31 @@ def test_a_session_that_repeats_a_cycle_is_forecast_by_where_in_it_it_is() -> No
     # five steps. Right after a big result the next one is ten steps away, and the fold
     # comes with it; three steps before the end of a cycle, with it three steps on.
     cycle = ([100] * 9 + [2_000]) * 5
-    after = fold_forecast(measured=0, point=at(1_500), growth=cycle)
+    after = pass_forecast(measured=0, point=at(1_500), growth=cycle)
     assert (after.steps, after.steps_low, after.steps_high) == (10, 10, 10)
-    before = fold_forecast(measured=0, point=at(1_500), growth=cycle[:-3])
+    before = pass_forecast(measured=0, point=at(1_500), growth=cycle[:-3])
     assert (before.steps, before.steps_low, before.steps_high) == (3, 3, 3)
     # With too few cycles seen to check the cycle against (two), the runs go on.
-    young = fold_forecast(measured=0, point=at(1_500), growth=cycle[:20])
+    young = pass_forecast(measured=0, point=at(1_500), growth=cycle[:20])
     assert young.steps is not None and young.steps < 10
 
 
 def test_only_the_recent_steps_count() -> None:
     old = [5_000] * 40
-    said = fold_forecast(measured=0, point=at(6_000), growth=[*old, *([500] * RECENT)])
+    said = pass_forecast(measured=0, point=at(6_000), growth=[*old, *([500] * RECENT)])
     assert said.steps == 12
 
 
 def test_one_step_measured_gives_a_wide_forecast_from_it() -> None:
     # 11,000 tokens left at 500 a step: 22 steps expected, the range widened by the
     # home's drift (half as fast to half again as fast), since one step says little.
-    said = fold_forecast(measured=1_000, point=at(12_000), growth=[500])
+    said = pass_forecast(measured=1_000, point=at(12_000), growth=[500])
     assert said.pace == "session" and said.steps == 22
     assert (said.steps_low, said.steps_high) == (15, 44)
 
 
-def test_past_the_point_the_fold_is_due_at_the_next_step() -> None:
-    said = fold_forecast(measured=12_500, point=at(12_000), growth=[400, 500, 600])
+def test_past_the_point_the_compaction_is_due_at_the_next_step() -> None:
+    said = pass_forecast(measured=12_500, point=at(12_000), growth=[400, 500, 600])
     assert (said.steps, said.steps_low, said.steps_high) == (1, 1, 1)
 
 
@@ -152,7 +152,7 @@ def test_past_the_point_the_fold_is_due_at_the_next_step() -> None:
 def test_no_forecast_says_why(
     threshold: int | None, growth: list[int], times: list[int], now: int | None, reason: str
 ) -> None:
-    said = fold_forecast(
+    said = pass_forecast(
         measured=1_000,
         point=UNKNOWN if threshold is None else at(threshold),
         growth=growth,
@@ -165,7 +165,7 @@ def test_no_forecast_says_why(
 
 
 def test_a_session_that_resumes_before_the_idle_mark_has_a_forecast() -> None:
-    said = fold_forecast(
+    said = pass_forecast(
         measured=1_000,
         point=at(12_000),
         growth=[500] * 5,
@@ -199,14 +199,14 @@ def test_each_step_counts_with_what_it_added_up_to_the_engines_check() -> None:
     ]
     starts = sum(isinstance(e, StepStart) for e in events)
     shot = fixture_snapshot("hidden-sdk-4")
-    assert shot.ledger.compactions >= 5 and len(big) >= shot.ledger.compactions
+    assert shot.ledger.summaries >= 5 and len(big) >= shot.ledger.summaries
     # One growth a step (the first from what its request sent), but the one under way
     # and the one after each compaction whose reading fell (the provider's count of the
     # new context re-anchored the measure).
-    assert starts - 1 - shot.ledger.compactions <= len(shot.pace_growth) < starts - 1
+    assert starts - 1 - shot.ledger.summaries <= len(shot.pace_growth) < starts - 1
     assert sum(g > 2_000 for g in shot.pace_growth) == len(big)
     assert all(g >= 0 for g in shot.pace_growth)
-    said = fold_forecast(
+    said = pass_forecast(
         measured=shot.measured_tokens,
         point=shot.pace_forecast.point,
         growth=shot.pace_growth,
@@ -231,7 +231,7 @@ def test_a_point_set_by_a_patch_the_log_does_not_record_is_inferred_and_narrows(
         assert shot.threshold_source == "inferred" and inferred.decisions > 0
         assert inferred.low is not None and inferred.low <= 12_000
         if inferred.high is None:  # no fold yet: only how low it is not
-            assert shot.ledger.compactions == 0 and shot.threshold is None
+            assert shot.ledger.summaries == 0 and shot.threshold is None
             continue
         assert inferred.high >= 12_000
         assert shot.threshold == (inferred.low + inferred.high) // 2
@@ -263,9 +263,9 @@ def test_an_overflow_recovery_and_a_failed_compaction_decide_nothing_by_the_poin
     # folded at a measure of 9,000, under the point), and a compaction failed at 12,590
     # (the next request went out at 12,590, past it). Neither bounds the point.
     shot = fixture_snapshot("fold-failures", None)
-    kinds = [(fold.kind, fold.status) for fold in shot.ledger.folds]
+    kinds = [(compaction.kind, compaction.status) for compaction in shot.ledger.compactions]
     assert kinds[:3] == [("overflow", "done"), ("automatic", "failed"), ("automatic", "done")]
-    overflow, failed = shot.ledger.folds[:2]
+    overflow, failed = shot.ledger.compactions[:2]
     assert overflow.before is not None and overflow.before < 12_000
     assert failed.before is not None and failed.before > 12_000
     assert shot.inferred.low is not None and shot.inferred.high is not None
@@ -352,29 +352,31 @@ def test_the_ends_of_the_range_go_by_the_ends_of_the_point() -> None:
     # each end narrowed a little: the pace at its fastest and the point at its lowest
     # are independent (taken in quadrature), not both at once.
     growth = [1_000] * 8
-    low = fold_forecast(measured=2_000, point=at(8_000), growth=growth)
-    high = fold_forecast(measured=2_000, point=at(12_000), growth=growth)
-    both = fold_forecast(measured=2_000, point=Known(8_000, 12_000, "inferred"), growth=growth)
+    low = pass_forecast(measured=2_000, point=at(8_000), growth=growth)
+    high = pass_forecast(measured=2_000, point=at(12_000), growth=growth)
+    both = pass_forecast(measured=2_000, point=Known(8_000, 12_000, "inferred"), growth=growth)
     assert (low.steps_low, low.steps_high, high.steps_low, high.steps_high) == (5, 8, 9, 13)
     assert (both.steps, both.steps_low, both.steps_high) == (8, 6, 11)
     assert both.point == Known(8_000, 12_000, "inferred") and both.pace == "session"
     # Open above: "6 or more".
-    open_ = fold_forecast(measured=2_000, point=Known(8_000, None, "inferred"), growth=growth)
+    open_ = pass_forecast(measured=2_000, point=Known(8_000, None, "inferred"), growth=growth)
     assert (open_.steps, open_.steps_low, open_.steps_high) == (6, 5, None)
     assert open_.as_json()["stepsHigh"] is None and open_.as_json()["steps"] == 6
     # Past the high end: due; past the low end only, it may be due.
-    assert fold_forecast(measured=12_000, point=both.point, growth=growth).steps_high == 1
-    inside = fold_forecast(measured=9_000, point=both.point, growth=growth)
+    assert pass_forecast(measured=12_000, point=both.point, growth=growth).steps_high == 1
+    inside = pass_forecast(measured=9_000, point=both.point, growth=growth)
     assert (inside.steps, inside.steps_low) == (1, 1) and inside.steps_high == 4
 
 
-def test_before_the_first_fold_under_an_unrecorded_patch_the_forecast_goes_by_the_rule() -> None:
+def test_before_the_first_compaction_under_an_unrecorded_patch_the_forecast_goes_by_the_rule() -> (
+    None
+):
     # hidden-sdk-1 ran under a patch its log does not record (point 13,202 in a window of
     # 24,000 with 3,000 reserved); the home's profile gives no point for that window.
     # Before its first fold (seq 402) only the steps let out bound the point (below);
     # the engine's rule bounds it above (21,000): a forecast, and the truth in its range.
     before = fixture_snapshot("hidden-sdk-1", 372)
-    assert before.ledger.compactions == 0 and before.threshold is None
+    assert before.ledger.summaries == 0 and before.threshold is None
     said = before.forecast()
     assert said.point.source == "inferred" and said.point.high == WINDOW - RESERVED
     assert said.point.low == before.inferred.low and said.point.holds(13_202)
@@ -401,7 +403,7 @@ def test_the_summary_comes_when_what_the_prunes_cannot_free_reaches_the_point() 
     # and prunes; the summary waits until the net measure, 4,000, has grown by 6,000 at
     # its net pace, 600 a pair of steps: 20 steps (a fifth faster or slower: 17–25).
     point, growth = at(10_000), [3_000, 100] * 6
-    passing = fold_forecast(measured=9_000, point=point, growth=growth)
+    passing = pass_forecast(measured=9_000, point=point, growth=growth)
     summary = summary_forecast(
         measured=9_000, freeable_now=5_000, point=point, net_growth=[500, 100] * 6
     )
@@ -417,21 +419,21 @@ def test_a_young_session_goes_by_the_pace_of_the_homes_other_sessions() -> None:
     # Too few steps of its own: the steps of the home's other sessions on the model,
     # taken as alike, with half again as much drift as its own pace would have.
     point = at(12_000)
-    young = fold_forecast(measured=2_000, point=point, growth=[1_000], prior=[1_000] * 8)
-    own = fold_forecast(measured=2_000, point=point, growth=[1_000] * 8)
+    young = pass_forecast(measured=2_000, point=point, growth=[1_000], prior=[1_000] * 8)
+    own = pass_forecast(measured=2_000, point=point, growth=[1_000] * 8)
     assert young.pace == "home" and own.pace == "session"
     assert young.steps == own.steps == 10
     assert (young.steps_low, young.steps_high) == (7, 20)  # 10,000 / 1,500 and / 500
     assert (own.steps_low, own.steps_high) == (9, 13)
     # Its one step alone: the same drift as the home's, from that step.
-    alone = fold_forecast(measured=2_000, point=point, growth=[1_000])
+    alone = pass_forecast(measured=2_000, point=point, growth=[1_000])
     assert alone.pace == "session" and (alone.steps, alone.steps_low) == (10, 7)
     assert alone.steps_high == 20
     # Nothing to go by: none, and why.
-    assert fold_forecast(measured=2_000, point=point, growth=[]) == Forecast(
+    assert pass_forecast(measured=2_000, point=point, growth=[]) == Forecast(
         reason=TOO_FEW, point=point
     )
-    stalled = fold_forecast(measured=2_000, point=point, growth=[], prior=[0, 0, 5])
+    stalled = pass_forecast(measured=2_000, point=point, growth=[], prior=[0, 0, 5])
     assert stalled.reason == NOT_GROWING
 
 

@@ -15,8 +15,8 @@ from dshweb.core.fold.point import InferredPoint
 from dshweb.core.log.home import session_logs
 from dshweb.core.log.wire import RequestContext, RequestHeader
 from tests.support.inferred import (
+    COMPACTIONS_BEFORE_NARROW,
     FIXTURE_HOMES,
-    FOLDS_BEFORE_NARROW,
     NARROW,
     Judged,
     events_of,
@@ -37,7 +37,7 @@ def test_there_are_enough_hidden_points_of_enough_shapes() -> None:
 
 @pytest.mark.parametrize("judged", JUDGED, ids=lambda j: j.session)
 def test_the_range_holds_the_true_point_after_every_event(judged: Judged) -> None:
-    assert judged.decisions > 0 and judged.folds >= 1
+    assert judged.decisions > 0 and judged.compactions >= 1
     assert judged.held, f"{judged.session}: point {judged.truth}, ranges {judged.misses}"
     assert judged.final.low is not None and judged.final.high is not None
 
@@ -45,23 +45,23 @@ def test_the_range_holds_the_true_point_after_every_event(judged: Judged) -> Non
 @pytest.mark.parametrize(
     "judged", [j for j in JUDGED if j.session.startswith("hidden-")], ids=lambda j: j.session
 )
-def test_the_range_is_as_narrow_as_the_log_allows_once_five_folds_have_happened(
+def test_the_range_is_as_narrow_as_the_log_allows_once_five_compactions_have_happened(
     judged: Judged,
 ) -> None:
     # Within 1% of the point, unless every one of the first five folds came at a step
     # that crossed the point by more (the engine's decisions then say no more: bench/
     # inferred_point.py prints which); never wider than the smallest such step.
-    assert judged.folds >= FOLDS_BEFORE_NARROW
+    assert judged.compactions >= COMPACTIONS_BEFORE_NARROW
     assert judged.widest_after is not None and judged.crossing is not None
     allowed = max(NARROW * judged.truth, judged.crossing - 1)
     assert judged.widest_after <= allowed, (
-        f"{judged.session}: widest {judged.widest_after} after {FOLDS_BEFORE_NARROW} folds; "
+        f"{judged.session}: widest {judged.widest_after} after {COMPACTIONS_BEFORE_NARROW} folds; "
         f"{NARROW:.0%} of {judged.truth} is {NARROW * judged.truth:.0f}, the smallest "
         f"crossing step {judged.crossing}"
     )
 
 
-def test_most_hidden_points_are_within_one_percent_after_five_folds() -> None:
+def test_most_hidden_points_are_within_one_percent_after_five_compactions() -> None:
     hidden = [j for j in JUDGED if j.session.startswith("hidden-")]
     narrow = [j for j in hidden if j.narrow]
     assert len(narrow) >= 9, [(j.session, j.widest_after, j.crossing) for j in hidden]
@@ -87,7 +87,7 @@ def test_a_step_started_is_read_before_its_own_messages() -> None:
         meter.fold(event)
     passed = pace.decisions.passed
     assert passed is not None and passed in before_steps
-    assert passed < 12_000 <= (pace.decisions.folded or 0)
+    assert passed < 12_000 <= (pace.decisions.acted or 0)
     assert isinstance(pace.decisions.inferred, InferredPoint)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from django.template.loader import render_to_string
 
-from dshweb.core.fold.folds import Fold
+from dshweb.core.fold.compactions import Compaction
 from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.ledger import (
@@ -66,7 +66,7 @@ def _tracker(path: Path) -> SessionTracker:
 AUTO_MODEL = "deepseek-official/deepseek-flash"
 
 # (kind, seq, end_seq, shadowed, nodes, checkpoint, before, after, summary usage)
-FIXTURE_FOLDS: dict[str, list[tuple[Any, ...]]] = {
+FIXTURE_COMPACTIONS: dict[str, list[tuple[Any, ...]]] = {
     "auto-compact": [
         ("automatic", 80, 84, 3788, 12, 178, 13203, 9593, Usage(2546, 76, 7488, 0)),
         ("automatic", 130, 134, 3943, 12, 178, 13367, 9602, Usage(2582, 76, 7616, 0)),
@@ -89,8 +89,8 @@ FIXTURE_FOLDS: dict[str, list[tuple[Any, ...]]] = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(FIXTURE_FOLDS))
-def test_fixture_folds(name: str) -> None:
+@pytest.mark.parametrize("name", sorted(FIXTURE_COMPACTIONS))
+def test_fixture_compactions(name: str) -> None:
     ledger = _tracker(_fixture_log(name)).ledger.result(SessionMeter())
     got = [
         (
@@ -104,25 +104,25 @@ def test_fixture_folds(name: str) -> None:
             f.after,
             f.summary_usage,
         )
-        for f in ledger.folds
+        for f in ledger.compactions
     ]
-    assert got == FIXTURE_FOLDS[name]
-    for fold in ledger.folds:
-        assert fold.status == "done"
-        assert fold.error is None
-        assert fold.dropped == fold.before - fold.after  # type: ignore[operator]
-        if fold.kind == "prune":
-            assert fold.prunes == fold.shadowed_nodes
-            assert fold.summary_model is None
+    assert got == FIXTURE_COMPACTIONS[name]
+    for compaction in ledger.compactions:
+        assert compaction.status == "done"
+        assert compaction.error is None
+        assert compaction.dropped == compaction.before - compaction.after  # type: ignore[operator]
+        if compaction.kind == "prune":
+            assert compaction.prunes == compaction.shadowed_nodes
+            assert compaction.summary_model is None
         else:
-            assert fold.summary_model == AUTO_MODEL
+            assert compaction.summary_model == AUTO_MODEL
 
 
-def test_auto_compact_has_three_automatic_folds_and_no_command() -> None:
+def test_auto_compact_has_three_automatic_compactions_and_no_command() -> None:
     ledger = _tracker(_fixture_log("auto-compact")).ledger.result(SessionMeter())
-    assert [f.turn for f in ledger.folds] == [5, 8, 11]
-    assert all(f.command is None and f.command_text is None for f in ledger.folds)
-    assert (ledger.compactions, ledger.failed, ledger.prune_passes) == (3, 0, 0)
+    assert [f.turn for f in ledger.compactions] == [5, 8, 11]
+    assert all(f.command is None and f.command_text is None for f in ledger.compactions)
+    assert (ledger.summaries, ledger.failed, ledger.prune_passes) == (3, 0, 0)
     assert ledger.dropped == 3610 + 3765 + 3766
     assert ledger.refused == ()
 
@@ -131,19 +131,19 @@ MANUAL_TEXT = re.compile(r"Compacted (\d+) history items \(~(\d+) tokens\)\.")
 
 
 @pytest.mark.parametrize(("name", "command_seq"), [("manual-compact", 68), ("web-driven", 77)])
-def test_manual_fold_carries_its_command(name: str, command_seq: int) -> None:
-    (fold,) = _tracker(_fixture_log(name)).ledger.folds
-    assert (fold.kind, fold.turn, fold.command, fold.command_seq) == (
+def test_manual_compaction_carries_its_command(name: str, command_seq: int) -> None:
+    (compaction,) = _tracker(_fixture_log(name)).ledger.compactions
+    assert (compaction.kind, compaction.turn, compaction.command, compaction.command_seq) == (
         "manual",
         None,
         "/compact",
         command_seq,
     )
-    assert fold.command_kind == "success"
-    match = MANUAL_TEXT.fullmatch(fold.command_text or "")
-    assert match is not None, fold.command_text
+    assert compaction.command_kind == "success"
+    match = MANUAL_TEXT.fullmatch(compaction.command_text or "")
+    assert match is not None, compaction.command_text
     # DSH's own answer counts the shadowed nodes and their price.
-    assert (int(match[1]), int(match[2])) == (fold.shadowed_nodes, fold.shadowed_tokens)
+    assert (int(match[1]), int(match[2])) == (compaction.shadowed_nodes, compaction.shadowed_tokens)
 
 
 def test_refused_compact_is_listed_apart() -> None:
@@ -159,14 +159,14 @@ def test_refused_compact_is_listed_apart() -> None:
         "Compaction is unavailable because this process has an active compaction, "
         "or the agent is not idle."
     )
-    assert [f.kind for f in ledger.folds] == ["manual"]
+    assert [f.kind for f in ledger.compactions] == ["manual"]
 
 
 def test_prune_only_sessions_have_no_compaction() -> None:
     for name in ("big-tools", "cjk-emoji"):
         ledger = _tracker(_fixture_log(name)).ledger.result(SessionMeter())
-        assert {f.kind for f in ledger.folds} == {"prune"}
-        assert ledger.compactions == 0
+        assert {f.kind for f in ledger.compactions} == {"prune"}
+        assert ledger.summaries == 0
 
 
 # -- every real log: the ledger agrees with the events and a meter folded here -----------
@@ -217,27 +217,31 @@ def _expected_from_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("log", LOGS, ids=[p.parent.name for p in LOGS])
-def test_folds_agree_with_the_events(log: Path) -> None:
+def test_compactions_agree_with_the_events(log: Path) -> None:
     events = _events(log)
     ledger = _ledger(events)
     expected = _expected_from_events(events)
-    assert [f.seq for f in ledger.folds] == [e["seq"] for e in expected]
-    for fold, want in zip(ledger.folds, expected, strict=True):
-        assert (fold.before, fold.after, fold.shadowed_tokens) == (
+    assert [f.seq for f in ledger.compactions] == [e["seq"] for e in expected]
+    for compaction, want in zip(ledger.compactions, expected, strict=True):
+        assert (compaction.before, compaction.after, compaction.shadowed_tokens) == (
             want["before"],
             want["after"],
             want["shadowed"],
         )
-        if fold.kind != "prune":
-            usage = fold.summary_usage
+        if compaction.kind != "prune":
+            usage = compaction.summary_usage
             got = None if usage is None else (usage.input, usage.output, usage.cache_read)
             assert got == want["usage"]
-        if fold.status == "failed":  # it replaced nothing
-            assert (fold.dropped, fold.saved, fold.error is not None) == (0, None, True)
+        if compaction.status == "failed":  # it replaced nothing
+            assert (compaction.dropped, compaction.saved, compaction.error is not None) == (
+                0,
+                None,
+                True,
+            )
             continue
         # No usage sample falls inside a fold, so by the shadow-price rule the pressure
         # drop is exactly what the checkpoint saved.
-        assert fold.dropped == fold.saved
+        assert compaction.dropped == compaction.saved
 
 
 # -- incremental --------------------------------------------------------------------------
@@ -335,12 +339,20 @@ def test_failed_automatic_compaction_is_listed_with_its_error() -> None:
         event(4, "step/start", turn=1, step=2),
     ]
     ledger = _ledger(events)
-    (fold,) = ledger.folds
-    assert (fold.kind, fold.status, fold.error) == ("automatic", "failed", NOT_SMALLER)
-    assert (fold.shadowed_tokens, fold.checkpoint_tokens, fold.summary_usage) == (None, None, None)
-    assert fold.before == fold.after is not None  # nothing changed on the surface
-    assert fold.dropped == 0
-    assert (ledger.compactions, ledger.failed) == (0, 1)
+    (compaction,) = ledger.compactions
+    assert (compaction.kind, compaction.status, compaction.error) == (
+        "automatic",
+        "failed",
+        NOT_SMALLER,
+    )
+    assert (compaction.shadowed_tokens, compaction.checkpoint_tokens, compaction.summary_usage) == (
+        None,
+        None,
+        None,
+    )
+    assert compaction.before == compaction.after is not None  # nothing changed on the surface
+    assert compaction.dropped == 0
+    assert (ledger.summaries, ledger.failed) == (0, 1)
 
 
 MANUAL_FAILED = "manual compaction could not produce a smaller summary"
@@ -357,16 +369,16 @@ def test_failed_manual_compaction_keeps_its_command_answer() -> None:
         event(5, "command/done", commandId="k1")
         | {"data": {"commandId": "k1", "kind": "error", "text": MANUAL_FAILED}},
     ]  # fmt: skip
-    (fold,) = _ledger(events).folds
-    assert (fold.kind, fold.status, fold.command, fold.command_seq) == (
+    (compaction,) = _ledger(events).compactions
+    assert (compaction.kind, compaction.status, compaction.command, compaction.command_seq) == (
         "manual",
         "failed",
         "/compact keep the plan",
         2,
     )
-    assert fold.error == NOT_SMALLER
-    assert fold.command_kind == "error"
-    assert fold.command_text == MANUAL_FAILED
+    assert compaction.error == NOT_SMALLER
+    assert compaction.command_kind == "error"
+    assert compaction.command_text == MANUAL_FAILED
 
 
 def _overflow_log(code: str = CONTEXT_WINDOW_EXCEEDED, step_between: bool = False) -> list[Any]:
@@ -402,8 +414,8 @@ def _overflow_log(code: str = CONTEXT_WINDOW_EXCEEDED, step_between: bool = Fals
 
 def test_overflow_compaction_is_told_by_the_refused_attempt_before_it() -> None:
     ledger = _ledger(_overflow_log())
-    assert [f.kind for f in ledger.folds] == ["prune", "overflow"]
-    prune, overflow = ledger.folds
+    assert [f.kind for f in ledger.compactions] == ["prune", "overflow"]
+    prune, overflow = ledger.compactions
     assert (prune.shadowed_tokens, prune.checkpoint_tokens) == (1008, 100 + 4 + 4)
     assert prune.dropped == 1008 - 108
     assert (overflow.shadowed_tokens, overflow.checkpoint_tokens) == (1020, 2 + 4 + 4)
@@ -416,7 +428,7 @@ def test_overflow_compaction_is_told_by_the_refused_attempt_before_it() -> None:
     ("code", "step_between"), [("RATE_LIMITED", False), (CONTEXT_WINDOW_EXCEEDED, True)]
 )
 def test_other_failures_or_a_new_step_make_it_automatic(code: str, step_between: bool) -> None:
-    kinds = [f.kind for f in _ledger(_overflow_log(code, step_between)).folds]
+    kinds = [f.kind for f in _ledger(_overflow_log(code, step_between)).compactions]
     assert kinds == ["prune", "automatic"]
 
 
@@ -424,13 +436,18 @@ def test_an_open_compaction_has_no_after_yet() -> None:
     events = [user_message(0, "a" * 400), _answer(1, 1, 1, 500)]
     events.append(event(2, "compaction/start", compactionId="c-1", turn=1))
     ledger = _ledger(events)
-    (fold,) = ledger.folds
+    (compaction,) = ledger.compactions
     # 500 reported + the answer's own price ("ok": 1 + 4, + 4), as the meter projects it
-    assert (fold.status, fold.before, fold.after, fold.end_seq) == ("open", 509, None, None)
+    assert (compaction.status, compaction.before, compaction.after, compaction.end_seq) == (
+        "open",
+        509,
+        None,
+        None,
+    )
     assert [(p.seq, p.role) for p in ledger.points] == [(1, "step"), (2, "before")]
 
 
-def _long_session(steps: int, fold_every: int) -> list[dict[str, Any]]:
+def _long_session(steps: int, compaction_every: int) -> list[dict[str, Any]]:
     """Steps with growing usage; an automatic compaction every ``fold_every`` steps."""
     events: list[dict[str, Any]] = [user_message(0, "start " * 100)]
     seq, surface_start = 1, 0
@@ -438,7 +455,7 @@ def _long_session(steps: int, fold_every: int) -> list[dict[str, Any]]:
         events.append(user_message(seq, "more " * 40))
         events.append(_answer(seq + 1, step, 1, 1000 + 37 * step))
         seq += 2
-        if step % fold_every == 0:
+        if step % compaction_every == 0:
             events += [
                 event(seq, "compaction/start", compactionId="c-1", turn=step),
                 _summary(seq + 1, surface_start, seq - 1, 3000),
@@ -451,17 +468,17 @@ def _long_session(steps: int, fold_every: int) -> list[dict[str, Any]]:
     return events
 
 
-def test_long_sessions_keep_a_few_hundred_points_and_every_fold() -> None:
-    events = _long_session(steps=3000, fold_every=97)
+def test_long_sessions_keep_a_few_hundred_points_and_every_compaction() -> None:
+    events = _long_session(steps=3000, compaction_every=97)
     ledger = _ledger(events, threshold=100_000)
     steps = [p for p in ledger.points if p.role == "step"]
     assert MAX_STEP_POINTS // 2 <= len(steps) <= MAX_STEP_POINTS
-    assert len(ledger.folds) == 3000 // 97
+    assert len(ledger.compactions) == 3000 // 97
     marked = {(p.seq, p.role) for p in ledger.points}
-    for fold in ledger.folds:
-        assert fold.status == "done"
-        assert (fold.seq, "before") in marked
-        assert (fold.end_seq, "after") in marked
+    for compaction in ledger.compactions:
+        assert compaction.status == "done"
+        assert (compaction.seq, "before") in marked
+        assert (compaction.end_seq, "after") in marked
     seqs = [p.seq for p in ledger.points]
     assert seqs == sorted(seqs)
     # Deterministic: the kept steps are evenly strided over the usage events.
@@ -471,11 +488,11 @@ def test_long_sessions_keep_a_few_hundred_points_and_every_fold() -> None:
     chart = timeline_chart(ledger)
     assert chart is not None
     assert chart.count == len(ledger.points)
-    assert len(chart.markers) == len(ledger.folds)
+    assert len(chart.markers) == len(ledger.compactions)
 
 
 def test_a_long_session_folded_in_pieces_gives_the_same_ledger(tmp_path: Path) -> None:
-    events = _long_session(steps=700, fold_every=50)
+    events = _long_session(steps=700, compaction_every=50)
     data = frame(header())
     for start in range(0, len(events), 40):
         data += frame(*events[start : start + 40])
@@ -485,15 +502,15 @@ def test_a_long_session_folded_in_pieces_gives_the_same_ledger(tmp_path: Path) -
 # -- the chart ------------------------------------------------------------------------------
 
 
-def test_chart_draws_the_compaction_point_and_marks_each_fold() -> None:
+def test_chart_draws_the_compaction_point_and_marks_each_compaction() -> None:
     tracker = _tracker(_fixture_log("auto-compact"))
     ledger = tracker.ledger.result(tracker.meter, threshold=12_000)
     chart = timeline_chart(ledger)
     assert chart.threshold_y is not None and not chart.threshold_above
     assert chart.top <= chart.threshold_y <= chart.bottom
     assert [t.tokens for t in chart.ticks] == [0, 5000, 10_000, 15_000]
-    for marker, fold in zip(chart.markers, ledger.folds, strict=True):
-        assert (marker.kind, marker.seq) == ("automatic", fold.seq)
+    for marker, compaction in zip(chart.markers, ledger.compactions, strict=True):
+        assert (marker.kind, marker.seq) == ("automatic", compaction.seq)
         # Above the compaction point before, below it after: y grows downward.
         assert marker.y_before is not None and marker.y_after is not None
         assert marker.y_before < chart.threshold_y < marker.y_after
@@ -535,7 +552,7 @@ def _rendered(name: str) -> str:
     )
 
 
-def test_partials_show_each_fold() -> None:
+def test_partials_show_each_compaction() -> None:
     html = _rendered("web-driven")
     assert '<section class="card wide" id="ledger"' in html
     assert re.search(r'<figure [^>]*id="timeline"\s+data-points="(\d+)"', html)
@@ -549,6 +566,6 @@ def test_partials_show_each_fold() -> None:
     assert points is not None and int(points[1]) > 3
 
 
-def test_fold_defaults_are_unknown_not_zero() -> None:
-    fold = Fold(kind="automatic", seq=1, time=None)
-    assert (fold.dropped, fold.saved, fold.status) == (None, None, "open")
+def test_compaction_defaults_are_unknown_not_zero() -> None:
+    compaction = Compaction(kind="automatic", seq=1, time=None)
+    assert (compaction.dropped, compaction.saved, compaction.status) == (None, None, "open")

@@ -50,7 +50,7 @@ def _decisions(log: Path) -> tuple[list[int], list[int], int | None]:
     index = HomeIndex(log.parents[3], profile="sdk")  # the session's own profile and preset
     index.refresh([log.parent])
     engine = index.settings_of(index.trackers[log.parent])[1].engine
-    folded, passed = [], []
+    acted_at, passed = [], []
     meter = SessionMeter()
     in_step = acted = compacted = after_failure = False
     windows = BY_WINDOW.get(log.parent.name, {})
@@ -74,23 +74,23 @@ def _decisions(log: Path) -> tuple[list[int], list[int], int | None]:
             in_step, acted, compacted = False, False, False
         elif isinstance(event, CompactionPrune) and not in_step:
             if not acted:
-                folded.append(measured())
+                acted_at.append(measured())
             acted = True
         elif isinstance(event, CompactionStart) and event.data is not None:
             after_failure = False
             if event.data.turn is not None and not in_step:  # not an overflow recovery
                 if not acted:
-                    folded.append(measured())
+                    acted_at.append(measured())
                 acted = compacted = True
         meter.fold(event)
 
     LogTail(log, compressed=True).read(on_event, lambda: None)
     if meter.context_window is None or engine is None:
-        return folded, passed, None
+        return acted_at, passed, None
     point = compaction_point(
         context_window=meter.context_window, reserved=meter.reserved_tokens, engine=engine
     )
-    return folded, passed, KNOWN_POINTS.get(log.parent.name, point.threshold_tokens)
+    return acted_at, passed, KNOWN_POINTS.get(log.parent.name, point.threshold_tokens)
 
 
 LOGS = [log.path for home in HOMES for log in session_logs(home)]
@@ -98,15 +98,15 @@ LOGS = [log.path for home in HOMES for log in session_logs(home)]
 
 @pytest.mark.parametrize("log", LOGS, ids=[p.parent.name[:20] for p in LOGS])
 def test_measure_agrees_with_every_automatic_decision(log: Path) -> None:
-    folded, passed, threshold = _decisions(log)
+    acted_at, passed, threshold = _decisions(log)
     assert threshold is not None
-    assert all(m >= threshold for m in folded), (folded, threshold)
+    assert all(m >= threshold for m in acted_at), (acted_at, threshold)
     assert all(m < threshold for m in passed), (max(passed), threshold)
 
 
 def test_the_fixtures_hold_decisions_both_ways() -> None:
-    folds = sum(len(_decisions(log)[0]) for log in LOGS)
-    assert folds >= 5
+    compactions = sum(len(_decisions(log)[0]) for log in LOGS)
+    assert compactions >= 5
     small = _decisions(session_logs(FIXTURE_HOMES / "auto-compact")[0].path)
     assert small[2] == 12_000
     assert max(small[1]) > 11_000, "some requests passed close under the point"

@@ -60,7 +60,7 @@ def test_the_preview_never_names_an_outcome_the_engine_contradicts() -> None:
                 key = session.shape.split(":")[0]
                 verdicts.setdefault(key, Counter())[verdict] += 1
                 if verdict == "wrong":
-                    wrong.append(f"{home.name} pass {judged.fold} at seq {judged.done.seq}")
+                    wrong.append(f"{home.name} pass {judged.compaction} at seq {judged.done.seq}")
     assert not wrong, wrong
     profile, unrecorded = verdicts["profile"], verdicts["unrecorded"]
     # Measured when written: 442 exact, 2 unknown, 46 failed (the engine's failed

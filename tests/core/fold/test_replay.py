@@ -37,7 +37,7 @@ def _session(name: str) -> tuple[Recording, EffectiveSettings, bool]:
     index = HomeIndex(home)
     index.refresh()
     ((folder, tracker),) = index.trackers.items()
-    failed = any(f.status == "failed" for f in index.snapshot(folder).ledger.folds)
+    failed = any(f.status == "failed" for f in index.snapshot(folder).ledger.compactions)
     return record(events_of(tracker.log)), _settings(home, index, folder), failed
 
 
@@ -77,12 +77,12 @@ this issue's subject, and is left as it was found."""
         for name in ONE_SESSION
     ],
 )
-def test_a_session_replayed_under_its_own_settings_folds_where_it_did(name: str) -> None:
+def test_a_session_replayed_under_its_own_settings_compacts_where_it_did(name: str) -> None:
     recording, settings, failed = _session(name)
     if settings.engine is None:
         pytest.skip("no engine")
     replayed = replay(recording, settings.engine, pruner=settings.pruner)
-    real, said = recording.folded, replayed.automatic
+    real, said = recording.acted, replayed.automatic
     if failed:  # the engine tried again at the next step: the replay's summary did not fail
         assert close(real, said), side_by_side(real, said)
     else:
@@ -106,22 +106,24 @@ OFF_BY_THREE = pytest.mark.xfail(
         for name in sorted(REPLAYS)
     ],
 )
-def test_other_settings_replayed_fold_where_the_real_runtime_did(name: str) -> None:
+def test_other_settings_replayed_compact_where_the_real_runtime_did(name: str) -> None:
     base, _ = REPLAYS[name]
     recording, _, _ = _session(base)
     ran, settings, _ = _session(name)
     assert settings.engine is not None
     replayed = replay(recording, settings.engine, pruner=settings.pruner)
-    real, said = ran.folded, replayed.automatic
+    real, said = ran.acted, replayed.automatic
     assert len(real) >= 3
     assert close(real, said), f"{name} (from {base}):\n" + side_by_side(real, said)
 
 
-def test_the_replays_were_checked_on_six_sessions_and_other_settings_change_the_folds() -> None:
+def test_the_replays_were_checked_on_six_sessions_and_other_settings_change_the_compactions() -> (
+    None
+):
     assert len(REPLAYS) >= 6 and len({base for base, _ in REPLAYS.values()}) >= 4
     changed = 0
     for name, (base, _) in REPLAYS.items():
-        changed += _session(name)[0].folded != _session(base)[0].folded
+        changed += _session(name)[0].acted != _session(base)[0].acted
     assert changed == len(REPLAYS)
 
 
@@ -140,7 +142,7 @@ def test_a_replay_by_hand() -> None:
     recording = Recording(tuple(steps), summaries=(500,))
     engine = EngineConfig(threshold_ratio=0.5, headroom_tokens=1_000, retain_tokens=4_000)
     said = replay(recording, engine)
-    first = said.folds[0]
+    first = said.passes[0]
     assert (first.check, first.kind, first.before, first.after) == (6, "compaction", 13_000, 5_500)
     assert first.shadowed == 8_000 and (said.peak, said.lowest) == (13_500, 5_500)
     assert said.automatic == (6, 10)  # 5,500 + 4 × 2,000 = 13,500 four steps on
@@ -148,7 +150,7 @@ def test_a_replay_by_hand() -> None:
     # A summary no smaller than what it would replace (9,000 for 8,000): the compaction
     # fails; at the next check the range is a step longer (10,000) and it holds.
     failing = replay(recording, engine, summary=9_000)
-    (failed, held, *_) = failing.folds
+    (failed, held, *_) = failing.passes
     assert (failed.check, failed.kind, held.check, held.kind) == (6, "failed", 7, "compaction")
     assert held.shadowed == 10_000 and failing.automatic[:2] == (6, 7)
 
@@ -158,7 +160,7 @@ def test_the_replay_of_the_largest_fixture_session_is_fast_enough_to_follow_a_fo
     recording, settings, _ = _session("prune-heavy")
     assert settings.engine is not None and len(recording.checks) > 400
     said = replay(recording, settings.engine, pruner=settings.pruner)
-    assert said.folds and said.folds[-1].check > 400
+    assert said.passes and said.passes[-1].check > 400
 
 
 def test_the_fixture_manifest_names_every_replay_home() -> None:
@@ -207,23 +209,23 @@ def test_a_lower_cut_prunes_the_results_between_it_and_the_defaults() -> None:
     assert freed.keys() == results.keys()
     engine = settings.engine
     own, low = replay(recording, engine), replay(recording, engine, pruner=cut)
-    assert own.automatic == recording.folded == (8, 13, 18)
-    assert {f.kind for f in own.folds} == {"compaction"}
+    assert own.automatic == recording.acted == (8, 13, 18)
+    assert {f.kind for f in own.passes} == {"compaction"}
     assert replay(recording, engine, pruner=None) == own  # nothing to prune at 8,192
     # Under the lower cut the pruner alone resolves the first check past the point: it
     # frees what the results on the surface by then lose to the cut.
-    first = low.folds[0]
+    first = low.passes[0]
     on_surface = {n.seq for c in recording.checks[:9] for n in c.added} & freed.keys()
     assert (first.check, first.kind) == (8, "prune")
     assert first.before - first.after == sum(freed[s] for s in on_surface) > 0
     assert first.after < (low.threshold or 0)
-    assert [f.kind for f in low.folds] != [f.kind for f in own.folds]
+    assert [f.kind for f in low.passes] != [f.kind for f in own.passes]
 
 
 @pytest.mark.parametrize(
     "name", ["pruner-profile-low", "pruner-profile-high", "pruner-profile-off"]
 )
-def test_the_profiles_cut_replays_the_runtimes_folds(name: str) -> None:
+def test_the_profiles_cut_replays_the_runtimes_compactions(name: str) -> None:
     # Sessions the real runtime ran with the pruner set in their profile: read from the
     # profile, its cut replays the engine's folds exactly; the defaults' would not.
     home = FIXTURE_HOMES / name
@@ -236,7 +238,7 @@ def test_the_profiles_cut_replays_the_runtimes_folds(name: str) -> None:
     assert own.pruner == ran and own.error is None and own.engine is not None
     recording = record(events_of(tracker.log))
     said = replay(recording, own.engine, pruner=own.pruner)
-    assert said.automatic == recording.folded, side_by_side(recording.folded, said.automatic)
+    assert said.automatic == recording.acted, side_by_side(recording.acted, said.automatic)
     if own.pruner is not None:
         defaults = replay(recording, own.engine, pruner=DEFAULT_CUT)
-        assert defaults.automatic != recording.folded
+        assert defaults.automatic != recording.acted

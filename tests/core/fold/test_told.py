@@ -124,12 +124,12 @@ def test_what_the_model_was_told_is_what_dshweb_measured_then(name: str) -> None
     previous: str | None = None
     for event in _told_events(name)[1:]:  # the first says there is no reading yet
         line = _line_at(name, event["seq"])
-        if line.read_before_a_fold:
+        if line.read_before_a_compaction:
             # Given right after a fold, with the reading that started it (at the point:
             # critical by the point, or half the window by the window's measure).
             assert line.used is not None and line.used >= POINT
             assert line.band == ("critical" if line.point else "moderate")
-            assert fixture_snapshot(name, event["seq"]).ledger.compactions > 0
+            assert fixture_snapshot(name, event["seq"]).ledger.summaries > 0
             folded += 1
             previous = line.band
             continue
@@ -151,10 +151,10 @@ def test_what_the_model_was_told_is_what_dshweb_measured_then(name: str) -> None
     assert checked >= 20 and folded >= 5
 
 
-def test_a_line_given_right_after_a_fold_tells_the_model_of_the_point_it_left() -> None:
+def test_a_line_given_right_after_a_compaction_tells_the_model_of_the_point_it_left() -> None:
     (after,) = [e for e in _told_events("told-truth") if e["seq"] == 100]
     line = _line_at("told-truth", after["seq"])
-    assert line.read_before_a_fold and line.band == "critical" and line.measured < POINT
+    assert line.read_before_a_compaction and line.band == "critical" and line.measured < POINT
     shot = fixture_snapshot("told-truth", after["seq"])
     gap = told_gap(shot.told, "moderate", shot.threshold)
     assert gap is not None
@@ -204,14 +204,14 @@ def test_a_session_without_the_plugin_was_told_nothing() -> None:
     assert told_gap(Told(), "tight") == gap.__class__("nothing", "tight", 1)
 
 
-def test_folds_after_the_line_are_counted_until_the_next_line() -> None:
+def test_compactions_after_the_line_are_counted_until_the_next_line() -> None:
     events = _told_events("told-truth")
     log = session_logs(FIXTURE_HOMES / "told-truth")["told-truth"]
     start = next(e["seq"] for e in log.of_type("compaction/start"))
     before = max(e["seq"] for e in events if e["seq"] < start)
     line = fixture_snapshot("told-truth", start).told.line
-    assert line is not None and (line.seq, line.folds_since) == (before, 1)
-    assert _line_at("told-truth", before).folds_since == 0
+    assert line is not None and (line.seq, line.compactions_since) == (before, 1)
+    assert _line_at("told-truth", before).compactions_since == 0
 
 
 @pytest.mark.parametrize("name", TOLD_HOMES)

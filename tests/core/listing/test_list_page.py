@@ -378,7 +378,9 @@ def test_the_fold_sort_puts_the_running_session_closest_to_its_fold_first() -> N
         )
         for shot in shots
     ]
-    page = SessionList(session_tree(shots, gauge_of, "local")).page(ListQuery(sort=SortKey.FOLD))
+    page = SessionList(session_tree(shots, gauge_of, "local")).page(
+        ListQuery(sort=SortKey.NEXT_PASS)
+    )
     # Then the others, newest activity first: alpha-sub-sub (50) after gamma (200).
     assert ids(page.rows) == [
         "alpha-sub",
@@ -390,7 +392,7 @@ def test_the_fold_sort_puts_the_running_session_closest_to_its_fold_first() -> N
         "alpha-sub-sub",
     ]
     assert {row.depth for row in page.rows} == {0}
-    assert ListQuery(sort=SortKey.FOLD).query_string() == "sort=fold"
+    assert ListQuery(sort=SortKey.NEXT_PASS).query_string() == "sort=fold"
 
 
 def test_the_cost_sort_puts_the_dearest_session_first_and_the_unpriced_last() -> None:

@@ -1,12 +1,13 @@
-"""The ledger's records: one fold of a session's context, a ``/compact`` that folded
-nothing, and one point of the pressure timeline.
+"""The ledger's records: one compaction of a session's context (a summary or a prune
+pass), a ``/compact`` that compacted nothing, and one point of the pressure timeline.
 
-Per fold (:class:`Fold`) the ledger keeps what was shadowed (``shadowedTokenCount``, or the
-prunes' sum), the price of what replaced it, the meter's projected tokens just before and
-right after, and the summariser's own usage and error; a figure the log does not give is
-``None``. A ``/compact`` that folded nothing (refused while the agent was busy, or nothing
-to fold) is kept apart as a :class:`CompactCommand`, with its answer. Both are frozen
-values; :mod:`dshweb.core.fold.ledger` says what counts as a fold and builds them.
+Per compaction (:class:`Compaction`) the ledger keeps what was shadowed
+(``shadowedTokenCount``, or the prunes' sum), the price of what replaced it, the meter's
+projected tokens just before and right after, and the summariser's own usage and error; a
+figure the log does not give is ``None``. A ``/compact`` that compacted nothing (refused
+while the agent was busy, or nothing to compact) is kept apart as a
+:class:`CompactCommand`, with its answer. Both are frozen values;
+:mod:`dshweb.core.fold.ledger` says what counts as a compaction and builds them.
 """
 
 from __future__ import annotations
@@ -14,16 +15,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from dshweb.core.fold.cost import FoldCost, PriceBook, PricedFold
+from dshweb.core.fold.cost import CompactionCost, CostedCompaction, PriceBook
 from dshweb.core.fold.meter import Usage
 
-FoldKind = Literal["automatic", "manual", "overflow", "prune"]
+CompactionKind = Literal["automatic", "manual", "overflow", "prune"]
 PointRole = Literal["step", "before", "after", "now"]
 
 
 @dataclass(frozen=True, slots=True)
 class Previewed:
-    """The range the fold preview said a compaction would shadow
+    """The range the preview said a compaction would shadow
     (:mod:`dshweb.core.fold.preview`), as it stood just before it began."""
 
     from_seq: int
@@ -33,10 +34,11 @@ class Previewed:
 
 
 @dataclass(frozen=True, slots=True)
-class Fold:
-    """One fold of the context; token figures are ``None`` where the log has none."""
+class Compaction:
+    """One compaction of the context: a summary (of any kind but ``prune``) or a prune
+    pass; token figures are ``None`` where the log has none."""
 
-    kind: FoldKind
+    kind: CompactionKind
     seq: int
     """``compaction/start``, or the pass's first ``compaction/prune``."""
     time: int | None
@@ -50,7 +52,7 @@ class Fold:
     checkpoint_tokens: int | None = None
     """The price of the replacing message (the prunes' replacements, summed)."""
     before: int | None = None
-    """The meter's projected tokens just before the fold."""
+    """The meter's projected tokens just before the compaction."""
     after: int | None = None
     """The meter's projected tokens right after it."""
     summary_usage: Usage | None = None
@@ -66,14 +68,14 @@ class Fold:
     shadowed_range: tuple[int, int] | None = None
     """``compaction/summary.shadowedRange``: the first and last node the engine shadowed."""
     previewed: Previewed | None = None
-    """What the fold preview said, from the log just before the fold began."""
-    cost: FoldCost = field(default_factory=FoldCost)
+    """What the preview said, from the log just before the compaction began."""
+    cost: CompactionCost = field(default_factory=CompactionCost)
     """What it cost and saved, in tokens by slot (priced by a
     :class:`~dshweb.core.fold.cost.PriceBook`)."""
 
-    def priced(self, book: PriceBook) -> PricedFold:
+    def priced(self, book: PriceBook) -> CostedCompaction:
         """What it cost and saved, in dollars by ``book``."""
-        return book.fold(self.cost, self.summary_usage, self.saved)
+        return book.compaction(self.cost, self.summary_usage, self.saved)
 
     @property
     def as_previewed(self) -> bool | None:
@@ -91,51 +93,51 @@ class Fold:
 
     @property
     def dropped(self) -> int | None:
-        """What the fold bought: projected before − after."""
+        """What the compaction bought: projected before − after."""
         if self.before is None or self.after is None:
             return None
         return self.before - self.after
 
     @property
     def saved(self) -> int | None:
-        """Shadowed − checkpoint: what the fold should buy by the shadow-price rule."""
+        """Shadowed − checkpoint: what the compaction should buy by the shadow-price rule."""
         if self.shadowed_tokens is None or self.checkpoint_tokens is None:
             return None
         return self.shadowed_tokens - self.checkpoint_tokens
 
 
 @dataclass(frozen=True, slots=True)
-class FoldTally:
-    """What the folds no longer kept one by one add up to (a long session's oldest): the
+class CompactionTally:
+    """What the compactions no longer kept one by one add up to (a long session's oldest): the
     counts every page, the metrics and the CLI show go on counting them."""
 
-    folds: int = 0
     compactions: int = 0
-    """Compactions that ended well (any kind but a prune pass)."""
+    summaries: int = 0
+    """Summaries that ended well (any kind but a prune pass)."""
     failed: int = 0
     prune_passes: int = 0
     prunes: int = 0
     dropped: int = 0
-    """Sum of each fold's projected before − after, where known."""
-    done: tuple[tuple[FoldKind, int], ...] = ()
-    """Folds that ended well, by kind (kinds with none left out)."""
+    """Sum of each compaction's projected before − after, where known."""
+    done: tuple[tuple[CompactionKind, int], ...] = ()
+    """Compactions that ended well, by kind (kinds with none left out)."""
     freed: int = 0
-    """Sum of what the folds that ended well freed (before − after, when positive)."""
+    """Sum of what the compactions that ended well freed (before − after, when positive)."""
 
-    def add(self, fold: Fold) -> FoldTally:
+    def add(self, compaction: Compaction) -> CompactionTally:
         done = dict(self.done)
         freed = self.freed
-        if fold.status == "done":
-            done[fold.kind] = done.get(fold.kind, 0) + 1
-            freed += max(0, fold.dropped or 0)
-        pruning = fold.kind == "prune"
-        return FoldTally(
-            folds=self.folds + 1,
-            compactions=self.compactions + (not pruning and fold.status == "done"),
-            failed=self.failed + (fold.status == "failed"),
+        if compaction.status == "done":
+            done[compaction.kind] = done.get(compaction.kind, 0) + 1
+            freed += max(0, compaction.dropped or 0)
+        pruning = compaction.kind == "prune"
+        return CompactionTally(
+            compactions=self.compactions + 1,
+            summaries=self.summaries + (not pruning and compaction.status == "done"),
+            failed=self.failed + (compaction.status == "failed"),
             prune_passes=self.prune_passes + pruning,
-            prunes=self.prunes + (fold.prunes if pruning else 0),
-            dropped=self.dropped + (fold.dropped or 0),
+            prunes=self.prunes + (compaction.prunes if pruning else 0),
+            dropped=self.dropped + (compaction.dropped or 0),
             done=tuple(sorted(done.items())),
             freed=freed,
         )
@@ -143,7 +145,7 @@ class FoldTally:
 
 @dataclass(frozen=True, slots=True)
 class CompactCommand:
-    """A compaction command that folded nothing, with DSH's answer."""
+    """A compaction command that compacted nothing, with DSH's answer."""
 
     seq: int
     time: int | None
@@ -156,11 +158,11 @@ class CompactCommand:
 @dataclass(frozen=True, slots=True)
 class TimelinePoint:
     """One reading of the projected tokens on the pressure timeline: after a step, just
-    before or right after a fold, or now."""
+    before or right after a compaction, or now."""
 
     seq: int
     time: int | None
     tokens: int
     role: PointRole
-    fold: int | None = None
-    """The fold's number (1-based, as the ledger lists it) for a before/after point."""
+    compaction: int | None = None
+    """The compaction's number (1-based, as the ledger lists it) for a before/after point."""
