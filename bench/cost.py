@@ -32,7 +32,7 @@ sys.path.insert(0, str(REPO))
 from one_session import largest_session  # noqa: E402
 from one_session import median_us as _us  # noqa: E402
 
-from dshweb.core.fold.cost import CostCollector, PriceBook, parse_aliases  # noqa: E402
+from dshweb.core.fold.cost import CostCollector, RateBook, parse_aliases  # noqa: E402
 from dshweb.core.fold.index import HomeIndex  # noqa: E402
 from dshweb.core.fold.ledger import LedgerCollector  # noqa: E402
 from dshweb.core.fold.meter import SessionMeter  # noqa: E402
@@ -40,7 +40,7 @@ from dshweb.sessions.display.costs import cost_view, list_cost  # noqa: E402
 
 MIN_EVENTS = 1_000
 MIN_COMPACTIONS = 100
-BOOK = PriceBook(aliases=parse_aliases("deepseek-flash=deepseek-v4-flash"))
+BOOK = RateBook(aliases=parse_aliases("deepseek-flash=deepseek-v4-flash"))
 
 
 def main() -> int:

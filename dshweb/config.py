@@ -25,7 +25,7 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from dshweb import secret_key
-from dshweb.core.fold.cost import PriceBook, price_book
+from dshweb.core.fold.cost import RateBook, rate_book
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME, home_name_problem
 from dshweb.environment import (
     DEFAULT_HSTS_SECONDS,
@@ -133,11 +133,11 @@ class DshwebConfig:
     webhook_rules_per_user: int
     """``WEBHOOK_RULES_PER_USER``: the most alert rules with a webhook one user may have,
     staff included (0: none); checked when a rule is saved in the browser."""
-    price_book: PriceBook
+    rate_book: RateBook
     """``PEAK_WINDOWS`` (``01:00-04:00,06:00-10:00``: the UTC hours billed at the peak
     rate, in quarter hours; empty: the registry's own) and ``PRICE_AS``
     (``deepseek-flash=deepseek-v4-flash,…``: models the ``dsh-llm-cost`` registry does not
-    know, priced as one it does; the pages say so), read into how costs are priced."""
+    know, rated as one it does; the pages say so), read into the rates costs go by."""
 
     @property
     def secret_key_path(self) -> Path | None:
@@ -178,7 +178,7 @@ def get_config() -> DshwebConfig:
             d.strip().lower() for d in _strings(value, "MAIL_ALLOWED_DOMAINS") if d.strip()
         ),
         webhook_rules_per_user=_at_least_zero(value, "WEBHOOK_RULES_PER_USER"),
-        price_book=_price_book(value),
+        rate_book=_rate_book(value),
     )
 
 
@@ -188,10 +188,10 @@ def _forget_config(*, setting: str, **kwargs: Any) -> None:
         get_config.cache_clear()
 
 
-def _price_book(value: Mapping[str, object]) -> PriceBook:
+def _rate_book(value: Mapping[str, object]) -> RateBook:
     windows, aliases = _typed(value, "PEAK_WINDOWS", str), _typed(value, "PRICE_AS", str)
     try:
-        return price_book(windows, aliases, ("DSHWEB['PEAK_WINDOWS']", "DSHWEB['PRICE_AS']"))
+        return rate_book(windows, aliases, ("DSHWEB['PEAK_WINDOWS']", "DSHWEB['PRICE_AS']"))
     except ValueError as exc:
         setting, _, problem = str(exc).partition(": ")
         raise ConfigurationError(setting, problem) from None

@@ -123,16 +123,16 @@ def peak_windows() -> str:
     return os.environ.get("DSHWEB_PEAK_WINDOWS", "")
 
 
-def price_as() -> str:
-    """``DSHWEB_PRICE_AS``: models priced as another the registry knows (empty: none)."""
+def rate_as() -> str:
+    """``DSHWEB_PRICE_AS``: models rated as another the registry knows (empty: none)."""
     return os.environ.get("DSHWEB_PRICE_AS", "")
 
 
-def prices() -> tuple[str, str]:
-    """:func:`peak_windows` and :func:`price_as`, each refused unless costs can go by it."""
+def rates() -> tuple[str, str]:
+    """:func:`peak_windows` and :func:`rate_as`, each refused unless costs can go by it."""
     read = Reading()
     windows = read(lambda: _parsed("DSHWEB_PEAK_WINDOWS", peak_windows(), parse_windows), "")
-    aliases = read(lambda: _parsed("DSHWEB_PRICE_AS", price_as(), parse_aliases), "")
+    aliases = read(lambda: _parsed("DSHWEB_PRICE_AS", rate_as(), parse_aliases), "")
     read.done()
     return windows, aliases
 

@@ -43,7 +43,7 @@ _stores = environment.Stores(
 )
 _env_secret_key = _read(environment_server.secret_key, "")
 _collect = _read(environment.collect, True)
-_prices = _read(environment.prices, ("", ""))
+_rates = _read(environment.rates, ("", ""))
 
 # dshweb's own settings (dshweb/config.py says what each means and its default).
 DSHWEB: dict[str, object] = {
@@ -67,8 +67,8 @@ DSHWEB: dict[str, object] = {
     "WEBHOOK_RULES_PER_USER": _read(
         environment.webhook_rules_per_user, environment.DEFAULT_WEBHOOK_RULES_PER_USER
     ),
-    "PEAK_WINDOWS": _prices[0],
-    "PRICE_AS": _prices[1],
+    "PEAK_WINDOWS": _rates[0],
+    "PRICE_AS": _rates[1],
     "LOGIN_THROTTLE_FAILURES": 5,
     "LOGIN_THROTTLE_SECONDS": 300,
     "LOGIN_THROTTLE_ADDRESS_FAILURES": 20,

@@ -45,7 +45,7 @@ from dshweb.alerts.models import AlertDelivery
 from dshweb.collect.shown import shown_homes
 from dshweb.config import get_config
 from dshweb.core.fold.compactions import CompactionKind
-from dshweb.core.fold.cost import PriceBook
+from dshweb.core.fold.cost import RateBook
 from dshweb.core.fold.gauge import Band
 from dshweb.live.hub import SessionView
 from dshweb.live.startup import server_loop
@@ -73,13 +73,13 @@ Tally = tuple[dict[CompactionKind, int], int, bool, dict[str, float]]
 what its requests and summaries cost by model (models with a price)."""
 
 
-def _tally(view: SessionView, book: PriceBook) -> Tally:
+def _tally(view: SessionView, book: RateBook) -> Tally:
     tally = view.snapshot.ledger.tally()
     kinds = dict.fromkeys(KINDS, 0) | dict(tally.done)
     costs: dict[str, float] = {}
     for row in book.by_route(view.snapshot.cost):
         if row.dollars is not None:
-            model = row.price.route[0]
+            model = row.rates.route[0]
             costs[model] = costs.get(model, 0.0) + row.dollars
     return kinds, tally.freed, bool(view.snapshot.errors), costs
 
@@ -87,8 +87,8 @@ def _tally(view: SessionView, book: PriceBook) -> Tally:
 class SessionCollector(Collector):
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._tallies: dict[tuple[str, str], tuple[tuple[int, PriceBook], Tally]] = {}
-        """(home, session) → (the view's version and the prices it was priced by, its tally)."""
+        self._tallies: dict[tuple[str, str], tuple[tuple[int, RateBook], Tally]] = {}
+        """(home, session) → (the view's version and the rates it was costed by, its tally)."""
 
     def collect(self) -> Iterator[Metric]:
         homes = shown_homes()
@@ -114,7 +114,7 @@ class SessionCollector(Collector):
             "registry prices; the peak windows of this server).",
             labels=["home", "model"],
         )
-        book = get_config().price_book
+        book = get_config().rate_book
         seen: set[tuple[str, str]] = set()
         with self._lock:
             for shown in homes.shown:

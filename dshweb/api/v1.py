@@ -268,7 +268,7 @@ class SessionFilter(Schema):
 
 
 def _row(home: str, snapshot: SessionSnapshot, gauge: ContextGauge, now_ms: int) -> dict[str, Any]:
-    cost, unpriced = get_config().price_book.total(snapshot.cost)
+    cost, unpriced = get_config().rate_book.total(snapshot.cost)
     return {
         "home": home,
         "sessionId": snapshot.session_id,
@@ -325,7 +325,7 @@ def sessions(request: HttpRequest, filters: Query[SessionFilter]) -> dict[str, A
         home=filters.home,
         folder=filters.folder,
     )
-    page = homes.listing.page(query, get_config().price_book)
+    page = homes.listing.page(query, get_config().rate_book)
     now = _now_ms()
     return {
         "page": page.page,
@@ -404,7 +404,7 @@ def session_ledger(request: HttpRequest, home: str, session_id: str) -> dict[str
         "folds": [
             dict(zip(COMPACTION_COLUMNS, row, strict=True))
             for row in compaction_rows(
-                ledger.compactions, get_config().price_book, first=ledger.first
+                ledger.compactions, get_config().rate_book, first=ledger.first
             )
         ],
         "refused": [
@@ -420,7 +420,7 @@ def session(request: HttpRequest, home: str, session_id: str) -> dict[str, Any]:
     show, the fold forecast and what the model was last told."""
     view = _session(home, session_id)
     now = _now_ms()
-    book = get_config().price_book
+    book = get_config().rate_book
     return view.snapshot.as_json(now, book) | _row(home, view.snapshot, view.gauge, now)
 
 

@@ -17,7 +17,7 @@ from typing import Protocol, TextIO
 
 from dshweb import environment
 from dshweb.core.errors import DshError
-from dshweb.core.fold.cost import REGISTRY_PRICES, PriceBook, price_book
+from dshweb.core.fold.cost import REGISTRY_RATES, RateBook, rate_book
 from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.progress import ProgressCounter
@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--price-as",
-        default=environment.price_as(),
+        default=environment.rate_as(),
         help="price models the registry does not know as one it does, "
         "deepseek-flash=deepseek-v4-flash (default: $DSHWEB_PRICE_AS)",
     )
@@ -64,10 +64,10 @@ class SnapshotError(Exception):
     """A one-line reason the command cannot answer (it exits 1)."""
 
 
-def prices(peak_windows: str, price_as: str) -> PriceBook:
+def rates(peak_windows: str, rate_as: str) -> RateBook:
     """``--peak-windows`` and ``--price-as`` read (:class:`SnapshotError` when wrong)."""
     try:
-        return price_book(peak_windows, price_as, ("--peak-windows", "--price-as"))
+        return rate_book(peak_windows, rate_as, ("--peak-windows", "--price-as"))
     except ValueError as exc:
         raise SnapshotError(str(exc)) from None
 
@@ -136,7 +136,7 @@ class Out(Protocol):
 
 
 def write(
-    shots: list[SessionSnapshot], out: Out, *, as_json: bool, book: PriceBook = REGISTRY_PRICES
+    shots: list[SessionSnapshot], out: Out, *, as_json: bool, book: RateBook = REGISTRY_RATES
 ) -> None:
     if as_json:
         now_ms = int(time.time() * 1000)
@@ -173,7 +173,7 @@ def main(
         ).path
     )
     try:
-        book = prices(options.peak_windows, options.price_as)
+        book = rates(options.peak_windows, options.price_as)
         shots = snapshots(
             home=home,
             profile=options.profile or environment.profile(),

@@ -248,7 +248,7 @@ class SessionsConsumer(_PageConsumer):
         return None
 
     def current_html(self) -> list[str]:
-        self.shown = shown_homes().listing.page(self.query, get_config().price_book)
+        self.shown = shown_homes().listing.page(self.query, get_config().rate_book)
         fragments.rows_news(self.heard, self.shown.rows)  # what the page shows: nothing to say
         return fragments.list_page_messages(self.shown)
 
@@ -260,7 +260,7 @@ class SessionsConsumer(_PageConsumer):
         """The page's rows among the ``change``'s sessions (their keys, and the versions of
         the homes that show them), or the whole page when its layout moved."""
         wanted, fresh = change
-        page = shown_homes(fresh=fresh or None).listing.page(self.query, get_config().price_book)
+        page = shown_homes(fresh=fresh or None).listing.page(self.query, get_config().rate_book)
         before, self.shown = self.shown, page
         rows = [entry for entry in page.rows if entry.key in wanted]
         said = fragments.rows_news(self.heard, rows)

@@ -182,7 +182,7 @@ def _download_of(
     # Generators: nothing is read before the response is sent.
     points = in_batches(timeline_rows(ledger.points))
     compactions = in_batches(
-        compaction_rows(ledger.compactions, get_config().price_book, first=ledger.first)
+        compaction_rows(ledger.compactions, get_config().rate_book, first=ledger.first)
     )
     if name == "timeline.csv":
         chunks, content_type = csv_chunks(TIMELINE_COLUMNS, points), CSV_TYPE

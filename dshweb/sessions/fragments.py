@@ -24,7 +24,7 @@ from django.utils.translation import get_language
 from dshweb.compaction.status import latest_record
 from dshweb.config import get_config
 from dshweb.core.fold.compactions import Compaction
-from dshweb.core.fold.cost import PriceBook
+from dshweb.core.fold.cost import RateBook
 from dshweb.core.fold.forecast import Forecast
 from dshweb.core.fold.gauge import ContextGauge, window_share
 from dshweb.core.fold.ledger import Ledger
@@ -84,7 +84,7 @@ def session_context(
         "ring": ring_arcs(gauge, snapshot.context_breakdown, forecast),
         "breakdown": breakdown_parts(snapshot.context_breakdown),
         "cache_hit": cache_hit_ratio(snapshot.token_usage),
-        "cost": cost_view(snapshot, get_config().price_book),
+        "cost": cost_view(snapshot, get_config().rate_book),
         "told_gap": told_gap(snapshot.told, gauge.band, snapshot.threshold),
         # Made when the part that shows it is rendered (a template calls a callable):
         # the ledger card is rendered again only when its folds change.
@@ -119,7 +119,7 @@ def ledger_view(ledger: Ledger, before: int | None = None) -> LedgerView:
     """The ledger's folds numbered below ``before`` (the newest page without it)."""
     page = ledger_page(ledger.compactions, before=before, first=ledger.first)
     outcomes = any(has_outcome(row.compaction) for row in page.rows)
-    book = get_config().price_book
+    book = get_config().rate_book
     rows = mark_safe("".join(ledger_row_html(row, outcomes, book) for row in page.rows))  # ours
     tail = refused_tail(ledger.refused, earlier=ledger.refused_earlier)
     return LedgerView(page, rows, tail, outcomes)
@@ -162,7 +162,7 @@ def row_context(entry: SessionEntry, many: bool) -> dict[str, Any]:
         # goes within one
         "forecast": entry.snapshot.forecast(now_ms=int(time.time() * 1000)),
         "threshold_at": window_share(entry.gauge.threshold, entry.gauge.window),
-        "cost": list_cost(entry.snapshot, get_config().price_book),
+        "cost": list_cost(entry.snapshot, get_config().rate_book),
     }
 
 
@@ -194,19 +194,20 @@ LEDGER_ROWS_KEPT = LEDGER_PAGE_SIZE * RENDERED_KEPT
 """Ledger rows kept rendered: a fold's row is the same until the fold changes, and a
 session's ledger card is rendered again at every fold of it. Enough for the newest page
 of each session whose live parts are kept."""
-_ledger_rows: LRU[tuple[NumberedCompaction, bool, PriceBook, str], str] = LRU(LEDGER_ROWS_KEPT)
+_ledger_rows: LRU[tuple[NumberedCompaction, bool, RateBook, str], str] = LRU(LEDGER_ROWS_KEPT)
 
 
-def ledger_row_html(row: NumberedCompaction, outcomes: bool, book: PriceBook) -> str:
-    """One fold's row of a ledger table (with its outcome cell when the table has that
-    column; priced by ``book``), rendered once per fold state (and number) and language."""
+def ledger_row_html(row: NumberedCompaction, outcomes: bool, book: RateBook) -> str:
+    """One compaction's row of a ledger table (with its outcome cell when the table has
+    that column; costed by ``book``), rendered once per compaction state (and number) and
+    language."""
 
     def render() -> str:
         context = {
             "row": row,
             "compaction": row.compaction,
             "outcomes": outcomes,
-            "priced": row.compaction.priced(book),
+            "costed": row.compaction.costed(book),
         }
         return _render(LEDGER_ROW_TEMPLATE, context)
 
@@ -326,10 +327,10 @@ LIVE_PARTS: tuple[tuple[str, Callable[[SessionSnapshot], object] | None], ...] =
 small part of the snapshot (the ledger, the largest nodes: they move far less often than
 the session grows); such a part is rendered again only when that changed."""
 
-PartsKey = tuple[str, str, int, Forecast, Forecast, str, PriceBook]
-"""A session's home, id and version, its forecasts, the language and the prices."""
+PartsKey = tuple[str, str, int, Forecast, Forecast, str, RateBook]
+"""A session's home, id and version, its forecasts, the language and the rates."""
 _rendered: LRU[PartsKey, tuple[str, ...]] = LRU(RENDERED_KEPT)
-_steady: LRU[tuple[str, str, str, str, PriceBook], tuple[object, str]] = LRU(STEADY_KEPT)
+_steady: LRU[tuple[str, str, str, str, RateBook], tuple[object, str]] = LRU(STEADY_KEPT)
 
 
 def live_parts(home: str, view: SessionView) -> tuple[str, ...]:
@@ -338,7 +339,7 @@ def live_parts(home: str, view: SessionView) -> tuple[str, ...]:
     shot = view.snapshot
     forecast = session_forecast(shot)  # moves with the clock too: idle after a while
     summary = summary_forecast(shot)
-    language, book = get_language(), get_config().price_book
+    language, book = get_language(), get_config().rate_book
     key = (home, shot.session_id, view.version, forecast, summary, language, book)
 
     def render() -> tuple[str, ...]:
@@ -375,8 +376,8 @@ def _part_html(
 ) -> str:
     if shows is None:
         return _render(name, context)
-    # (with the prices: the ledger's rows price their folds)
-    key = (home, shot.session_id, name, get_language(), get_config().price_book)
+    # (with the rates: the ledger's rows cost their compactions)
+    key = (home, shot.session_id, name, get_language(), get_config().rate_book)
     value = shows(shot)
     kept = _steady.get_or_make(
         key, lambda: (value, _render(name, context)), lambda kept: kept[0] == value

@@ -45,7 +45,7 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
     homes = shown_homes()
     if homes.error is not None:
         return home_error(request, homes)
-    page = homes.listing.page(list_query(request.GET), get_config().price_book)
+    page = homes.listing.page(list_query(request.GET), get_config().rate_book)
     context = {"progress": homes.progress, **fragments.list_context(page)}
     if request.htmx and not request.htmx.history_restore_request:
         # The filter form, sort and pager ask for the list section alone; the address

@@ -24,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from dshweb.accounts.tokens import token_create
 from dshweb.api.metrics import RECENT_MS
-from dshweb.core.fold.cost import PriceBook
+from dshweb.core.fold.cost import RateBook
 from dshweb.core.fold.forecast import IDLE_AFTER_MS
 from dshweb.core.log.home import session_logs
 from tests.conftest import FIXTURE_HOMES
@@ -127,9 +127,9 @@ def test_the_series_are_the_sessions_figures(home: Path) -> None:
     assert got["dshweb_freed_tokens_total", (("home", "local"),)] == freed > 0
     assert got["dshweb_sessions", (("home", "local"),)] == len(SESSIONS)
     # What the requests and summaries cost, by model: only the models with a price.
-    book = PriceBook()
+    book = RateBook()
     costs = [
-        (row.price.route[0], row.cost + (row.summary_cost or 0.0))
+        (row.rates.route[0], row.cost + (row.summary_cost or 0.0))
         for s in shots
         for row in book.by_route(s.cost)
         if row.cost is not None

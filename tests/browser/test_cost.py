@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from dshweb.core.fold.cost import PriceBook
+from dshweb.core.fold.cost import RateBook
 from dshweb.core.fold.index import HomeIndex
 from tests.browser.conftest import WAIT_MS, SameDocument
 from tests.support.homes import CutHome
@@ -34,12 +34,12 @@ class CostHome(CutHome):
         index = HomeIndex(self.path)
         index.refresh()
         (shot,) = index.snapshots()
-        book = PriceBook()
-        priced = {
+        book = RateBook()
+        costed = {
             number: book.compaction(compaction.cost, compaction.summary_usage, compaction.saved)
             for number, compaction in enumerate(shot.ledger.compactions, start=shot.ledger.first)
         }
-        costs = {n: p.cost for n, p in priced.items() if p.cost is not None}
+        costs = {n: p.cost for n, p in costed.items() if p.cost is not None}
         return book.total(shot.cost)[0], shot.ledger.total, costs
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from dshweb.core.fold.cost import PriceBook, parse_aliases, parse_windows
+from dshweb.core.fold.cost import RateBook, parse_aliases, parse_windows
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
 from tests.api.test_v1 import signed_in
@@ -43,9 +43,9 @@ def test_a_session_on_a_priced_and_an_unpriced_model_shows_both_and_never_zero(
 ) -> None:
     home = _home("cost-switch", tmp_path, settings)
     shot = _snapshot(home)
-    book = PriceBook()
-    total, unpriced = book.total(shot.cost)
-    assert total is not None and total > 0 and unpriced
+    book = RateBook()
+    total, unrated = book.total(shot.cost)
+    assert total is not None and total > 0 and unrated
 
     client, _ = signed_in()
     page = client.get(f"/homes/local/sessions/{shot.session_id}/").content.decode()
@@ -64,21 +64,21 @@ def test_a_session_on_a_priced_and_an_unpriced_model_shows_both_and_never_zero(
 
     # Each ledger row prices its fold as the core does; the flash folds say unknown.
     compactions = {f.seq: f for f in shot.ledger.compactions}
-    priced_rows = re.findall(
+    costed_rows = re.findall(
         r'<tr data-kind="[a-z]+" data-seq="(\d+)"[^>]*'
         r'data-cost-usd="([^"]+)"\s+data-saved-usd="([^"]*)"',
         page,
         re.S,
     )
-    assert len(priced_rows) >= 5
-    for seq, cost, saved in priced_rows:
-        priced = book.compaction(
+    assert len(costed_rows) >= 5
+    for seq, cost, saved in costed_rows:
+        costed = book.compaction(
             compactions[int(seq)].cost,
             compactions[int(seq)].summary_usage,
             compactions[int(seq)].saved,
         )
-        assert float(cost) == priced.cost
-        assert float(saved) == priced.not_resent
+        assert float(cost) == costed.cost
+        assert float(saved) == costed.not_resent
     assert page.count("price unknown") >= 1 + sum(
         1 for f in shot.ledger.compactions if f.status == "done" and f.seq < 240
     )
@@ -105,7 +105,7 @@ def test_a_session_on_a_priced_and_an_unpriced_model_shows_both_and_never_zero(
     # The ledger's rows (the downloads and the API give the same rows).
     table = client.get(f"/api/v1/homes/local/sessions/{shot.session_id}/ledger").json()["folds"]
     pro = [r for r in table if r["cost_usd"] is not None]
-    assert len(pro) == len(priced_rows)
+    assert len(pro) == len(costed_rows)
     assert all(r["cost_usd"] > 0 for r in pro if r["requests_after"] or r["summary_usd"])
     assert sum(r["cost_usd"] for r in pro) == pytest.approx(
         detail["cost"]["folds"]["costUsd"], rel=1e-9
@@ -120,7 +120,7 @@ def test_the_peak_windows_and_a_models_price_are_this_servers_to_set(
     cost on the page; ``PRICE_AS`` prices flash, and the page names the entry used."""
     home = _home("cost-pro", tmp_path, settings)
     shot = _snapshot(home)
-    off_peak = PriceBook().total(shot.cost)[0]
+    off_peak = RateBook().total(shot.cost)[0]
     assert off_peak is not None
     client, _ = signed_in()
     url = f"/homes/local/sessions/{shot.session_id}/"
@@ -135,7 +135,7 @@ def test_the_peak_windows_and_a_models_price_are_this_servers_to_set(
     text = f"{first // 4:02d}:{first % 4 * 15:02d}-{last // 4:02d}:{last % 4 * 15:02d}"
     assert parse_windows(text)
     settings.DSHWEB = {**settings.DSHWEB, "PEAK_WINDOWS": text}
-    peak = PriceBook(windows=parse_windows(text)).total(shot.cost)[0]
+    peak = RateBook(windows=parse_windows(text)).total(shot.cost)[0]
     assert peak == pytest.approx(2 * off_peak)
     page = client.get(url).content.decode()
     assert float(data_attributes(page, "session-cost")["data-total-usd"]) == peak
@@ -143,7 +143,7 @@ def test_the_peak_windows_and_a_models_price_are_this_servers_to_set(
     flash = _home("auto-compact", tmp_path, settings, PRICE_AS="deepseek-flash=deepseek-v4-flash")
     shot = _snapshot(flash)
     page = client.get(f"/homes/local/sessions/{shot.session_id}/").content.decode()
-    expected = PriceBook(aliases=parse_aliases("deepseek-flash=deepseek-v4-flash")).total(shot.cost)
+    expected = RateBook(aliases=parse_aliases("deepseek-flash=deepseek-v4-flash")).total(shot.cost)
     card = data_attributes(page, "session-cost")
     assert (float(card["data-total-usd"]), card["data-unpriced"]) == (expected[0], "false")
     assert 'priced as <span translate="no">deepseek-v4-flash</span> (this server’s setting)' in page
@@ -154,7 +154,7 @@ def test_dsh_snapshot_prices_with_the_windows_it_is_given(tmp_path: Path) -> Non
     out = io.StringIO()
     call_command("dsh_snapshot", "--home", str(home), "--json", stdout=out)
     (listed,) = json.loads(out.getvalue())
-    off_peak = PriceBook().total(_snapshot(home).cost)[0]
+    off_peak = RateBook().total(_snapshot(home).cost)[0]
     assert off_peak is not None and listed["cost"]["totalUsd"] == off_peak
     assert listed["cost"]["peakWindowsUtc"] == ["01:00-04:00", "06:00-10:00"]
     out = io.StringIO()
@@ -173,7 +173,7 @@ def test_a_session_on_a_model_without_a_price_says_so_once(
 ) -> None:
     home = _home("auto-compact", tmp_path, settings)
     shot = _snapshot(home)
-    assert PriceBook().total(shot.cost) == (None, True)
+    assert RateBook().total(shot.cost) == (None, True)
     client, _ = signed_in()
     listing = client.get("/").content.decode()
     (row,) = re.findall(

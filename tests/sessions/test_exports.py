@@ -25,7 +25,7 @@ from django.http.response import HttpResponseBase
 from django.template.loader import render_to_string
 from django.test import AsyncClient, Client
 
-from dshweb.core.fold.cost import PriceBook
+from dshweb.core.fold.cost import RateBook
 from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
@@ -167,13 +167,13 @@ async def test_ledger_downloads_are_every_compaction(
     _, chunks = await _download(async_user, f"/homes/local/sessions/{session_id}/ledger.csv")
     header, *rows = csv.reader(io.StringIO(b"".join(chunks).decode()))
     assert tuple(header) == COMPACTION_COLUMNS
-    assert rows == _texts(compaction_rows(ledger.compactions, PriceBook()))
+    assert rows == _texts(compaction_rows(ledger.compactions, RateBook()))
     assert [int(r[0]) for r in rows] == list(range(1, len(ledger.compactions) + 1))
 
     _, chunks = await _download(async_user, f"/homes/local/sessions/{session_id}/ledger.json")
     data = json.loads(b"".join(chunks))
     assert data["folds"] == _objects(
-        COMPACTION_COLUMNS, compaction_rows(ledger.compactions, PriceBook())
+        COMPACTION_COLUMNS, compaction_rows(ledger.compactions, RateBook())
     )
     assert data["refused"] == _objects(REFUSED_COLUMNS, map(refused_row, ledger.refused))
     assert len(data["folds"]) == {"auto-compact": 3, "web-driven": 1, MANY: 60}[session_id]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dshweb.core.fold.compactions import CompactCommand, Compaction, TimelinePoint
-from dshweb.core.fold.cost import PriceBook
+from dshweb.core.fold.cost import RateBook
 from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.home import session_logs
 from dshweb.core.log.times import iso_utc
@@ -111,7 +111,7 @@ def test_rows_carry_the_ledgers_figures() -> None:
     tracker.refresh()
     ledger = tracker.ledger.result(tracker.meter)
     compaction = ledger.compactions[1]
-    row = dict(zip(COMPACTION_COLUMNS, compaction_row(2, compaction, PriceBook()), strict=True))
+    row = dict(zip(COMPACTION_COLUMNS, compaction_row(2, compaction, RateBook()), strict=True))
     assert row["number"] == 2 and row["kind"] == "automatic" and row["status"] == "done"
     assert (row["seq"], row["end_seq"], row["turn"]) == (130, 134, 8)
     assert (row["shadowed_tokens"], row["checkpoint_tokens"]) == (3943, 178)
@@ -126,6 +126,6 @@ def test_texts_from_the_log_encode_as_utf8() -> None:
     compaction = Compaction(
         "manual", seq=1, time=None, command="/compact \ud800", error="bad \udfff"
     )
-    row = dict(zip(COMPACTION_COLUMNS, compaction_row(1, compaction, PriceBook()), strict=True))
+    row = dict(zip(COMPACTION_COLUMNS, compaction_row(1, compaction, RateBook()), strict=True))
     assert row["command"] == "/compact \ufffd" and row["error"] == "bad \ufffd"
     assert all(v.encode() for v in (row["command"], row["error"]))

@@ -27,7 +27,7 @@ from django.core.management.base import CommandError
 from django.template.loader import render_to_string
 from django.test import Client
 
-from dshweb.core.fold.cost import PriceBook
+from dshweb.core.fold.cost import RateBook
 from dshweb.core.fold.gauge import Band, context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
@@ -821,17 +821,16 @@ def test_a_ledger_row_is_rendered_again_when_its_compaction_changes() -> None:
     from dshweb.sessions.display.ledger_pages import NumberedCompaction
 
     open_compaction = Compaction("automatic", 40, None, turn=3, before=9000)
-    shown = fragments.ledger_row_html(NumberedCompaction(7, open_compaction), True, PriceBook())
+    shown = fragments.ledger_row_html(NumberedCompaction(7, open_compaction), True, RateBook())
     assert 'data-status="open"' in shown and "in progress" in shown
     assert (
-        fragments.ledger_row_html(NumberedCompaction(7, open_compaction), True, PriceBook())
-        is shown
+        fragments.ledger_row_html(NumberedCompaction(7, open_compaction), True, RateBook()) is shown
     )  # kept
     done = replace(open_compaction, end_seq=44, after=2500)
-    ended = fragments.ledger_row_html(NumberedCompaction(7, done), True, PriceBook())
+    ended = fragments.ledger_row_html(NumberedCompaction(7, done), True, RateBook())
     assert 'data-status="done"' in ended and "in progress" not in ended
     assert 'data-after="2500"' in ended and '<data value="6500">6,500</data>' in ended
-    renumbered = fragments.ledger_row_html(NumberedCompaction(8, done), True, PriceBook())
+    renumbered = fragments.ledger_row_html(NumberedCompaction(8, done), True, RateBook())
     assert 'data-fold="8"' in renumbered and 'data-fold="7"' in ended
 
 

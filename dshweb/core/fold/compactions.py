@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from dshweb.core.fold.cost import CompactionCost, CostedCompaction, PriceBook
+from dshweb.core.fold.cost import CompactionCost, CostedCompaction, RateBook
 from dshweb.core.fold.meter import Usage
 
 CompactionKind = Literal["automatic", "manual", "overflow", "prune"]
@@ -70,10 +70,10 @@ class Compaction:
     previewed: Previewed | None = None
     """What the preview said, from the log just before the compaction began."""
     cost: CompactionCost = field(default_factory=CompactionCost)
-    """What it cost and saved, in tokens by slot (priced by a
-    :class:`~dshweb.core.fold.cost.PriceBook`)."""
+    """What it cost and saved, in tokens by slot (costed by a
+    :class:`~dshweb.core.fold.cost.RateBook`)."""
 
-    def priced(self, book: PriceBook) -> CostedCompaction:
+    def costed(self, book: RateBook) -> CostedCompaction:
         """What it cost and saved, in dollars by ``book``."""
         return book.compaction(self.cost, self.summary_usage, self.saved)
 

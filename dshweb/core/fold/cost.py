@@ -1,8 +1,10 @@
 """What a session's requests and compactions cost, in dollars, by the ``dsh-llm-cost``
 registry.
 
-Prices are never typed here: the registry (the PyPI package ``dsh-llm-cost``, shared with
-DSH's own cost plugin) resolves a model to its per-million prices, its off-peak factor
+Rates are never typed here: the registry (the PyPI package ``dsh-llm-cost``, shared with
+DSH's own cost plugin) resolves a model to its dollars per million tokens (its *rates*,
+as the house calls them: a *price* is in tokens, :mod:`dshweb.core.fold.pricing`), its
+off-peak factor
 and the date they took effect, with the plugin's matching ladder (exact id, then the
 longest registry key inside the id, else *unknown*: shown as unknown, never as $0).
 
@@ -10,12 +12,12 @@ longest registry key inside the id, else *unknown*: shown as unknown, never as $
 dollars, kept by billing slot (:mod:`dshweb.core.fold.billing`: who answered and *when*
 on the registry's clock, to the quarter hour). So the peak windows can change without
 folding again, and a slot's tokens cost what each request of it would have cost on its
-own: the price is linear in tokens and one factor holds a whole quarter hour (peak
+own: the cost is linear in tokens and one factor holds a whole quarter hour (peak
 windows start and end on quarter hours, :func:`parse_windows`).
 
-**Read side** (:class:`PriceBook`): the registry, the peak windows and any models priced
+**Read side** (:class:`RateBook`): the registry, the peak windows and any models rated
 as another (``deepseek-flash`` as ``deepseek-v4-flash``: a choice the person running
-dshweb makes and the page names). :meth:`PriceBook.money` turns a slot's tokens into dollars.
+dshweb makes and the page names). :meth:`RateBook.money` turns a slot's tokens into dollars.
 
 What a compaction cost and what it saved (:class:`CompactionCost`, kept on each
 :class:`~dshweb.core.fold.compactions.Compaction` by the ledger):
@@ -23,11 +25,11 @@ What a compaction cost and what it saved (:class:`CompactionCost`, kept on each
 - *summary*: the summariser's own request (``compaction/summary.usage``), as billed;
 - *rewrite*: the next request sends the changed part of its prefix uncached — the
   checkpoint and everything after it (DSH's count of those nodes right after the
-  compaction),
-  billed as a cache write where the model's price has one, else as input (a miss);
+  compaction), billed as a cache write where the model has a cache-write rate, else as
+  input (a miss);
 - *not resent*: every request after the compaction, until the next one, did not send what it
   freed (shadowed − what replaced it, DSH's count); those tokens would have been read
-  from the cache, so they are priced at the cache-read rate of the request that skipped
+  from the cache, so they are costed at the cache-read rate of the request that skipped
   them.
 """
 
@@ -67,7 +69,8 @@ def frozen(tally: Mapping[Slot, list[int]]) -> tuple[tuple[Slot, Buckets], ...]:
 
 @dataclass(frozen=True, slots=True)
 class CompactionCost:
-    """The tokens one compaction cost and saved, by slot (priced by :meth:`PriceBook.fold`)."""
+    """The tokens one compaction cost and saved, by slot (in dollars by
+    :meth:`RateBook.compaction`)."""
 
     summary: Slot | None = None
     """The summariser's request (its tokens are the compaction's ``summary_usage``)."""
@@ -97,14 +100,14 @@ class CompactionSpend:
 
 @dataclass(frozen=True, slots=True)
 class CostedCompactions:
-    """All of a session's compactions in dollars: their priced part, and whether one on a
-    model without a price was left out."""
+    """All of a session's compactions in dollars: their part with rates, and whether one on
+    a model without rates was left out."""
 
     cost: float
     """The summaries and the prefixes sent again."""
     saved: float
     """What the requests after them did not send."""
-    unpriced: bool
+    unrated: bool
 
     @property
     def net(self) -> float:
@@ -213,17 +216,17 @@ def registry_version() -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Price:
-    """How one route is priced: the registry's entry, or why there is none."""
+class Rates:
+    """How one route is rated: the registry's entry, or why there is none."""
 
     route: Route
     entry: registry.PricingEntry | None
     matched: str | None
-    """The registry key that priced it."""
+    """The registry key that rated it."""
     match: str
     """``exact``, ``substring``, ``ollama`` (free) or ``none`` (unknown)."""
     alias: str | None = None
-    """The model this server prices it as (:attr:`PriceBook.aliases`)."""
+    """The model this server rates it as (:attr:`RateBook.aliases`)."""
 
     @property
     def known(self) -> bool:
@@ -236,39 +239,39 @@ class Price:
 
 @dataclass(frozen=True, slots=True)
 class RouteCost:
-    """One model's requests and summaries: tokens, and dollars when it has a price."""
+    """One model's requests and summaries: tokens, and dollars when it has rates."""
 
-    price: Price
+    rates: Rates
     requests: int
     tokens: Buckets
     """The requests' tokens (``tokenUsage``'s buckets, this route's part)."""
     summary_tokens: Buckets
     cost: float | None
-    """The requests' dollars (``None``: no price)."""
+    """The requests' dollars (``None``: no rates)."""
     summary_cost: float | None
 
     @property
     def dollars(self) -> float | None:
-        """Its requests and summaries together (``None``: no price)."""
+        """Its requests and summaries together (``None``: no rates)."""
         return None if self.cost is None else self.cost + (self.summary_cost or 0.0)
 
 
 @dataclass(frozen=True, slots=True)
 class CostedCompaction:
-    """A compaction's cost and savings in dollars; ``None`` where there is nothing to price (a
+    """A compaction's cost and savings in dollars; ``None`` where there is nothing to cost (a
     prune pass has no summariser; the next request has not come yet) or, with
-    ``unpriced``, a model without a price."""
+    ``unrated``, a model without rates."""
 
     summary: float | None
     rewrite: float | None
     not_resent: float | None
     requests_after: int
-    unpriced: bool = False
-    """A model it involved has no price: its cost and savings are not known."""
+    unrated: bool = False
+    """A model it involved has no rates: its cost and savings are not known."""
 
     @property
     def cost(self) -> float | None:
-        if self.unpriced:
+        if self.unrated:
             return None
         return (self.summary or 0.0) + (self.rewrite or 0.0)
 
@@ -282,12 +285,12 @@ class CostedCompaction:
 
 
 @dataclass(frozen=True)
-class PriceBook:
+class RateBook:
     """The registry, read with this server's peak windows and model aliases."""
 
     windows: tuple[Window, ...] = DEFAULT_WINDOWS
     aliases: tuple[tuple[str, str], ...] = ()
-    """(model as logged, registry model it is priced as)."""
+    """(model as logged, registry model it is rated as)."""
 
     @property
     def version(self) -> str:
@@ -297,7 +300,7 @@ class PriceBook:
     def _alias(self) -> dict[str, str]:
         return dict(self.aliases)
 
-    def resolve(self, route: Route) -> Price:
+    def resolve(self, route: Route) -> Rates:
         return _resolve(route, self._alias.get(route[0]))
 
     def factor(self, entry: registry.PricingEntry, weekend: bool, quarter: int) -> float:
@@ -312,11 +315,11 @@ class PriceBook:
 
     def money(self, slot: Slot, tokens: Buckets) -> float | None:
         """``tokens`` of one slot in dollars, by the registry's own formula
-        (``None``: the route has no price)."""
-        price = self.resolve((slot[0], slot[1]))
-        if not price.known:
+        (``None``: the route has no rates)."""
+        rates = self.resolve((slot[0], slot[1]))
+        if not rates.known:
             return None
-        entry = price.entry
+        entry = rates.entry
         if entry is None:  # free
             return 0.0
         base: float = registry.compute_cost_usd(
@@ -343,7 +346,7 @@ class PriceBook:
                     self.resolve(route), counts.get(route, 0), tokens, summary, money, summary_money
                 )
             )
-        rows.sort(key=lambda r: (r.cost is None, -(r.dollars or 0.0), r.price.route))
+        rows.sort(key=lambda r: (r.cost is None, -(r.dollars or 0.0), r.rates.route))
         return tuple(rows)
 
     def _sum(self, items: Iterable[tuple[Slot, Buckets]]) -> tuple[Buckets, float | None]:
@@ -352,13 +355,13 @@ class PriceBook:
         for slot, buckets in items:
             for i in range(4):
                 tokens[i] += buckets[i]
-            priced = self.money(slot, buckets)
-            money = None if priced is None or money is None else money + priced
+            costed = self.money(slot, buckets)
+            money = None if costed is None or money is None else money + costed
         return (tokens[0], tokens[1], tokens[2], tokens[3]), money
 
     def total(self, cost: SessionCost) -> tuple[float | None, bool]:
-        """Every priced request and summary in dollars (``None``: none had a price), and
-        whether some had no price."""
+        """Every request and summary with rates in dollars (``None``: none had rates), and
+        whether some had none."""
         dollars: float | None = None
         unknown = False
         for slot, buckets in (*cost.requests, *cost.summaries):
@@ -386,17 +389,17 @@ class PriceBook:
         for slot, count in cost.not_resent:
             money = self.money(slot, (0, 0, max(0, freed or 0) * count, 0))
             saved = None if money is None or saved is None else saved + money
-        unpriced = (
+        unrated = (
             (cost.summary is not None and summary_usage is not None and summary is None)
             or (cost.rewrite is not None and rewrite is None)
             or saved is None
         )
         return CostedCompaction(
-            None if unpriced else summary,
-            None if unpriced else rewrite,
-            None if unpriced else saved,
+            None if unrated else summary,
+            None if unrated else rewrite,
+            None if unrated else saved,
             cost.requests_after,
-            unpriced,
+            unrated,
         )
 
     def compactions(self, cost: SessionCost, spend: CompactionSpend) -> CostedCompactions:
@@ -408,37 +411,37 @@ class PriceBook:
         return CostedCompactions(
             cost=sum(p for p in parts if p is not None),
             saved=sum(p for p in saved if p is not None),
-            unpriced=None in parts or None in saved,
+            unrated=None in parts or None in saved,
         )
 
     def _rewrite(self, slot: Slot, tokens: int) -> float | None:
-        price = self.resolve((slot[0], slot[1]))
-        entry = price.entry
+        rates = self.resolve((slot[0], slot[1]))
+        entry = rates.entry
         writes = entry is not None and entry.cache_write_per_m is not None
         return self.money(slot, (0, 0, 0, tokens) if writes else (tokens, 0, 0, 0))
 
 
-REGISTRY_PRICES = PriceBook()
+REGISTRY_RATES = RateBook()
 """The registry's own peak windows and no aliases (a server passes its own)."""
 
 
 @functools.lru_cache(maxsize=256)
-def _resolve(route: Route, alias: str | None) -> Price:
+def _resolve(route: Route, alias: str | None) -> Rates:
     model, provider = route
     found = registry.resolve_pricing(alias or model, provider)
-    return Price(route, found.entry, found.matched_model, found.match, alias)
+    return Rates(route, found.entry, found.matched_model, found.match, alias)
 
 
-def price_book(peak_windows: str, price_as: str, names: tuple[str, str]) -> PriceBook:
-    """The prices a person set: ``peak_windows`` (:func:`parse_windows`; empty: the
-    registry's) and ``price_as`` (:func:`parse_aliases`). ``ValueError`` saying what is
+def rate_book(peak_windows: str, rate_as: str, names: tuple[str, str]) -> RateBook:
+    """The rates a person set: ``peak_windows`` (:func:`parse_windows`; empty: the
+    registry's) and ``rate_as`` (:func:`parse_aliases`). ``ValueError`` saying what is
     wrong, under the setting's name as the person typed it (``names``: those of the two)."""
     try:
         windows = parse_windows(peak_windows) if peak_windows.strip() else DEFAULT_WINDOWS
     except ValueError as exc:
         raise ValueError(f"{names[0]}: {exc}") from None
     try:
-        return PriceBook(windows=windows, aliases=parse_aliases(price_as))
+        return RateBook(windows=windows, aliases=parse_aliases(rate_as))
     except ValueError as exc:
         raise ValueError(f"{names[1]}: {exc}") from None
 
@@ -461,24 +464,24 @@ def _buckets_json(tokens: Buckets) -> dict[str, int]:
     return dict(zip(BUCKET_NAMES, tokens, strict=True))
 
 
-def cost_json(cost: SessionCost, spend: CompactionSpend, book: PriceBook) -> dict[str, Any]:
+def cost_json(cost: SessionCost, spend: CompactionSpend, book: RateBook) -> dict[str, Any]:
     """A session's cost in the CLI's and the API's JSON shape (dollars as floats; ``None``
-    where a model has no price)."""
-    total, unpriced = book.total(cost)
+    where a model has no rates)."""
+    total, unrated = book.total(cost)
     compactions = book.compactions(cost, spend)
     return {
         "registry": {"package": "dsh-llm-cost", "version": book.version},
         "peakWindowsUtc": [window_text(w).replace("–", "-") for w in book.windows],
         "totalUsd": total,
-        "unpriced": unpriced,
+        "unpriced": unrated,
         "byModel": [
             {
-                "model": row.price.route[0],
-                "provider": row.price.route[1],
-                "pricedAs": row.price.matched,
-                "match": row.price.match,
-                "alias": row.price.alias,
-                "effectiveDate": row.price.effective_date,
+                "model": row.rates.route[0],
+                "provider": row.rates.route[1],
+                "pricedAs": row.rates.matched,
+                "match": row.rates.match,
+                "alias": row.rates.alias,
+                "effectiveDate": row.rates.effective_date,
                 "requests": row.requests,
                 "tokens": _buckets_json(row.tokens),
                 "usd": row.cost,
@@ -490,6 +493,6 @@ def cost_json(cost: SessionCost, spend: CompactionSpend, book: PriceBook) -> dic
         "folds": {
             "costUsd": compactions.cost,
             "notResentUsd": compactions.saved,
-            "unpriced": compactions.unpriced,
+            "unpriced": compactions.unrated,
         },
     }

@@ -17,9 +17,9 @@ from typing import Any
 
 from dshweb.core.fold.compaction import CompactionPoint, catalogue_point, measured_tokens
 from dshweb.core.fold.cost import (
-    REGISTRY_PRICES,
+    REGISTRY_RATES,
     CostCollector,
-    PriceBook,
+    RateBook,
     SessionCost,
     cost_json,
 )
@@ -276,8 +276,8 @@ class SessionSnapshot:
     manual_preview: CompactionPreview = field(default_factory=lambda: CompactionPreview("manual"))
     """What a Compact now would take away."""
     cost: SessionCost = field(default_factory=SessionCost)
-    """The tokens of its requests and summaries by model and billing time (priced by a
-    :class:`~dshweb.core.fold.cost.PriceBook`)."""
+    """The tokens of its requests and summaries by model and billing time (costed by a
+    :class:`~dshweb.core.fold.cost.RateBook`)."""
 
     @property
     def automatic_preview(self) -> CompactionPreview | None:
@@ -324,11 +324,9 @@ class SessionSnapshot:
         of the last event it folded."""
         return self.last_time if self.past and self.last_time is not None else now_ms
 
-    def as_json(
-        self, now_ms: int | None = None, book: PriceBook = REGISTRY_PRICES
-    ) -> dict[str, Any]:
+    def as_json(self, now_ms: int | None = None, book: RateBook = REGISTRY_RATES) -> dict[str, Any]:
         """The snapshot in the CLI's JSON shape (the host's field names, and dshweb's
-        ``forecast`` and ``summaryForecast``, as of ``now_ms``; ``cost`` priced by
+        ``forecast`` and ``summaryForecast``, as of ``now_ms``; ``cost`` costed by
         ``book``)."""
         compaction: dict[str, Any] = (
             self.point.as_dict()

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from itertools import chain, islice
 
-from dshweb.core.fold.cost import REGISTRY_PRICES, PriceBook
+from dshweb.core.fold.cost import REGISTRY_RATES, RateBook
 from dshweb.core.fold.gauge import Band
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME
 from dshweb.core.listing.query import ListQuery, SortKey, matches, search_text
@@ -136,7 +136,7 @@ class SessionList:
         trees: Sequence[HomeTree] = (),
     ) -> None:
         self._trees = tuple(trees)
-        self._by_cost: dict[PriceBook, tuple[int, ...]] = {}
+        self._by_cost: dict[RateBook, tuple[int, ...]] = {}
         if trees:
             homes = [tree.home for tree in trees]
         else:
@@ -209,7 +209,7 @@ class SessionList:
 
         return tuple(sorted(range(len(self.entries)), key=key))
 
-    def _dearest(self, book: PriceBook) -> tuple[int, ...]:
+    def _dearest(self, book: RateBook) -> tuple[int, ...]:
         """Dearest first by ``book`` (kept per book: one per server)."""
         found = self._by_cost.get(book)
         if found is not None:
@@ -224,7 +224,7 @@ class SessionList:
         found = self._by_cost[book] = tuple(sorted(range(len(self.entries)), key=key))
         return found
 
-    def _order(self, sort: SortKey, book: PriceBook) -> Sequence[int]:
+    def _order(self, sort: SortKey, book: RateBook) -> Sequence[int]:
         if sort is SortKey.COST:
             return self._dearest(book)
         if sort is SortKey.PERCENT:
@@ -235,8 +235,8 @@ class SessionList:
             return self._by_next_pass
         return range(len(self.entries))
 
-    def page(self, query: ListQuery, book: PriceBook = REGISTRY_PRICES) -> ListPage:
-        """The page ``query`` asks for (``book``: the prices the cost sort goes by)."""
+    def page(self, query: ListQuery, book: RateBook = REGISTRY_RATES) -> ListPage:
+        """The page ``query`` asks for (``book``: the rates the cost sort goes by)."""
         if not query.filtering and query.sort is SortKey.ACTIVITY:
             # Every session, in list order: only the page's rows are read.
             matched = self.counts.total

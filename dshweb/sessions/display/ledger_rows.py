@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from dshweb.core.fold.compactions import CompactCommand, Compaction, TimelinePoint
-from dshweb.core.fold.cost import PriceBook
+from dshweb.core.fold.cost import RateBook
 from dshweb.core.log.jsjson import printable
 from dshweb.core.log.times import iso_utc
 
@@ -74,10 +74,10 @@ def timeline_row(point: TimelinePoint) -> tuple[Value, ...]:
     return (point.seq, iso_utc(point.time), point.time, point.tokens, point.role, point.compaction)
 
 
-def compaction_row(number: int, compaction: Compaction, book: PriceBook) -> tuple[Value, ...]:
+def compaction_row(number: int, compaction: Compaction, book: RateBook) -> tuple[Value, ...]:
     usage = compaction.summary_usage
-    priced = compaction.priced(book)
-    known = not priced.unpriced
+    costed = compaction.costed(book)
+    known = not costed.unrated
     return (
         number,
         compaction.kind,
@@ -100,11 +100,11 @@ def compaction_row(number: int, compaction: Compaction, book: PriceBook) -> tupl
         usage.cache_write if usage else None,
         usage.output if usage else None,
         compaction.cost.rewritten if compaction.cost.rewrite is not None else None,
-        priced.requests_after,
-        priced.cost if known else None,
-        priced.summary if known else None,
-        priced.rewrite if known else None,
-        priced.not_resent if known else None,
+        costed.requests_after,
+        costed.cost if known else None,
+        costed.summary if known else None,
+        costed.rewrite if known else None,
+        costed.not_resent if known else None,
         _text(compaction.command),
         compaction.command_seq,
         _text(compaction.command_kind),
@@ -131,7 +131,7 @@ def timeline_rows(points: Iterable[TimelinePoint]) -> Iterator[tuple[Value, ...]
 
 
 def compaction_rows(
-    compactions: Iterable[Compaction], book: PriceBook, *, first: int = 1
+    compactions: Iterable[Compaction], book: RateBook, *, first: int = 1
 ) -> Iterator[tuple[Value, ...]]:
     """One row per fold, oldest first, numbered from ``first`` (:data:`COMPACTION_COLUMNS`),
     priced by ``book``."""

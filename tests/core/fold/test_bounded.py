@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from dshweb.core.fold import ledger as ledger_module
-from dshweb.core.fold.cost import PriceBook
+from dshweb.core.fold.cost import RateBook
 from dshweb.core.fold.ledger import MAX_COMPACTIONS, MAX_REFUSED
 from dshweb.core.fold.meter import MAX_PROBLEMS
 from dshweb.core.fold.session import SessionTracker, take_snapshot
@@ -82,8 +82,8 @@ def test_the_ledger_keeps_the_newest_compactions_and_counts_the_rest(
     oldest = ledger_page(kept.compactions, first=kept.first, before=kept.first + LEDGER_PAGE_SIZE)
     assert oldest.older is None and oldest.rows[-1].number == kept.first
     assert oldest.rows[-1].compaction == whole.compactions[kept.first - 1]
-    rows = list(compaction_rows(kept.compactions, PriceBook(), first=kept.first))
-    assert rows == list(compaction_rows(whole.compactions, PriceBook()))[-MAX_COMPACTIONS:]
+    rows = list(compaction_rows(kept.compactions, RateBook(), first=kept.first))
+    assert rows == list(compaction_rows(whole.compactions, RateBook()))[-MAX_COMPACTIONS:]
     numbers = {p.compaction for p in kept.points if p.compaction is not None}
     assert min(numbers) == kept.first and max(numbers) == compactions
 

@@ -24,7 +24,7 @@ from dshweb.core.fold.cost import (
     DEFAULT_WINDOWS,
     CompactionCost,
     CostCollector,
-    PriceBook,
+    RateBook,
     parse_aliases,
     parse_windows,
 )
@@ -37,7 +37,7 @@ from tests.fixtures.dshrun import SessionLog, session_logs
 from tests.support.logbuilder import typed
 
 HOMES = sorted(p for p in FIXTURE_HOMES.iterdir() if (p / "sessions").is_dir())
-PRICED_HOMES = ("cost-pro", "cost-switch")
+COSTED_HOMES = ("cost-pro", "cost-switch")
 
 
 def close(value: float | None) -> object:
@@ -136,32 +136,32 @@ def snapshots(home: Path) -> dict[str, SessionSnapshot]:
 def registry_total(log: SessionLog) -> tuple[float | None, bool]:
     """Every request and summary of ``log``, each priced by the registry at its time."""
     total: float | None = None
-    unpriced = False
+    unrated = False
     requests, _ = requests_of(log)
-    priced = [(r.usage, r.model, r.provider, r.time) for r in requests]
+    costed = [(r.usage, r.model, r.provider, r.time) for r in requests]
     for event in log.of_type("compaction/summary"):
         data = event["data"]
         if data.get("usage") and data.get("model"):
-            priced.append((data["usage"], data["model"], data.get("provider") or "", event["time"]))
-    for usage, model, provider, time in priced:
+            costed.append((data["usage"], data["model"], data.get("provider") or "", event["time"]))
+    for usage, model, provider, time in costed:
         if not any(usage.get(k) for k in ("inputTokens", "outputTokens", "cacheReadTokens")):
             continue
         dollars = bill(usage, model, provider, time)
         if dollars is None:
-            unpriced = True
+            unrated = True
         else:
             total = (total or 0.0) + dollars
-    return total, unpriced
+    return total, unrated
 
 
 @pytest.mark.parametrize("home", HOMES, ids=[h.name for h in HOMES])
 def test_a_sessions_cost_is_the_registry_price_of_its_requests_and_summaries(home: Path) -> None:
-    book = PriceBook()
+    book = RateBook()
     logs = session_logs(home)
     for session_id, snap in snapshots(home).items():
-        expected, unpriced = registry_total(logs[session_id])
+        expected, unrated = registry_total(logs[session_id])
         total, unknown = book.total(snap.cost)
-        assert unknown == unpriced, session_id
+        assert unknown == unrated, session_id
         if expected is None:
             assert total is None, f"{session_id}: an unpriced model shown as ${total}"
         else:
@@ -180,7 +180,7 @@ def _compaction_of(compactions: tuple[Compaction, ...], compaction_id: str) -> C
     return compaction
 
 
-@pytest.mark.parametrize("name", PRICED_HOMES)
+@pytest.mark.parametrize("name", COSTED_HOMES)
 def test_each_compaction_costs_what_the_registry_says_of_its_summary_rewrite_and_requests_after(
     name: str,
 ) -> None:
@@ -188,7 +188,7 @@ def test_each_compaction_costs_what_the_registry_says_of_its_summary_rewrite_and
     tail uncached (DeepSeek bills a miss as input: it has no cache-write price); the
     requests until the next fold, each not sending what the fold freed (as cache reads)."""
     home = FIXTURE_HOMES / name
-    book = PriceBook()
+    book = RateBook()
     (log,) = session_logs(home).values()
     (snap,) = snapshots(home).values()
     requests, replacing = requests_of(log)
@@ -198,7 +198,7 @@ def test_each_compaction_costs_what_the_registry_says_of_its_summary_rewrite_and
     checked = {"summary": 0, "rewrite": 0, "requests after": 0}
     spent, saved = [], []  # every priced part, request by request, for the totals
     for number, compaction in enumerate(compactions):
-        priced = book.compaction(compaction.cost, compaction.summary_usage, compaction.saved)
+        costed = book.compaction(compaction.cost, compaction.summary_usage, compaction.saved)
         assert compaction.end_seq is not None
         until = compactions[number + 1].end_seq if number + 1 < len(compactions) else None
         after = [
@@ -212,19 +212,19 @@ def test_each_compaction_costs_what_the_registry_says_of_its_summary_rewrite_and
             )
             spent.append(expected)
             if expected is not None:
-                assert priced.summary == close(expected)
+                assert costed.summary == close(expected)
                 checked["summary"] += 1
         if not after:
-            assert compaction.cost.rewrite is None and priced.rewrite is None
+            assert compaction.cost.rewrite is None and costed.rewrite is None
             continue
-        assert priced.requests_after == len(after)
+        assert costed.requests_after == len(after)
         first, freed = after[0], compaction.saved or 0
         spent.append(
             estimate(first.model, first.provider, first.time, input=compaction.cost.rewritten)
         )
         saved += [estimate(r.model, r.provider, r.time, cache_read=freed) for r in after]
-        if not on_pro or priced.unpriced:
-            assert priced.unpriced and priced.cost is None
+        if not on_pro or costed.unrated:
+            assert costed.unrated and costed.cost is None
             continue
         # The rewritten prefix is the checkpoint and the tail after it: at least the
         # checkpoint, less than the whole surface, and near what the provider billed the
@@ -232,17 +232,17 @@ def test_each_compaction_costs_what_the_registry_says_of_its_summary_rewrite_and
         assert (compaction.checkpoint_tokens or 0) <= compaction.cost.rewritten
         assert compaction.cost.rewritten <= first.usage["inputTokens"] * 1.1
         rewrite = estimate(first.model, first.provider, first.time, input=compaction.cost.rewritten)
-        assert priced.rewrite == close(rewrite)
+        assert costed.rewrite == close(rewrite)
         checked["rewrite"] += 1
         expected_saved = sum(
             estimate(r.model, r.provider, r.time, cache_read=freed) or 0.0 for r in after
         )
-        assert priced.not_resent == close(expected_saved)
+        assert costed.not_resent == close(expected_saved)
         checked["requests after"] += len(after)
     # All folds, from the ledger's running sums: each priced request's part, added up (a
     # fold on flash whose later requests ran on pro saved on those).
     total = book.compactions(snap.cost, snap.ledger.spend)
-    assert total.unpriced == (None in spent or None in saved) == (name == "cost-switch")
+    assert total.unrated == (None in spent or None in saved) == (name == "cost-switch")
     assert total.cost == close(sum(p for p in spent if p is not None))
     assert total.saved == close(sum(p for p in saved if p is not None))
     assert checked["summary"] >= (6 if name == "cost-pro" else 4), checked
@@ -272,8 +272,8 @@ def test_peak_windows_set_here_price_as_the_registry_with_those_windows(
     assert not any(a <= first < b for a, b in DEFAULT_WINDOWS), "recorded at a peak hour"
     text = f"{first // 4:02d}:{first % 4 * 15:02d}-{last // 4:02d}:{last % 4 * 15:02d}"
     windows = parse_windows(text)
-    off_peak = PriceBook().total(snap.cost)[0]
-    peak = PriceBook(windows=windows).total(snap.cost)[0]
+    off_peak = RateBook().total(snap.cost)[0]
+    peak = RateBook(windows=windows).total(snap.cost)[0]
     assert off_peak is not None and peak == close(2 * off_peak)
     monkeypatch.setattr(registry, "PEAK_WINDOWS", tuple((a / 4, b / 4) for a, b in windows))
     assert peak == close(registry_total(log)[0])
@@ -283,8 +283,8 @@ def test_a_model_priced_as_another_is_priced_by_that_entry_and_says_so() -> None
     home = FIXTURE_HOMES / "auto-compact"
     (log,) = session_logs(home).values()
     (snap,) = snapshots(home).values()
-    assert PriceBook().total(snap.cost) == (None, True)
-    book = PriceBook(aliases=parse_aliases("deepseek-flash=deepseek-v4-flash"))
+    assert RateBook().total(snap.cost) == (None, True)
+    book = RateBook(aliases=parse_aliases("deepseek-flash=deepseek-v4-flash"))
     total, unknown = book.total(snap.cost)
     requests, _ = requests_of(log)
     summaries = [(e["data"]["usage"], e["time"]) for e in log.of_type("compaction/summary")]
@@ -292,8 +292,8 @@ def test_a_model_priced_as_another_is_priced_by_that_entry_and_says_so() -> None
     expected += sum(bill(u, "deepseek-v4-flash", "", t) or 0.0 for u, t in summaries if u)
     assert not unknown and total == close(expected)
     (row,) = book.by_route(snap.cost)
-    assert row.price.alias == "deepseek-v4-flash" and row.price.matched == "deepseek-v4-flash"
-    assert row.price.effective_date == registry.REGISTRY["deepseek-v4-flash"].effective_date
+    assert row.rates.alias == "deepseek-v4-flash" and row.rates.matched == "deepseek-v4-flash"
+    assert row.rates.effective_date == registry.REGISTRY["deepseek-v4-flash"].effective_date
 
 
 def test_the_billing_clock_follows_the_registry_weekend_rule() -> None:
@@ -304,7 +304,7 @@ def test_the_billing_clock_follows_the_registry_weekend_rule() -> None:
     assert clock(ms("2026-08-29T02:30:00")) == (True, 10)  # a Saturday after it
     assert clock(ms("2026-12-04T09:59:59")) == (False, 39)
     assert clock(None) == (False, -1)
-    book = PriceBook()
+    book = RateBook()
     entry = registry.REGISTRY["deepseek-v4-pro"]
     for text in (
         "2026-08-22T02:30:00",
@@ -378,8 +378,8 @@ def test_a_sample_that_replaces_its_steps_last_is_taken_off_where_that_one_was_c
         meter.fold(event)
         collector.observe(event, meter)
     cost = collector.result()
-    book = PriceBook()
-    rows = {r.price.route[0]: r for r in book.by_route(cost)}
+    book = RateBook()
+    rows = {r.rates.route[0]: r for r in book.by_route(cost)}
     assert list(rows) == ["deepseek-v4-pro"]  # the flash sample was replaced: no request left
     assert rows["deepseek-v4-pro"].tokens == (250, 20, 2000, 0)
     assert rows["deepseek-v4-pro"].requests == 2
@@ -408,10 +408,10 @@ def test_a_rewritten_prefix_is_billed_as_the_models_price_bills_it(
     at = datetime(2026, 12, 2, 3, 0, tzinfo=UTC)  # a Wednesday, at a peak hour
     slot = (model, provider, *clock(int(at.timestamp() * 1000)))
     cost = CompactionCost(rewritten=5_000, rewrite=slot, not_resent=((slot, 3),))
-    priced = PriceBook().compaction(cost, None, 4_000)
-    assert not priced.unpriced and priced.requests_after == 3
+    costed = RateBook().compaction(cost, None, 4_000)
+    assert not costed.unrated and costed.requests_after == 3
     if bucket is None:
-        assert (priced.rewrite, priced.not_resent, priced.cost) == (0.0, 0.0, 0.0)
+        assert (costed.rewrite, costed.not_resent, costed.cost) == (0.0, 0.0, 0.0)
         return
     tokens = {"input_tokens": 0, "output_tokens": 0, f"{bucket}_tokens": 5_000}
     expected = dsh_llm_cost.estimate_cost(model, provider, **tokens, at=at)
@@ -419,17 +419,17 @@ def test_a_rewritten_prefix_is_billed_as_the_models_price_bills_it(
         model, provider, input_tokens=0, output_tokens=0, cache_read_tokens=12_000, at=at
     )
     assert expected is not None and read is not None
-    assert priced.rewrite == close(expected.total_usd) and expected.total_usd > 0
-    assert priced.not_resent == close(read.total_usd)
-    assert priced.net == close(read.total_usd - expected.total_usd)
+    assert costed.rewrite == close(expected.total_usd) and expected.total_usd > 0
+    assert costed.not_resent == close(read.total_usd)
+    assert costed.net == close(read.total_usd - expected.total_usd)
 
 
 def test_a_compaction_on_a_model_without_a_price_is_unknown_not_free() -> None:
     slot = ("deepseek-flash", "deepseek-official", False, 40)
     cost = CompactionCost(summary=slot, rewritten=5_000, rewrite=slot, not_resent=((slot, 2),))
-    priced = PriceBook().compaction(cost, Usage(100, 10, 900, 0), 4_000)
-    assert priced.unpriced
-    assert (priced.summary, priced.rewrite, priced.not_resent, priced.cost, priced.net) == (
+    costed = RateBook().compaction(cost, Usage(100, 10, 900, 0), 4_000)
+    assert costed.unrated
+    assert (costed.summary, costed.rewrite, costed.not_resent, costed.cost, costed.net) == (
         None,
         None,
         None,
@@ -471,4 +471,4 @@ def test_a_request_at_a_time_no_calendar_holds_is_billed_at_the_base_rate(time: 
         "deepseek-v4-pro", input_tokens=1000, output_tokens=100, cache_read_tokens=5000
     )
     assert expected is not None
-    assert PriceBook().total(collector.result()) == (close(expected.total_usd), False)
+    assert RateBook().total(collector.result()) == (close(expected.total_usd), False)

@@ -397,17 +397,17 @@ def test_the_fold_sort_puts_the_running_session_closest_to_its_fold_first() -> N
 
 def test_the_cost_sort_puts_the_dearest_session_first_and_the_unpriced_last() -> None:
     """By the prices given: ``PRICE_AS`` prices the flash session, the dearest of all."""
-    from dshweb.core.fold.cost import PriceBook, parse_aliases
+    from dshweb.core.fold.cost import RateBook, parse_aliases
     from tests.support.snapshots import fixture_snapshot
 
     shots = [fixture_snapshot(n) for n in ("prune-heavy", "cost-pro", "cost-switch")]
     listed = SessionList(session_tree(shots, lambda s: gauge(10, 1000, Band.AMPLE), "local"))
-    book = PriceBook()
+    book = RateBook()
     assert [book.total(s.cost)[0] is None for s in shots] == [True, False, False]
     page = listed.page(ListQuery(sort=SortKey.COST), book)
     assert ids(page.rows) == ["cost-pro", "cost-switch", "prune-heavy"]
     assert {row.depth for row in page.rows} == {0}
-    aliased = PriceBook(aliases=parse_aliases("deepseek-flash=deepseek-v4-flash"))
+    aliased = RateBook(aliases=parse_aliases("deepseek-flash=deepseek-v4-flash"))
     page = listed.page(ListQuery(sort=SortKey.COST), aliased)
     assert ids(page.rows) == ["prune-heavy", "cost-pro", "cost-switch"]
     assert ListQuery(sort=SortKey.COST).query_string() == "sort=cost"

@@ -23,9 +23,9 @@ class Command(BaseCommand):
         try:
             given = options["peak_windows"] or options["price_as"]
             book = (
-                snapshot.prices(options["peak_windows"], options["price_as"])
+                snapshot.rates(options["peak_windows"], options["price_as"])
                 if given
-                else get_config().price_book
+                else get_config().rate_book
             )
             shots = snapshot.snapshots(
                 home=options["home"] or own_home().path,
