@@ -111,8 +111,10 @@ def test_a_redis_url_that_is_not_redis_is_refused(url: str) -> None:
 
 @pytest.fixture
 def stores() -> Iterator[dict[str, str]]:
-    """A new PostgreSQL database and a flushed Redis database, as environment variables."""
-    with shared_stores() as made:
+    """A new PostgreSQL database, migrated (what every dshweb process's start would make
+    of an empty one, copied from a template), and a flushed Redis database, as
+    environment variables."""
+    with shared_stores(migrated=True) as made:
         yield made
 
 

@@ -9,12 +9,13 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.collect.test_shared_stores import stores  # noqa: F401  (the fixture)
 from tests.conftest import REPO
+from tests.support.stores import shared_stores
 
 EXPECTED = {
     "revisions": ["a: 1\n", "a: 2\n"],
@@ -32,6 +33,14 @@ EXPECTED = {
     "canCompact": True,
     "compactPermissions": 1,
 }
+
+
+@pytest.fixture
+def stores() -> Iterator[dict[str, str]]:
+    """An empty PostgreSQL database (the probe migrates it from the first migration) and a
+    flushed Redis database, as environment variables."""
+    with shared_stores() as made:
+        yield made
 
 
 def _probe(tmp_path: Path, extra: dict[str, str]) -> dict[str, object]:
@@ -64,6 +73,6 @@ def test_every_row_survives_the_move_on_sqlite(tmp_path: Path) -> None:
 @pytest.mark.services
 def test_every_row_survives_the_move_on_postgresql(
     tmp_path: Path,
-    stores: dict[str, str],  # noqa: F811  (the fixture, imported above)
+    stores: dict[str, str],
 ) -> None:
     assert _probe(tmp_path, {"DATABASE_URL": stores["DATABASE_URL"]}) == EXPECTED

@@ -14,7 +14,11 @@ import contextlib
 import hashlib
 import os
 import secrets
+import shutil
 import socket
+import subprocess
+import sys
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -73,6 +77,54 @@ def create_database(server_url: str, name: str) -> None:
         conn.execute(f'CREATE DATABASE "{name}"')
 
 
+def create_migrated_database(server_url: str, name: str) -> None:
+    """A new database ``name`` on the server of ``server_url`` holding what ``manage.py
+    migrate`` makes of an empty one (no users): a copy of a template this process migrated
+    on first use (PostgreSQL copies a database in a fraction of a second; the migrations
+    take seconds of DDL and commits, again for each test)."""
+    template = _migrated_template(server_url)
+    drop_database(server_url, name)
+    with _maintenance(server_url) as conn:
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+
+
+_migrated: dict[str, str] = {}
+
+
+def _migrated_template(server_url: str) -> str:
+    """The name of this process's migrated template database on ``server_url`` (made on
+    first use by ``manage.py migrate`` run as dshweb runs it, dropped at exit)."""
+    if server_url not in _migrated:
+        name = f"dshweb_tmpl_{os.getpid()}"
+        create_database(server_url, name)
+        atexit.register(drop_database, server_url, name)
+        data = Path(tempfile.mkdtemp(prefix="dshweb-template-"))
+        try:
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("DSHWEB_", "DJANGO_"))}
+            env |= {
+                "DATABASE_URL": urlunsplit(urlsplit(server_url)._replace(path=f"/{name}")),
+                "DSHWEB_DATA_DIR": str(data),
+                "DSHWEB_NO_DEMO": "1",
+                "DSHWEB_SECRET_KEY": secrets.token_urlsafe(50),
+                "DJANGO_SETTINGS_MODULE": "dshweb.settings",
+            }
+            done = subprocess.run(
+                [sys.executable, "manage.py", "migrate", "--verbosity", "0"],
+                cwd=Path(__file__).resolve().parents[2],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=240,
+                check=False,
+            )
+        finally:
+            shutil.rmtree(data, ignore_errors=True)
+        if done.returncode != 0:
+            pytest.fail(f"manage.py migrate of the template failed:\n{done.stderr[-3000:]}")
+        _migrated[server_url] = name
+    return _migrated[server_url]
+
+
 def drop_database(server_url: str, name: str) -> None:
     with _maintenance(server_url) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -94,8 +146,11 @@ def reachable(url: str) -> bool:
 
 
 @contextlib.contextmanager
-def shared_stores(redis_url: str = REDIS_URL) -> Iterator[dict[str, str]]:
-    """A new PostgreSQL database and a flushed Redis database (``redis_url``'s), as the
+def shared_stores(
+    redis_url: str = REDIS_URL, *, migrated: bool = False
+) -> Iterator[dict[str, str]]:
+    """A new PostgreSQL database (empty, or ``migrated``: as ``manage.py migrate`` leaves
+    an empty one, with no user) and a flushed Redis database (``redis_url``'s), as the
     environment variables of every dshweb process of one dashboard (``DATABASE_URL``,
     ``DSHWEB_REDIS_URL``, and the ``DSHWEB_SECRET_KEY`` they share); both emptied after."""
     for url in (POSTGRES_URL, redis_url):
@@ -104,7 +159,7 @@ def shared_stores(redis_url: str = REDIS_URL) -> Iterator[dict[str, str]]:
     import redis
 
     name = f"dshweb_team_{uuid.uuid4().hex[:12]}"
-    create_database(POSTGRES_URL, name)
+    (create_migrated_database if migrated else create_database)(POSTGRES_URL, name)
     cache = redis.Redis.from_url(redis_url)
     cache.flushdb()
     try:
