@@ -7,6 +7,7 @@ compares them with a fold of the same home made here, in the test process.
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import os
 import re
@@ -14,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -130,10 +132,33 @@ class Collector:
         pytest.fail(f"{what}: not within {timeout} s\n--- collector output\n{self.output()}")
 
 
+_bootstrapped: list[Path] = []
+
+
+def bootstrap(data_dir: Path) -> None:
+    """``manage.py dshweb_bootstrap`` in a collector's new data folder. On SQLite, a copy
+    of the folder one bootstrap of this test process made (the same migrations and first
+    superuser: a process start and every migration saved per collector); on PostgreSQL,
+    every time."""
+    if database_env(data_dir):
+        run_python(
+            "manage.py", "dshweb_bootstrap", "--verbosity", "0", env=_env(data_dir), check=True
+        )
+        return
+    if not _bootstrapped:
+        template = Path(tempfile.mkdtemp(prefix="dshweb-collector-")) / "data"
+        atexit.register(shutil.rmtree, template.parent, True)
+        run_python(
+            "manage.py", "dshweb_bootstrap", "--verbosity", "0", env=_env(template), check=True
+        )
+        _bootstrapped.append(template)
+    shutil.copytree(_bootstrapped[0], data_dir)
+
+
 @pytest.fixture
 def collector(tmp_path: Path) -> Iterator[Collector]:
     data_dir = tmp_path / "data"
-    run_python("manage.py", "dshweb_bootstrap", "--verbosity", "0", env=_env(data_dir), check=True)
+    bootstrap(data_dir)
     made = Collector(tmp_path / "home", data_dir)
     yield made
     terminate(made.process)

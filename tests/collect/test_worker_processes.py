@@ -34,9 +34,10 @@ from tests.collect.test_collector import (
     _cold,
     _cut,
     _env,
+    bootstrap,
 )
 from tests.collect.test_shared_stores import stores  # noqa: F401  (the fixture)
-from tests.conftest import FIXTURE_HOMES, REPO, run_python
+from tests.conftest import FIXTURE_HOMES, REPO
 from tests.support.server import (
     DshwebServer,
     ServerError,
@@ -49,7 +50,7 @@ from tests.support.visitor import Visitor, form_fields
 @pytest.fixture
 def collector(tmp_path: Path) -> Iterator[Collector]:
     data_dir = tmp_path / "data"
-    run_python("manage.py", "dshweb_bootstrap", "--verbosity", "0", env=_env(data_dir), check=True)
+    bootstrap(data_dir)
     made = Collector(tmp_path / "home", data_dir)
     yield made
     terminate(made.process)
