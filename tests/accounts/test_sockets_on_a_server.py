@@ -20,13 +20,13 @@ from websockets.sync.client import ClientConnection, connect
 from websockets.typing import Origin
 
 from dshweb.accounts.socket_logins import CHECK_EVERY
-from tests.collect.test_shared_stores import stores, workers
+from tests.collect.test_shared_stores import worker_pair, workers
 from tests.conftest import FIXTURE_HOMES
 from tests.sessions.test_hostile_clients import manage_shell
 from tests.support.server import DshwebServer, ServerError
 from tests.support.visitor import Visitor, form_fields
 
-__all__ = ["stores", "workers"]  # the fixtures: two web workers on PostgreSQL and Redis
+__all__ = ["worker_pair", "workers"]  # the fixtures: two web workers on PostgreSQL and Redis
 
 pytestmark = pytest.mark.timing  # each bounds how long a socket outlives its sign-in
 

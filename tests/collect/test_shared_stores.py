@@ -118,30 +118,58 @@ def stores() -> Iterator[dict[str, str]]:
         yield made
 
 
-@pytest.fixture
-def workers(tmp_path: Path, stores: dict[str, str]) -> Iterator[tuple[DshwebServer, DshwebServer]]:
-    """Two dshweb servers on one home, one database and one Redis; the engine a port that
-    accepts and never answers (a Compact press stays in flight for seconds)."""
-    home = tmp_path / "home"
+@pytest.fixture(scope="module")
+def worker_pair(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[DshwebServer, DshwebServer, str]]:
+    """Two dshweb servers on one home, one database and one Redis (its URL the third),
+    for the tests of a module; the engine a port that accepts and never answers (a Compact
+    press stays in flight for seconds)."""
+    folder = tmp_path_factory.mktemp("workers")
+    home = folder / "home"
     shutil.copytree(FIXTURE_HOMES / SESSION, home)
     engine = socket.create_server(("127.0.0.1", 0))
-    env = stores | {"DSHWEB_ENGINE_URL": f"http://127.0.0.1:{engine.getsockname()[1]}/?token=t"}
     servers = []
     try:
-        for name in ("a", "b"):
-            server = DshwebServer(home=home, data_dir=tmp_path / name, extra_env=dict(env))
-            server.data_dir.mkdir()
-            if name == "a":
-                server.prepare()  # one database: the user is made once
-            else:
-                server.manage("dshweb_bootstrap", "--verbosity", "0")
-            server.start()
-            servers.append(server)
-        yield servers[0], servers[1]
+        with shared_stores(migrated=True) as stores:
+            env = stores | {
+                "DSHWEB_ENGINE_URL": f"http://127.0.0.1:{engine.getsockname()[1]}/?token=t"
+            }
+            try:
+                for name in ("a", "b"):
+                    server = DshwebServer(home=home, data_dir=folder / name, extra_env=dict(env))
+                    server.data_dir.mkdir()
+                    if name == "a":
+                        server.prepare()  # one database: the user is made once
+                    else:
+                        server.manage("dshweb_bootstrap", "--verbosity", "0")
+                    server.start()
+                    servers.append(server)
+                yield servers[0], servers[1], stores["DSHWEB_REDIS_URL"]
+            finally:
+                for server in servers:
+                    server.stop()
     finally:
-        for server in servers:
-            server.stop()
         engine.close()
+
+
+@pytest.fixture
+def workers(
+    worker_pair: tuple[DshwebServer, DshwebServer, str],
+) -> tuple[DshwebServer, DshwebServer]:
+    """The module's two web workers, with no failed sign-in counted: the sign-in
+    throttle's counts (in the shared cache, Redis) of the tests before are removed."""
+    import redis
+
+    a, b, redis_url = worker_pair
+    cache = redis.Redis.from_url(redis_url)
+    try:
+        counts = list(cache.scan_iter(match="*dshweb.login.*"))
+        if counts:
+            cache.delete(*counts)
+    finally:
+        cache.close()
+    return a, b
 
 
 class Client:
