@@ -2,6 +2,10 @@
 into a fresh venv outside the checkout with no extras, served by ``dshweb serve`` from a
 folder outside the checkout, signed in to in Chromium with the password it printed.
 
+pip resolves the wheel's requirements with no index, from a wheelhouse of the very
+distributions the tests' own environment runs (``tests/support/wheelhouse.py``): the
+same install, without fetching and unpacking the world again for each run.
+
 The build runs ``python -m build`` (wheel and sdist) and ``twine check``; the installed
 tree must hold the templates, static files and demo home, and no tests.
 """
@@ -30,6 +34,7 @@ from playwright.sync_api import Browser, expect
 
 from tests.conftest import FIXTURE_HOMES, REPO, run_python
 from tests.support.server import free_port, spawn, terminate
+from tests.support.wheelhouse import wheelhouse
 
 pytestmark = [pytest.mark.install, pytest.mark.browser, pytest.mark.timeout(600)]
 
@@ -41,6 +46,13 @@ PAGE_MS = 20_000
 class Built:
     wheel: Path
     sdist: Path
+    wheels: Path
+    """A wheelhouse of what the wheel needs, its ``team`` extra included."""
+
+    def pip_install(self, venv: Path, *targets: str) -> list[str]:
+        """pip in ``venv`` installing ``targets`` with no index but :attr:`wheels`."""
+        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+        return [*pip, "--no-index", "--find-links", str(self.wheels), *targets]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,18 +135,19 @@ def built(tmp_path_factory: pytest.TempPathFactory, testrun_uid: str) -> Built:
             _run([sys.executable, "-m", "build", "--outdir", str(out), str(tree)], cwd=out)
             made = [str(p) for p in [*out.glob("dshweb-*.whl"), *out.glob("dshweb-*.tar.gz")]]
             _run([sys.executable, "-m", "twine", "check", "--strict", *made], cwd=out)
+            (wheel,) = out.glob("dshweb-*.whl")
+            wheelhouse(out / "wheelhouse", wheel, {"team"})
             (out / "done").touch()
     wheels, sdists = list(out.glob("dshweb-*.whl")), list(out.glob("dshweb-*.tar.gz"))
     assert len(wheels) == 1 and len(sdists) == 1, sorted(out.iterdir())
-    return Built(wheels[0], sdists[0])
+    return Built(wheels[0], sdists[0], out / "wheelhouse")
 
 
-def _install(root: Path, target: str) -> Installed:
+def _install(root: Path, built: Built) -> Installed:
     made = Installed(root, root / "venv", root / "user")
     made.user_home.mkdir(exist_ok=True)
     venv.create(made.venv, with_pip=True)
-    pip = [made.program("python"), "-m", "pip", "install", "--quiet"]
-    _run([*pip, target], cwd=root, env=made.env())
+    _run(built.pip_install(made.venv, str(built.wheel)), cwd=root, env=made.env())
     return made
 
 
@@ -145,7 +158,7 @@ def installed(
     """The wheel installed with no extras into a fresh venv outside the checkout."""
     with _once(tmp_path_factory, testrun_uid, "installed") as root:
         if not (root / "done").exists():
-            made = _install(root, str(built.wheel))
+            made = _install(root, built)
             for team_only in ("psycopg", "channels_redis"):
                 found = subprocess.run(
                     [made.program("python"), "-c", f"import {team_only}"], capture_output=True
@@ -262,8 +275,8 @@ def test_the_installed_snapshot_equals_the_checkouts(installed: Installed) -> No
 
 def test_the_team_extra_brings_postgres_and_redis(built: Built, installed: Installed) -> None:
     # (The base install has neither: the installed fixture checked that before any test.)
-    pip = [installed.program("python"), "-m", "pip", "install", "--quiet"]
-    _run([*pip, f"{built.wheel}[team]"], cwd=installed.root, env=installed.env())
+    team = built.pip_install(installed.venv, f"{built.wheel}[team]")
+    _run(team, cwd=installed.root, env=installed.env())
     _run(
         [installed.program("python"), "-c", "import psycopg, channels_redis, dj_database_url"],
         cwd=installed.root,
