@@ -2,7 +2,8 @@
 completes the page by itself when the read ends.
 
 Its own home (many copies of a real fixture log, each its own session) and its own
-server, started without fold checkpoints so every start reads every log again.
+server, without fold checkpoints; the server is signed in to on an empty home, then
+started again on the big one, which it reads for the first time.
 """
 
 from __future__ import annotations
@@ -47,19 +48,31 @@ def _copies(home: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DshwebServer]:
-    """This module's own server, on a home of ``COPIES`` sessions, without checkpoints."""
+def big_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A home of ``COPIES`` sessions."""
     home = tmp_path_factory.mktemp("progress-home")
     _copies(home)
-    server = DshwebServer(home, tmp_path_factory.mktemp("progress-data"))
+    return home
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DshwebServer]:
+    """This module's own server, without checkpoints; started first on an empty home, for
+    the sign-in (which needs no read of the big home)."""
+    empty = tmp_path_factory.mktemp("progress-empty-home")
+    (empty / "sessions").mkdir()
+    server = DshwebServer(empty, tmp_path_factory.mktemp("progress-data"))
     server.extra_env["DSHWEB_FOLD_CHECKPOINTS"] = "0"
     yield from serving(server)
 
 
 def test_a_cold_start_serves_the_list_at_once_with_its_progress(
-    page: Page, server: DshwebServer
+    page: Page, server: DshwebServer, big_home: Path
 ) -> None:
-    server.restart()  # after the sign-in, a cold start again: no checkpoints to resume from
+    # After the sign-in, a cold start of the big home: no server has read it before.
+    server.stop()
+    server.home = big_home
+    server.start()
     page.goto("/")
     bar = page.locator("#fold-progress")
     expect(bar).to_have_attribute("data-state", "folding", timeout=WAIT_MS)
