@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.once import RUN_DIR
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_HOMES = REPO / "tests" / "fixtures" / "homes"
 CORPUS_HOME = Path(os.environ.get("DSHWEB_CORPUS_HOME") or REPO.parent / "shared/corpus/home")
@@ -128,6 +130,12 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     override.enable()
     config.stash[_DATA_DIR] = data
+    if RUN_DIR not in os.environ:
+        # The process pytest started: a folder for what the whole run makes once
+        # (tests/support/once.py), which its test workers inherit.
+        run = Path(tempfile.mkdtemp(prefix="dshweb-tests-run-"))
+        os.environ[RUN_DIR] = str(run)
+        config.stash[_RUN] = run
     if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
         # The tests start hundreds of Python processes (servers, collectors, manage.py),
         # each compiling dshweb's ~200 modules afresh when no bytecode may be written
@@ -140,13 +148,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    for key in (_DATA_DIR, _PYCACHE):
+    for key in (_DATA_DIR, _PYCACHE, _RUN):
         if (folder := config.stash.get(key, None)) is not None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
 _DATA_DIR = pytest.StashKey[Path]()
 _PYCACHE = pytest.StashKey[Path]()
+_RUN = pytest.StashKey[Path]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

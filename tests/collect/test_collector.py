@@ -7,7 +7,6 @@ compares them with a fold of the same home made here, in the test process.
 
 from __future__ import annotations
 
-import atexit
 import dataclasses
 import os
 import re
@@ -15,7 +14,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,6 +28,7 @@ from dshweb.live.hub import Hub
 from tests.conftest import FIXTURE_HOMES, REPO, run_python
 from tests.support.alert_receivers import wait_for_first_look
 from tests.support.logbuilder import frames_of
+from tests.support.once import made_once
 from tests.support.server import spawn, terminate
 from tests.support.stores import database_env, query_rows
 
@@ -132,27 +131,28 @@ class Collector:
         pytest.fail(f"{what}: not within {timeout} s\n--- collector output\n{self.output()}")
 
 
-_bootstrapped: list[Path] = []
-
-
 def bootstrap(data_dir: Path) -> None:
     """``manage.py dshweb_bootstrap`` in a collector's new data folder. On SQLite, a copy
-    of the folder one bootstrap of this test process made (the same migrations and first
-    superuser: a process start and every migration saved per collector); on PostgreSQL,
-    every time."""
+    of the folder one bootstrap of the run made (tests/support/once.py: the same
+    migrations and first superuser; a process start and every migration saved per
+    collector); on PostgreSQL, every time."""
     if database_env(data_dir):
         run_python(
             "manage.py", "dshweb_bootstrap", "--verbosity", "0", env=_env(data_dir), check=True
         )
         return
-    if not _bootstrapped:
-        template = Path(tempfile.mkdtemp(prefix="dshweb-collector-")) / "data"
-        atexit.register(shutil.rmtree, template.parent, True)
+
+    def make(folder: Path) -> None:
         run_python(
-            "manage.py", "dshweb_bootstrap", "--verbosity", "0", env=_env(template), check=True
+            "manage.py",
+            "dshweb_bootstrap",
+            "--verbosity",
+            "0",
+            env=_env(folder / "data"),
+            check=True,
         )
-        _bootstrapped.append(template)
-    shutil.copytree(_bootstrapped[0], data_dir)
+
+    shutil.copytree(made_once("bootstrapped-collector", make) / "data", data_dir)
 
 
 @pytest.fixture

@@ -7,9 +7,8 @@ superuser made by ``manage.py createsuperuser --noinput``. A fixture yields from
 
 from __future__ import annotations
 
-import atexit
+import hashlib
 import shutil
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ from tests.support.child_server import (
     spawn,
     terminate,
 )
+from tests.support.once import made_once
 from tests.support.stores import database_env
 
 __all__ = [
@@ -79,18 +79,14 @@ class DshwebServer(ChildServer):
         self.manage("createsuperuser", "--noinput", env=env)
 
 
-_templates: dict[Path, Path] = {}
-
-
 def _prepared(tree: Path) -> Path:
-    """A data folder of this process prepared from ``tree`` (made on first use, removed
-    at exit)."""
-    if tree not in _templates:
-        folder = Path(tempfile.mkdtemp(prefix="dshweb-prepared-"))
-        atexit.register(shutil.rmtree, folder, True)
+    """A data folder prepared from ``tree``, made once in the run (tests/support/once.py)."""
+    key = hashlib.sha256(str(tree).encode()).hexdigest()[:12]
+
+    def prepare(folder: Path) -> None:
         DshwebServer(home=folder / "no-home", data_dir=folder / "data", tree=tree)._prepare_here()
-        _templates[tree] = folder / "data"
-    return _templates[tree]
+
+    return made_once(f"prepared-server-{key}", prepare) / "data"
 
 
 def serving(server: DshwebServer) -> Iterator[DshwebServer]:

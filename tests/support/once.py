@@ -1,0 +1,29 @@
+"""What the whole run makes once, whichever test process asks for it first: a folder in
+the run's own folder (``DSHWEB_TEST_RUN_DIR``, made by ``tests/conftest.py`` in the
+process pytest started, inherited by its workers and removed when the run ends). The
+first worker to ask makes it under a lock; the others wait for it, then read it."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+RUN_DIR = "DSHWEB_TEST_RUN_DIR"
+
+
+def made_once(name: str, make: Callable[[Path], None]) -> Path:
+    """The folder ``name`` of this run, ``make`` filling it (an empty folder) the first
+    time any test process asks. A ``make`` that fails leaves nothing behind: the next ask
+    tries again."""
+    run = Path(os.environ[RUN_DIR])
+    made = run / name
+    with (run / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not made.is_dir():
+            scratch = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=run))
+            make(scratch)
+            scratch.rename(made)
+    return made
