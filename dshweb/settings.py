@@ -21,12 +21,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import django_stubs_ext
-
 from dshweb import environment, environment_server, private_data, secret_key, setting_errors
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME
-
-django_stubs_ext.monkeypatch()  # ModelAdmin[Model] and friends at run time
 
 # Every setting is checked as it is read; each one refused is kept (with a safe stand-in)
 # and the import ends by refusing them all, one line each (dshweb/setting_errors.py), but
@@ -251,3 +247,9 @@ if _https.behind_tls_proxy:
 CONFIGURATION_PROBLEMS = tuple(_read.problems)
 if not setting_errors.looking_only():
     _read.done()
+
+# ModelAdmin[Model] and friends at run time. Here, past the refusal: reading the settings
+# above needs no Django, so `dshweb serve` refuses a setting before importing any of it.
+import django_stubs_ext  # noqa: E402
+
+django_stubs_ext.monkeypatch()

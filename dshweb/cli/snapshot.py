@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Protocol, TextIO
 
 from dshweb import environment
+from dshweb.cli import SNAPSHOT_HELP
 from dshweb.core.errors import DshError
 from dshweb.core.fold.cost import REGISTRY_RATES, RateBook, rate_book
 from dshweb.core.fold.gauge import context_gauge
@@ -24,7 +25,7 @@ from dshweb.core.fold.progress import ProgressCounter
 from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.log.home import LogFile, encode_segment, session_logs
 
-HELP = "Print the token usage, context pressure and breakdown of DSH sessions."
+HELP = SNAPSHOT_HELP
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,7 +7,8 @@ process that runs it on request.
 - :mod:`dshweb.dsh_web.client`: :class:`DshWebClient` speaks the web profile's API from a
   launch URL, checks a connection and runs ``/compact``, classifying every outcome.
 - :mod:`dshweb.dsh_web.managed`: :class:`ManagedDshWeb` runs ``dsh --profile web`` for
-  dshweb, restarts it with back-off when it dies, and stops it.
+  dshweb, restarts it with back-off when it dies, and stops it. Imported from there, not
+  here: the settings check a launch URL with the client alone, before a refusal (issue 41).
 
 Plain Python (no Django): the framework layers call into this package, never the
 other way round. The launch URL carries a secret token; nothing here shows it.
@@ -29,7 +30,6 @@ from dshweb.dsh_web.client import (
     RpcError,
     TokenRejected,
 )
-from dshweb.dsh_web.managed import DshWebPhase, DshWebState, ManagedDshWeb
 
 __all__ = [
     "CompactOutcome",
@@ -38,12 +38,9 @@ __all__ = [
     "ConnectionStatus",
     "DshWebClient",
     "DshWebError",
-    "DshWebPhase",
-    "DshWebState",
     "DshWebTimeout",
     "DshWebUnreachable",
     "LaunchUrlError",
-    "ManagedDshWeb",
     "NotDsh",
     "RpcError",
     "TokenRejected",

@@ -13,13 +13,13 @@ alone runs on, showing each as a problem row.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
-from importlib import metadata
 
-from dshweb import setting_errors
-from dshweb.cli import snapshot
+from dshweb import cli, setting_errors
+from dshweb.cli import SNAPSHOT_HELP
 from dshweb.setting_errors import ConfigurationError
 
 PROGRAM = "dshweb"
@@ -27,7 +27,7 @@ VERBS: dict[str, tuple[str, str]] = {
     # verb: (the command behind it, what it does)
     "serve": ("dshweb_serve", "prepare the data folder and serve the dashboard"),
     "collect": ("dshweb_collect", "collect one DSH home for web workers (a team's set-up)"),
-    "snapshot": ("dsh_snapshot", snapshot.HELP[0].lower() + snapshot.HELP[1:].rstrip(".")),
+    "snapshot": ("dsh_snapshot", SNAPSHOT_HELP[0].lower() + SNAPSHOT_HELP[1:].rstrip(".")),
     "user": ("dshweb_user", "add a user or set a user's password"),
     "doctor": ("dshweb_doctor", "say what dshweb sees and what is wrong, with the fix"),
 }
@@ -44,6 +44,8 @@ DJANGO_OPTIONS = (
 
 
 def version() -> str:
+    from importlib import metadata  # only for --version: it takes a while to import
+
     try:
         return metadata.version(PROGRAM)
     except metadata.PackageNotFoundError:  # a checkout that was never installed
@@ -74,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     verb, rest = args[0], args[1:]
     try:
         if verb == "snapshot":
-            return snapshot.main(rest, prog=f"{PROGRAM} snapshot")
+            return cli.run_snapshot(rest, prog=f"{PROGRAM} snapshot")
         return _run_command(VERBS[verb][0], verb, rest)
     except ConfigurationError as refused:
         return setting_errors.refuse(refused)
@@ -84,6 +86,10 @@ def _run_command(name: str, verb: str, rest: list[str]) -> int:
     """Run management command ``name`` as ``dshweb VERB``: its parser, help and errors."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dshweb.settings")
     setting_errors.prepare_for(name)  # doctor shows what is refused rather than stopping
+    # The settings first, without Django (which then finds them imported): a setting or a
+    # data folder refused ends the verb before the second Django and the apps take to import.
+    if settings := os.environ["DJANGO_SETTINGS_MODULE"]:  # empty: Django says what is wrong
+        importlib.import_module(settings)
     import django
     from django.core.management import get_commands, load_command_class
 

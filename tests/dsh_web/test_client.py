@@ -36,16 +36,13 @@ from dshweb.dsh_web import (
     CompactStatus,
     ConnectionStatus,
     DshWebClient,
-    DshWebPhase,
-    DshWebState,
     LaunchUrlError,
-    ManagedDshWeb,
     RpcError,
 )
 from dshweb.dsh_web import client as client_module
 from dshweb.dsh_web import managed as managed_module
 from dshweb.dsh_web.client import ABANDONED_BY_DSH, NO_COMMAND, UNEXPECTED, TokenRejected
-from dshweb.dsh_web.managed import free_port
+from dshweb.dsh_web.managed import DshWebPhase, DshWebState, ManagedDshWeb, free_port
 from tests.conftest import REPO
 from tests.fixtures.fakemodel import FakeModel, ModelRequest, Reply, directive_script, text
 

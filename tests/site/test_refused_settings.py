@@ -32,7 +32,8 @@ from tests.conftest import REPO
 from tests.support.unprivileged import without_reading_rights
 
 TIMEOUT = 20.0
-"""A refusal takes a second (Django's import); a command past this served or hung."""
+"""A refusal takes a fraction of a second (the settings are read before Django is imported),
+``doctor`` a second or two; a command past this served or hung."""
 OTHER_UID = 65534  # nobody
 
 
@@ -281,6 +282,34 @@ def test_scripts_start_refuses_a_port_that_is_none(tmp_path: Path, value: str) -
     )
     assert done.returncode == 2, done
     assert done.stderr == f"dshweb: DSHWEB_PORT: '{value}' is not a port (1 to 65535)\n"
+
+
+def _imported_and_said(ran: Ran) -> tuple[list[str], list[str]]:
+    """The modules ``python -X importtime`` saw imported, and the other lines of stderr."""
+    stamped = [line for line in ran.stderr.splitlines() if line.startswith("import time:")]
+    said = [line for line in ran.stderr.splitlines() if not line.startswith("import time:")]
+    return [line.rsplit("|", 1)[-1].strip() for line in stamped], said
+
+
+def test_a_refusal_comes_before_django_is_imported(tmp_path: Path) -> None:
+    """Issue 41: the settings and the data folder are read before Django, Channels and
+    Daphne are imported (a refusal takes a fraction of a second, not the second they take)."""
+    importtime = [sys.executable, "-X", "importtime", "-m", "dshweb", "serve"]
+    (setting,) = _run_all([importtime], _env(tmp_path, DSHWEB_HOME_NAME="my home"), TIMEOUT)
+    (tmp_path / "data").mkdir(mode=0o700)
+    _fifo(tmp_path / "data" / "secret_key")
+    (folder,) = _run_all([importtime], _env(tmp_path), TIMEOUT)
+    for ran, says in [
+        (setting, "dshweb: DSHWEB_HOME_NAME: 'my home' is not a home name"),
+        (folder, f"dshweb: DSHWEB_DATA_DIR: {tmp_path / 'data' / 'secret_key'} is a FIFO"),
+    ]:
+        assert ran.code == 2, ran
+        imported, said = _imported_and_said(ran)
+        # What the settings read with (dshweb.settings itself, refused, is never done).
+        assert "dshweb.environment" in imported and "dshweb.private_data" in imported, ran
+        frameworks = [m for m in imported if m.split(".")[0] in ("django", "channels", "daphne")]
+        assert frameworks == [], ran
+        assert len(said) == 1 and said[0].startswith(says), ran
 
 
 # -- a database that never answers -----------------------------------------------------------

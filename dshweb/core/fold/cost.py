@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +45,9 @@ from dsh_llm_cost import pricing as registry
 
 from dshweb.core.fold.billing import NO_TIME, Route, Slot, slot_of
 from dshweb.core.fold.meter import BUCKET_NAMES, SessionMeter, Usage, to_usage
+from dshweb.core.fold.price_settings import Window as Window
+from dshweb.core.fold.price_settings import parse_aliases as parse_aliases
+from dshweb.core.fold.price_settings import parse_windows as parse_windows
 from dshweb.core.log.wire import AnyEvent, CompactionSummary, ShadowData
 
 Buckets = tuple[int, int, int, int]
@@ -172,34 +174,10 @@ def summary_route(data: ShadowData | None) -> Route | None:
 
 # -- read side -------------------------------------------------------------------------------
 
-Window = tuple[int, int]
-"""A peak window in quarter hours of the UTC day: [start, end)."""
-
 DEFAULT_WINDOWS: tuple[Window, ...] = tuple(
     (round(start * 4), round(end * 4)) for start, end in registry.PEAK_WINDOWS
 )
 """The registry's own peak windows (01:00–04:00 and 06:00–10:00 UTC)."""
-
-_WINDOW = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$")
-
-
-def parse_windows(text: str) -> tuple[Window, ...]:
-    """``"01:00-04:00, 06:00-10:00"`` (UTC, quarter hours; ``24:00`` ends a day) as windows;
-    ``ValueError`` with what is wrong."""
-    windows: list[Window] = []
-    for part in (p for p in text.split(",") if p.strip()):
-        found = _WINDOW.match(part)
-        if found is None:
-            raise ValueError(f"{part.strip()!r} is not HH:MM-HH:MM")
-        h1, m1, h2, m2 = (int(g) for g in found.groups())
-        for hours, minutes in ((h1, m1), (h2, m2)):
-            if minutes % 15 or minutes >= 60 or hours > 24 or (hours == 24 and minutes):
-                raise ValueError(f"{part.strip()!r}: times are quarter hours from 00:00 to 24:00")
-        start, end = h1 * 4 + m1 // 15, h2 * 4 + m2 // 15
-        if start >= end:
-            raise ValueError(f"{part.strip()!r} ends before it starts")
-        windows.append((start, end))
-    return tuple(sorted(windows))
 
 
 def window_text(window: Window) -> str:
@@ -444,20 +422,6 @@ def rate_book(peak_windows: str, rate_as: str, names: tuple[str, str]) -> RateBo
         return RateBook(windows=windows, aliases=parse_aliases(rate_as))
     except ValueError as exc:
         raise ValueError(f"{names[1]}: {exc}") from None
-
-
-def parse_aliases(text: str) -> tuple[tuple[str, str], ...]:
-    """``"deepseek-flash=deepseek-v4-flash, …"`` as (model, registry model) pairs;
-    ``ValueError`` naming a registry model that does not exist."""
-    pairs: list[tuple[str, str]] = []
-    for part in (p.strip() for p in text.split(",") if p.strip()):
-        model, sep, target = (s.strip() for s in part.partition("="))
-        if not sep or not model or not target:
-            raise ValueError(f"{part!r} is not model=registry-model")
-        if registry.resolve_pricing(target).status == "unknown":
-            raise ValueError(f"{target!r} is not in the dsh-llm-cost registry")
-        pairs.append((model, target))
-    return tuple(pairs)
 
 
 def _buckets_json(tokens: Buckets) -> dict[str, int]:
