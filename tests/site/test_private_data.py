@@ -10,6 +10,7 @@ start) in a child process with the everyday umask 022, on a real data folder.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -40,17 +41,24 @@ def _mode(path: Path) -> int:
     return stat.S_IMODE(os.lstat(path).st_mode)
 
 
-def test_a_new_install_is_private(tmp_path: Path) -> None:
-    data = tmp_path / "var"
+@pytest.fixture(scope="module")
+def new_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A data folder as the first bootstrap leaves it: look, never change (copy it)."""
+    data = tmp_path_factory.mktemp("install") / "var"
     _manage(data, "dshweb_bootstrap")
+    return data
+
+
+def test_a_new_install_is_private(new_install: Path) -> None:
+    data = new_install
     assert _mode(data) == 0o700
     assert _mode(data / "db.sqlite3") == 0o600
     assert _mode(data / "secret_key") == 0o600
 
 
-def test_an_existing_install_is_made_private_on_start(tmp_path: Path) -> None:
+def test_an_existing_install_is_made_private_on_start(tmp_path: Path, new_install: Path) -> None:
     data = tmp_path / "var"
-    _manage(data, "dshweb_bootstrap")
+    shutil.copytree(new_install, data, symlinks=True)  # the same files, modes and times
     key = (data / "secret_key").read_text()
     os.chmod(data, 0o755)  # as main made them before
     os.chmod(data / "db.sqlite3", 0o644)
