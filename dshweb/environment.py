@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import cast
 from urllib.parse import SplitResult, urlsplit
 
-from dshweb.core.fold.price_settings import parse_aliases, parse_windows
+from dshweb.core.fold.cost_settings import parse_aliases, parse_windows
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME, home_name_problem
 from dshweb.core.log.home import dsh_home
 from dshweb.demo.home import BUNDLED_HOME, ensure_demo_home

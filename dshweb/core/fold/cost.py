@@ -44,10 +44,10 @@ from typing import Any
 from dsh_llm_cost import pricing as registry
 
 from dshweb.core.fold.billing import NO_TIME, Route, Slot, slot_of
+from dshweb.core.fold.cost_settings import Window as Window
+from dshweb.core.fold.cost_settings import parse_aliases as parse_aliases
+from dshweb.core.fold.cost_settings import parse_windows as parse_windows
 from dshweb.core.fold.meter import BUCKET_NAMES, SessionMeter, Usage, to_usage
-from dshweb.core.fold.price_settings import Window as Window
-from dshweb.core.fold.price_settings import parse_aliases as parse_aliases
-from dshweb.core.fold.price_settings import parse_windows as parse_windows
 from dshweb.core.log.wire import AnyEvent, CompactionSummary, ShadowData
 
 Buckets = tuple[int, int, int, int]

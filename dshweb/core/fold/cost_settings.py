@@ -1,7 +1,7 @@
-"""What a person sets about prices, read without the fold (``settings.py`` checks them at
+"""What a person sets about costs, read without the fold (``settings.py`` checks them at
 start-up, before any of it is imported): the peak windows (:func:`parse_windows`) and the
-models priced as another the ``dsh-llm-cost`` registry knows (:func:`parse_aliases`).
-:mod:`dshweb.core.fold.cost` prices with them.
+models costed as another the ``dsh-llm-cost`` registry knows (:func:`parse_aliases`).
+:mod:`dshweb.core.fold.cost` costs with them.
 """
 
 from __future__ import annotations
