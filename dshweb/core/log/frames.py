@@ -65,11 +65,13 @@ class Chunk:
     text: bytes
 
 
-def _frame_length(
+def frame_length(
     buf: bytes | bytearray | memoryview, pos: int, file_offset: int
 ) -> tuple[int, int] | None:
     """Length and block count of the zstd frame starting at ``pos``, or None when it is
-    not complete yet (a skippable frame counts no blocks)."""
+    not complete yet (a skippable frame counts no blocks); a bad frame header raises
+    :class:`LogError`. Looks at that frame's headers only: a reader that may stop after
+    a frame (a budget) finds the frames one at a time, not all of a buffer at once."""
     avail = len(buf) - pos
     if avail < 4:
         if bytes(buf[pos : pos + avail]) != ZSTD_MAGIC[:avail]:
@@ -117,7 +119,7 @@ def frame_spans(
     with memoryview(buf) as view:  # released on return: the caller may resize ``buf``
         while pos < len(buf):
             try:
-                found = _frame_length(view, pos, file_offset)
+                found = frame_length(view, pos, file_offset)
             except LogError as error:
                 error.__traceback__ = None
                 return spans, error

@@ -2,9 +2,9 @@
 
 :class:`LogTail` remembers which file it reads (by device and inode) and the offset of
 the first byte not yet consumed. ``read()`` streams what was appended since the last
-call: it reads the file in pieces of :data:`READ_SIZE`, decodes each complete frame (or
-complete line of a plain ``.jsonl`` log) on its own, and hands each event to the caller
-at once as a wire record (:mod:`dshweb.core.log.wire`). Neither the file nor its decoded
+call: it reads the file in pieces of at most :data:`READ_SIZE`, decodes each complete
+frame (or complete line of a plain ``.jsonl`` log) on its own, and hands each event to
+the caller at once as a wire record (:mod:`dshweb.core.log.wire`). Neither the file nor its decoded
 text is ever held whole: memory stays at a piece, a frame and a line, whatever the size
 of the log. A file that shrank or was replaced calls ``on_reset`` first so the caller
 can start its fold again; a corrupt frame or line stops the tail there with a
@@ -26,7 +26,6 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
@@ -35,12 +34,16 @@ import zstandard
 from dshweb.core.errors import LogError
 from dshweb.core.files import FileRefused, open_file
 from dshweb.core.log.decode import LineError, decode_event
-from dshweb.core.log.frames import ZSTD_MAGIC, frame_spans, frame_text
+from dshweb.core.log.frames import ZSTD_MAGIC, frame_length, frame_text
 from dshweb.core.log.jsjson import loads_js
 from dshweb.core.log.wire import PACKED_TYPES, AnyEvent, Other
 
 READ_SIZE = 1 << 20
-"""Bytes read from the file at a time."""
+"""The most bytes read from the file at a time."""
+FIRST_READ = 1 << 16
+"""Bytes read first by a ``read()``; each further piece twice the last, up to
+:data:`READ_SIZE`. A read that a budget ends after a frame or a few lines (a tail
+followed in slices) then costs about what it folds, not a mebibyte of copying."""
 MAX_LINE = 64 << 20
 """The longest line read (the longest real DSH line known is about 5 MB)."""
 MAX_FRAME = 1 << 30
@@ -140,6 +143,15 @@ def _split_lines(
             raise _Stop(_too_long())
     if tail:
         yield carry
+
+
+def _pieces(handle: IO[bytes]) -> Iterator[bytes]:
+    """The rest of the file in pieces of :data:`FIRST_READ` bytes, then each twice the
+    last, up to :data:`READ_SIZE`."""
+    size = FIRST_READ
+    while piece := handle.read(size):
+        yield piece
+        size = min(size * 2, READ_SIZE)
 
 
 def _whole(line: bytes) -> dict[str, Any]:
@@ -251,13 +263,23 @@ class LogTail:
     ) -> None:
         first = self.offset == 0
         buf = bytearray()
-        while True:
-            piece = handle.read(READ_SIZE)
-            if not piece:
-                return
+        for piece in _pieces(handle):
             buf += piece
-            spans, error = frame_spans(buf, self.offset)
-            for start, end, blocks in spans:
+            # The frames are found one at a time, as they are folded: a read that spends
+            # its budget after a frame looks at no header past it (the next read would
+            # look again), so a slice costs its frames, not a scan of the whole piece.
+            pos, error = 0, None
+            while pos < len(buf):
+                try:
+                    found = frame_length(buf, pos, self.offset)
+                except LogError as bad:
+                    bad.__traceback__ = None
+                    error = bad
+                    break
+                if found is None:
+                    break
+                start, end, blocks = pos, pos + found[0], found[1]
+                pos = end
                 if buf[start : start + 4] == ZSTD_MAGIC:  # else a skippable frame
                     where = self.offset + start
                     if self._spent_all(batch, budget):
@@ -279,9 +301,8 @@ class LogTail:
                         self.offset, batch.more = where, True
                         return
                 first = False
-            consumed = spans[-1][1] if spans else 0
-            del buf[:consumed]
-            self.offset += consumed
+            del buf[:pos]
+            self.offset += pos
             if error is None and len(buf) > MAX_FRAME_BYTES:
                 limit = MAX_FRAME_BYTES >> 20
                 error = LogError(f"frame larger than {limit} MiB (the limit)", offset=self.offset)
@@ -309,7 +330,7 @@ class LogTail:
     ) -> None:
         first = self.offset == 0
         try:  # the bytes after the last newline are not a line yet
-            for line in _split_lines(iter(partial(handle.read, READ_SIZE), b""), tail=False):
+            for line in _split_lines(_pieces(handle), tail=False):
                 if self._spent_all(batch, budget):
                     batch.more = True
                     return
