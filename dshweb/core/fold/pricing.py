@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,7 +104,10 @@ def priced_message(message: Message | None, *, shape: bool) -> tuple[int, str, S
 def _astral(text: str) -> tuple[int, ...]:
     """Where in ``text`` (in code points) the characters past the BMP are: two UTF-16
     units each in a price, one code point each to the pruner."""
-    return tuple(i for i, c in enumerate(text) if ord(c) > 0xFFFF)
+    return tuple(match.start() for match in _ASTRAL.finditer(text))
+
+
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
 
 def tool_calls(message: Message | None) -> int:
