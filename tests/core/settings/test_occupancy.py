@@ -768,7 +768,8 @@ def test_tracker_snapshot_carries_the_samples(log: Path) -> None:
 def test_some_real_session_has_enough_samples_for_an_estimate() -> None:
     if not LOGS:
         pytest.skip("no real logs")
-    assert max(len(pace_samples(map(typed, _events(log)))) for log in LOGS) >= 3
+    # the first log with three samples settles it (the rest are each checked above)
+    assert any(len(pace_samples(map(typed, _events(log)))) >= 3 for log in LOGS)
 
 
 def _events(log: Path) -> list[dict[str, Any]]:
