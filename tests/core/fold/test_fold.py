@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from dshweb.core.fold.meter import SessionMeter
-from dshweb.core.fold.session import SessionTracker
+from dshweb.core.fold.session import SessionTracker, take_snapshot
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.reader import LogTail
+from dshweb.core.profile.effective import EngineConfig
 from tests.conftest import all_homes, session_log_paths
 from tests.support.differences import differences, fail_on
 from tests.support.logbuilder import event, fold_in_pieces, frame, header, typed
@@ -26,28 +27,32 @@ SEEDS = range(3)
 """The random byte splits each log is read in (each about 25 cuts, mid-frame included)."""
 
 
+def _split_state(tracker: SessionTracker, home: Path) -> dict[str, object]:
+    return {
+        "meter": tracker.meter,
+        "activity": tracker.activity,
+        "host_state": tracker.meter.host_state(),
+        "ledger": tracker.ledger,
+        "snapshot ledger": take_snapshot(
+            tracker, home=home, live=False, engine=EngineConfig()
+        ).ledger,
+    }
+
+
 @pytest.mark.parametrize("log", LOGS, ids=[p.parent.name for p in LOGS])
 def test_random_byte_splits_give_the_same_state(log: Path, tmp_path: Path) -> None:
     """Read in the pieces of each of :data:`SEEDS`, a log folds to the meter (every
-    field it compares), the activity and the host state of one whole read."""
+    field it compares), the activity, the host state, the ledger collector and the
+    snapshot's ledger of one whole read (each split read once for all of them)."""
     whole = _tracker(log)
     whole.refresh()
+    one = _split_state(whole, tmp_path)
     data = log.read_bytes()
     found: list[str] = []
     for seed in SEEDS:
         folder = tmp_path / f"seed-{seed}"
         folder.mkdir()
-        tracker = fold_in_pieces(data, seed, folder)
-        pieces = {
-            "meter": tracker.meter,
-            "activity": tracker.activity,
-            "host_state": tracker.meter.host_state(),
-        }
-        one = {
-            "meter": whole.meter,
-            "activity": whole.activity,
-            "host_state": whole.meter.host_state(),
-        }
+        pieces = _split_state(fold_in_pieces(data, seed, folder), tmp_path)
         found += [f"seed {seed}: {d.line('pieces', 'whole')}" for d in differences(pieces, one)]
     fail_on(found, f"{log.parent.name}: read in pieces, unlike one whole read")
 

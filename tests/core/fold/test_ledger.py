@@ -247,15 +247,10 @@ def test_compactions_agree_with_the_events(log: Path) -> None:
 # -- incremental --------------------------------------------------------------------------
 
 
-SEEDS = range(3)
-"""The random byte splits each log is read in (each about 25 cuts, mid-frame included)."""
-
-
-@pytest.mark.parametrize("log", LOGS, ids=[p.parent.name for p in LOGS])
-def test_random_byte_splits_give_the_same_ledger(log: Path, tmp_path: Path) -> None:
-    """Read in the pieces of each of :data:`SEEDS`, a log gives the ledger collector and
-    the snapshot's ledger of one whole read."""
-    _assert_splits_agree(log.read_bytes(), SEEDS, tmp_path)
+# Every real log read in random byte splits gives the ledger collector and the snapshot's
+# ledger of one whole read: tests/core/fold/test_fold.py's
+# test_random_byte_splits_give_the_same_state, which compares them on the same splits it
+# folds for the meter (each split folded once for both).
 
 
 def _assert_splits_agree(data: bytes, seeds: Iterable[int], tmp_path: Path) -> None:
