@@ -33,7 +33,7 @@ SUMMARIES = {
     "fold-failed": _("%(kind)s failed: %(error)s"),
     "fold-kind": _("%(kind)s"),
 }
-COMPACTION_KINDS = {
+COMPACTION_PHRASES = {
     "automatic": _("automatic compaction"),
     "manual": _("manual compaction"),
     "overflow": _("overflow compaction"),
@@ -61,7 +61,7 @@ def summary_text(reading: Reading) -> str:
     if "band" in figures:
         figures["band"] = named(BANDS, figures["band"])
     if "kind" in figures:
-        figures["kind"] = named(COMPACTION_KINDS, figures["kind"])
+        figures["kind"] = named(COMPACTION_PHRASES, figures["kind"])
     return str(sentence) % figures
 
 
