@@ -87,7 +87,8 @@ def _run_command(name: str, verb: str, rest: list[str]) -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "dshweb.settings")
     setting_errors.prepare_for(name)  # doctor shows what is refused rather than stopping
     # The settings first, without Django (which then finds them imported): a setting or a
-    # data folder refused ends the verb before the second Django and the apps take to import.
+    # data folder refused ends the verb before the second that Django and the apps take to
+    # import.
     if settings := os.environ["DJANGO_SETTINGS_MODULE"]:  # empty: Django says what is wrong
         importlib.import_module(settings)
     import django
