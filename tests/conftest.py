@@ -136,25 +136,22 @@ def pytest_configure(config: pytest.Config) -> None:
         run = Path(tempfile.mkdtemp(prefix="dshweb-tests-run-"))
         os.environ[RUN_DIR] = str(run)
         config.stash[_RUN] = run
-    if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
-        # The tests start hundreds of Python processes (servers, collectors, manage.py),
-        # each compiling dshweb's ~200 modules afresh when no bytecode may be written
-        # (~0.3 s of CPU each): their bytecode is kept for this run in a folder outside
-        # the checkout instead, which the test workers and every child inherit.
-        cache = Path(tempfile.mkdtemp(prefix="dshweb-tests-pycache-"))
-        os.environ["PYTHONPYCACHEPREFIX"] = str(cache)
-        del os.environ["PYTHONDONTWRITEBYTECODE"]
-        config.stash[_PYCACHE] = cache
+        if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
+            # The tests start hundreds of Python processes (servers, collectors,
+            # manage.py), each compiling dshweb's ~200 modules afresh when no bytecode may
+            # be written (~0.3 s of CPU each): their bytecode is kept in the run's folder
+            # instead, outside the checkout, for the test workers and every child.
+            os.environ["PYTHONPYCACHEPREFIX"] = str(run / "pycache")
+            del os.environ["PYTHONDONTWRITEBYTECODE"]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    for key in (_DATA_DIR, _PYCACHE, _RUN):
+    for key in (_DATA_DIR, _RUN):
         if (folder := config.stash.get(key, None)) is not None:
             shutil.rmtree(folder, ignore_errors=True)
 
 
 _DATA_DIR = pytest.StashKey[Path]()
-_PYCACHE = pytest.StashKey[Path]()
 _RUN = pytest.StashKey[Path]()
 
 
