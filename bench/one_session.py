@@ -1,5 +1,5 @@
 """What the single-session benchmarks share: the largest session of a home, read whole,
-and medians in microseconds (bench/fold_preview.py, bench/cost.py)."""
+and medians in microseconds (bench/compaction_preview.py, bench/cost.py)."""
 
 from __future__ import annotations
 

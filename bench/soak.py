@@ -9,8 +9,8 @@ What runs (everything on 127.0.0.1, every loop bounded by the run's deadline):
   :mod:`bench.bench_server`) on a home of ``--sessions`` (20) sessions, each appended
   to as DSH appends: one whole zstd frame per write, ``fsync``ed, a step per frame (the
   user's message, the answer with its usage, ``step/end``) and an automatic compaction
-  every ``--fold-every`` steps, each session at ``--rate`` frames per second
-  (jittered). The event shapes are those of :mod:`tests.support.foldlog` (the real runtime's);
+  every ``--compact-every`` steps, each session at ``--rate`` frames per second
+  (jittered). The event shapes are those of :mod:`tests.support.compactionlog` (the real runtime's);
   the sessions grow for the whole run, so what dshweb keeps per session is seen to
   stay bounded or not;
 - ``--session-sockets`` (10) session sockets and ``--list-sockets`` (2) list sockets,
@@ -56,7 +56,7 @@ from bench_server import HOST, Server  # noqa: E402
 from websockets.sync.client import connect  # noqa: E402
 from websockets.typing import Origin  # noqa: E402
 
-from tests.support.foldlog import _answer, _compaction, user_message  # noqa: E402
+from tests.support.compactionlog import _answer, _compaction, user_message  # noqa: E402
 from tests.support.logbuilder import event, frame, header  # noqa: E402
 
 PROJECT = "--soak--"
@@ -71,7 +71,7 @@ class Writer:
     """One session appended to as DSH appends it: a frame per step, fsynced."""
 
     path: Path
-    fold_every: int
+    compact_every: int
     seq: int = 0
     step: int = 0
     surface_start: int = 0
@@ -79,12 +79,12 @@ class Writer:
     compactions: int = 0
 
     @classmethod
-    def create(cls, home: Path, name: str, fold_every: int) -> Writer:
+    def create(cls, home: Path, name: str, compact_every: int) -> Writer:
         folder = home / "sessions" / PROJECT / name
         folder.mkdir(parents=True)
         (folder / "session.lock").touch()
         path = folder / "session.v4.jsonl.zstd"
-        writer = cls(path, fold_every)
+        writer = cls(path, compact_every)
         first = header(name) | {"cwd": "/soak"}
         writer._write(frame(first, user_message(0, "start " * 100)))
         writer.seq = 1
@@ -99,14 +99,14 @@ class Writer:
 
     def grow(self) -> None:
         self.step += 1
-        since = self.step % self.fold_every or self.fold_every
+        since = self.step % self.compact_every or self.compact_every
         lines: list[dict[str, Any]] = [
             user_message(self.seq, "more " * 40),
             _answer(self.seq + 1, self.step, 1_500 + 120 * since),
             event(self.seq + 2, "step/end", turn=self.step, step=1),
         ]
         self.seq += 3
-        if self.step % self.fold_every == 0:
+        if self.step % self.compact_every == 0:
             # the fold replaces the surface up to this step's answer (step/end is not on it)
             lines += _compaction(self.seq, self.step, self.surface_start, self.seq - 2)
             self.surface_start = self.seq + 2
@@ -307,7 +307,9 @@ def served_figures(server: Server, session_id: str) -> dict[str, Any]:
 def run(args: argparse.Namespace, tmp: Path) -> int:
     home = tmp / "home"
     (home / "sessions").mkdir(parents=True)
-    writers = [Writer.create(home, f"soak-{n:02d}", args.fold_every) for n in range(args.sessions)]
+    writers = [
+        Writer.create(home, f"soak-{n:02d}", args.compact_every) for n in range(args.sessions)
+    ]
     receiver = Receiver()
     hook_server, hook_port = receiver.serve()
     _started.append(hook_server.shutdown)
@@ -457,7 +459,7 @@ def _main() -> int:
     parser.add_argument("--minutes", type=float, default=60.0)
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--rate", type=float, default=2.0, help="frames per second per session")
-    parser.add_argument("--fold-every", type=int, default=25, help="steps between folds")
+    parser.add_argument("--compact-every", type=int, default=25, help="steps between compactions")
     parser.add_argument("--session-sockets", type=int, default=10)
     parser.add_argument("--list-sockets", type=int, default=2)
     parser.add_argument("--abandon-every", type=float, default=15.0)

@@ -310,7 +310,7 @@ def _size(html: str) -> int:
 LIVE_PARTS: tuple[tuple[str, Callable[[SessionSnapshot], object] | None], ...] = (
     ("dashboard/_session_header.html", None),
     ("dashboard/_context_ring.html", None),
-    ("dashboard/_fold_preview.html", None),
+    ("dashboard/_compaction_preview.html", None),
     ("dashboard/_context_pressure.html", None),
     ("dashboard/_breakdown.html", None),
     ("dashboard/_token_usage.html", None),

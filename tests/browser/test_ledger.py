@@ -15,7 +15,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import WAIT_MS, SameDocument
-from tests.support.foldlog import long_session, write_session
+from tests.support.compactionlog import long_session, write_session
 from tests.support.homes import append_frames
 from tests.support.logbuilder import frame
 from tests.support.server import DshwebServer, serving

@@ -40,7 +40,7 @@ from dshweb.sessions.display.ledger_rows import (
     timeline_rows,
 )
 from tests.conftest import FIXTURE_HOMES
-from tests.support.foldlog import long_session, write_session
+from tests.support.compactionlog import long_session, write_session
 
 DOWNLOADS = ("timeline.csv", "timeline.json", "ledger.csv", "ledger.json")
 MANY = "many-folds"

@@ -24,7 +24,7 @@ from dshweb.core.log.home import session_logs
 from tests.collect.test_collector import _cold
 from tests.collect.test_worker_processes import _numbers, _ring
 from tests.conftest import FIXTURE_HOMES, REPO
-from tests.support.foldlog import long_session, write_session
+from tests.support.compactionlog import long_session, write_session
 from tests.support.logbuilder import frame, frames_of, header
 from tests.support.server import DshwebServer, ServerError
 from tests.support.visitor import Visitor

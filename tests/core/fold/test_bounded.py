@@ -18,7 +18,7 @@ from dshweb.core.log.home import LogFile
 from dshweb.core.profile.effective import EngineConfig
 from dshweb.sessions.display.ledger_pages import LEDGER_PAGE_SIZE, ledger_page, refused_tail
 from dshweb.sessions.display.ledger_rows import compaction_rows
-from tests.support.foldlog import long_session, user_message
+from tests.support.compactionlog import long_session, user_message
 from tests.support.logbuilder import fold_in_pieces, frame, header
 
 

@@ -31,8 +31,8 @@ from dshweb.core.profile.effective import EngineConfig
 from dshweb.sessions.display.timeline import timeline_chart
 from dshweb.sessions.fragments import chart_of, ledger_view
 from tests.conftest import FIXTURE_HOMES, all_homes, session_log_paths
+from tests.support.compactionlog import user_message
 from tests.support.differences import differences, fail_on
-from tests.support.foldlog import user_message
 from tests.support.logbuilder import event, fold_in_pieces, frame, header, log_records, typed
 
 LOGS = [path for home in all_homes() for path in session_log_paths(home)]
@@ -443,7 +443,7 @@ def test_an_open_compaction_has_no_after_yet() -> None:
 
 
 def _long_session(steps: int, compaction_every: int) -> list[dict[str, Any]]:
-    """Steps with growing usage; an automatic compaction every ``fold_every`` steps."""
+    """Steps with growing usage; an automatic compaction every ``compact_every`` steps."""
     events: list[dict[str, Any]] = [user_message(0, "start " * 100)]
     seq, surface_start = 1, 0
     for step in range(1, steps + 1):

@@ -25,7 +25,7 @@ from dshweb.core.profile.effective import EffectiveSettings, EngineConfig
 from dshweb.core.profile.plugins import PRUNE_MARKER
 from dshweb.core.profile.pruner import DEFAULT_CUT, PruneCut
 from tests.conftest import FIXTURE_HOMES
-from tests.core.fold.test_fold_preview import HOMES, _settings
+from tests.core.fold.test_compaction_preview import HOMES, _settings
 from tests.fixtures.scenarios import REPLAYS
 from tests.support.inferred import events_of
 

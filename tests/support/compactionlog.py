@@ -3,7 +3,7 @@
 No fixture home has more than a few folds (a real DSH session with hundreds is the
 benchmark home, too big to commit), so this writes a log of the same event shapes as
 the real ones: steps whose usage grows, and an automatic compaction (start, summary,
-the replacing checkpoint, end) every ``fold_every`` steps.
+the replacing checkpoint, end) every ``compact_every`` steps.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def _compaction(seq: int, turn: int, start: int, end: int | None = None) -> list
 def long_session(
     steps: int, compaction_every: int, *, first_seq: int = 1, step_ends: bool = False
 ) -> list[dict[str, Any]]:
-    """Events from ``first_seq`` on: ``steps`` steps, a fold every ``fold_every`` steps
+    """Events from ``first_seq`` on: ``steps`` steps, a compaction every ``compact_every`` steps
     (with ``step_ends``, each step closed by its ``step/end``, a row of the step export)."""
     events: list[dict[str, Any]] = (
         [user_message(first_seq - 1, "start " * 100)] if first_seq == 1 else []

@@ -1,7 +1,7 @@
 """The fold preview on the session page and in ``dsh_snapshot --json``: what the next
 automatic fold and a Compact now would take away, the figures of
 :mod:`dshweb.core.fold.preview` (proven against the real engine's folds in
-``tests/core/fold/test_fold_preview.py``)."""
+``tests/core/fold/test_compaction_preview.py``)."""
 
 from __future__ import annotations
 
@@ -137,7 +137,7 @@ def test_where_the_settings_are_unrecorded_the_card_lists_each_outcome_or_says_s
     held, unknown = seen["held"], seen["unknown"]
     with translation.override("en"):
         page = render_to_string(
-            "dashboard/_fold_preview.html", {"session": _Shown(held, ManualPreview("manual"))}
+            "dashboard/_compaction_preview.html", {"session": _Shown(held, ManualPreview("manual"))}
         )
         assert data_attributes(page, "fold-preview")["data-outcomes"] == str(len(held.outcomes))
         for number, outcome in enumerate(held.outcomes, 1):
@@ -147,7 +147,8 @@ def test_where_the_settings_are_unrecorded_the_card_lists_each_outcome_or_says_s
             assert one["data-shadowed-tokens"] == str(outcome.shadowed_tokens)
         assert "if the engine keeps" in page and "inferred from what the engine did" in page
         page = render_to_string(
-            "dashboard/_fold_preview.html", {"session": _Shown(unknown, ManualPreview("manual"))}
+            "dashboard/_compaction_preview.html",
+            {"session": _Shown(unknown, ManualPreview("manual"))},
         )
         assert data_attributes(page, "fold-preview")["data-unknown"] == unknown.unknown
         assert "Not known yet" in page and "nothing has shown it yet" in page

@@ -1,6 +1,6 @@
 """What the fold preview and the settings replay cost, on the largest fixture session.
 
-Usage: python bench/fold_preview.py [HOME]   (default: ``tests/fixtures/homes/prune-heavy``,
+Usage: python bench/compaction_preview.py [HOME]   (default: ``tests/fixtures/homes/prune-heavy``,
 the fixture session with the most events, written by the real DSH runtime)
 
 The preview: the session's log is folded event by event (a :class:`SessionMeter`, as the
@@ -97,7 +97,7 @@ def main() -> int:
         said = replay(recording, engine)
         runs.append(time.perf_counter() - began)
     if not recording.acted or not said.passes:
-        print("fold_preview: the session has no fold to replay", file=sys.stderr)
+        print("compaction_preview: the session has no fold to replay", file=sys.stderr)
         return 1
     times = -(-STEPS // len(recording.checks))
     longer = replace(recording, checks=recording.checks * times, acted=())
