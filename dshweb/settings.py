@@ -104,7 +104,6 @@ DEBUG = _read(lambda: environment_server.switch("DSHWEB_DEBUG"), False)
 ALLOWED_HOSTS = _read(environment_server.allowed_hosts, ["127.0.0.1", "localhost", "[::1]"])
 
 INSTALLED_APPS = [
-    "daphne",
     # dshweb's apps, one per capability (docs/development.md, "How it works"): lower ones never
     # import higher ones ([tool.importlinter] in pyproject.toml). Before Django's own, so
     # their templates (the admin's index, the sign-in page) are the ones found.

@@ -312,6 +312,17 @@ def test_a_refusal_comes_before_django_is_imported(tmp_path: Path) -> None:
         assert len(said) == 1 and said[0].startswith(says), ran
 
 
+def test_doctor_starts_without_twisted(tmp_path: Path) -> None:
+    """Issue 41: Django's commands start without Daphne's Twisted reactor (about 0.2 s of
+    imports each); only ``serve`` imports it, to serve."""
+    importtime = [sys.executable, "-X", "importtime", "-m", "dshweb", "doctor"]
+    (ran,) = _run_all([importtime], _env(tmp_path), TIMEOUT)
+    assert ran.code == 0, ran
+    imported, _ = _imported_and_said(ran)
+    assert "django.core.management" in imported, ran
+    assert [m for m in imported if m.split(".")[0] in ("daphne", "twisted")] == [], ran
+
+
 # -- a database that never answers -----------------------------------------------------------
 
 

@@ -21,7 +21,6 @@ from argparse import ArgumentParser
 from pathlib import Path
 from typing import Any
 
-from daphne.cli import CommandLineInterface
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
@@ -147,6 +146,8 @@ class Command(BaseCommand):
             threading.Thread(
                 target=_open_when_up, args=(host, port, url), name="open-browser", daemon=True
             ).start()
+        from daphne.cli import CommandLineInterface  # Twisted's reactor: only to serve
+
         CommandLineInterface().run(
             ["--bind", host.strip("[]"), "--port", str(port), "dshweb.asgi:application"]
         )
