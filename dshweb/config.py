@@ -26,6 +26,7 @@ from django.dispatch import receiver
 
 from dshweb import secret_key
 from dshweb.core.fold.cost import RateBook, rate_book
+from dshweb.core.fold.cost_settings import DEFAULT_PRICE_AS
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME, home_name_problem
 from dshweb.environment import (
     DEFAULT_HSTS_SECONDS,
@@ -62,7 +63,7 @@ DEFAULTS: Mapping[str, object] = {
     "MAIL_ALLOWED_DOMAINS": (),
     "WEBHOOK_RULES_PER_USER": DEFAULT_WEBHOOK_RULES_PER_USER,
     "PEAK_WINDOWS": "",
-    "PRICE_AS": "",
+    "PRICE_AS": DEFAULT_PRICE_AS,
 }
 """Every key of ``DSHWEB`` and its default (see :class:`DshwebConfig` for each meaning)."""
 

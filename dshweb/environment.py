@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import cast
 from urllib.parse import SplitResult, urlsplit
 
-from dshweb.core.fold.cost_settings import parse_aliases, parse_windows
+from dshweb.core.fold.cost_settings import DEFAULT_PRICE_AS, parse_aliases, parse_windows
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME, home_name_problem
 from dshweb.core.log.home import dsh_home
 from dshweb.demo.home import BUNDLED_HOME, ensure_demo_home
@@ -124,8 +124,9 @@ def peak_windows() -> str:
 
 
 def rate_as() -> str:
-    """``DSHWEB_PRICE_AS``: models rated as another the registry knows (empty: none)."""
-    return os.environ.get("DSHWEB_PRICE_AS", "")
+    """``DSHWEB_PRICE_AS``: models rated as another the registry knows (unset:
+    :data:`~dshweb.core.fold.cost_settings.DEFAULT_PRICE_AS`; ``none``: none)."""
+    return os.environ.get("DSHWEB_PRICE_AS", DEFAULT_PRICE_AS)
 
 
 def rates() -> tuple[str, str]:

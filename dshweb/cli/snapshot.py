@@ -19,6 +19,7 @@ from dshweb import environment
 from dshweb.cli import SNAPSHOT_HELP
 from dshweb.core.errors import DshError
 from dshweb.core.fold.cost import REGISTRY_RATES, RateBook, rate_book
+from dshweb.core.fold.cost_settings import DEFAULT_PRICE_AS, NO_ALIASES
 from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.progress import ProgressCounter
@@ -51,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--price-as",
         default=environment.rate_as(),
         help="price models the registry does not know as one it does, "
-        "deepseek-flash=deepseek-v4-flash (default: $DSHWEB_PRICE_AS)",
+        f"model=registry-model,… or {NO_ALIASES} (default: $DSHWEB_PRICE_AS, else "
+        f"{DEFAULT_PRICE_AS}: DSH's own model)",
     )
     parser.add_argument(
         "--progress",

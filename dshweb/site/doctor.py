@@ -27,6 +27,7 @@ from django.db.migrations.executor import MigrationExecutor
 from dshweb.compaction.models import DshWebSetting
 from dshweb.compaction.which_dsh_web import dsh_web_from_environment, test_connection
 from dshweb.config import get_config
+from dshweb.core.fold.cost_settings import DEFAULT_PRICE_AS, NO_ALIASES
 from dshweb.core.log.home import session_logs
 from dshweb.core.profile.patch import PatchError, read_layer
 from dshweb.core.profile.profile import Layer, Profile, home_layer, profile_names
@@ -65,6 +66,7 @@ def findings() -> list[Finding]:
         _unreadable(),
         _dsh(),
         *_profiles(),
+        _prices(),
         _dsh_web(stored=usable),
     ]
 
@@ -152,6 +154,30 @@ def _database() -> tuple[Finding, bool]:
             "dshweb serve applies them",
         ), True
     return Finding("database", Status.OK, f"{where}, up to date"), True
+
+
+def _prices() -> Finding:
+    """The models this server prices as another (DSHWEB_PRICE_AS, else its default)."""
+    if any(problem.setting == "DSHWEB_PRICE_AS" for problem in _refused()):
+        return Finding("prices", Status.NOTE, "not looked at: DSHWEB_PRICE_AS is refused")
+    try:
+        aliases = get_config().rate_book.aliases
+    except ConfigurationError as refused:
+        return Finding("prices", Status.NOTE, f"not looked at: {refused.setting} is refused")
+    if not aliases:
+        return Finding(
+            "prices",
+            Status.OK,
+            "every model as the dsh-llm-cost registry prices it, or not at all",
+            f"DSHWEB_PRICE_AS={DEFAULT_PRICE_AS} prices DSH's own model",
+        )
+    said = ", ".join(f"{model} priced as {entry}" for model, entry in aliases)
+    return Finding(
+        "prices",
+        Status.OK,
+        f"{said} (every figure priced so says so)",
+        f"DSHWEB_PRICE_AS=model=registry-model changes it; DSHWEB_PRICE_AS={NO_ALIASES}: none",
+    )
 
 
 def _redis() -> Finding:

@@ -25,6 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from dshweb.accounts.tokens import token_create
 from dshweb.api.metrics import RECENT_MS
 from dshweb.core.fold.cost import RateBook
+from dshweb.core.fold.cost_settings import DEFAULT_PRICE_AS, parse_aliases
 from dshweb.core.fold.forecast import IDLE_AFTER_MS
 from dshweb.core.log.home import session_logs
 from tests.conftest import FIXTURE_HOMES
@@ -126,19 +127,23 @@ def test_the_series_are_the_sessions_figures(home: Path) -> None:
     )
     assert got["dshweb_freed_tokens_total", (("home", "local"),)] == freed > 0
     assert got["dshweb_sessions", (("home", "local"),)] == len(SESSIONS)
-    # What the requests and summaries cost, by model: only the models with a price.
-    book = RateBook()
+    # What the requests and summaries cost, by model: only the models with a price (DSH's
+    # own deepseek-flash priced as the registry's deepseek-v4-flash, the server's default).
+    book = RateBook(aliases=parse_aliases(DEFAULT_PRICE_AS))
     costs = [
         (row.rates.route[0], row.cost + (row.summary_cost or 0.0))
         for s in shots
         for row in book.by_route(s.cost)
         if row.cost is not None
     ]
-    assert {model for model, _ in costs} == {"deepseek-v4-pro"}
+    assert {model for model, _ in costs} == {"deepseek-v4-pro", "deepseek-flash"}
     cost = got["dshweb_cost_usd_total", (("home", "local"), ("model", "deepseek-v4-pro"))]
-    assert cost == pytest.approx(sum(usd for _, usd in costs)) and cost > 0
-    assert not any(
-        k[0] == "dshweb_cost_usd_total" and ("model", "deepseek-flash") in k[1] for k in got
+    assert (
+        cost == pytest.approx(sum(usd for m, usd in costs if m == "deepseek-v4-pro")) and cost > 0
+    )
+    flash = got["dshweb_cost_usd_total", (("home", "local"), ("model", "deepseek-flash"))]
+    assert (
+        flash == pytest.approx(sum(usd for m, usd in costs if m == "deepseek-flash")) and flash > 0
     )
     assert got["dshweb_reader_errors", (("home", "local"),)] == 0
     assert got["dshweb_alerts_sent_total", (("channel", "webhook"),)] == 0

@@ -41,7 +41,7 @@ def _snapshot(home: Path) -> SessionSnapshot:
 def test_a_session_on_a_priced_and_an_unpriced_model_shows_both_and_never_zero(
     tmp_path: Path, settings: Any, fresh_hub: None
 ) -> None:
-    home = _home("cost-switch", tmp_path, settings)
+    home = _home("cost-switch", tmp_path, settings, PRICE_AS="none")
     shot = _snapshot(home)
     book = RateBook()
     total, unrated = book.total(shot.cost)
@@ -117,7 +117,9 @@ def test_the_peak_windows_and_a_models_price_are_this_servers_to_set(
     tmp_path: Path, settings: Any, fresh_hub: None
 ) -> None:
     """``cost-pro`` ran on a weekday evening, off-peak: a peak window over it doubles its
-    cost on the page; ``PRICE_AS`` prices flash, and the page names the entry used."""
+    cost on the page; DSH's own ``deepseek-flash`` is priced as the registry's
+    ``deepseek-v4-flash`` unless ``PRICE_AS`` says otherwise, and the page names the entry
+    used."""
     home = _home("cost-pro", tmp_path, settings)
     shot = _snapshot(home)
     off_peak = RateBook().total(shot.cost)[0]
@@ -140,13 +142,24 @@ def test_the_peak_windows_and_a_models_price_are_this_servers_to_set(
     page = client.get(url).content.decode()
     assert float(data_attributes(page, "session-cost")["data-total-usd"]) == peak
 
-    flash = _home("auto-compact", tmp_path, settings, PRICE_AS="deepseek-flash=deepseek-v4-flash")
+    settings.DSHWEB = {k: v for k, v in settings.DSHWEB.items() if k != "PRICE_AS"}
+    flash = _home("auto-compact", tmp_path, settings)  # no PRICE_AS: the default
     shot = _snapshot(flash)
     page = client.get(f"/homes/local/sessions/{shot.session_id}/").content.decode()
     expected = RateBook(aliases=parse_aliases("deepseek-flash=deepseek-v4-flash")).total(shot.cost)
+    assert expected[0] is not None and expected[0] > 0
     card = data_attributes(page, "session-cost")
     assert (float(card["data-total-usd"]), card["data-unpriced"]) == (expected[0], "false")
     assert 'priced as <span translate="no">deepseek-v4-flash</span> (this server’s setting)' in page
+    # Another entry, as the setting names it, and none at all.
+    settings.DSHWEB = {**settings.DSHWEB, "PRICE_AS": "deepseek-flash=deepseek-v4-pro"}
+    page = client.get(f"/homes/local/sessions/{shot.session_id}/").content.decode()
+    pro = RateBook(aliases=parse_aliases("deepseek-flash=deepseek-v4-pro")).total(shot.cost)[0]
+    assert pro is not None and pro > expected[0]
+    assert float(data_attributes(page, "session-cost")["data-total-usd"]) == pro
+    settings.DSHWEB = {**settings.DSHWEB, "PRICE_AS": "none"}
+    page = client.get(f"/homes/local/sessions/{shot.session_id}/").content.decode()
+    assert data_attributes(page, "session-cost")["data-total-usd"] == ""
 
 
 def test_dsh_snapshot_prices_with_the_windows_it_is_given(tmp_path: Path) -> None:
@@ -171,7 +184,7 @@ def test_dsh_snapshot_prices_with_the_windows_it_is_given(tmp_path: Path) -> Non
 def test_a_session_on_a_model_without_a_price_says_so_once(
     tmp_path: Path, settings: Any, fresh_hub: None
 ) -> None:
-    home = _home("auto-compact", tmp_path, settings)
+    home = _home("auto-compact", tmp_path, settings, PRICE_AS="none")
     shot = _snapshot(home)
     assert RateBook().total(shot.cost) == (None, True)
     client, _ = signed_in()
@@ -183,3 +196,10 @@ def test_a_session_on_a_model_without_a_price_says_so_once(
     page = client.get(f"/homes/local/sessions/{shot.session_id}/").content.decode()
     assert data_attributes(page, "session-cost") == {"data-total-usd": "", "data-unpriced": "true"}
     assert "no model of this session has a price in the registry" in page
+    # Its compactions have no price either: no count of what was not counted, no verdict
+    # (at f4ab7dd: "They paid for themselves: $0 ahead", in green).
+    assert shot.ledger.total > 0
+    said = squeezed(page)
+    assert "They paid for themselves" not in said and "have not paid off" not in said
+    assert "folds on a model without a price are left out, so there is no verdict" in said
+    assert f"{shot.ledger.total} folds cost" not in said

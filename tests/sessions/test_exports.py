@@ -26,6 +26,7 @@ from django.template.loader import render_to_string
 from django.test import AsyncClient, Client
 
 from dshweb.core.fold.cost import RateBook
+from dshweb.core.fold.cost_settings import DEFAULT_PRICE_AS, parse_aliases
 from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot
@@ -44,6 +45,8 @@ from tests.support.compactionlog import long_session, write_session
 
 DOWNLOADS = ("timeline.csv", "timeline.json", "ledger.csv", "ledger.json")
 MANY = "many-folds"
+DEFAULT_BOOK = RateBook(aliases=parse_aliases(DEFAULT_PRICE_AS))
+"""The rates a server uses when nobody sets any: DSH's deepseek-flash as deepseek-v4-flash."""
 
 
 pytestmark = pytest.mark.usefixtures("fresh_hub", "static_root")
@@ -167,13 +170,13 @@ async def test_ledger_downloads_are_every_compaction(
     _, chunks = await _download(async_user, f"/homes/local/sessions/{session_id}/ledger.csv")
     header, *rows = csv.reader(io.StringIO(b"".join(chunks).decode()))
     assert tuple(header) == COMPACTION_COLUMNS
-    assert rows == _texts(compaction_rows(ledger.compactions, RateBook()))
+    assert rows == _texts(compaction_rows(ledger.compactions, DEFAULT_BOOK))
     assert [int(r[0]) for r in rows] == list(range(1, len(ledger.compactions) + 1))
 
     _, chunks = await _download(async_user, f"/homes/local/sessions/{session_id}/ledger.json")
     data = json.loads(b"".join(chunks))
     assert data["folds"] == _objects(
-        COMPACTION_COLUMNS, compaction_rows(ledger.compactions, RateBook())
+        COMPACTION_COLUMNS, compaction_rows(ledger.compactions, DEFAULT_BOOK)
     )
     assert data["refused"] == _objects(REFUSED_COLUMNS, map(refused_row, ledger.refused))
     assert len(data["folds"]) == {"auto-compact": 3, "web-driven": 1, MANY: 60}[session_id]

@@ -160,6 +160,21 @@ def test_doctor_counts_the_sessions_and_names_each_profile(settings: Any) -> Non
 
 
 @pytest.mark.django_db
+def test_doctor_names_the_models_priced_as_another(settings: Any) -> None:
+    """Issue 43: DSH's own deepseek-flash is priced as the registry's deepseek-v4-flash
+    unless DSHWEB_PRICE_AS says otherwise, and the doctor says which is in force."""
+    settings.DSHWEB = {k: v for k, v in settings.DSHWEB.items() if k != "PRICE_AS"}
+    status, seen, fix = _found(settings, FIXTURE_HOMES / "told-truth")["prices"]
+    assert status is Status.OK
+    assert seen.startswith("deepseek-flash priced as deepseek-v4-flash"), seen
+    assert "DSHWEB_PRICE_AS=none" in fix
+    settings.DSHWEB = {**settings.DSHWEB, "PRICE_AS": "none"}
+    status, seen, fix = _found(settings, FIXTURE_HOMES / "told-truth")["prices"]
+    assert "every model as the dsh-llm-cost registry prices it" in seen
+    assert fix == "DSHWEB_PRICE_AS=deepseek-flash=deepseek-v4-flash prices DSH's own model"
+
+
+@pytest.mark.django_db
 def test_doctor_says_when_the_home_is_empty_or_missing(settings: Any, tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()

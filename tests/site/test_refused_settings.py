@@ -252,6 +252,7 @@ def test_a_price_alias_and_a_peak_window_name_the_variable_not_the_dict(tmp_path
         (["--host", "999.1.1.1"], "--host", "'999.1.1.1' is not an address of this machine"),
         (["--host", "192.0.2.1"], "--host", "'192.0.2.1' is not an address of this machine"),
         (["--home", "/etc/passwd"], "--home", "/etc/passwd is not a folder"),
+        (["--price-as", "deepseek-flash=gpt-9"], "--price-as", "'gpt-9' is not in the dsh-llm"),
     ],
 )
 def test_an_option_serve_cannot_use_is_one_line(

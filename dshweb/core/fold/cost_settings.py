@@ -13,6 +13,14 @@ from dsh_llm_cost import pricing as registry
 Window = tuple[int, int]
 """A peak window in quarter hours of the UTC day: [start, end)."""
 
+DEFAULT_PRICE_AS = "deepseek-flash=deepseek-v4-flash"
+"""What a server prices as another model when nobody says otherwise: DSH's own default
+model, ``deepseek-flash`` (DeepSeek V4.1 Flash), which ``dsh-llm-cost`` does not list, as
+the registry's nearest entry. Every figure priced so says so; ``none`` turns it off."""
+
+NO_ALIASES = "none"
+"""The ``DSHWEB_PRICE_AS`` / ``--price-as`` value that prices no model as another."""
+
 _WINDOW = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$")
 
 
@@ -37,8 +45,10 @@ def parse_windows(text: str) -> tuple[Window, ...]:
 
 def parse_aliases(text: str) -> tuple[tuple[str, str], ...]:
     """``"deepseek-flash=deepseek-v4-flash, …"`` as (model, registry model) pairs;
-    ``ValueError`` naming a registry model that does not exist."""
+    ``ValueError`` naming a registry model that does not exist; :data:`NO_ALIASES`: none."""
     pairs: list[tuple[str, str]] = []
+    if text.strip().lower() == NO_ALIASES:
+        return ()
     for part in (p.strip() for p in text.split(",") if p.strip()):
         model, sep, target = (s.strip() for s in part.partition("="))
         if not sep or not model or not target:

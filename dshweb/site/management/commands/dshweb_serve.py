@@ -28,6 +28,7 @@ from django.db import connections
 
 from dshweb import environment
 from dshweb.config import get_config
+from dshweb.core.fold.cost_settings import DEFAULT_PRICE_AS, NO_ALIASES, parse_aliases
 from dshweb.dsh_web.client import is_loopback
 from dshweb.setting_errors import ConfigurationError
 from dshweb.setting_values import port_problem
@@ -40,6 +41,17 @@ def show_home(home: Path) -> None:
     """Show ``home`` instead of the configured DSH home (this process and its children)."""
     os.environ["DSH_HOME"] = str(home)
     settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": home}
+    get_config.cache_clear()
+
+
+def price_as(text: str) -> None:
+    """Price models as ``text`` says (``--price-as``) instead of ``DSHWEB_PRICE_AS``."""
+    try:
+        parse_aliases(text)
+    except ValueError as exc:
+        raise ConfigurationError("--price-as", str(exc)) from None
+    os.environ["DSHWEB_PRICE_AS"] = text
+    settings.DSHWEB = {**settings.DSHWEB, "PRICE_AS": text}
     get_config.cache_clear()
 
 
@@ -103,6 +115,12 @@ class Command(BaseCommand):
         )
         parser.add_argument("--port", default="8000", help="default %(default)s")
         parser.add_argument("--open", action="store_true", help="open the dashboard in the browser")
+        parser.add_argument(
+            "--price-as",
+            help="price models the dsh-llm-cost registry does not list as one it does, "
+            f"model=registry-model,… or {NO_ALIASES} (default: $DSHWEB_PRICE_AS, else "
+            f"{DEFAULT_PRICE_AS}: DSH's own model)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         host: str = options["host"]
@@ -112,6 +130,8 @@ class Command(BaseCommand):
             if not home.is_dir():
                 raise ConfigurationError("--home", f"{home} is not a folder")
             show_home(home)
+        if options["price_as"] is not None:
+            price_as(options["price_as"])
         verbosity = options["verbosity"]
         call_command("dshweb_bootstrap", verbosity=verbosity, stdout=self.stdout)
         call_command("collectstatic", interactive=False, verbosity=0)
