@@ -6,7 +6,7 @@ take minutes; closing the page does not stop it), records every request, and ann
 each change of state on the session's channel group with the new state
 (:mod:`dshweb.compaction.status`), so open pages show it at once. Which ``dsh web`` is
 asked is :mod:`dshweb.compaction.which_dsh_web`'s business; which process runs a request,
-:mod:`dshweb.compaction.owners`'.
+:mod:`dshweb.collect.owners`'.
 
 A request records the process that runs it. One left in flight by a process that is
 gone (a crash, a kill) is closed with a reason when dshweb starts and before any new
@@ -44,8 +44,8 @@ from dshweb.collect.commands import (
     collector_address,
     send_command,
 )
+from dshweb.collect.owners import owner_alive, process_owner
 from dshweb.compaction.models import CompactionRequest
-from dshweb.compaction.owners import owner_alive, process_owner
 from dshweb.compaction.status import announce
 from dshweb.compaction.which_dsh_web import ask_dsh_web
 from dshweb.live.protocol import COMPACT_RUN

@@ -18,7 +18,7 @@ from channels.db import database_sync_to_async
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 
-from dshweb.compaction import owners
+from dshweb.collect import owners
 from dshweb.compaction import status as compact_status
 from dshweb.compaction.models import CompactionRequest, DshWebSetting
 from dshweb.compaction.records import RequestRecord

@@ -1,6 +1,8 @@
-"""Which process runs a Compact request: ``host:pid:token`` of a dshweb process, or a
-collector's tag (:func:`~dshweb.collect.commands.collector_owner`); whether it is still
-alive, so a request it left in flight can be closed with a reason."""
+"""Which process runs a piece of work (a Compact request, an alert delivery's attempt):
+``host:pid:token`` of a dshweb process, or a collector's tag
+(:func:`~dshweb.collect.commands.collector_owner`); whether it is still alive, so what it
+left in flight can be closed with a reason (a Compact request) or taken again (a
+delivery's claim)."""
 
 from __future__ import annotations
 
