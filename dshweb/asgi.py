@@ -7,7 +7,8 @@ the database cannot be reached closes with 4503 "store unavailable"
 the one its ``X-Forwarded-For`` names (:mod:`dshweb.site.forwarded`). The hub starts
 folding the home at once; its publisher starts on the server's event loop with the first
 connection of any kind. A setting dshweb cannot use ends the process at import with one
-line per setting and exit status 2 (:mod:`dshweb.setting_errors`).
+line per setting and exit status 2 (:mod:`dshweb.setting_errors`). Under Daphne, SIGTERM
+and SIGINT stop it on time (:mod:`dshweb.live.stopping`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from channels.auth import AuthMiddlewareStack
 from channels.routing import ProtocolTypeRouter, URLRouter
 
 from dshweb.live.startup import StartLiveServices
+from dshweb.live.stopping import stop_with_the_server
 from dshweb.live.unavailable import StoreUnavailableSockets
 from dshweb.sessions.routing import websocket_urlpatterns
 from dshweb.site.forwarded import ForwardedClient
@@ -45,3 +47,4 @@ application = ForwardedClient(
         ),
     )
 )
+stop_with_the_server()

@@ -82,3 +82,16 @@ DUE_LOOKED_AT = 100
 """At each look for due deliveries, each owner's oldest this many per way of telling."""
 ALERT_RULES_EVERY = 1.0
 """The watcher looks for rules added, changed or removed at most this often."""
+STOP_GRACE = 3.0
+"""After a stop is asked (SIGTERM, SIGINT), the work in flight (an alert delivery's
+attempt, a Compact request) may finish for this long; what is still running then is
+recorded as interrupted, for the next start (:mod:`dshweb.live.stopping`)."""
+STOP_EXIT_WAIT = 2.0
+"""Once a stopping process has done its own last work (the server its grace, a collector
+its last write), it ends on its own within this long, or is ended."""
+STOP_DEADLINE = 8.0
+"""A stopping process is ended this long after the stop was asked, whatever hangs: its
+exit handlers get :data:`STOP_HANDLERS_WAIT` more, inside the 10 s a supervisor is told."""
+STOP_HANDLERS_WAIT = 1.0
+"""What a hard exit gives the exit handlers (logs flushed, a managed ``dsh web`` told to
+stop) before it ends the process."""
