@@ -12,7 +12,18 @@ later, then twice as long each time; after :data:`~dshweb.live.timing.ALERT_ATTE
 delivery is *failed*, with its last error in words a person reads (``could not deliver
 (HTTP 5xx)``, ``could not deliver (timeout)``: the class of what went wrong, never the
 receiver's words). Anything an attempt raises is that delivery's recorded failure: one
-broken receiver, mail server or title never stops the others. Where a webhook may go and
+broken receiver, mail server or title never stops the others.
+
+An attempt claims its delivery first (:func:`_claimed`: its next attempt moved
+:data:`~dshweb.live.timing.ALERT_CLAIM` seconds ahead, and the process named), so two
+watchers never send it at once. A webhook or email attempt still running when its
+process is asked to stop is waited for for the stop's grace, then recorded as
+interrupted (:func:`record_interrupted`: due again at once, not counted as an attempt);
+no attempt starts once the stop is asked (:mod:`dshweb.live.stopping`). A claim whose
+process is gone (a kill, a crash) is let go when the next watcher of the home starts
+(:func:`release_dead_claims`), so the delivery is tried at once rather than after the
+claim. The receiver may then hear twice of a firing whose first attempt reached it but
+whose answer never came back: a delivery is told at least once. Where a webhook may go and
 its one deadline are :mod:`dshweb.alerts.webhooks`'; mail goes to its rule owner's own
 address or to a domain staff allowed (``DSHWEB_MAIL_ALLOWED_DOMAINS``).
 
@@ -44,10 +55,12 @@ from django.utils.translation import gettext as _
 from dshweb.alerts.models import AlertDelivery, AlertFiring, AlertRule
 from dshweb.alerts.webhooks import PostFailed, TargetRefused, post, target_key, webhook_target
 from dshweb.alerts.words import in_language
+from dshweb.collect.owners import owner_alive, process_owner
 from dshweb.config import get_config
 from dshweb.core.log.jsjson import printable
 from dshweb.live import timing
 from dshweb.live.protocol import AlertFired, alerts_group, sent
+from dshweb.live.stopping import in_flight, stop_asked
 
 log = logging.getLogger(__name__)
 
@@ -165,23 +178,25 @@ def attempt(delivery_id: int) -> BrowserMessage | None:
     delivery = (
         AlertDelivery.objects.select_related("firing__rule__owner").filter(pk=delivery_id).first()
     )
-    if delivery is None or not _claimed(delivery):
-        return None  # deleted with its rule meanwhile, done, or another watcher's now
+    if delivery is None or stop_asked() or not _claimed(delivery):
+        return None  # deleted with its rule meanwhile, done, another watcher's, or stopping
     firing = delivery.firing
     if delivery.channel == AlertDelivery.Channel.BROWSER:
         return browser_message(firing)
-    try:
-        if delivery.channel == AlertDelivery.Channel.WEBHOOK:
-            send_webhook(firing.rule, firing)
+    what = f"alert delivery {delivery_id} ({delivery.channel})"
+    with in_flight(what, lambda: record_interrupted(delivery_id)):
+        try:
+            if delivery.channel == AlertDelivery.Channel.WEBHOOK:
+                send_webhook(firing.rule, firing)
+            else:
+                send_email(firing.rule, firing)
+        except DeliveryError as error:
+            record_failure(delivery, str(error))
+        except Exception as error:  # a bug or a surprise: this delivery's failure only
+            log.exception("alert delivery %s failed unexpectedly", delivery_id)
+            record_failure(delivery, f"could not deliver (unexpected {type(error).__name__})")
         else:
-            send_email(firing.rule, firing)
-    except DeliveryError as error:
-        record_failure(delivery, str(error))
-    except Exception as error:  # a bug or a surprise: this delivery's failure, no one else's
-        log.exception("alert delivery %s failed unexpectedly", delivery_id)
-        record_failure(delivery, f"could not deliver (unexpected {type(error).__name__})")
-    else:
-        record_sent(delivery)
+            record_sent(delivery)
     return None
 
 
@@ -191,14 +206,49 @@ def _claimed(delivery: AlertDelivery) -> bool:
     if delivery.state != AlertDelivery.State.PENDING:
         return False
     claimed_until = timezone.now() + timedelta(seconds=timing.ALERT_CLAIM)
+    owner = process_owner()
     claimed = AlertDelivery.objects.filter(
         pk=delivery.pk,
         state=AlertDelivery.State.PENDING,
         attempts=delivery.attempts,
         next_attempt_at=delivery.next_attempt_at,
-    ).update(next_attempt_at=claimed_until)
-    delivery.next_attempt_at = claimed_until
+    ).update(next_attempt_at=claimed_until, claimed_by=owner)
+    delivery.next_attempt_at, delivery.claimed_by = claimed_until, owner
     return claimed == 1
+
+
+def record_interrupted(delivery_id: int) -> bool:
+    """A stop of this process cut its attempt at ``delivery_id`` short: due again at once,
+    its claim let go, the attempt not counted (unless the attempt ended meanwhile);
+    whether it was recorded."""
+    return bool(
+        AlertDelivery.objects.filter(
+            pk=delivery_id, state=AlertDelivery.State.PENDING, claimed_by=process_owner()
+        ).update(next_attempt_at=timezone.now(), claimed_by="")
+    )
+
+
+def release_dead_claims(home: str) -> int:
+    """Make due at once the pending deliveries of ``home`` claimed by a process that is
+    gone (killed or crashed during an attempt), which would otherwise wait out their
+    claim; how many. A claim of a live process, or of one on another machine (nothing
+    here can tell), is left to run out."""
+    claimed = (
+        AlertDelivery.objects.filter(state=AlertDelivery.State.PENDING, firing__home=home)
+        .exclude(claimed_by="")
+        .values_list("pk", "claimed_by")
+    )
+    dead: dict[str, list[int]] = {}
+    for pk, owner in claimed:
+        if not owner_alive(owner):
+            dead.setdefault(owner, []).append(pk)
+    now = timezone.now()
+    return sum(
+        AlertDelivery.objects.filter(
+            pk__in=pks, state=AlertDelivery.State.PENDING, claimed_by=owner
+        ).update(next_attempt_at=now, claimed_by="")
+        for owner, pks in dead.items()
+    )
 
 
 def browser_sent(delivery_id: int, error: BaseException | None) -> None:
@@ -214,19 +264,22 @@ def browser_sent(delivery_id: int, error: BaseException | None) -> None:
 def record_sent(delivery: AlertDelivery) -> None:
     delivery.attempts += 1
     delivery.state, delivery.sent_at = AlertDelivery.State.SENT, timezone.now()
-    delivery.next_attempt_at, delivery.last_error = None, ""
-    delivery.save(update_fields=["attempts", "state", "sent_at", "next_attempt_at", "last_error"])
+    delivery.next_attempt_at, delivery.last_error, delivery.claimed_by = None, "", ""
+    fields = ["attempts", "state", "sent_at", "next_attempt_at", "last_error", "claimed_by"]
+    delivery.save(update_fields=fields)
 
 
 def record_failure(delivery: AlertDelivery, error: str) -> None:
     delivery.attempts += 1
-    delivery.last_error = error
+    delivery.last_error, delivery.claimed_by = error, ""
     if delivery.attempts >= timing.ALERT_ATTEMPTS:
         delivery.state, delivery.next_attempt_at = AlertDelivery.State.FAILED, None
     else:
         wait = timing.ALERT_RETRY_FIRST * 2 ** (delivery.attempts - 1)
         delivery.next_attempt_at = timezone.now() + timedelta(seconds=wait)
-    delivery.save(update_fields=["attempts", "last_error", "state", "next_attempt_at"])
+    delivery.save(
+        update_fields=["attempts", "last_error", "state", "next_attempt_at", "claimed_by"]
+    )
 
 
 @dataclass(frozen=True, slots=True)

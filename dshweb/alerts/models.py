@@ -139,6 +139,12 @@ class AlertDelivery(models.Model):
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
     sent_at = models.DateTimeField(null=True, blank=True)
+    claimed_by = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="The dshweb process whose attempt claimed it (host:pid:token); a claim "
+        "its process left behind is let go when the next watcher of its home starts.",
+    )
 
     class Meta:
         db_table = "live_alertdelivery"

@@ -13,8 +13,12 @@ no slot (:func:`lane_limits`: browser notices, emails, webhooks), each taking du
 fair turns (:mod:`dshweb.core.alerts.lanes`): at most a few of one owner's at once and a
 few to one receiver. A receiver that is slow, trickles or breaks holds up no evaluation,
 no browser notice nor email, and no other user's webhook; an attempt waiting for its
-turn stays due in the database, and is not counted as failed. Nothing waits for an
-attempt at a stop (a daemon thread's result is dropped; its claim runs out).
+turn stays due in the database, and is not counted as failed. Once the process is asked
+to stop, no attempt starts (what is due stays due for the next start); the attempts
+under way get the stop's grace, then are recorded as interrupted, due again at once
+(:mod:`dshweb.live.stopping`; each runs in a daemon thread, which no stop waits for
+past the grace). When a watcher starts, the claims of attempts whose process is gone (a
+kill, a crash) are let go, so those deliveries are tried at once.
 
 An event rule fires once per fold (:func:`~dshweb.core.alerts.firing.decide_events`):
 every fold past the last one told, oldest first, each written as its own firing before
@@ -69,6 +73,7 @@ from dshweb.live import timing
 from dshweb.live.hub import ChangeSource, HomeChange, HomeView, SessionView
 from dshweb.live.hubtask import HubTask, next_within
 from dshweb.live.outage import Outage
+from dshweb.live.stopping import stop_asked
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +112,8 @@ class AlertWatcher:
         pending (this watcher alone makes its home's)."""
         self._attempting: dict[int, asyncio.Task[None]] = {}
         self._lanes = {channel: Lane(limits) for channel, limits in lane_limits().items()}
+        self._claims_looked_at = False
+        """Whether the claims a process that is gone left have been let go."""
 
     async def run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -239,6 +246,18 @@ class AlertWatcher:
     async def _deliver(self) -> float | None:
         """Start the due deliveries whose turn it is; the seconds until the next one not
         due yet is (``None``: none)."""
+        if stop_asked():
+            return None  # what is due stays due, for the next start
+        if not self._claims_looked_at:
+            released = await _in_thread(deliveries.release_dead_claims, self.home)
+            self._claims_looked_at = True
+            if released:
+                log.info(
+                    "alert watcher of %s: %d delivery(ies) a stopped dshweb left claimed are "
+                    "due again",
+                    self.home,
+                    released,
+                )
         if time.monotonic() < self._deliveries_at:
             return self._deliveries_at - time.monotonic()
         if all(lane.full for lane in self._lanes.values()):
