@@ -8,9 +8,11 @@ each change of state on the session's channel group with the new state
 asked is :mod:`dshweb.compaction.which_dsh_web`'s business; which process runs a request,
 :mod:`dshweb.collect.owners`'.
 
-A request records the process that runs it. One left in flight by a process that is
-gone (a crash, a kill) is closed with a reason when dshweb starts and before any new
-press, so it never blocks the button for ever.
+A request records the process that runs it. One still running when its process is
+asked to stop, past the stop's grace, is closed then, saying dshweb stopped while it ran
+(:mod:`dshweb.live.stopping`); one left in flight by a process that is gone (a crash, a
+kill) is closed with the same reason when dshweb or a collector starts and before any
+new press, so it never blocks the button for ever.
 
 On a web worker (``DSHWEB_COLLECT=off``) a press travels to the collector of the home
 (:func:`request_collected_compaction`): the request is recorded here as always, owned by
@@ -49,11 +51,13 @@ from dshweb.compaction.models import CompactionRequest
 from dshweb.compaction.status import announce
 from dshweb.compaction.which_dsh_web import ask_dsh_web
 from dshweb.live.protocol import COMPACT_RUN
+from dshweb.live.stopping import in_flight
 
 log = logging.getLogger(__name__)
 
 ABANDONED = "abandoned"
 ABANDONED_TEXT = "dshweb stopped while this ran"
+ABANDONED_MESSAGE = f"{ABANDONED_TEXT}; the session log shows whether DSH folded it"
 _IN_FLIGHT = (CompactionRequest.State.REQUESTED, CompactionRequest.State.RUNNING)
 COLLECTOR_OFFLINE = "collector_offline"
 COLLECTOR_UNREACHABLE = "collector_unreachable"
@@ -97,7 +101,7 @@ def close_abandoned_requests() -> int:
     closed = _fail(
         CompactionRequest.objects.filter(pk__in=[row.pk for row in stale], state__in=_IN_FLIGHT),
         outcome=ABANDONED,
-        message=f"{ABANDONED_TEXT}; the session log shows whether DSH folded it",
+        message=ABANDONED_MESSAGE,
     )
     log.warning("closed %d compaction request(s) left in flight by a stopped dshweb", closed)
     for home, session_id in {(row.home, row.session_id) for row in stale}:
@@ -224,9 +228,34 @@ def waiting_compactions(place: CollectorPlace) -> list[dict[str, Any]]:
     return [{"type": COMPACT_RUN, "request": pk} for pk in waiting]
 
 
+def close_interrupted_request(pk: int) -> bool:
+    """A stop of this process cut request ``pk`` short: closed as abandoned, with the
+    reason (unless it ended meanwhile); whether it was."""
+    try:
+        closed = _fail(
+            CompactionRequest.objects.filter(pk=pk, state__in=_IN_FLIGHT),
+            outcome=ABANDONED,
+            message=ABANDONED_MESSAGE,
+        )
+        if closed:
+            for home, session_id in CompactionRequest.objects.filter(pk=pk).values_list(
+                "home", "session_id"
+            ):
+                announce(home, session_id)
+        return bool(closed)
+    finally:
+        close_old_connections()
+
+
 def run_compaction(pk: int, *, home: Path | None = None, stored: bool = True) -> None:
     """Ask ``dsh web`` (a managed one on ``home``, default the configured one; the stored
-    one only when ``stored``) to compact, then record the answer (in a worker thread)."""
+    one only when ``stored``) to compact, then record the answer (in a worker thread). A
+    stop waits for it for its grace, then closes it (:func:`close_interrupted_request`)."""
+    with in_flight(f"Compact request {pk}", lambda: close_interrupted_request(pk)):
+        _run_compaction(pk, home=home, stored=stored)
+
+
+def _run_compaction(pk: int, *, home: Path | None, stored: bool) -> None:
     close_old_connections()
     try:
         request = CompactionRequest.objects.get(pk=pk)

@@ -19,6 +19,7 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 
 from dshweb.collect import owners
+from dshweb.compaction import service
 from dshweb.compaction import status as compact_status
 from dshweb.compaction.models import CompactionRequest, DshWebSetting
 from dshweb.compaction.records import RequestRecord
@@ -288,6 +289,27 @@ def test_a_request_a_stopped_dshweb_left_in_flight_is_closed_with_a_reason(
     assert stale.finished_at is not None
     assert CompactionRequest.objects.count() == 2
     assert _wait_finished().outcome == "engine_error"  # the new press ran (no engine here)
+
+
+def test_a_request_a_stop_cut_short_is_closed_saying_so_unless_it_ended(home: Path) -> None:
+    ended = CompactionRequest.objects.create(
+        session_id="manual-compact", state="done", message="Compacted 3 history items"
+    )
+    running = CompactionRequest.objects.create(
+        session_id="manual-compact", state="running", owner=owners.process_owner()
+    )
+    assert service.close_interrupted_request(running.pk)
+    assert not service.close_interrupted_request(ended.pk)
+    running.refresh_from_db()
+    assert (running.state, running.outcome) == ("failed", "abandoned")
+    assert running.message == service.ABANDONED_MESSAGE and running.finished_at is not None
+    ended.refresh_from_db()
+    assert (ended.state, ended.message) == ("done", "Compacted 3 history items")
+    # What the button's status line says of it (the latest request).
+    assert _status_line(_user("viewer", may_compact=False).get(PAGE).content.decode()) == (
+        "failed",
+        "dshweb stopped while this ran; the session log shows whether DSH folded it.",
+    )
 
 
 def test_an_engine_that_never_answers_fails_the_press_in_seconds(
