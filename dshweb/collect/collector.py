@@ -17,6 +17,13 @@ gained since), and:
   (:mod:`dshweb.alerts.watcher`), on the publisher's event loop;
 - renews the lease every ``heartbeat_every`` seconds and releases it when told to stop.
 
+When it starts it closes the Compact requests a process that is gone left in flight (the
+jobs :func:`~dshweb.live.startup.on_first_call` lists, as a server's first call does).
+Told to stop (``dshweb collect`` on SIGTERM or SIGINT asks :mod:`dshweb.live.stopping`'s
+stop), it stops its hub and its event loop, writes what is left and releases the lease,
+while the alert deliveries and Compact requests in flight get the stop's grace (or are
+recorded as interrupted); the process ends within seconds whatever hangs.
+
 When the database cannot be reached (:func:`~dshweb.live.outage.database_unreachable`),
 the hub keeps folding and the writer keeps what changed (a set of session ids: rows are
 the full latest state, so a session changed ten times meanwhile is written once). The
@@ -62,7 +69,8 @@ from dshweb.live.hub import HomeChange, HomeView, Hub, Listener
 from dshweb.live.outage import Outage, database_unreachable, outage_reason, store_name
 from dshweb.live.publisher import Publisher
 from dshweb.live.service import collect_here
-from dshweb.live.startup import jobs_beside_hub
+from dshweb.live.startup import jobs_beside_hub, jobs_on_first_call
+from dshweb.live.stopping import stopping
 
 log = logging.getLogger(__name__)
 STAND_IN_ID_MAX = 512
@@ -280,6 +288,11 @@ def run_collector(
     hub.subscribe(_ResumeReport(hub, store, lease.name, on_ready))
     place = CollectorPlace(lease.name, home, collector_owner(lease.name, lease.token))
     collect_here(lease.name, hub)  # commands run here act on this home
+    for job in jobs_on_first_call():  # what a process that is gone left in flight
+        try:
+            job()
+        except Exception:
+            log.exception("collector %s: a start job failed", lease.name)
     stop_publisher = _channels_in_thread(writer, place)
     hub.start()
     lost = released = False
@@ -294,6 +307,7 @@ def run_collector(
         if not lost:
             released = _last_write(lease, writer)
         close_old_connections()
+        stopping.wait_settled()  # the work in flight: finished, or recorded as interrupted
     return released
 
 

@@ -58,6 +58,7 @@ from dshweb.core.errors import DshError
 from dshweb.live import timing
 from dshweb.live.outage import Outage, database_unreachable, layer_unreachable
 from dshweb.live.protocol import COLLECTOR_ANSWER, collector_group
+from dshweb.live.stopping import stop_asked
 
 log = logging.getLogger(__name__)
 
@@ -345,6 +346,9 @@ def _dispatch_sealed(message: Mapping[str, Any], place: CollectorPlace) -> None:
 
 def _dispatch(message: Mapping[str, Any], place: CollectorPlace) -> None:
     kind = str(message.get("type", ""))
+    if stop_asked():  # a Compact row stays requested: the next collector closes it
+        log.info("collector %s: stopping; a command %r is left for later", place.name, kind)
+        return
     handler = _handlers.get(kind)
     if handler is None:
         log.warning("collector %s: no handler for a command %r", place.name, kind)

@@ -49,6 +49,11 @@ def on_first_call(job: Callable[[], object]) -> None:
     _on_first_call[f"{job.__module__}.{job.__qualname__}"] = job
 
 
+def jobs_on_first_call() -> tuple[Callable[[], object], ...]:
+    """What :func:`on_first_call` lists (a collector runs them when it starts)."""
+    return tuple(_on_first_call.values())
+
+
 def server_loop() -> asyncio.AbstractEventLoop | None:
     """The event loop the server runs on, once it has served a call (for /metrics, and
     :func:`send_to_group`)."""

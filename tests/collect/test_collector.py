@@ -91,6 +91,8 @@ class Collector:
         self.home, self.data_dir = home, data_dir
         self.log = data_dir / "collector.log"
         self.process: subprocess.Popen[bytes] | None = None
+        self.extra_env: dict[str, str] = {}
+        """Set on top of its environment (e.g. ``DSHWEB_WEBHOOK_ALLOWED_HOSTS``)."""
 
     def command(self, name: str = NAME, heartbeat: float = HEARTBEAT) -> list[str]:
         home = ["--home", str(self.home), "--name", name, "--heartbeat", str(heartbeat)]
@@ -100,7 +102,10 @@ class Collector:
         with self.log.open("ab") as out:
             out.write(b"=== start\n")
         self.process = spawn(
-            self.command(heartbeat=heartbeat), cwd=REPO, env=_env(self.data_dir), log=self.log
+            self.command(heartbeat=heartbeat),
+            cwd=REPO,
+            env=_env(self.data_dir) | self.extra_env,
+            log=self.log,
         )
         return self.process
 

@@ -58,6 +58,11 @@ class Received:
 class WebhookReceiver:
     port: int = 0
     received: list[Received] = field(default_factory=list)
+    hanging: bool = False
+    """While set, a request is read, kept in :attr:`held` and never answered (until the
+    receiver stops): a receiver that hangs."""
+    held: list[Received] = field(default_factory=list)
+    stopped: threading.Event = field(default_factory=threading.Event)
 
     @property
     def url(self) -> str:
@@ -85,6 +90,10 @@ def webhook_receiver(secret: Callable[[], str]) -> Iterator[WebhookReceiver]:
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers["Content-Length"]))
             ok, signed_at = signature_holds(secret(), self.headers[SIGNATURE_HEADER], body)
+            if receiver.hanging:
+                receiver.held.append(Received(json.loads(body), ok, signed_at))
+                receiver.stopped.wait()
+                return
             receiver.received.append(Received(json.loads(body), ok, signed_at))
             self.send_response(204)
             self.send_header("Content-Length", "0")
@@ -97,6 +106,7 @@ def webhook_receiver(secret: Callable[[], str]) -> Iterator[WebhookReceiver]:
     try:
         yield receiver
     finally:
+        receiver.stopped.set()
         server.shutdown()
         server.server_close()
 

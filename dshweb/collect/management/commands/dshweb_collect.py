@@ -1,5 +1,6 @@
 """``manage.py dshweb_collect --home DIR --name NAME``: collect one DSH home
-(:mod:`dshweb.collect.collector`) until SIGTERM or SIGINT.
+(:mod:`dshweb.collect.collector`) until SIGTERM or SIGINT, which ask the stop of
+:mod:`dshweb.live.stopping`: the process ends within seconds, whatever hangs.
 
 Exit status 0 after a clean stop (lease released, or left to go stale when the database
 cannot be reached then); 2, with the reason on one line, when
@@ -9,7 +10,6 @@ running (another collector took it over after this one went unheard).
 
 from __future__ import annotations
 
-import signal
 import threading
 from argparse import ArgumentParser
 from pathlib import Path
@@ -22,6 +22,7 @@ from dshweb.collect.lease import LeaseLost, LeaseRefused, lease_take
 from dshweb.config import get_config
 from dshweb.core.listing.homes import home_name_problem
 from dshweb.live import timing
+from dshweb.live.stopping import asking_on_signals, stopping
 
 
 class Command(BaseCommand):
@@ -57,8 +58,7 @@ class Command(BaseCommand):
         except LeaseRefused as refused:
             raise CommandError(str(refused), returncode=2) from refused
         stop = threading.Event()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, lambda *_: stop.set())
+        asking_on_signals(then=stop.set)
         self.stdout.write(f"dshweb_collect: collecting home {name} ({home})")
         try:
             released = run_collector(
@@ -77,3 +77,4 @@ class Command(BaseCommand):
                 f"dshweb_collect: stopped; home {name} not released (the database is "
                 "unavailable): its lease goes stale"
             )
+        stopping.finished()  # its last work done: the process ends now, or is ended
