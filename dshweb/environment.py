@@ -28,6 +28,7 @@ from dshweb.core.listing.homes import DEFAULT_HOME_NAME, home_name_problem
 from dshweb.core.log.home import dsh_home
 from dshweb.demo.home import BUNDLED_HOME, ensure_demo_home
 from dshweb.environment_server import switch
+from dshweb.installed import add_extra
 from dshweb.private_data import make_private
 from dshweb.setting_errors import ConfigurationError as ConfigurationError  # every reader's
 from dshweb.setting_errors import ConfigurationErrors as ConfigurationErrors
@@ -103,6 +104,14 @@ def home_choice(
         return HomeChoice(copy if copy.is_dir() else BUNDLED_HOME, True)
     make_private(data_dir)
     return HomeChoice(ensure_demo_home(copy), True)
+
+
+def demo_notice(configured: Path) -> str:
+    """What ``serve`` and ``snapshot`` say when they show the demo home instead."""
+    return (
+        f"dshweb: no DSH home at {configured}: showing the bundled demo home "
+        "(DSH_HOME names another home; DSHWEB_NO_DEMO=1 turns the demo off)"
+    )
 
 
 def profile() -> str:
@@ -238,7 +247,7 @@ def store(name: str) -> str:
         raise ConfigurationError(
             name,
             f"set, but {', '.join(missing)} is not installed",
-            "install dshweb with its team extra (pip install 'dshweb[team]'), or leave it unset",
+            f"install dshweb with its team extra ({add_extra('team')}), or leave it unset",
         )
     return given
 

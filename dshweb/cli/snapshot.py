@@ -18,7 +18,7 @@ from typing import Protocol, TextIO
 from dshweb import environment
 from dshweb.cli import SNAPSHOT_HELP
 from dshweb.core.errors import DshError
-from dshweb.core.fold.cost import REGISTRY_RATES, RateBook, rate_book
+from dshweb.core.fold.cost import REGISTRY_RATES, RateBook, rate_book, usd_text
 from dshweb.core.fold.cost_settings import DEFAULT_PRICE_AS, NO_ALIASES
 from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
@@ -147,14 +147,30 @@ def write(
         out.write(json.dumps(listed, ensure_ascii=False, indent=2) + "\n")
         return
     for shot in shots:
-        used = shot.used_tokens
-        window = shot.context_pressure.get("contextWindow")
-        gauge = f"{used}/{window}" if used is not None and window else "-"
-        problems = f"  ERROR: {'; '.join(shot.errors)}" if shot.errors else ""
-        out.write(
-            f"{shot.session_id}\t{'live' if shot.live else 'idle'}\t{gauge}\t"
-            f"{shot.events} events{problems}\n"
-        )
+        out.write("\t".join(text_fields(shot, book)) + "\n")
+
+
+def text_fields(shot: SessionSnapshot, book: RateBook) -> list[str]:
+    """One session as the text output gives it: id, live or idle, used/window tokens and
+    percent, band, compaction point, cost, events (and errors); ``-`` where not known."""
+    gauge = context_gauge(shot)
+    total, unrated = book.total(shot.cost)
+    cost = "cost unknown" if total is None else usd_text(total)
+    if total is not None and unrated:
+        cost += " + unpriced"
+    fields = [
+        shot.session_id,
+        "live" if shot.live else "idle",
+        f"{gauge.used}/{gauge.window}" if gauge.used is not None and gauge.window else "-",
+        "-" if gauge.percent is None else f"{gauge.percent}% of window",
+        gauge.band.value,
+        "point -" if gauge.threshold is None else f"point {gauge.threshold}",
+        cost,
+        f"{shot.events} events",
+    ]
+    if shot.errors:
+        fields.append(f"ERROR: {'; '.join(shot.errors)}")
+    return fields
 
 
 def main(
@@ -168,13 +184,15 @@ def main(
     add_arguments(parser)
     options = parser.parse_args(argv)
 
-    home = options.home or (
-        environment.home_choice(
-            environment.configured_home(),
-            demo=environment.demo_allowed(),
-            data_dir=environment.data_dir(),
-        ).path
-    )
+    home = options.home
+    if home is None:
+        configured = environment.configured_home()
+        choice = environment.home_choice(
+            configured, demo=environment.demo_allowed(), data_dir=environment.data_dir()
+        )
+        home = choice.path
+        if choice.is_demo:
+            err.write(environment.demo_notice(configured) + "\n")
     try:
         book = rates(options.peak_windows, options.price_as)
         shots = snapshots(

@@ -43,6 +43,7 @@ from types import MappingProxyType
 
 from dshweb.core.settings.dshconfig import find_dsh
 from dshweb.dsh_web.client import DshWebClient
+from dshweb.installed import add_extra
 
 log = logging.getLogger(__name__)
 
@@ -219,7 +220,7 @@ class ManagedDshWeb:
         while not self._stopping.is_set():
             dsh = self._dsh or find_dsh()
             if dsh is None:
-                self._fail("no dsh on PATH or beside this Python: pip install deepseek-harness-sdk")
+                self._fail(f"no dsh on PATH or beside this Python: {add_extra('engine')}")
                 return
             if not self.home.is_dir():
                 self._fail(f"the DSH home {self.home} is not a directory")

@@ -33,6 +33,7 @@ from dshweb.core.profile.patch import PatchError, read_layer
 from dshweb.core.profile.profile import Layer, Profile, home_layer, profile_names
 from dshweb.core.settings.dshconfig import context_truth_presence, find_dsh
 from dshweb.environment import home_choice, store
+from dshweb.installed import add_extra
 from dshweb.live.watch import unreadable_folders
 from dshweb.private_data import DATABASE_FILES, FOLDERS, KEY_FILES, SETTING, data_problems
 from dshweb.secret_key import read_secret_key
@@ -55,14 +56,16 @@ class Finding:
     fix: str = ""
 
 
-def findings() -> list[Finding]:
+def findings(*, home_option: bool = False) -> list[Finding]:
+    """What dshweb sees; ``home_option``: the home was named by ``--home``, which ``serve``
+    refuses when it is no folder (no demo stands in for it)."""
     database, usable = _database()
     return [
         *_configuration(),
         *_data_folder(),
         database,
         _redis(),
-        _home(),
+        _home(home_option=home_option),
         _unreadable(),
         _dsh(),
         *_profiles(),
@@ -208,9 +211,16 @@ def _own_home() -> tuple[Path, bool]:
     return own.path, own.is_demo
 
 
-def _home() -> Finding:
+def _home(*, home_option: bool = False) -> Finding:
     configured = get_config().dsh_home
     home, demo = _own_home()
+    if home_option and not configured.is_dir():
+        return Finding(
+            "DSH home",
+            Status.PROBLEM,
+            f"{configured} is not a folder: dshweb serve --home refuses it",
+            "name the folder DSH writes (default ~/.dsh)",
+        )
     if demo:
         return Finding(
             "DSH home",
@@ -273,7 +283,7 @@ def _dsh() -> Finding:
             Status.NOTE,
             "no dsh on PATH: the settings pages cannot check a save with dsh, and no "
             "managed dsh web can run",
-            "install DSH, or pip install 'dshweb[engine]'",
+            f"install DSH, or {add_extra('engine')}",
         )
     try:
         done = subprocess.run(

@@ -15,6 +15,7 @@ import pytest
 from django.core.management import call_command
 
 from dshweb.cli.snapshot import snapshots
+from dshweb.core.fold.cost import usd_text
 from dshweb.core.log.home import encode_segment
 from dshweb.core.log.reader import LogTail
 from tests.conftest import all_homes, host_caches, run_python, session_log_paths
@@ -192,6 +193,11 @@ def test_without_a_home_the_bundled_demo_is_shown(tmp_path: Path) -> None:
     env.pop("DSHWEB_NO_DEMO", None)
     result = _manage("--json", env=env)
     assert result.returncode == 0, result.stderr
+    # Issue 43: it says these are the demo's sessions (at f4ab7dd it said nothing).
+    assert result.stderr == (
+        f"dshweb: no DSH home at {tmp_path / 'absent'}: showing the bundled demo home "
+        "(DSH_HOME names another home; DSHWEB_NO_DEMO=1 turns the demo off)\n"
+    )
     shots = json.loads(result.stdout)
     assert sorted(s["sessionId"] for s in shots) == [
         "auto-compact",
@@ -258,3 +264,31 @@ def test_progress_on_the_terminal_counts_every_session_and_byte(home: Path) -> N
     assert last.startswith(f"read {len(logs):,} of {len(logs):,} sessions, ")
     assert f"{megabytes:,.1f} of {megabytes:,.1f} MB" in last
     assert "\r" not in _manage("--home", str(home)).stderr  # not a terminal: quiet
+
+
+def test_the_text_gives_each_sessions_gauge_band_point_and_cost(tmp_path: Path) -> None:
+    """Issue 43: one line per session with what the ring shows (at f4ab7dd: the tokens and
+    the events only), each field from the same figures as ``--json``."""
+    from tests.conftest import FIXTURE_HOMES
+
+    home = str(FIXTURE_HOMES / "cost-switch")
+    (shot,) = json.loads(_manage("--json", "--home", home).stdout)
+    done = _manage("--home", home)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    (line,) = done.stdout.splitlines()
+    total = shot["cost"]["totalUsd"]
+    assert line.split("\t") == [
+        "cost-switch",
+        "idle",
+        f"{shot['usedTokens']}/{shot['windowTokens']}",
+        f"{shot['percent']}% of window",
+        shot["band"],
+        f"point {shot['thresholdTokens']}",
+        usd_text(total),
+        f"{shot['events']} events",
+    ]
+    assert shot["band"] == "tight" and total > 0
+    (part,) = json.loads(_manage("--json", "--home", home, "--price-as", "none").stdout)
+    assert part["cost"]["unpriced"] and 0 < part["cost"]["totalUsd"] < total
+    unpriced = _manage("--home", home, "--price-as", "none").stdout.split("\t")
+    assert unpriced[6] == usd_text(part["cost"]["totalUsd"]) + " + unpriced"

@@ -197,8 +197,17 @@ def test_doctor_exits_1_on_a_problem_and_prints_each_fix(settings: Any, tmp_path
     with pytest.raises(CommandError, match="1 problem"):
         call_command("dshweb_doctor", "--home", str(tmp_path / "missing"), stdout=out)
     assert re.search(
-        r"^problem +DSH home +\S+missing does not exist\n +→ set DSH_HOME", out.getvalue(), re.M
+        r"^problem +DSH home +\S+missing is not a folder: dshweb serve --home refuses it\n"
+        r" +→ name the folder DSH writes",
+        out.getvalue(),
+        re.M,
     )
+    # Issue 43: with the demo allowed, --home names a home all the same (serve refuses it,
+    # so the doctor says the demo would not be shown: at f4ab7dd it said it would).
+    settings.DSHWEB = {**settings.DSHWEB, "DEMO": True, "DATA_DIR": tmp_path / "data"}
+    with pytest.raises(CommandError, match="1 problem"):
+        call_command("dshweb_doctor", "--home", str(tmp_path / "missing"), stdout=out)
+    assert "demo" not in out.getvalue()
 
 
 @pytest.mark.django_db

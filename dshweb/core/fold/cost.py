@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -397,6 +398,26 @@ class RateBook:
         entry = rates.entry
         writes = entry is not None and entry.cache_write_per_m is not None
         return self.money(slot, (0, 0, 0, tokens) if writes else (tokens, 0, 0, 0))
+
+
+SMALLEST_USD = 0.000001
+"""Below this a cost is shown as "less than" (it would read as zero)."""
+
+
+def usd_text(value: float) -> str:
+    """Dollars as a person reads a bill: ``$12.35``, ``$0.0634``, ``$0.000857`` (three
+    significant digits below a dollar; a cent is a lot here, a request costs fractions of
+    one). Every page, the API's texts and ``dshweb snapshot`` write costs so."""
+    if value < 0:
+        return "−" + usd_text(-value)
+    if value == 0:
+        return "$0"
+    if value < SMALLEST_USD:
+        return f"<${SMALLEST_USD:.6f}"
+    decimals = 2 - math.floor(math.log10(value))
+    if value >= 1 or round(value, decimals) >= 1:
+        return f"${value:,.2f}"
+    return f"${value:.{decimals}f}"
 
 
 REGISTRY_RATES = RateBook()

@@ -6,13 +6,13 @@ never Python's round-half-to-even.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 from dshweb import words
+from dshweb.core.fold.cost import usd_text
 from dshweb.core.fold.forecast import Forecast
 from dshweb.core.fold.gauge import round_half_up
 from dshweb.core.fold.meter import cache_and_prompt
@@ -52,25 +52,9 @@ def format_exact(value: int | str | None) -> str:
 
 
 def format_usd(value: float | None) -> str:
-    """Dollars as a person reads a bill: ``$12.35``, ``$0.0634``, ``$0.000857`` (three
-    significant digits below a dollar; a cent is a lot here, a request costs fractions
-    of one); ``—`` when unknown (a model without a price is never shown as $0)."""
-    if value is None:
-        return UNKNOWN
-    if value < 0:
-        return "−" + format_usd(-value)
-    if value == 0:
-        return "$0"
-    if value < SMALLEST_USD:
-        return f"<${SMALLEST_USD:.6f}"
-    decimals = 2 - math.floor(math.log10(value))
-    if value >= 1 or round(value, decimals) >= 1:
-        return f"${value:,.2f}"
-    return f"${value:.{decimals}f}"
-
-
-SMALLEST_USD = 0.000001
-"""Below this a cost is shown as "less than" (it would read as zero)."""
+    """Dollars as a person reads a bill (:func:`~dshweb.core.fold.cost.usd_text`); ``—``
+    when unknown (a model without a price is never shown as $0)."""
+    return UNKNOWN if value is None else usd_text(value)
 
 
 def svg_number(value: float | None) -> str:

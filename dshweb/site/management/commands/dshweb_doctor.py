@@ -32,7 +32,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if options["home"] is not None:
             show_home(options["home"].expanduser().resolve())
-        found = findings()
+        found = findings(home_option=options["home"] is not None)
         width = max(len(f.part) for f in found)
         for finding in found:
             line = f"{finding.status:<8} {finding.part:<{width}}  {finding.seen}"

@@ -155,10 +155,7 @@ class Command(BaseCommand):
             config.dsh_home, demo=config.demo, data_dir=config.data_dir, prepare=False
         )
         if choice.is_demo:
-            self.stdout.write(
-                f"dshweb: no DSH home at {config.dsh_home}: showing the bundled demo home "
-                "(DSH_HOME names another home; DSHWEB_NO_DEMO=1 turns the demo off)"
-            )
+            self.stdout.write(environment.demo_notice(config.dsh_home))
         else:
             self.stdout.write(f"dshweb: showing the DSH home {config.dsh_home}")
         self.stdout.flush()
