@@ -106,6 +106,8 @@ class AlertWatcher:
         self._armed: dict[ArmedKey, Armed] = {}
         self._outage = Outage("alert watcher", first=1.0, most=timing.OUTAGE_RETRY_MAX, log=log)
         self.fired = 0
+        self.round_at: float | None = None
+        """When the last round ended, well or not (``time.monotonic()``; for ``/metrics``)."""
         self._deliveries_at = 0.0
         """When to look for due deliveries again (monotonic): at once after a firing or
         when an attempt ended, else when the next retry is due; never while none is
@@ -128,6 +130,7 @@ class AlertWatcher:
                 for change in await next_within(self._changes, wait):
                     self._take(change)
                 wait = await self._round()
+                self.round_at = time.monotonic()
         finally:
             unsubscribe()
             for task in list(self._attempting.values()):

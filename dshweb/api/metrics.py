@@ -11,9 +11,13 @@ a figure the session does not have now (a forecast while it idles) has no sample
 home, over every session: ``dshweb_folds_total{kind}`` and ``dshweb_freed_tokens_total``
 (what the folds bought, projected before − after), ``dshweb_reader_errors`` (sessions
 whose log has an error now) and ``dshweb_sessions``; ``dshweb_alerts_sent_total{channel}``
-counts the alert deliveries sent. Then the process's own (``process_*``,
-``python_info``), its threads (``dshweb_threads``) and the tasks on its event loop
-(``dshweb_event_loop_tasks``): what a leak would grow.
+counts the alert deliveries sent. In a process that reads its home,
+``dshweb_hub_last_round_age_seconds`` and ``dshweb_alert_watcher_last_round_age_seconds``
+(labelled ``home``; no sample before the first round) say how long ago the hub and the
+alert watcher last went round: a second or so while they work, growing when one hangs.
+Then the process's own (``process_*``, ``python_info``), its threads
+(``dshweb_threads``) and the tasks on its event loop (``dshweb_event_loop_tasks``): what a
+leak would grow.
 
 The per-home sums are kept per session by the view's version of it, so a scrape adds up
 kept numbers and folds nothing; a session counted again only when it changed.
@@ -42,12 +46,14 @@ from prometheus_client.registry import Collector
 
 from dshweb.accounts.tokens import token_user
 from dshweb.alerts.models import AlertDelivery
+from dshweb.alerts.watcher import watching
 from dshweb.collect.shown import shown_homes
 from dshweb.config import get_config
 from dshweb.core.fold.compactions import CompactionKind
 from dshweb.core.fold.cost import RateBook
 from dshweb.core.fold.gauge import Band
 from dshweb.live.hub import SessionView
+from dshweb.live.service import running_hub
 from dshweb.live.startup import server_loop
 
 RECENT_MS = 60 * 60 * 1000
@@ -181,6 +187,33 @@ def _alerts_sent() -> Metric:
     return sent
 
 
+class RoundsCollector(Collector):
+    """How long ago the process's hub and its alert watcher last went round."""
+
+    def collect(self) -> Iterator[Metric]:
+        now = time.monotonic()
+        hub = running_hub()
+        rounds = GaugeMetricFamily(
+            "dshweb_hub_last_round_age_seconds",
+            "Seconds since the hub last went round (folding what changed; every second or "
+            "so while it works).",
+            labels=["home"],
+        )
+        if hub is not None and hub.round_at is not None:
+            rounds.add_metric([hub.name], now - hub.round_at)
+        yield rounds
+        watched = GaugeMetricFamily(
+            "dshweb_alert_watcher_last_round_age_seconds",
+            "Seconds since the alert watcher last went round (its rules against what "
+            "changed, and the deliveries due; every second or so while it works).",
+            labels=["home"],
+        )
+        watcher = watching.job
+        if watcher is not None and watcher.round_at is not None:
+            watched.add_metric([watcher.home], now - watcher.round_at)
+        yield watched
+
+
 class RuntimeCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         yield GaugeMetricFamily(
@@ -194,6 +227,7 @@ class RuntimeCollector(Collector):
 
 registry = CollectorRegistry(auto_describe=False)
 registry.register(SessionCollector())
+registry.register(RoundsCollector())
 registry.register(RuntimeCollector())
 ProcessCollector(registry=registry)
 PlatformCollector(registry=registry)

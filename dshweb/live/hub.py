@@ -14,6 +14,11 @@ publishing what is folded so far with its :class:`FoldProgress` every
 :data:`PROGRESS_EVERY` seconds, so the first page is served at once. Fold state is
 checkpointed every :data:`CHECKPOINT_EVERY` seconds for the sessions that changed.
 
+What a supervisor asks of it: :attr:`Hub.round_at` (when the last round ended),
+:attr:`Hub.read_through_at` (when every log had first been folded to its end, or the home
+found unreadable: readiness, :mod:`dshweb.live.readiness`) and :meth:`Hub.alive` (its
+thread at work of late: systemd's watchdog, :mod:`dshweb.live.systemd`).
+
 No log is folded more than :data:`FOLD_SLICE` at a time: what a big or expensive log
 holds beyond that is folded a slice per round, the rounds coming back to back (the file
 notifications looked at between them), so every other session's update waits for one
@@ -236,6 +241,14 @@ class Hub:
         self.store = store
         self.rounds = 0
         """Fold rounds made (instrumentation: a request never adds one)."""
+        self.round_at: float | None = None
+        """When the last round ended (``time.monotonic()``; ``None``: none yet)."""
+        self.read_through_at: float | None = None
+        """When every log of the home had first been folded to its end since the start, or
+        the home was found unreadable (``time.monotonic()``; ``None``: not yet): what the
+        process's readiness waits for (:mod:`dshweb.live.readiness`)."""
+        self._beat = time.monotonic()
+        """The hub's thread last showed it is at work (a turn of its loop, a log folded)."""
         self._fold_lock = threading.Lock()
         self._by_folder: dict[Path, SessionView] = {}
         self._view = HomeView(home, name=name)
@@ -276,6 +289,13 @@ class Hub:
             self._ready.wait(left)
         return self._view
 
+    def alive(self, within: float) -> bool:
+        """Whether the hub's thread runs and has been at work in the last ``within``
+        seconds (a turn of its loop, a log of a cold start folded, a retry of a home it
+        cannot read): what a watchdog asks (:mod:`dshweb.live.systemd`)."""
+        thread = self._thread
+        return thread is not None and thread.is_alive() and time.monotonic() - self._beat < within
+
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call ``listener`` (from the hub's thread) after each round that changed
         something, and after each publish of a cold start's progress (the fold's lock is
@@ -289,7 +309,7 @@ class Hub:
     def start(self) -> Hub:
         if self._thread is None or not self._thread.is_alive():
             self._stop.clear()
-            self._started_at = time.monotonic()
+            self._started_at = self._beat = time.monotonic()
             self._thread = threading.Thread(target=self._run, name="dshweb-hub", daemon=True)
             self._thread.start()
         return self
@@ -307,6 +327,7 @@ class Hub:
     def _run(self) -> None:
         backoff = 1.0
         while not self._stop.is_set():
+            self._beat = time.monotonic()
             try:
                 self.cold_start()
                 self.flush_checkpoints()  # what the cold start folded, kept at once
@@ -344,6 +365,7 @@ class Hub:
         home = self.home
         step, longest = NOTIFY_STEP_MS / 1000, NOTIFY_MAX_MS / 1000
         while not self._stop.is_set():
+            self._beat = time.monotonic()
             # No wait at all while a log is folded a slice at a time.
             batch = watch.wait(0.001 if self.index.unfinished else TICK, step=step, longest=longest)
             if batch is None:
@@ -389,6 +411,7 @@ class Hub:
 
             def on_folded(folder: Path, entry: LogFile) -> None:
                 nonlocal last_publish
+                self._beat = time.monotonic()
                 self._count(counter, folder)
                 folded.append(folder)
                 if time.monotonic() - last_publish >= PROGRESS_EVERY:
@@ -404,7 +427,7 @@ class Hub:
 
             changed = self.index.refresh(None, on_folded=on_folded, logs=logs)
             self.index.refresh_liveness()
-            self.rounds += 1
+            self._round_ended()
             self._catching_up = counter if self.index.unfinished else None
             self._progress = counter.now(done=self._catching_up is None)
             self._dirty.update(changed)
@@ -438,12 +461,16 @@ class Hub:
                     self._progress = counter.now(done=self._catching_up is None)
                 if liveness:
                     folders |= self.index.refresh_liveness()
-                self.rounds += 1
+                self._round_ended()
                 self._dirty.update(folders)
                 change = self._publish(folders)
         self._ready.set()
         self._notify(change)
         return change.view
+
+    def _round_ended(self) -> None:
+        self.rounds += 1
+        self.round_at = self._beat = time.monotonic()
 
     def _count(self, counter: ProgressCounter, folder: Path, _log: LogFile | None = None) -> None:
         tracker = self.index.trackers.get(folder)
@@ -454,6 +481,8 @@ class Hub:
 
     def _publish(self, folders: Iterable[Path]) -> HomeChange:
         """A new view with the snapshots of ``folders`` taken again (lock held)."""
+        if self.read_through_at is None and self._progress.done:
+            self.read_through_at = time.monotonic()
         index = self.index
         changed: set[str] = set()
         removed: set[str] = set()
@@ -508,6 +537,8 @@ class Hub:
         self._notify(change)
 
     def _publish_error_locked(self, message: str) -> HomeChange:
+        if self.read_through_at is None:
+            self.read_through_at = time.monotonic()  # the pages say why; nothing to wait for
         if self._view.error == message:
             return HomeChange(self._view, frozenset(), frozenset())
         self._view = HomeView(

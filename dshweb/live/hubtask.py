@@ -38,6 +38,13 @@ class HubTask(Generic[J]):
         self._old: asyncio.Task[None] | None = None
         """The cancelling of the job a new one replaced (kept, so it is not collected)."""
 
+    @property
+    def job(self) -> J | None:
+        """The job running now (on whichever loop started it), if any: what ``/metrics``
+        reads its figures from."""
+        task = self._task
+        return self._job if task is not None and not task.done() else None
+
     def start(self) -> J | None:
         """The job of the process's hub on the running loop, started if need be."""
         if not collecting():

@@ -101,6 +101,11 @@ def current_hub() -> Hub:
     return _hub
 
 
+def running_hub() -> Hub | None:
+    """The hub this process runs now, if any (never starts one)."""
+    return _collected[1] if _collected is not None else _hub
+
+
 def home_view(wait: float | None = None) -> HomeView:
     """What this process's own hub holds now (waiting for a first round still under way,
     at most ``wait`` seconds, default :data:`~dshweb.live.timing.FIRST_PAGE_WAIT`)."""
