@@ -95,3 +95,14 @@ exit handlers get :data:`STOP_HANDLERS_WAIT` more, inside the 10 s a supervisor 
 STOP_HANDLERS_WAIT = 1.0
 """What a hard exit gives the exit handlers (logs flushed, a managed ``dsh web`` told to
 stop) before it ends the process."""
+HUB_STALLED_AFTER = 60.0
+"""A hub whose thread has not been at work for this long (a turn of its loop, a log of a
+cold start folded) is taken for hung: the systemd watchdog is no longer pinged, and the
+unit is restarted once its ``WatchdogSec=`` has passed too (:mod:`dshweb.live.systemd`)."""
+START_EXTENDED_BY = 30.0
+"""While a home's first round is at work, systemd's start timeout is pushed this far
+ahead (again every third of it): a big home is not killed for folding slowly, a hub that
+stops working is (after this long)."""
+READY_LOOKED_AT = 0.2
+"""Until a process is ready, whether it is is looked at this often (the systemd notifier:
+``READY=1`` at most this late)."""
