@@ -4,11 +4,12 @@ Sockets pass the exact origin check (:mod:`dshweb.site.origin`: scheme, host and
 this server) and Django's session login before any consumer runs; one that fails because
 the database cannot be reached closes with 4503 "store unavailable"
 (:mod:`dshweb.live.unavailable`). Behind a trusted proxy the client's address is
-the one its ``X-Forwarded-For`` names (:mod:`dshweb.site.forwarded`). The hub starts
-folding the home at once; its publisher starts on the server's event loop with the first
-connection of any kind. A setting dshweb cannot use ends the process at import with one
-line per setting and exit status 2 (:mod:`dshweb.setting_errors`). Under Daphne, SIGTERM
-and SIGINT stop it on time (:mod:`dshweb.live.stopping`).
+the one its ``X-Forwarded-For`` names (:mod:`dshweb.site.forwarded`). What runs beside
+the pages (the hub, its publisher, the alert watcher, the demo replay, the systemd
+notifier) starts with the server, on its event loop, with no request made
+(:mod:`dshweb.live.startup`). A setting dshweb cannot use ends the process at import with
+one line per setting and exit status 2 (:mod:`dshweb.setting_errors`). Under Daphne,
+SIGTERM and SIGINT stop it on time (:mod:`dshweb.live.stopping`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ except ConfigurationError as refused:
 from channels.auth import AuthMiddlewareStack
 from channels.routing import ProtocolTypeRouter, URLRouter
 
-from dshweb.live.startup import StartLiveServices
+from dshweb.live.startup import StartLiveServices, start_with_the_server
 from dshweb.live.stopping import stop_with_the_server
 from dshweb.live.unavailable import StoreUnavailableSockets
 from dshweb.sessions.routing import websocket_urlpatterns
@@ -47,4 +48,5 @@ application = ForwardedClient(
         ),
     )
 )
+start_with_the_server()  # Daphne's reactor, when it runs this module: dshweb serve, daphne
 stop_with_the_server()

@@ -122,8 +122,6 @@ class AlertWatcher:
         unsubscribe = self.source.subscribe(
             lambda change: loop.call_soon_threadsafe(self._changes.put_nowait, change)
         )
-        if (current := self.source.view()) is not None:  # started after the first round
-            self._take(HomeChange(current, frozenset(current.sessions), frozenset()))
         wait: float | None = 0.0
         try:
             while True:
@@ -145,6 +143,12 @@ class AlertWatcher:
     async def _round(self) -> float:
         """Evaluate what changed and make the deliveries due; the seconds until the next
         round is due (a delivery to try again, the rules to read again)."""
+        if self._view is None:
+            # Started after the source's first round, or that round told nothing (a home
+            # with no session): what the source published then.
+            current = self.source.view()
+            if current is not None and current.version > 0:
+                self._take(HomeChange(current, frozenset(current.sessions), frozenset()))
         try:
             changed, self._changed = self._changed, set()
             try:

@@ -18,7 +18,7 @@ class CompactionConfig(AppConfig):
             waiting_compactions,
         )
         from dshweb.live.protocol import COMPACT_RUN
-        from dshweb.live.startup import on_first_call
+        from dshweb.live.startup import at_start
 
         register_command(COMPACT_RUN, run_commanded_compaction, waiting_compactions)
-        on_first_call(close_abandoned_requests)
+        at_start(close_abandoned_requests)
