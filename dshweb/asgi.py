@@ -4,9 +4,10 @@ Sockets pass the exact origin check (:mod:`dshweb.site.origin`: scheme, host and
 this server) and Django's session login before any consumer runs; one that fails because
 the database cannot be reached closes with 4503 "store unavailable"
 (:mod:`dshweb.live.unavailable`). Behind a trusted proxy the client's address is
-the one its ``X-Forwarded-For`` names (:mod:`dshweb.site.forwarded`). What runs beside
-the pages (the hub, its publisher, the alert watcher, the demo replay, the systemd
-notifier) starts with the server, on its event loop, with no request made
+the one its ``X-Forwarded-For`` names (:mod:`dshweb.site.forwarded`). ``/healthz`` and
+``/readyz`` are answered before Django (:mod:`dshweb.site.health`). What runs beside the
+pages (the hub, its publisher, the alert watcher, the demo replay, the systemd notifier)
+starts with the server, on its event loop, with no request made
 (:mod:`dshweb.live.startup`). A setting dshweb cannot use ends the process at import with
 one line per setting and exit status 2 (:mod:`dshweb.setting_errors`). Under Daphne,
 SIGTERM and SIGINT stop it on time (:mod:`dshweb.live.stopping`).
@@ -34,17 +35,20 @@ from dshweb.live.stopping import stop_with_the_server
 from dshweb.live.unavailable import StoreUnavailableSockets
 from dshweb.sessions.routing import websocket_urlpatterns
 from dshweb.site.forwarded import ForwardedClient
+from dshweb.site.health import HealthChecks
 from dshweb.site.origin import SameOriginValidator
 
 application = ForwardedClient(
-    StartLiveServices(
-        ProtocolTypeRouter(
-            {
-                "http": django_asgi,
-                "websocket": StoreUnavailableSockets(
-                    SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
-                ),
-            }
+    HealthChecks(
+        StartLiveServices(
+            ProtocolTypeRouter(
+                {
+                    "http": django_asgi,
+                    "websocket": StoreUnavailableSockets(
+                        SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)))
+                    ),
+                }
+            )
         ),
     )
 )

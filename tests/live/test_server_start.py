@@ -1,8 +1,8 @@
 """Everything starts with the server, not with the first request (issue 49): a real
 ``dshweb serve`` that no one asks anything folds its home and sends the webhook of an
 alert rule whose condition holds (a receiver on 127.0.0.1), within the alert watcher's
-round. Only once the webhook has come does the test ask the server anything: how long
-ago its hub and its watcher went round (``/metrics``)."""
+round. Only once the webhook has come does the test ask the server anything: that it is
+live and ready, and how long ago its hub and its watcher went round (``/metrics``)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,9 @@ def test_dshweb_serve_sends_an_alert_with_no_request_made(tmp_path: Path) -> Non
             assert received.body["rule"]["name"] == "night-watch"
             assert "services started by the server's start" in said
             assert "services started by the first call" not in said
-            # Now asked: both went round a moment ago.
+            # Now asked: live and ready, and both went round a moment ago.
+            assert _get(server, "/healthz") == (200, "ok\n")
+            assert _get(server, "/readyz") == (200, "ready\n")
             _, metrics = _get(server, "/metrics", Authorization=f"Bearer {TOKEN}")
         except ServerError as error:
             raise AssertionError(str(error)) from None
