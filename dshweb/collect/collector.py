@@ -15,7 +15,10 @@ gained since), and:
 - runs the commands web workers send to this home's collector over the channel layer
   (:mod:`dshweb.collect.commands`: the Compact button), and the home's alert rules
   (:mod:`dshweb.alerts.watcher`), on the publisher's event loop;
-- renews the lease every ``heartbeat_every`` seconds and releases it when told to stop.
+- renews the lease every ``heartbeat_every`` seconds and releases it when told to stop;
+- started by systemd (``$NOTIFY_SOCKET``), tells it ``READY=1`` once its home is folded
+  through and written, and pings its watchdog while its hub works
+  (:class:`CollectorService`).
 
 When it starts it closes the Compact requests a process that is gone left in flight (the
 jobs :func:`~dshweb.live.startup.at_start` lists, as a server's start does).
@@ -68,9 +71,11 @@ from dshweb.live import timing
 from dshweb.live.hub import HomeChange, HomeView, Hub, Listener
 from dshweb.live.outage import Outage, database_unreachable, outage_reason, store_name
 from dshweb.live.publisher import Publisher
+from dshweb.live.readiness import hub_reason, redis_reason
 from dshweb.live.service import collect_here
 from dshweb.live.startup import jobs_at_start, jobs_beside_hub
 from dshweb.live.stopping import stopping
+from dshweb.live.systemd import ServiceNotifier
 
 log = logging.getLogger(__name__)
 STAND_IN_ID_MAX = 512
@@ -118,6 +123,12 @@ class SessionWriter:
             if change.view.error is not None:
                 self._swept = False  # the hub starts over: sweep again once it is back
             self._changes.set()
+
+    @property
+    def pending(self) -> bool:
+        """Changes are waiting for the next write."""
+        with self._lock:
+            return bool(self._changed or self._removed)
 
     def wait(self, timeout: float) -> None:
         """Until something changed since the last flush, or ``timeout`` seconds."""
@@ -294,10 +305,12 @@ def run_collector(
         except Exception:
             log.exception("collector %s: a start job failed", lease.name)
     stop_publisher = _channels_in_thread(writer, place)
+    notifier = ServiceNotifier()
+    service = CollectorService(hub, writer, notifier) if notifier.enabled else None
     hub.start()
     lost = released = False
     try:
-        _follow(lease, writer, stop)
+        _follow(lease, writer, stop, service)
     except LeaseLost:
         lost = True
         raise
@@ -333,7 +346,12 @@ def _last_write(lease: Lease, writer: SessionWriter) -> bool:
         return False
 
 
-def _follow(lease: Lease, writer: SessionWriter, stop: threading.Event) -> None:
+def _follow(
+    lease: Lease,
+    writer: SessionWriter,
+    stop: threading.Event,
+    service: CollectorService | None = None,
+) -> None:
     now = time.monotonic()
     next_beat = now + lease.heartbeat_every
     next_write = now
@@ -354,6 +372,8 @@ def _follow(lease: Lease, writer: SessionWriter, stop: threading.Event) -> None:
             writer.wait(TICK)
         if stop.is_set():
             break
+        if service is not None:
+            service.tick(database_out=outage.ongoing)
         now = time.monotonic()
         retrying = outage.ongoing
         if retrying and now < next_write:
@@ -364,12 +384,17 @@ def _follow(lease: Lease, writer: SessionWriter, stop: threading.Event) -> None:
                     close_old_connections()  # the broken one; renewing is the cheap probe
                 lease_renew(lease)
                 next_beat = now + lease.heartbeat_every
+                if service is not None:
+                    service.answered(now)
             if retrying or now >= next_write:
+                writes = writer.writes
                 written = writer.flush()  # after an outage: all that changed meanwhile
                 if written or retrying:  # else the next change, after a quiet spell, at once
                     next_write = now + timing.COLLECT_WRITE_EVERY
                 backoff = timing.COLLECT_WRITE_EVERY
                 outage.ended(f"; wrote {written} session(s) changed meanwhile")
+                if service is not None and writer.writes > writes:
+                    service.answered(now)
         except LeaseLost:
             raise
         except Exception as error:
@@ -380,6 +405,44 @@ def _follow(lease: Lease, writer: SessionWriter, stop: threading.Event) -> None:
             close_old_connections()  # a new connection for the next try
             next_write = now + backoff
             backoff = min(timing.BACKOFF_MAX, backoff * 2)
+
+
+class CollectorService:
+    """What a collector tells systemd (:mod:`dshweb.live.systemd`), from its write loop:
+    ready once its hub has folded the home through, the database has answered since
+    (a write or a lease renewal) with nothing left to write, and the team's Redis answers
+    a ping; the watchdog's pings while the hub is at work (and this loop turns)."""
+
+    def __init__(self, hub: Hub, writer: SessionWriter, notifier: ServiceNotifier) -> None:
+        self.hub, self.writer, self.notifier = hub, writer, notifier
+        self._answered_at: float | None = None
+        self._next_tick = 0.0
+
+    def answered(self, at: float) -> None:
+        """The database answered a write or a renewal begun at ``at`` (monotonic)."""
+        self._answered_at = at
+
+    def tick(self, *, database_out: bool) -> None:
+        now = time.monotonic()
+        if now < self._next_tick:
+            return
+        self._next_tick = now + self.notifier.every
+        hub = self.hub
+        self.notifier.tick(
+            not_ready=None if self.notifier.ready else self._not_ready(database_out),
+            alive=hub.alive(timing.HUB_STALLED_AFTER),
+            starting=hub.read_through_at is None,
+        )
+
+    def _not_ready(self, database_out: bool) -> str | None:
+        if (reason := hub_reason(self.hub)) is not None:
+            return reason
+        if database_out:
+            return "the database does not answer"
+        through, answered = self.hub.read_through_at, self._answered_at
+        if self.writer.pending or answered is None or through is None or answered < through:
+            return "writing the home to the database"
+        return redis_reason()
 
 
 class _ResumeReport:

@@ -28,6 +28,7 @@ from dshweb.live.hub import Hub
 from tests.conftest import FIXTURE_HOMES, REPO, run_python
 from tests.support.alert_receivers import wait_for_first_look
 from tests.support.logbuilder import frames_of
+from tests.support.notify_socket import notify_socket
 from tests.support.once import made_once
 from tests.support.server import spawn, terminate
 from tests.support.stores import database_env, query_rows
@@ -286,6 +287,22 @@ def test_a_collector_runs_its_homes_alert_rules(collector: Collector) -> None:
     collector.wait_for("one firing per fold", lambda: len(fired()) == len(after))
     time.sleep(1.0)
     assert sorted(fired()) == sorted((str(seq), "browser", "sent") for seq in after)
+
+
+def test_a_collector_tells_systemd_it_is_ready_once_its_home_is_written(
+    collector: Collector,
+) -> None:
+    shutil.copytree(FIXTURE_HOMES / "auto-compact", collector.home)
+    with notify_socket() as systemd:
+        collector.extra_env = systemd.env(watchdog_usec=1_000_000)
+        collector.start()
+        ready = systemd.wait_for("READY=1", WAIT)
+        # Ready means written: the web workers read the home's sessions from the database.
+        assert set(collector.rows()) == {"auto-compact"}
+        systemd.wait_for("WATCHDOG=1", 2, after=ready + 1)  # every half second, while it works
+        before = systemd.lines()[:ready]
+    assert before[0].startswith("STATUS=not ready: "), before  # what it waited for, first
+    assert "READY=1" not in before
 
 
 def _compactions(home: Path) -> tuple[Any, ...]:
