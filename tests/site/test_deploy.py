@@ -77,6 +77,16 @@ def test_the_units_run_dshweb_on_loopback_and_privately() -> None:
     assert re.search(r"^Environment=DSHWEB_COLLECT=off", web, re.M)
 
 
+def test_the_units_wait_for_readiness_and_keep_a_watchdog() -> None:
+    # dshweb sends READY=1 and WATCHDOG=1 (dshweb.live.systemd): a unit not of Type=notify
+    # would count it started at once, one without WatchdogSec never restart a hung one.
+    for name in UNITS:
+        text = (DEPLOY / name).read_text()
+        assert re.search(r"^Type=notify$", text, re.M), name
+        assert re.search(r"^WatchdogSec=[1-9]\d*$", text, re.M), name
+        assert "NotifyAccess=" not in text, f"{name}: the main process itself notifies"
+
+
 @pytest.mark.parametrize(
     ("language", "file"), [("nginx", "nginx.conf"), ("caddyfile", "Caddyfile")]
 )

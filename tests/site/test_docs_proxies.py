@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import http.client
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -37,6 +38,7 @@ from tests.support.proxy_client import (
     check_foreign_form_refused,
     check_sign_in,
     cookie_value,
+    https_request,
     sign_in,
 )
 from tests.support.server import HOST, DshwebServer, serving
@@ -130,6 +132,23 @@ def test_a_socket_from_another_origin_is_refused(proxy: ReverseProxy, dshweb: Ds
         ).close()
     assert refused.value.response.status_code == 403
     assert "origin 'https://evil.example' is not this server's" in dshweb.output(lines=20)
+
+
+def test_readiness_is_asked_through_the_proxy_and_by_caddy(
+    proxy: ReverseProxy, dshweb: DshwebServer
+) -> None:
+    if isinstance(proxy, Caddy):
+        # The example's health_uri: Caddy asks dshweb itself, over plain HTTP to 127.0.0.1,
+        # past the host check and the redirect to HTTPS, while this test asks nothing.
+        asked = dshweb.output().count('"GET /readyz" 200')
+        deadline = time.monotonic() + TIMEOUT
+        while dshweb.output().count('"GET /readyz" 200') == asked:
+            assert time.monotonic() < deadline, dshweb.output(lines=20)
+            time.sleep(0.1)
+    # A monitor asks through the proxy (nginx's free version has no check of its own).
+    reply = https_request(proxy, "GET", "/readyz", Host=f"{HOST}:{proxy.tls_port}")
+    assert (reply.status, reply.body) == (200, "ready\n")
+    assert reply.cookie("sessionid") == "" and reply.cookie("csrftoken") == ""
 
 
 def test_an_example_the_test_cannot_read_is_an_error(tmp_path: Path) -> None:
