@@ -197,6 +197,7 @@ NOT_HERE: dict[str, str] = {
         _REGENERATE
     ),
     ".venv/bin/python bench/make_big_home.py": _BENCHMARK,
+    ".venv/bin/python bench/ready_bench.py [--size 5000] [--big-copies 3]": _BENCHMARK,
     ".venv/bin/python bench/fold_bench.py [HOME]": _BENCHMARK,
     ".venv/bin/python bench/scale_bench.py --sizes 100,1000,5000 [--big-copies 20]": _BENCHMARK,
     ".venv/bin/python bench/hub_bench.py --sizes 1000,5000 --rounds 5": _BENCHMARK,
