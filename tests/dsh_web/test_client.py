@@ -78,10 +78,17 @@ def test_the_engine_package_imports_no_framework() -> None:
     roots = {name.split(".")[0] for name in imported}
     assert not roots & {"django", "channels", "daphne", "django_htmx"}
     assert "dshweb.dsh_web.client" in imported  # the walk sees its imports
-    # Only the core and itself: no app of dshweb's.
+    # Only the core, itself and dshweb.installed (plain Python: which tool installed
+    # dshweb, for the install hint): no app of dshweb's.
     assert [n for n in imported if n.startswith("dshweb.")] == [
-        n for n in imported if n.startswith(("dshweb.core.", "dshweb.dsh_web."))
+        n
+        for n in imported
+        if n.startswith(("dshweb.core.", "dshweb.dsh_web.")) or n == "dshweb.installed"
     ]
+    hint = ast.parse((ENGINE.parent / "installed.py").read_text(encoding="utf-8"))
+    its = {a.name for n in ast.walk(hint) if isinstance(n, ast.Import) for a in n.names}
+    its |= {n.module or "" for n in ast.walk(hint) if isinstance(n, ast.ImportFrom)}
+    assert its == {"__future__", "sys", "enum", "pathlib"}
 
 
 @pytest.mark.parametrize(
