@@ -3,10 +3,13 @@ fold that lands is noted and announced."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
+import zstandard
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from pytest_playwright.pytest_playwright import CreateContextCallback
 
 from dshweb.sessions.display.figures import format_page_tokens
@@ -116,3 +119,71 @@ def test_the_page_leads_with_its_headline(
         top, bottom = boxes[selector]
         assert top >= 0 and bottom <= height, f"{selector} from {top} to {bottom}"
     assert boxes["#context-ring"][0] < boxes["#session-facts"][0]
+
+
+NOTE_FOR_S = 6
+"""How long a test keeps a fold's note: the stylesheet's own rule, ``--fold-landed-for``,
+set shorter than its 12 s so that the test is short."""
+_REPLACED = "(id) => document.getElementById(id)?.dataset.seen === undefined"
+_MARK = "(id) => { document.getElementById(id).dataset.seen = 'yes'; }"
+_HIDDEN = "(id) => getComputedStyle(document.getElementById(id)).visibility === 'hidden'"
+
+
+def test_a_fold_note_stays_its_time_across_pushes(
+    new_context: CreateContextCallback, home: BrowserHome
+) -> None:
+    """The note of a fold that lands stays on the ring and in the list row while the
+    next steps push the ring and the row again, and is gone once its time is up: the
+    stylesheet's ``--fold-landed-for`` (12 s) after it landed, not at the next push."""
+    log = fixture_log("auto-compact")
+    frames = frames_of(log.path)
+    starts = [i for i, f in enumerate(frames) if b"compaction/start" in _text(f)]
+    cut = starts[0]  # the log up to just before its first fold
+    name = "fold-note-stays"
+    target = copy_as(home.path, log, name, frames=cut)
+    context = new_context()
+    page, listing = context.new_page(), context.new_page()
+    listing.goto("/")
+    page.goto(f"/homes/local/sessions/{name}/")
+    for shown in (page, listing):
+        expect(shown.locator("#live-status")).to_have_attribute("data-state", "open")
+    the_rule = "getComputedStyle(document.documentElement).getPropertyValue('--fold-landed-for')"
+    assert page.evaluate(the_rule).strip() == "12s", "the note's time is the stylesheet's rule"
+    for shown in (page, listing):
+        shown.add_style_tag(content=f":root {{ --fold-landed-for: {NOTE_FOR_S}s; }}")
+    # each page, the part a step pushes again, and the fold's note in it
+    watched = [
+        (page, "context-ring", "fold-note"),
+        (listing, f"row-local_2f_{name}", f"fold-note-local_2f_{name}"),
+    ]
+
+    append_frames(target, frames[cut : cut + 2])  # compaction/start, then its end
+    for shown, part, note in watched:
+        expect(shown.locator(f"#{note}")).to_contain_text("Folded just now", timeout=WAIT_MS)
+        shown.evaluate(_MARK, part)
+    landed = time.monotonic()
+
+    pushes = {part: 0 for _, part, _ in watched}
+    for frame_ in frames[cut + 2 :]:
+        append_frames(target, [frame_])
+        for shown, part, note in watched:
+            try:
+                shown.wait_for_function(_REPLACED, arg=part, timeout=1000)
+            except PlaywrightTimeoutError:
+                continue  # this step did not change it
+            pushes[part] += 1
+            expect(shown.locator(f"#{note}")).to_be_visible(timeout=1)
+            expect(shown.locator(f"#{note}")).to_contain_text("Folded just now", timeout=1)
+            shown.evaluate(_MARK, part)
+        if min(pushes.values()) >= 2:
+            break
+    assert min(pushes.values()) >= 2, f"the steps after the fold pushed each again: {pushes}"
+    assert time.monotonic() - landed < NOTE_FOR_S * 0.8, "the pushes came within its time"
+
+    for shown, _, note in watched:
+        shown.wait_for_function(_HIDDEN, arg=note, timeout=(NOTE_FOR_S + 3) * 1000)
+    assert time.monotonic() - landed >= NOTE_FOR_S - 1, "gone no earlier than its time"
+
+
+def _text(frame_: bytes) -> bytes:
+    return zstandard.ZstdDecompressor().decompress(frame_, 1 << 26)

@@ -1,7 +1,8 @@
 """What a page says when a session's context moves while it is open: a fold that lands
-(a note on the ring and in the list row, until the next update, faded out after a few
-seconds) and, for a screen reader, the sentence its ``#announcements`` live region reads
-when a fold lands or the band changes.
+(a note on the ring and in the list row, kept there as the page's updates replace the
+ring and the row, faded out 12 s after it landed: ``--fold-landed-for`` in the
+stylesheet) and, for a screen reader, the sentence its ``#announcements`` live region
+reads when a fold lands or the band changes.
 
 Pure: a page's socket keeps what the page has heard (:class:`Heard`) and asks :func:`news` what
 the new state brings, if anything. A page load says nothing: news is what changes while
