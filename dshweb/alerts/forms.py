@@ -56,6 +56,11 @@ ALWAYS_SHOWN = (
     "email_to",
 )
 
+FIELDS_SEEN = "fields_seen"
+"""The form's hidden input naming the condition's and the scope's fields the page showed
+(``steps folder``): a rule whose condition or scope uses one it did not show is not
+saved (the form comes back showing it), so no value the person did not see is stored."""
+
 
 SCOPES = {
     ScopeKind.ALL: gettext_lazy("all"),
@@ -144,6 +149,18 @@ class AlertRuleForm(forms.ModelForm[AlertRule]):
         used = self.used_fields()
         return [field for field in self if field.name not in used]
 
+    def fields_seen(self) -> str:
+        """What the form's ``FIELDS_SEEN`` input says: the condition's and the scope's
+        fields it shows."""
+        return " ".join(sorted(self.used_fields() - set(ALWAYS_SHOWN)))
+
+    def ask_fields_at(self, path: str) -> None:
+        """A change of condition or scope asks ``path`` for the form again (htmx), from
+        the select itself: a request of the form would check it first, and a required
+        field still empty (Name) would stop it without a word."""
+        for name in ("condition", "scope"):
+            self.fields[name].widget.attrs.update({"hx-get": path, "hx-trigger": "change"})
+
     def used_fields(self) -> set[str]:
         try:
             condition = Condition(self._value("condition"))
@@ -231,6 +248,15 @@ class AlertRuleForm(forms.ModelForm[AlertRule]):
                     # Not this condition's: the saved value stays, the error is not its.
                     del self.errors[name]
                     data[name] = getattr(self.instance, name)
+        seen = self.data.get(FIELDS_SEEN)
+        if seen is not None and not self.used_fields() - set(ALWAYS_SHOWN) <= set(seen.split()):
+            self.add_error(
+                None,
+                _(
+                    "The condition or the sessions changed: the form now shows the fields"
+                    " they use. Check them, then save."
+                ),
+            )
         scope = data.get("scope")
         if scope == ScopeKind.FOLDER and not data.get("folder"):
             self.add_error("folder", _("Name the project folder this rule watches."))

@@ -76,6 +76,7 @@ def alert_new(request: HttpRequest) -> HttpResponse:
             request.session[SHOWN_SECRET] = [rule.pk, rule.webhook_secret]
         messages.success(request, _("Alert rule “%(name)s” made.") % {"name": rule.name})
         return HttpResponseRedirect(reverse("dashboard:alert-rule", args=[rule.pk]))
+    form.ask_fields_at(request.path)
     return render(request, "alerts/rule.html", {"form": form, "rule": None})
 
 
@@ -88,6 +89,7 @@ def alert_rule(request: HttpRequest, rule_id: int) -> HttpResponse:
         if save_rule(form) is not None:
             messages.success(request, _("Alert rule “%(name)s” saved.") % {"name": rule.name})
             return HttpResponseRedirect(request.path)
+    form.ask_fields_at(request.path)
     context = {"form": form, "rule": rule, "secret": _secret_once(request, rule)}
     return render(request, "alerts/rule.html", context)
 

@@ -297,3 +297,33 @@ def test_the_form_shows_only_the_fields_its_condition_and_scope_use() -> None:
     assert (rule.condition, rule.ratio, rule.window) == ("cache-low", 0.4, 8)
     edit = client.get(f"/alerts/{rule.pk}/").content.decode()
     assert {"ratio", "window"} <= _field_names(edit)[0]
+
+
+@pytest.mark.parametrize(
+    ("change", "seen", "needed"),
+    [
+        ({}, "band", "steps"),  # the condition changed, the page still showed a band's
+        ({"scope": "folder", "folder": "/home/ann/app"}, "steps", "folder steps"),
+        ({"condition": "cache-low"}, "ratio", "ratio window"),
+    ],
+)
+def test_a_rule_is_saved_only_when_the_page_showed_its_fields(
+    change: dict[str, str], seen: str, needed: str
+) -> None:
+    """A form posted with a condition or scope whose fields the page did not show (its
+    ``fields_seen``) is not saved: it comes back showing them, and once posted from that
+    page, the rule is made with what it showed."""
+    client, _ = signed_in()
+    data = VALID | change
+    answer = client.post("/alerts/new/", data | {"fields_seen": seen})
+    assert answer.status_code == 200
+    assert not AlertRule.objects.exists()
+    page = answer.content.decode()
+    assert set(needed.split()) <= _field_names(page)[0]
+    assert f'<input type="hidden" name="fields_seen" value="{needed}">' in page
+    errors = page[page.index('id="alert-form-errors"') :]
+    assert "the form now shows the fields they use" in errors[: errors.index("</div>")]
+    made = client.post("/alerts/new/", data | {"fields_seen": needed})
+    assert made.status_code == 302
+    rule = AlertRule.objects.get()
+    assert (rule.condition, rule.scope) == (data["condition"], data["scope"])

@@ -151,3 +151,31 @@ def test_a_rule_made_here_notifies_a_background_tab_when_the_session_folds(
     )
     notices.first.locator("[data-dismiss-alert]").click()
     expect(notices).to_have_count(alert_home.compactions_to_come - 1)
+
+
+def test_a_condition_chosen_before_the_name_shows_its_own_fields(
+    new_context: CreateContextCallback,
+) -> None:
+    """Name is required, and still empty when the condition changes: the form comes back
+    with that condition's fields all the same (the request that asks for them checks
+    nothing), and the rule saved holds the values the page showed."""
+    page = new_context().new_page()
+    page.goto("/alerts/new/")
+    expect(page.locator("#id_name")).to_have_value("")
+    page.select_option("#id_condition", "fold-soon")
+    expect(page.locator("#alert-form")).to_have_attribute("data-condition", "fold-soon")
+    steps = page.locator("#id_steps")
+    expect(steps).to_be_visible()
+    expect(steps).to_have_value("3")
+    expect(page.locator("#id_band")).to_be_hidden()
+    steps.fill("7")
+    page.select_option("#id_scope", "folder")
+    expect(page.locator("#id_folder")).to_be_visible()
+    expect(steps).to_have_value("7")  # kept as typed
+    page.fill("#id_folder", "/home/me/app")
+    page.fill("#id_name", "soon")
+    page.click("#alert-save")
+    expect(page.locator(".message")).to_have_text("Alert rule “soon” made.")
+    expect(page.locator("#id_condition")).to_have_value("fold-soon")
+    expect(page.locator("#id_steps")).to_have_value("7")
+    expect(page.locator("#id_folder")).to_have_value("/home/me/app")
