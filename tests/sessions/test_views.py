@@ -34,12 +34,15 @@ from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.listing.pages import SessionList
 from dshweb.core.listing.query import ListQuery
 from dshweb.core.listing.tree import session_tree
+from dshweb.core.log.home import LogFile
 from dshweb.live.hub import SessionView
 from dshweb.live.service import sync_home
 from dshweb.sessions import fragments
 from dshweb.sessions.display.figures import dom_id
 from tests.conftest import FIXTURE_HOMES
 from tests.support.homecopies import home_of_copies
+from tests.support.homes import shown_after_each_frame
+from tests.support.logbuilder import frames_of
 from tests.support.snapshots import LIVE_PART_IDS, fixture_snapshot, session_snapshot, squeezed
 
 SESSIONS = frozenset(("plain-turns", "manual-compact", "auto-compact", "cjk-emoji"))
@@ -1063,3 +1066,62 @@ def test_the_session_page_shows_what_the_model_was_told_beside_the_truth_now() -
     assert (card["data-told-band"], card["data-disagrees"]) == ("nothing", "false")
     assert "The model was told nothing about its context" in html
     assert 'class="empty" id="told-flag"' in html and "card-warn" not in card.get("class", "")
+
+
+@pytest.mark.django_db
+def test_a_log_whose_tail_is_half_written_says_its_figures_are_older(
+    user_client: Client, home: Path, tmp_path: Path
+) -> None:
+    """A real log cut in the middle of the last frame that moves its ring: the page shows
+    the figures of the whole frames before it, says they are as of the last whole event
+    and that the tail is not whole (being written while DSH holds the session, else
+    torn), and its Errors card does not say that every event was read."""
+    (log,) = home.glob("sessions/*/auto-compact/session.v4.jsonl.zstd")
+    frames = frames_of(log)
+    whole = b"".join(frames)
+    shown = shown_after_each_frame(home / "profiles", LogFile(log, 4, True), tmp_path / "fold")
+    percents = [each.gauge.percent for each in shown]
+    cut = max(k for k in range(1, len(frames)) if percents[k - 1] != percents[k])
+    older, last_seq = percents[cut - 1], shown[cut - 1].snapshot.last_seq
+    assert older is not None
+    before = b"".join(frames[:cut])
+    torn = frames[cut][: len(frames[cut]) // 2]
+    log.write_bytes(before + torn)
+    sync_home()
+
+    page = user_client.get("/homes/local/sessions/auto-compact/").content.decode()
+    elements = Elements(page)
+    assert elements.by_id["context-ring"]["data-percent"] == str(older)
+    note = elements.by_id["log-tail"]
+    assert (note["data-tail-bytes"], note["data-last-seq"], note["data-state"]) == (
+        str(len(torn)),
+        str(last_seq),
+        "torn",
+    )
+    words = squeezed(page)
+    assert (
+        f"Figures as of the last whole event (seq {last_seq}): the log ends in {len(torn):,}"
+        " bytes that are not a whole event, torn when DSH stopped writing them." in words
+    )
+    errors = page[page.index('id="session-errors"') :].split("</section>", 1)[0]
+    assert "every event so far was read" not in errors
+    assert "None up to the last whole event" in squeezed(errors)
+    assert elements.by_id["session-errors"]["data-tail-bytes"] == str(len(torn))
+
+    (lock,) = home.glob("sessions/*/auto-compact/session.lock")
+    with lock.open("rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # DSH holds it: the tail is being written
+        sync_home()
+        page = user_client.get("/homes/local/sessions/auto-compact/").content.decode()
+    assert Elements(page).by_id["log-tail"]["data-state"] == "writing"
+    assert f"DSH is still writing the log's last {len(torn):,} bytes." in squeezed(page)
+
+    with log.open("ab") as handle:  # the rest of the frame, and the log's end
+        handle.write(whole[len(before) + len(torn) :])
+    sync_home()
+    page = user_client.get("/homes/local/sessions/auto-compact/").content.decode()
+    elements = Elements(page)
+    assert elements.by_id["context-ring"]["data-percent"] == str(percents[-1])
+    assert "log-tail" not in elements.by_id
+    assert elements.by_id["session-errors"]["data-tail-bytes"] == "0"
+    assert "None: every event so far was read and folded." in squeezed(page)

@@ -341,6 +341,8 @@ def restore_checkpoint(log: LogFile, blob: bytes, *, key: bytes) -> SessionTrack
         text, offset, seq = state.tail_error
         tail.error = LogError("", offset=offset, seq=seq)
         tail.error.args = (text,)  # the text as it was formatted when the error arose
+    elif state.size is not None:  # the bytes past the last whole frame, as the dump saw them
+        tail.pending = max(0, state.size - state.offset)
     tracker.meter, tracker.activity = state.meter, state.activity
     tracker.pace, tracker.ledger, tracker.told = state.pace, state.ledger, state.told
     tracker.cost = state.cost

@@ -159,13 +159,20 @@ class SessionTracker:
     def refresh(self, budget: Budget = UNBOUNDED) -> bool:
         """Fold what was appended since the last call, at most ``budget`` of it (see
         ``unfinished``); True when anything changed."""
+        pending = self.tail.pending
         batch = self.tail.read(self._fold, self._start_over, budget)
         self.unfinished = batch.more
         if batch.header is not None:
             self.header = batch.header
         current = batch.error or self.tail.error
         error = str(current) if current is not None else None
-        changed = bool(batch.reset or batch.header or batch.events or error != self.error)
+        changed = bool(
+            batch.reset
+            or batch.header
+            or batch.events
+            or error != self.error
+            or pending != self.tail.pending
+        )
         self.error = error
         if changed:
             self.touch()
@@ -278,6 +285,10 @@ class SessionSnapshot:
     cost: SessionCost = field(default_factory=SessionCost)
     """The tokens of its requests and summaries by model and billing time (costed by a
     :class:`~dshweb.core.fold.cost.RateBook`)."""
+    tail_bytes: int = 0
+    """Bytes at the end of the log that are not a whole event yet (the reader's
+    ``pending``): DSH is writing them, or a writer that stopped tore them. Every figure
+    is as of the last whole event before them (``last_seq``)."""
 
     @property
     def automatic_preview(self) -> CompactionPreview | None:
@@ -492,6 +503,7 @@ def take_snapshot(
         ),
         manual_preview=_printable_preview(manual_preview(meter, measured, ledger.compactions)),
         cost=tracker.cost.result(),
+        tail_bytes=0 if tracker.stop_after_seq is not None else tracker.tail.pending,
     )
 
 

@@ -4,7 +4,8 @@
 the first byte not yet consumed. ``read()`` streams what was appended since the last
 call: it reads the file in pieces of at most :data:`READ_SIZE`, decodes each complete
 frame (or complete line of a plain ``.jsonl`` log) on its own, and hands each event to
-the caller at once as a wire record (:mod:`dshweb.core.log.wire`). Neither the file nor its decoded
+the caller at once as a wire record (:mod:`dshweb.core.log.wire`); what follows the last
+whole frame (or line) waits, its size kept as ``pending``. Neither the file nor its decoded
 text is ever held whole: memory stays at a piece, a frame and a line, whatever the size
 of the log. A file that shrank or was replaced calls ``on_reset`` first so the caller
 can start its fold again; a corrupt frame or line stops the tail there with a
@@ -188,6 +189,11 @@ class LogTail:
     """Bytes decoded by the current ``read()``."""
     on_header: Callable[[dict[str, Any]], object] | None = field(default=None, repr=False)
     """Called with the header as soon as it is read, before the events after it."""
+    pending: int = 0
+    """Bytes the last ``read()`` found past ``offset`` that are not a whole frame (or a
+    whole line) yet: a write DSH has not finished, or a tail torn by a writer that
+    stopped. What was folded is as of the last whole event before them. 0 when there
+    are none, or when the read stopped early (an error, a budget spent)."""
 
     @property
     def mid_frame(self) -> bool:
@@ -199,6 +205,7 @@ class LogTail:
     ) -> Batch:
         batch = Batch()
         self._spent = 0
+        self.pending = 0
         try:
             fd = open_log(self.path)
         except FileRefused as refused:  # said while it lasts; a log put back reads again
@@ -309,6 +316,7 @@ class LogTail:
             if error is not None:
                 batch.error = error
                 return
+        self.pending = handle.tell() - self.offset  # read to the end: a frame not whole yet
 
     def _frame_lines(self, frame: bytes | bytearray, blocks: int) -> Iterator[bytes]:
         """The lines of one complete frame, its decoded text let go before they are folded
@@ -338,6 +346,7 @@ class LogTail:
                 first = False
                 self.offset += len(line) + 1
                 self._spent += len(line) + 1
+            self.pending = handle.tell() - self.offset  # read to the end: a line not whole yet
         except _Stop as stop:
             batch.error = LogError(stop.reason, offset=self.offset, seq=self.next_seq)
 

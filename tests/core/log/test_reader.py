@@ -71,6 +71,44 @@ def test_torn_last_frame_at_every_byte_is_not_yet(real_log: Path, tmp_path: Path
         assert tracker.meter == whole.meter, cut
 
 
+def test_a_torn_tail_is_counted_as_pending_until_it_is_whole(
+    real_log: Path, tmp_path: Path
+) -> None:
+    """A real log whose last frame is half on disk: what is folded is as of the frame
+    before it, and the tail says how many bytes past it are not a whole frame; a refresh
+    that finds only more of that frame is a change (a page says so), and once the frame
+    is whole nothing is pending."""
+    frames = frames_of(real_log)
+    before = _fold_all(_write(tmp_path / "before.zstd", b"".join(frames[:-1])))
+    assert before.tail.pending == 0
+    last = frames[-1]
+    path = _write(tmp_path / "torn.zstd", b"".join(frames[:-1]) + last[:10])
+    tracker = _fold_all(path)
+    assert (tracker.meter, tracker.tail.pending) == (before.meter, 10)
+    assert tracker.refresh() is False  # the same torn tail
+    with path.open("ab") as handle:
+        handle.write(last[10 : len(last) // 2])
+    assert tracker.refresh() is True
+    assert (tracker.meter, tracker.tail.pending) == (before.meter, len(last) // 2)
+    with path.open("ab") as handle:
+        handle.write(last[len(last) // 2 :])
+    assert tracker.refresh() is True
+    assert (tracker.meter, tracker.tail.pending) == (_fold_all(real_log).meter, 0)
+
+
+def test_a_plain_log_pends_the_bytes_after_its_last_newline(tmp_path: Path) -> None:
+    path = tmp_path / "session.jsonl"
+    rest = b'{"type":"tu'
+    path.write_bytes(b'{"type":"session","version":0,"id":"p"}\n' + rest)
+    tracker = SessionTracker(LogFile(path, 0, compressed=False))
+    tracker.refresh()
+    assert tracker.tail.pending == len(rest)
+    with path.open("ab") as handle:
+        handle.write(b'rn/start","seq":0,"time":5,"data":{}}\n')
+    assert tracker.refresh() is True
+    assert (tracker.meter.events, tracker.tail.pending) == (1, 0)
+
+
 def test_tail_grows_frame_by_frame_in_one_tracker(real_log: Path, tmp_path: Path) -> None:
     frames = frames_of(real_log)
     path = tmp_path / "live.zstd"
