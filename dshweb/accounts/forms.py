@@ -9,14 +9,19 @@ from typing import Any
 from django import forms
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
+from django.utils.translation import gettext_lazy, ngettext_lazy
 
 from dshweb.accounts.throttle import login_cool_off_left, login_failed, login_succeeded
 
-INVALID_LOGIN = "That username and password do not match. Try again."
-THROTTLED = (
+INVALID_LOGIN = gettext_lazy("That username and password do not match. Try again.")
+THROTTLED = ngettext_lazy(
     "Too many failed sign-ins for this username from your address. "
-    "Try again in %(minutes)s minute(s)."
+    "Try again in %(minutes)s minute.",
+    "Too many failed sign-ins for this username from your address. "
+    "Try again in %(minutes)s minutes.",
+    "minutes",
 )
+"""Both in the page's language (the sign-in page's errors are the form's)."""
 
 
 class ThrottledAuthenticationForm(AuthenticationForm):

@@ -41,10 +41,16 @@ def alice(db: None) -> User:
 
 
 def _sign_in(
-    password: str, *, username: str = "alice", address: str = "192.0.2.1", url: str = ""
+    password: str,
+    *,
+    username: str = "alice",
+    address: str = "192.0.2.1",
+    url: str = "",
+    language: str = "en",
 ) -> HttpResponse:
     form = {"username": username, "password": password}
-    response = Client().post(url or "/accounts/login/", form, REMOTE_ADDR=address)
+    client = Client(HTTP_ACCEPT_LANGUAGE=language)
+    response = client.post(url or "/accounts/login/", form, REMOTE_ADDR=address)
     assert isinstance(response, HttpResponse)
     return response
 
@@ -53,7 +59,7 @@ def _fail(times: int, **where: str) -> None:
     for _ in range(times):
         response = _sign_in("wrong", **where)
         assert response.status_code == 200
-        assert INVALID_LOGIN in response.content.decode()
+        assert str(INVALID_LOGIN) in response.content.decode()
 
 
 def test_failed_sign_ins_throttle_that_username_from_that_address(alice: User) -> None:
@@ -101,6 +107,23 @@ def test_the_admin_sign_in_is_throttled_too(alice: User) -> None:
     assert THROTTLED in refused.content.decode()
     assert "sessionid" not in refused.cookies  # not signed in
     assert _sign_in(GOOD, url="/admin/login/", address="192.0.2.9").status_code == 302
+
+
+@pytest.mark.parametrize("url", ["/accounts/login/", "/admin/login/"])
+def test_a_chinese_page_says_both_refusals_in_chinese(alice: User, url: str) -> None:
+    """Asked for in Chinese, the sign-in page says a wrong password and a throttled
+    sign-in in Chinese (the form's own errors), and none of their English."""
+    wrong = _sign_in("wrong", url=url, language="zh-CN,zh;q=0.9").content.decode()
+    assert '<html lang="zh-hans"' in wrong
+    if url == "/accounts/login/":  # the admin's wrong-password words are Django's own
+        assert "用户名与密码不匹配，请重试。" in wrong
+    assert "do not match" not in wrong and "Please enter the correct" not in wrong
+    _fail(LIMIT - 1)
+    refused = _sign_in(GOOD, url=url, language="zh-CN,zh;q=0.9")
+    page = refused.content.decode()
+    assert "该用户名从你的地址登录失败次数过多，请 1 分钟后再试。" in page  # of 60 s
+    assert "sessionid" not in refused.cookies
+    assert "Too many failed sign-ins" not in page and "Try again" not in page
 
 
 @pytest.mark.parametrize(
