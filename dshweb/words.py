@@ -2,9 +2,10 @@
 of compaction, why there is no forecast. One table each, translated (``dshweb/locale``); the
 values the code, the API and the data-* attributes use stay DSH's English words.
 
-The Chinese band names are the words ``dsh-context-truth``'s own ``language: zh`` line
-uses for each band (``dshweb.core.settings.occupancy.text``), so the page and the line the
-model reads agree.
+The Chinese band names read in the order of the pressure they name (充裕 < 适中 < 紧张 <
+临界), one name per band on every page, alert and message (docs/development.md,
+"Translations"); the line ``dsh-context-truth`` writes for the model keeps its own words
+(``dshweb.core.settings.occupancy.text``).
 """
 
 from __future__ import annotations

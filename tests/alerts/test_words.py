@@ -56,7 +56,7 @@ def test_every_summary_reads_the_same_in_english_and_has_its_chinese() -> None:
         assert summary_in("en", reading) == reading.summary  # the core's words, as they were
         chinese = summary_in("zh-hans", reading)
         assert chinese != reading.summary and not any(w in chinese for w in ("fold", "context"))
-    assert summary_in("zh-hans", readings[1]).startswith("上下文「余量不多」")
+    assert summary_in("zh-hans", readings[1]).startswith("上下文「紧张」")
 
 
 def test_the_email_and_slack_words_are_in_the_rules_language(mailoutbox: list[Any]) -> None:

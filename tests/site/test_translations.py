@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils import translation
 
+from dshweb.words import BANDS, named
 from tests.support.messages import catalogs, compiled, read
 
 pytestmark = pytest.mark.django_db
@@ -63,3 +65,23 @@ def test_the_switch_is_a_checked_post_that_goes_back_only_to_this_site() -> None
     assert refused.status_code == 403
     away = Client().post("/i18n/setlang/", {"language": "zh-hans", "next": "https://evil.example/"})
     assert away.status_code == 302 and away["Location"] == "/"
+
+
+BAND_ORDER = ("ample", "moderate", "tight", "critical")
+CHINESE_BANDS = ("充裕", "适中", "紧张", "临界")
+"""The Chinese band names, least pressure first: each reads as more pressed than the one
+before it (docs/development.md, "Translations")."""
+
+
+def test_the_chinese_band_names_read_in_order_and_one_per_band() -> None:
+    with translation.override("zh-hans"):
+        assert tuple(named(BANDS, band) for band in BAND_ORDER) == CHINESE_BANDS
+    # Every band a Chinese message quotes by name is quoted by that same name.
+    (po,) = catalogs()
+    quoted = {
+        name
+        for message in read(po)
+        for text in _strings(message.string)
+        for name in re.findall(r"「([^」%]+)」", text or "")
+    }
+    assert quoted and quoted <= set(CHINESE_BANDS), quoted - set(CHINESE_BANDS)
