@@ -4,14 +4,18 @@ each ``.po`` translated and none fuzzy, and each ``.mo`` the compiled ``.po``.""
 
 from __future__ import annotations
 
+import io
 import re
 from typing import Any
 
 import pytest
+from babel.messages.extract import extract
 from django.test import Client
 from django.utils import translation
+from django.utils.translation.template import templatize
 
 from dshweb.words import BANDS, named
+from tests.conftest import REPO
 from tests.support.messages import catalogs, compiled, read
 
 pytestmark = pytest.mark.django_db
@@ -85,3 +89,59 @@ def test_the_chinese_band_names_read_in_order_and_one_per_band() -> None:
         for name in re.findall(r"「([^」%]+)」", text or "")
     }
     assert quoted and quoted <= set(CHINESE_BANDS), quoted - set(CHINESE_BANDS)
+
+
+KEYWORDS = {
+    "_": None,
+    "gettext": None,
+    "gettext_lazy": None,
+    "gettext_noop": None,
+    "ngettext": (1, 2),
+    "ngettext_lazy": (1, 2),
+    "pgettext": ((1, "c"), 2),
+    "pgettext_lazy": ((1, "c"), 2),
+    "npgettext": ((1, "c"), 2, 3),
+    "npgettext_lazy": ((1, "c"), 2, 3),
+}
+"""Django's marking functions, as ``makemessages`` collects them (``_`` is gettext or
+gettext_lazy, imported so)."""
+
+
+def marked_messages() -> set[tuple[str | None, str]]:
+    """Every (context, msgid) dshweb marks for translation: in its Python (by Babel's
+    extractor) and its templates (as ``makemessages`` reads them: templatized first)."""
+    found: set[tuple[str | None, str]] = set()
+    root = REPO / "dshweb"
+    for path in sorted(root.rglob("*.py")):
+        with path.open("rb") as handle:
+            found |= _extracted(handle)
+    for path in sorted(root.rglob("templates/**/*.html")):
+        code = templatize(path.read_text(encoding="utf-8"), origin=str(path))
+        lines = "\n".join(line.lstrip() for line in code.splitlines())  # as xgettext: no blocks
+        found |= _extracted(io.BytesIO(lines.encode("utf-8")))
+    return found
+
+
+def _extracted(handle: Any) -> set[tuple[str | None, str]]:
+    messages = set()
+    for _line, message, _comments, context in extract("python", handle, keywords=KEYWORDS):
+        msgid = message[0] if isinstance(message, tuple) else message
+        if msgid:
+            messages.add((context, msgid))
+    return messages
+
+
+def test_every_message_dshweb_marks_is_in_the_catalog_translated() -> None:
+    """A marked string that was never collected into the catalog (or collected and left
+    untranslated) is English on a Chinese page: every one dshweb marks is translated."""
+    (po,) = catalogs()
+    catalog = read(po)
+    translated = {
+        (m.context, m.id[0] if isinstance(m.id, tuple) else m.id)
+        for m in catalog
+        if m.id and all(_strings(m.string)) and not m.fuzzy
+    }
+    marked = marked_messages()
+    assert len(marked) > 500  # the walk found dshweb's messages
+    missing = sorted(marked - translated, key=str)
+    assert missing == [], f"marked but not translated in {po.name}: {missing}"
