@@ -58,6 +58,7 @@ from dshweb.alerts.words import in_language
 from dshweb.collect.owners import owner_alive, process_owner
 from dshweb.config import get_config
 from dshweb.core.log.jsjson import printable
+from dshweb.core.said import say
 from dshweb.live import timing
 from dshweb.live.protocol import AlertFired, alerts_group, sent
 from dshweb.live.stopping import in_flight, stop_asked
@@ -134,7 +135,7 @@ def send_webhook(rule: AlertRule, firing: AlertFiring) -> None:
         target = webhook_target(rule.webhook_url, get_config().webhook_allowed_hosts)
         post(target, body, headers, timeout=timing.ALERT_TIMEOUT)
     except (TargetRefused, PostFailed) as error:
-        raise DeliveryError(f"could not deliver ({error})") from error
+        raise DeliveryError(say("delivery-failed", problem=error)) from error
 
 
 def mail_allowed(address: str, owner_email: str) -> bool:
@@ -148,7 +149,7 @@ def mail_allowed(address: str, owner_email: str) -> bool:
 
 def send_email(rule: AlertRule, firing: AlertFiring) -> None:
     if not mail_allowed(rule.email_to, rule.owner.email):
-        raise DeliveryError("could not deliver (the address is not yours, nor in a domain allowed)")
+        raise DeliveryError(say("delivery-not-allowed"))
     with in_language(rule.language):
         body = "\n\n".join(
             [
@@ -162,7 +163,7 @@ def send_email(rule: AlertRule, firing: AlertFiring) -> None:
         send_mail(f"[dshweb] {headline(firing)}", body, None, [rule.email_to])
     except Exception as error:
         log.warning("alert mail to %s not taken: %s", rule.email_to, error)
-        raise DeliveryError("could not deliver (the mail server did not take it)") from error
+        raise DeliveryError(say("delivery-mail-refused")) from error
 
 
 def browser_message(firing: AlertFiring) -> BrowserMessage:
@@ -194,7 +195,7 @@ def attempt(delivery_id: int) -> BrowserMessage | None:
             record_failure(delivery, str(error))
         except Exception as error:  # a bug or a surprise: this delivery's failure only
             log.exception("alert delivery %s failed unexpectedly", delivery_id)
-            record_failure(delivery, f"could not deliver (unexpected {type(error).__name__})")
+            record_failure(delivery, say("delivery-unexpected", error=type(error).__name__))
         else:
             record_sent(delivery)
     return None
@@ -258,7 +259,7 @@ def browser_sent(delivery_id: int, error: BaseException | None) -> None:
     if error is None:
         record_sent(delivery)
     else:
-        record_failure(delivery, f"the channel layer did not take it: {error}")
+        record_failure(delivery, say("delivery-channel", error=error))
 
 
 def record_sent(delivery: AlertDelivery) -> None:

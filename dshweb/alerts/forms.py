@@ -29,7 +29,7 @@ from dshweb.alerts.models import CONDITIONS, AlertRule
 from dshweb.alerts.webhooks import SCHEMES, TargetRefused, webhook_target
 from dshweb.config import get_config
 from dshweb.core.alerts.conditions import ALERT_BANDS, MAX_WINDOW, Condition, ScopeKind
-from dshweb.words import BANDS, named
+from dshweb.words import BANDS, named, said
 
 MAX_STEPS = 100
 MAX_COOLDOWN = 7 * 24 * 3600
@@ -197,7 +197,7 @@ class AlertRuleForm(forms.ModelForm[AlertRule]):
                 webhook_target(url, get_config().webhook_allowed_hosts)
             except TargetRefused as refused:
                 raise forms.ValidationError(
-                    _("Not a webhook dshweb posts to: %(reason)s.") % {"reason": refused}
+                    _("Not a webhook dshweb posts to: %(reason)s.") % {"reason": said(str(refused))}
                 ) from None
         if url and (full := self.webhook_rules_full()) is not None:
             raise forms.ValidationError(full)

@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import SplitResult, urlsplit
 
+from dshweb.core.said import say
+
 SCHEMES = {"http": 80, "https": 443}
 READ_AT_MOST = 1 << 16
 """Bytes of a receiver's answer read (and dropped)."""
@@ -64,10 +66,10 @@ def _parsed(url: str) -> tuple[SplitResult, str, str, int]:
         parts = urlsplit(url)
         port = parts.port
     except ValueError:
-        raise TargetRefused("not a URL dshweb can post to") from None
+        raise TargetRefused(say("webhook-not-url")) from None
     scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
     if scheme not in SCHEMES or not host:
-        raise TargetRefused("a webhook is an http:// or https:// URL with a host")
+        raise TargetRefused(say("webhook-no-host"))
     return parts, scheme, host, port or SCHEMES[scheme]
 
 
@@ -88,15 +90,12 @@ def webhook_target(url: str, allowed: frozenset[str]) -> Target:
     try:
         found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
-        raise TargetRefused(f"the host {host} is not known") from None
+        raise TargetRefused(say("webhook-unknown-host", host=host)) from None
     addresses = tuple(dict.fromkeys(str(info[4][0]) for info in found))
     if host not in allowed:
         internal = [a for a in addresses if not is_public(a)]
         if internal:
-            raise TargetRefused(
-                f"{host} is an internal address ({internal[0]}): a webhook goes to public"
-                " addresses, or to hosts staff allow (DSHWEB_WEBHOOK_ALLOWED_HOSTS)"
-            )
+            raise TargetRefused(say("webhook-internal", host=host, address=internal[0]))
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
@@ -123,15 +122,15 @@ def post(target: Target, body: bytes, headers: Mapping[str, str], *, timeout: fl
         status = _exchange(target, body, headers, deadline, held)
     except (OSError, http.client.HTTPException, ValueError) as error:
         if expired.is_set() or isinstance(error, TimeoutError):
-            raise PostFailed("timeout") from error
-        raise PostFailed("no HTTP answer") from error
+            raise PostFailed(say("post-timeout")) from error
+        raise PostFailed(say("post-no-answer")) from error
     finally:
         timer.cancel()
         for sock in held:
             sock.close()
     if not 200 <= status < 300:
-        detail = ": redirects are not followed" if 300 <= status < 400 else ""
-        raise PostFailed(f"HTTP {status // 100}xx{detail}")
+        code = "post-redirect" if 300 <= status < 400 else "post-status"
+        raise PostFailed(say(code, status=status // 100))
 
 
 def _exchange(

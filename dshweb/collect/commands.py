@@ -55,6 +55,7 @@ from django.utils import timezone
 from dshweb.collect.lease import lease_is_held
 from dshweb.collect.models import CollectorLease
 from dshweb.core.errors import DshError
+from dshweb.core.said import say
 from dshweb.live import timing
 from dshweb.live.outage import Outage, database_unreachable, layer_unreachable
 from dshweb.live.protocol import COLLECTOR_ANSWER, collector_group
@@ -134,20 +135,17 @@ def collector_address(name: str) -> str:
     (:class:`NoSharedChannelLayer` when a command could not reach it)."""
     row = CollectorLease.objects.filter(name=name).first()
     if row is None:
-        raise CollectorNotRunning(f"the collector of {name} is not running (never started)")
+        raise CollectorNotRunning(say("collector-never-started", home=name))
     now = timezone.now()
     if not lease_is_held(row, now):
         age = max(0.0, (now - row.heartbeat_at).total_seconds())
-        raise CollectorNotRunning(
-            f"the collector of {name} is not running "
-            f"(last seen {row.heartbeat_at:%Y-%m-%d %H:%M:%S} UTC, {age:.0f} s ago)"
-        )
+        when = f"{row.heartbeat_at:%Y-%m-%d %H:%M:%S}"
+        raise CollectorNotRunning(say("collector-gone", home=name, when=when, age=f"{age:.0f}"))
     layer = get_channel_layer()
     here = (socket.gethostname(), os.getpid())
     if isinstance(layer, InMemoryChannelLayer) and (row.host, row.pid) != here:
         raise NoSharedChannelLayer(
-            f"the collector of {name} runs in another process ({row.host}:{row.pid}) and "
-            "this one's channel layer is in memory: set DSHWEB_REDIS_URL on both"
+            say("collector-elsewhere", home=name, where=f"{row.host}:{row.pid}")
         )
     return collector_owner(row.name, row.token)
 
@@ -206,7 +204,7 @@ def send_command(name: str, message: Mapping[str, Any]) -> None:
     """Send ``message`` (its ``type`` a registered kind) to home ``name``'s collector."""
     layer = get_channel_layer()
     if layer is None:
-        raise CollectorNotRunning("no channel layer is configured")
+        raise CollectorNotRunning(say("no-channel-layer"))
     async_to_sync(layer.group_send)(collector_group(name), seal(message))
 
 
@@ -220,7 +218,7 @@ def ask_collector(name: str, message: Mapping[str, Any], *, timeout: float) -> d
     collector is running (:func:`collector_address`)."""
     layer = get_channel_layer()
     if layer is None:
-        raise CollectorNotRunning("no channel layer is configured")
+        raise CollectorNotRunning(say("no-channel-layer"))
 
     async def ask() -> dict[str, Any]:
         channel = await layer.new_channel()

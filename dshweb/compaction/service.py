@@ -50,14 +50,14 @@ from dshweb.collect.owners import owner_alive, process_owner
 from dshweb.compaction.models import CompactionRequest
 from dshweb.compaction.status import announce
 from dshweb.compaction.which_dsh_web import ask_dsh_web
+from dshweb.core.said import say
 from dshweb.live.protocol import COMPACT_RUN
 from dshweb.live.stopping import in_flight
 
 log = logging.getLogger(__name__)
 
 ABANDONED = "abandoned"
-ABANDONED_TEXT = "dshweb stopped while this ran"
-ABANDONED_MESSAGE = f"{ABANDONED_TEXT}; the session log shows whether DSH folded it"
+ABANDONED_MESSAGE = say("compact-abandoned")
 _IN_FLIGHT = (CompactionRequest.State.REQUESTED, CompactionRequest.State.RUNNING)
 COLLECTOR_OFFLINE = "collector_offline"
 COLLECTOR_UNREACHABLE = "collector_unreachable"
@@ -68,7 +68,7 @@ class AlreadyRunning(Exception):
 
     def __init__(self, request: CompactionRequest) -> None:
         super().__init__(
-            f"a compaction of {request.session_id} of {request.home} is already running"
+            say("compact-already-running", session=request.session_id, home=request.home)
         )
         self.request = request
 
@@ -165,7 +165,7 @@ def request_collected_compaction(
         except Exception as failure:
             log.exception("sending compaction request %s to %s failed", request.pk, home)
             outcome = COLLECTOR_UNREACHABLE
-            why = f"the collector of {home} could not be reached: {failure}"
+            why = say("collector-unreachable", home=home, failure=failure)
     else:
         outcome = COLLECTOR_UNREACHABLE if unshared else COLLECTOR_OFFLINE
     _fail(CompactionRequest.objects.filter(pk=request.pk), outcome=outcome, message=why)
@@ -279,7 +279,7 @@ def _run_compaction(pk: int, *, home: Path | None, stored: bool) -> None:
         _fail(
             failed,
             outcome="dshweb_error",
-            message="dshweb failed while asking the engine; see its log",
+            message=say("compact-dshweb-failed"),
         )
         for name, session_id in failed.values_list("home", "session_id"):
             announce(name, session_id)

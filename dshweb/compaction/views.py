@@ -16,6 +16,7 @@ from dshweb.collect.settings_access import staff_only
 from dshweb.compaction import which_dsh_web
 from dshweb.compaction.models import DshWebSetting
 from dshweb.dsh_web.client import DshWebClient, LaunchUrlError
+from dshweb.words import said
 
 
 class DshWebForm(forms.Form):
@@ -35,7 +36,7 @@ class DshWebForm(forms.Form):
             try:
                 DshWebClient(url, timeout=1.0)
             except LaunchUrlError as problem:
-                raise forms.ValidationError(str(problem)) from problem
+                raise forms.ValidationError(said(str(problem))) from problem
         return url
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from dshweb.compaction.models import DshWebSetting
 from dshweb.config import get_config
+from dshweb.core.said import say
 from dshweb.dsh_web.client import (
     CompactOutcome,
     CompactStatus,
@@ -59,22 +60,19 @@ def dsh_web_choice(home: Path | None = None, *, stored: bool = True) -> tuple[st
         return (
             "off",
             None,
-            (
-                "the collector of this home has no DSH engine: set DSHWEB_ENGINE_URL or "
-                "DSHWEB_ENGINE=managed in its environment"
-            ),
+            say("engine-none-for-collector"),
         )
     else:
         row = DshWebSetting.objects.first()
         mode = row.mode if row is not None else DshWebSetting.Mode.OFF
         if mode == DshWebSetting.Mode.URL:
             launch = row.launch_url if row is not None else ""
-            return "url", launch or None, "" if launch else "no launch URL is stored"
+            return "url", launch or None, "" if launch else say("engine-no-url-stored")
     if mode == "managed":
         managed = managed_dsh_web(home)
         state = managed.wait_running(MANAGED_START_TIMEOUT)
         return "managed", managed.launch_url, "" if managed.launch_url else state.reason
-    return "off", None, "no DSH engine is configured (Settings → Engine)"
+    return "off", None, say("engine-none")
 
 
 def dsh_web_configured() -> bool:
@@ -96,7 +94,7 @@ def dsh_web_from_environment() -> str | None:
     """How the environment sets ``dsh web``, if it does (it wins over the stored row)."""
     config = get_config()
     if config.engine_url:
-        return "DSHWEB_ENGINE_URL (a launch URL)"
+        return say("engine-from-url-setting")
     if config.engine == "managed":
         return "DSHWEB_ENGINE=managed"
     return None
@@ -106,7 +104,7 @@ def test_connection() -> ConnectionCheck:
     """What the configured ``dsh web`` answers now (never attaches a session)."""
     _mode, url, why = dsh_web_choice()
     if url is None:
-        return ConnectionCheck(ConnectionStatus.UNREACHABLE, f"not configured: {why}")
+        return ConnectionCheck(ConnectionStatus.UNREACHABLE, say("engine-not-configured", why=why))
     try:
         return DshWebClient(url, timeout=10.0).check()
     except LaunchUrlError as problem:
@@ -117,7 +115,9 @@ def ask_dsh_web(session_id: str, home: Path | None, stored: bool) -> CompactOutc
     _mode, url, why = dsh_web_choice(home, stored=stored)
     if url is None:
         return CompactOutcome(
-            CompactStatus.ENGINE_ERROR, f"not configured: {why}", code="dshweb/not-configured"
+            CompactStatus.ENGINE_ERROR,
+            say("engine-not-configured", why=why),
+            code="dshweb/not-configured",
         )
     try:
         client = DshWebClient(url, timeout=COMPACT_TIMEOUT)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dshweb.core.said import say
+
 
 class DshError(Exception):
     """A DSH home, log or patch file that cannot be read as DSH writes it."""
@@ -19,7 +21,9 @@ class LogError(DshError):
     """
 
     def __init__(self, message: str, *, offset: int, seq: int | None = None) -> None:
-        where = f"byte {offset}" if seq is None else f"byte {offset}, seq {seq}"
-        super().__init__(f"{message} (at {where})")
+        if seq is None:
+            super().__init__(say("at-byte", problem=message, offset=offset))
+        else:
+            super().__init__(say("at-byte-seq", problem=message, offset=offset, seq=seq))
         self.offset = offset
         self.seq = seq

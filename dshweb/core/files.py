@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 from dshweb.core.errors import DshError
+from dshweb.core.said import say
 
 READ_SECONDS = 5.0
 """Longest one read of a regular file may take (a slow or hung file system)."""
@@ -39,16 +40,16 @@ PIECE = 1 << 18
 _OPEN = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _KINDS = (
-    (stat.S_ISDIR, "a folder"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISDIR, say("kind-folder")),
+    (stat.S_ISFIFO, say("kind-fifo")),
+    (stat.S_ISCHR, say("kind-character-device")),
+    (stat.S_ISBLK, say("kind-block-device")),
+    (stat.S_ISSOCK, say("kind-socket")),
+    (stat.S_ISLNK, say("kind-link")),
 )
 _MISSING = (errno.ENOENT, errno.ENOTDIR)
-IN_HOME_LINK = "is a symbolic link: dshweb follows no link inside a DSH home"
-LINK = "is a symbolic link: dshweb does not follow links here"
+IN_HOME_LINK = say("file-link-in-home")
+LINK = say("file-link")
 
 
 class FileRefused(DshError):
@@ -62,7 +63,7 @@ class FileRefused(DshError):
 
 def kind_of(mode: int) -> str:
     """What a file of ``mode`` is, in words ("a FIFO (named pipe)")."""
-    return next((words for test, words in _KINDS if test(mode)), "not a regular file")
+    return next((words for test, words in _KINDS if test(mode)), say("kind-other"))
 
 
 def size_words(size: int) -> str:
@@ -76,15 +77,15 @@ def size_words(size: int) -> str:
 
 
 def _refuse_kind(path: Path, mode: int) -> FileRefused:
-    return FileRefused(path, f"is {kind_of(mode)}, not a regular file: dshweb does not read it")
+    return FileRefused(path, say("file-kind", kind=kind_of(mode)))
 
 
 def _os_problem(path: Path, error: OSError) -> FileRefused:
     if error.errno in (errno.EACCES, errno.EPERM):
-        return FileRefused(path, "cannot be read: permission denied")
+        return FileRefused(path, say("file-denied"))
     if error.errno == errno.ELOOP:
         return FileRefused(path, LINK)
-    return FileRefused(path, f"cannot be read: {error.strerror or error}")
+    return FileRefused(path, say("file-unreadable", error=error.strerror or error))
 
 
 def open_file(path: Path, *, home: Path | None = None, follow_links: bool = False) -> int | None:
@@ -94,9 +95,9 @@ def open_file(path: Path, *, home: Path | None = None, follow_links: bool = Fals
     if home is not None:
         parts = path.relative_to(home).parts if path.is_relative_to(home) else ("..",)
         if ".." in parts:  # pathlib keeps a "..": the walk would climb out
-            raise FileRefused(path, f"is outside {home}: dshweb does not read it")
+            raise FileRefused(path, say("file-outside-home", home=home))
     if home is not None and not parts:
-        raise FileRefused(path, "is the DSH home itself, not a file in it")
+        raise FileRefused(path, say("file-home-itself"))
     folder: int | None = None
     try:
         if home is not None:
@@ -187,12 +188,12 @@ def _read_bounded(path: Path, fd: int, limit: int, seconds: float) -> bytes:
         if held > limit:  # it grew, or its size lies (a file of /proc or /sys)
             raise _too_big(path, held, limit, at_least=True)
         if time.monotonic() > deadline:
-            raise FileRefused(path, f"took longer than {seconds:g} s to read: dshweb gave up")
+            raise FileRefused(path, say("file-slow", seconds=f"{seconds:g}"))
 
 
 def _too_big(path: Path, size: int, limit: int, *, at_least: bool = False) -> FileRefused:
     held = f"more than {size_words(limit)}" if at_least else size_words(size)
-    return FileRefused(path, f"is {held}; dshweb reads at most {size_words(limit)} of such a file")
+    return FileRefused(path, say("file-too-big", size=held, limit=size_words(limit)))
 
 
 def read_text(

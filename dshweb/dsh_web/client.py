@@ -49,6 +49,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 from urllib.request import Request
 
 from dshweb.core.errors import DshError
+from dshweb.core.said import say
 
 COOKIE_PREFIX = "dsh-auth-"
 WRITER_HELD = "session/writer-held"
@@ -57,10 +58,8 @@ holds the session's ``session.lock``."""
 BUSY_TEXT = "Compaction is unavailable"
 """Start of DSH's ``/compact`` answer while the agent is not idle: "Compaction is
 unavailable because this process has an active compaction, or the agent is not idle."."""
-ABANDONED_BY_DSH = (
-    "dsh web abandons a /compact once nobody waits for it (the session log says how it ended)"
-)
-"""Said after a timeout: ``dsh web`` aborts a command whose HTTP caller has gone (its log
+ABANDONED_BY_DSH = "compact-abandoned-by-dsh"
+"""Said after a timeout (its code): ``dsh web`` aborts a command whose HTTP caller has gone (its log
 shows ``command/done`` ``"This operation was aborted"``). A summary that had already
 arrived may still be logged (a fold) before the abort; the log tells."""
 NO_COMMAND = "dshweb/no-command"
@@ -191,20 +190,15 @@ def parse_launch_url(launch_url: str) -> _Target:
         parts = urlsplit(launch_url.strip())
         port = parts.port
     except ValueError as error:
-        raise LaunchUrlError("the launch URL is malformed (bad port or host)") from error
+        raise LaunchUrlError(say("url-malformed")) from error
     if parts.scheme != "http":
-        raise LaunchUrlError(
-            f"the launch URL must start with http:// (dsh web serves plain HTTP on "
-            f"loopback), not {parts.scheme or 'nothing'}"
-        )
+        raise LaunchUrlError(say("url-not-http", scheme=parts.scheme or "nothing"))
     host = parts.hostname or ""
     if not is_loopback(host):
-        raise LaunchUrlError(
-            f"the launch URL's host must be loopback (127.0.0.1, ::1 or localhost), not {host!r}"
-        )
+        raise LaunchUrlError(say("url-not-loopback", host=repr(host)))
     tokens = parse_qs(parts.query).get("token", [])
     if len(tokens) != 1 or not tokens[0]:
-        raise LaunchUrlError("the launch URL has no ?token=… (copy the whole line dsh web printed)")
+        raise LaunchUrlError(say("url-no-token"))
     return _Target(host=host, port=port or 80, path=parts.path or "/", token=tokens[0])
 
 
@@ -244,9 +238,11 @@ class _Watchdog(threading.Thread):
                 break
             misses = 0 if self.probe() else misses + 1
             if misses >= PROBE_MISSES:
-                self.hung = (
-                    f"{self.hung_text} ({misses} checks in a row got no answer within "
-                    f"{PROBE_TIMEOUT:g} s; hung?)"
+                self.hung = say(
+                    "engine-hung",
+                    what=self.hung_text,
+                    misses=misses,
+                    seconds=f"{PROBE_TIMEOUT:g}",
                 )
                 break
         if self.finished.is_set():
@@ -302,13 +298,13 @@ class DshWebClient:
         ``dsh web`` does; ``budget`` is the whole call's allowance, for the message.
         ``watched``: also end it when ``dsh web`` stops answering liveness checks."""
         remaining = deadline - time.monotonic()
-        late = f"{self.base_url} did not answer within {budget:g} s"
+        late = say("engine-late", base=self.base_url, seconds=f"{budget:g}")
         if remaining <= 0:
             raise DshWebTimeout(late)
         conn = http.client.HTTPConnection(self._target.host, self._target.port, timeout=remaining)
         probe = (lambda: self._answers(deadline)) if watched else None
         watchdog = _Watchdog(
-            conn, deadline, probe, f"{self.base_url} stopped answering while it ran {path}"
+            conn, deadline, probe, say("engine-stopped-answering", base=self.base_url, path=path)
         )
         expired = watchdog.expired
 
@@ -319,14 +315,16 @@ class DshWebClient:
             try:
                 conn.connect()
             except TimeoutError as error:
-                raise DshWebUnreachable(f"{self.base_url} did not accept a connection") from error
+                raise DshWebUnreachable(say("engine-no-connection", base=self.base_url)) from error
             except OSError as error:
                 if expired.is_set():
                     raise DshWebUnreachable(
-                        f"{self.base_url} did not accept a connection"
+                        say("engine-no-connection", base=self.base_url)
                     ) from error
                 reason = error.strerror or type(error).__name__
-                raise DshWebUnreachable(f"cannot connect to {self.base_url}: {reason}") from error
+                raise DshWebUnreachable(
+                    say("engine-cannot-connect", base=self.base_url, reason=reason)
+                ) from error
             try:
                 conn.request(method, path, body=body, headers=dict(headers))
                 response = conn.getresponse()
@@ -338,13 +336,13 @@ class DshWebClient:
                     raise out_of_time() from error
                 reason = error.strerror or type(error).__name__
                 raise DshWebUnreachable(
-                    f"{self.base_url} broke the connection: {reason}"
+                    say("engine-broke-connection", base=self.base_url, reason=reason)
                 ) from error
             except http.client.HTTPException as error:
                 if expired.is_set():
                     raise out_of_time() from error
                 raise NotDsh(
-                    f"{self.base_url} did not answer in HTTP ({type(error).__name__})"
+                    say("engine-not-http", base=self.base_url, error=type(error).__name__)
                 ) from error
             if expired.is_set():  # a body read to the end of a shut socket is cut short
                 raise out_of_time()
@@ -376,13 +374,9 @@ class DshWebClient:
                 "GET", path, headers={}, deadline=time.monotonic() + budget, budget=budget
             )
         except DshWebTimeout as error:  # nothing was asked of it yet
-            raise DshWebUnreachable(
-                f"{error}: dsh web accepts connections but does not answer (hung?)"
-            ) from error
+            raise DshWebUnreachable(say("engine-login-silent", problem=error)) from error
         if answer.status == 401:
-            raise TokenRejected(
-                "dsh web refused the launch token (HTTP 401); it changes every time dsh web starts"
-            )
+            raise TokenRejected(say("token-refused"))
         jar = http.cookiejar.CookieJar()
         jar.extract_cookies(answer.response, Request(self.base_url + self._target.path))
         ours = [
@@ -393,11 +387,8 @@ class DshWebClient:
         if answer.status == 303 and ours:
             return ours[0]
         if answer.status == 303:
-            raise TokenRejected("the token login answered 303 without a dsh-auth cookie")
-        raise NotDsh(
-            f"{self.base_url} answered the token login with HTTP {answer.status}, "
-            "not dsh web's 303 and cookie"
-        )
+            raise TokenRejected(say("token-no-cookie"))
+        raise NotDsh(say("token-not-dsh", base=self.base_url, status=answer.status))
 
     def _cookie_for(self, deadline: float, *, fresh: bool = False) -> str:
         with self._lock:
@@ -455,7 +446,7 @@ class DshWebClient:
                 break
             self._forget(cookie)
             if attempt == 1:
-                raise TokenRejected(f"{method}: dsh web refused the session cookie (HTTP 401)")
+                raise TokenRejected(say("cookie-refused", method=method))
         assert answer is not None
         return self._value(method, rpc_id, answer)
 
@@ -465,12 +456,13 @@ class DshWebClient:
 
     def _value(self, method: str, rpc_id: str, answer: _Answer) -> Any:
         if answer.status != 200:
-            raise NotDsh(f"{method}: HTTP {answer.status}: {self._excerpt(answer.body)}")
+            excerpt = self._excerpt(answer.body)
+            raise NotDsh(say("answer-http", method=method, status=answer.status, excerpt=excerpt))
         try:
             envelope = json.loads(answer.body)
         except ValueError as error:
             raise NotDsh(
-                f"{method}: the answer is not JSON: {self._excerpt(answer.body)}"
+                say("answer-not-json", method=method, excerpt=self._excerpt(answer.body))
             ) from error
         result = envelope.get("result") if isinstance(envelope, dict) else None
         if (
@@ -480,7 +472,7 @@ class DshWebClient:
             or not isinstance(result, dict)
             or not isinstance(result.get("ok"), bool)
         ):
-            raise NotDsh(f"{method}: not a DSH server-response: {self._excerpt(answer.body)}")
+            raise NotDsh(say("answer-not-dsh", method=method, excerpt=self._excerpt(answer.body)))
         if result["ok"]:
             return result.get("value")
         problem = result.get("error")
@@ -511,11 +503,11 @@ class DshWebClient:
         except NotDsh as error:
             return done(ConnectionStatus.NOT_DSH, str(error))
         except RpcError as error:
-            return done(ConnectionStatus.REACHABLE, f"DSH answered, but refused {error}")
+            return done(ConnectionStatus.REACHABLE, say("check-refused", error=error))
         items = value.get("items") if isinstance(value, dict) else None
         if not isinstance(items, list):
-            return done(ConnectionStatus.NOT_DSH, "session/list answered without items")
-        detail = f"DSH answered; it lists {len(items)} sessions"
+            return done(ConnectionStatus.NOT_DSH, say("check-no-items"))
+        detail = say("check-lists", count=len(items))
         return done(ConnectionStatus.REACHABLE, detail, len(items))
 
     def compact(self, session_id: str, *, timeout: float | None = None) -> CompactOutcome:
@@ -536,7 +528,7 @@ class DshWebClient:
         except DshWebUnreachable as error:
             return outcome(CompactStatus.UNREACHABLE, str(error))
         except DshWebTimeout as error:
-            return outcome(CompactStatus.TIMEOUT, f"{error}; {ABANDONED_BY_DSH}")
+            return outcome(CompactStatus.TIMEOUT, say(ABANDONED_BY_DSH, problem=error))
         except TokenRejected as error:
             return outcome(CompactStatus.TOKEN_REJECTED, str(error))
         except NotDsh as error:
@@ -551,13 +543,15 @@ class DshWebClient:
         if value is None:  # DSH's answer when the line names no known command
             return outcome(
                 CompactStatus.ENGINE_ERROR,
-                "this session's agent has no /compact command",
+                say("compact-no-command"),
                 code=NO_COMMAND,
             )
         result = value.get("result") if isinstance(value, dict) else None
         if not isinstance(result, dict):
             return outcome(
-                CompactStatus.ENGINE_ERROR, f"unexpected answer: {value!r:.200}", code=UNEXPECTED
+                CompactStatus.ENGINE_ERROR,
+                say("compact-unexpected", value=f"{value!r:.200}"),
+                code=UNEXPECTED,
             )
         command_id = value.get("commandId")
         command_id = command_id if isinstance(command_id, str) else None
@@ -571,4 +565,5 @@ class DshWebClient:
                 source_event_seq=seq if isinstance(seq, int) else None,
             )
         status = CompactStatus.BUSY if text.startswith(BUSY_TEXT) else CompactStatus.ENGINE_ERROR
-        return outcome(status, text or f"/compact ended as {kind!r}", command_id=command_id)
+        said = text or say("compact-ended-as", kind=repr(kind))
+        return outcome(status, said, command_id=command_id)

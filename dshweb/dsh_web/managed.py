@@ -41,6 +41,7 @@ from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
 
+from dshweb.core.said import say
 from dshweb.core.settings.dshconfig import find_dsh
 from dshweb.dsh_web.client import DshWebClient
 from dshweb.installed import add_extra
@@ -99,10 +100,10 @@ def _blank_token(line: str) -> str:
 def _exit_words(code: int) -> str:
     if code < 0:
         try:
-            return f"was killed by {signal.Signals(-code).name}"
+            return say("exit-killed", signal=signal.Signals(-code).name)
         except ValueError:
-            return f"was killed by signal {-code}"
-    return f"exited with code {code}"
+            return say("exit-signal", number=-code)
+    return say("exit-code", code=code)
 
 
 class ManagedDshWeb:
@@ -121,7 +122,7 @@ class ManagedDshWeb:
         self._env_extra = dict(env_extra)
         self._on_state = on_state
         self._cond = threading.Condition()
-        self._state = DshWebState(DshWebPhase.STOPPED, "not started")
+        self._state = DshWebState(DshWebPhase.STOPPED, say("engine-not-started"))
         self._launch_url: str | None = None
         self._proc: subprocess.Popen[str] | None = None
         self._thread: threading.Thread | None = None
@@ -174,7 +175,7 @@ class ManagedDshWeb:
             self._thread = threading.Thread(
                 target=self._supervise, name="dsh-web-supervisor", daemon=True
             )
-        self._set(DshWebState(DshWebPhase.STARTING, "launching dsh web"))
+        self._set(DshWebState(DshWebPhase.STARTING, say("engine-launching")))
         atexit.register(self.stop)
         self._thread.start()
         return self
@@ -191,7 +192,7 @@ class ManagedDshWeb:
             thread.join(timeout + 5)
         atexit.unregister(self.stop)
         if self.state.phase is not DshWebPhase.STOPPED:
-            self._set(DshWebState(DshWebPhase.STOPPED, "stopped"))
+            self._set(DshWebState(DshWebPhase.STOPPED, say("engine-stopped")))
 
     def __enter__(self) -> ManagedDshWeb:
         return self.start()
@@ -220,19 +221,21 @@ class ManagedDshWeb:
         while not self._stopping.is_set():
             dsh = self._dsh or find_dsh()
             if dsh is None:
-                self._fail(f"no dsh on PATH or beside this Python: {add_extra('engine')}")
+                self._fail(say("engine-no-dsh", install=add_extra("engine")))
                 return
             if not self.home.is_dir():
-                self._fail(f"the DSH home {self.home} is not a directory")
+                self._fail(say("engine-no-home", home=self.home))
                 return
             port = free_port()
             self._set(
-                DshWebState(DshWebPhase.STARTING, "launching dsh web", port=port, restarts=restarts)
+                DshWebState(
+                    DshWebPhase.STARTING, say("engine-launching"), port=port, restarts=restarts
+                )
             )
             try:
                 proc = self._launch(dsh, port)
             except OSError as error:
-                self._fail(f"cannot run {dsh}: {error.strerror or error}")
+                self._fail(say("engine-cannot-run", dsh=dsh, error=error.strerror or error))
                 return
             if proc is None:
                 break
@@ -258,7 +261,7 @@ class ManagedDshWeb:
             if url is None:
                 reason = self._startup_failure(code, ran)
             else:
-                reason = f"dsh web {_exit_words(code)} after {ran:.0f} s"
+                reason = say("engine-exited-after", exit=_exit_words(code), seconds=f"{ran:.0f}")
             if ran >= STABLE_AFTER:
                 backoff = BACKOFF_FIRST
             restarts += 1
@@ -271,7 +274,7 @@ class ManagedDshWeb:
             if self._stopping.wait(backoff):
                 break
             backoff = min(backoff * 2, BACKOFF_MAX)
-        self._set(DshWebState(DshWebPhase.STOPPED, "stopped", restarts=restarts))
+        self._set(DshWebState(DshWebPhase.STOPPED, say("engine-stopped"), restarts=restarts))
 
     def _fail(self, reason: str) -> None:
         log.error("dsh web cannot be managed: %s", reason)
@@ -322,13 +325,13 @@ class ManagedDshWeb:
 
     def _startup_failure(self, code: int, ran: float) -> str:
         if ran >= STARTUP_TIMEOUT:
-            return f"dsh web printed no launch URL within {STARTUP_TIMEOUT:g} s"
+            return say("engine-no-url-in-time", seconds=f"{STARTUP_TIMEOUT:g}")
         said = [line for line in self.output_tail() if line.startswith("dsh:")]
         errors = [line.strip() for line in self.output_tail() if line.strip().startswith("Error")]
         words = "; ".join([*said[-1:], *errors[-1:]])
-        return f"dsh web {_exit_words(code)} before printing its URL" + (
-            f": {words}" if words else ""
-        )
+        if words:
+            return say("engine-exited-early-said", exit=_exit_words(code), output=words)
+        return say("engine-exited-early", exit=_exit_words(code))
 
 
 def _terminate(proc: subprocess.Popen[str], timeout: float) -> int:

@@ -327,3 +327,17 @@ def test_a_rule_is_saved_only_when_the_page_showed_its_fields(
     assert made.status_code == 302
     rule = AlertRule.objects.get()
     assert (rule.condition, rule.scope) == (data["condition"], data["scope"])
+
+
+def test_a_refused_webhook_says_why_in_the_pages_language() -> None:
+    client, _ = signed_in()
+    answer = client.post(
+        "/alerts/new/",
+        VALID | {"webhook_url": "http://10.0.0.1/hook"},
+        HTTP_ACCEPT_LANGUAGE="zh-CN",
+    )
+    page = answer.content.decode()
+    field = page[page.index('data-key="webhook_url"') :].split("</small>", 1)[0]
+    assert "10.0.0.1 是内部地址（10.0.0.1）：Webhook 只发往公网地址" in field
+    assert "internal address" not in field
+    assert not AlertRule.objects.exists()

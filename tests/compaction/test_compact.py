@@ -17,6 +17,7 @@ import pytest
 from channels.db import database_sync_to_async
 from django.contrib.auth.models import Permission, User
 from django.test import Client
+from django.utils import translation
 
 from dshweb.collect import owners
 from dshweb.compaction import service
@@ -25,6 +26,7 @@ from dshweb.compaction.models import CompactionRequest, DshWebSetting
 from dshweb.compaction.records import RequestRecord
 from dshweb.core.fold.compactions import Compaction
 from dshweb.core.fold.ledger import Ledger
+from dshweb.core.said import say
 from dshweb.live.publisher import stop_publisher
 from dshweb.live.service import home_view
 from dshweb.sessions.display.compact_status import compact_view, result_line
@@ -351,6 +353,45 @@ def test_engine_settings_never_show_the_token(home: Path) -> None:
         "/settings/engine/", {"mode": "url", "launch_url": "http://example.com/?token=x"}
     )
     assert "loopback" in bad.content.decode().lower()
+
+
+def test_the_engine_page_says_what_is_wrong_in_the_pages_language(home: Path) -> None:
+    """Asked for in Chinese, the engine page says a failed connection test and a launch
+    URL it refuses in Chinese (the address and the system's own words as they are)."""
+    admin = Client(HTTP_ACCEPT_LANGUAGE="zh-CN")
+    admin.force_login(User.objects.create_user("root", password="x-x-x-x-1", is_staff=True))
+    tested = admin.post(
+        "/settings/engine/",
+        {"mode": "url", "launch_url": "http://127.0.0.1:9/?token=t", "test": "1"},
+    ).content.decode()
+    check = tested[tested.index('id="engine-check"') :].split("</p>", 1)[0]
+    assert "无法连接：无法连接到 http://127.0.0.1:9：" in " ".join(check.split())
+    assert "cannot connect" not in check and "unreachable" not in check.split(">", 1)[1]
+    refused = admin.post(
+        "/settings/engine/", {"mode": "url", "launch_url": "http://example.com/?token=x"}
+    ).content.decode()
+    assert (
+        "启动地址的主机须是回环地址（127.0.0.1、::1 或 localhost），而不是 &#x27;example.com&#x27;"
+        in (refused)
+    )
+    assert "must be loopback" not in refused
+
+
+def test_a_failed_compaction_says_why_in_the_pages_language() -> None:
+    """The Compact card's line for a request that failed: its reason and DSH engine's
+    answer as dshweb said it, in the page's language."""
+    record = RequestRecord(
+        state="failed",
+        outcome="unreachable",
+        message=say(
+            "engine-cannot-connect", base="http://127.0.0.1:9", reason="Connection refused"
+        ),
+        seq_at_request=0,
+    )
+    with translation.override("zh-hans"):
+        view = compact_view(record, None)
+    assert view.text.endswith("无法连接到 http://127.0.0.1:9：Connection refused")
+    assert "cannot connect" not in view.text
 
 
 # -- with the real dsh web -----------------------------------------------------------------

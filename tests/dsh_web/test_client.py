@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from dshweb.core.log.home import encode_segment, is_live, locked_files
+from dshweb.core.said import say
 from dshweb.core.settings.dshconfig import find_dsh
 from dshweb.dsh_web import (
     CompactOutcome,
@@ -50,6 +51,8 @@ if TYPE_CHECKING:  # the SDK behind dshrun is needed only where dsh is
     from tests.fixtures.dshrun import SessionLog
 
 ENGINE = REPO / "dshweb" / "dsh_web"
+ABANDONED = say(ABANDONED_BY_DSH, problem="")
+"""What a timed-out compaction's text ends with (``; dsh web abandons …``)."""
 TOKEN = "s3cret-Token_value"
 BUSY_TEXT = (
     "Compaction is unavailable because this process has an active compaction, "
@@ -314,7 +317,7 @@ def test_a_slow_answer_is_a_timeout(
     handler = dsh_like(api_body=staticmethod(slow))
     outcome = DshWebClient(url(serve(handler)), timeout=5).compact("s-1", timeout=0.3)
     assert outcome.status is CompactStatus.TIMEOUT
-    assert outcome.text.endswith(f"did not answer within 0.3 s; {ABANDONED_BY_DSH}")
+    assert outcome.text.endswith(f"did not answer within 0.3 s{ABANDONED}")
 
 
 def test_an_engine_that_cannot_be_run_fails_without_restarting(tmp_path: Path) -> None:
@@ -627,7 +630,7 @@ def test_an_engine_that_hangs_mid_compaction_fails_in_seconds(
     assert outcome.status is CompactStatus.TIMEOUT, outcome
     assert outcome.text == (
         f"{client.base_url} stopped answering while it ran /api/commands/execute "
-        f"(3 checks in a row got no answer within 1 s; hung?); {ABANDONED_BY_DSH}"
+        f"(3 checks in a row got no answer within 1 s; hung?){ABANDONED}"
     )
     assert hung_for < 8 and outcome.elapsed < 15 and setup.token not in outcome.text
     # Resumed, it ends the command one way or the other (the summary may have arrived
@@ -660,7 +663,7 @@ def test_a_compaction_dshweb_stops_waiting_for_is_abandoned_by_dsh(setup: Setup)
     try:
         outcome = client.compact("s-gave-up", timeout=1.5)
         assert outcome.status is CompactStatus.TIMEOUT, outcome
-        assert outcome.text.endswith(f"did not answer within 1.5 s; {ABANDONED_BY_DSH}")
+        assert outcome.text.endswith(f"did not answer within 1.5 s{ABANDONED}")
         assert_abandoned(setup, "s-gave-up")
     finally:
         setup.fake.delay = 0.0
@@ -798,7 +801,7 @@ def test_an_engine_that_trickles_bytes_still_times_out_by_the_deadline() -> None
     finally:
         server.close()
     assert outcome.status is CompactStatus.TIMEOUT
-    assert outcome.text.endswith(f"did not answer within 1 s; {ABANDONED_BY_DSH}")
+    assert outcome.text.endswith(f"did not answer within 1 s{ABANDONED}")
     assert server.sent >= 5 and elapsed < 3
 
 

@@ -1125,3 +1125,28 @@ def test_a_log_whose_tail_is_half_written_says_its_figures_are_older(
     assert "log-tail" not in elements.by_id
     assert elements.by_id["session-errors"]["data-tail-bytes"] == "0"
     assert "None: every event so far was read and folded." in squeezed(page)
+
+
+@pytest.mark.django_db
+def test_a_reader_error_reads_in_the_pages_language(user_client: Client, home: Path) -> None:
+    """A real log with a corrupt frame: the session page in Chinese says what is wrong in
+    Chinese (the library's own words and the byte offset as they are); in English, as the
+    reader said it."""
+    (log,) = home.glob("sessions/*/auto-compact/session.v4.jsonl.zstd")
+    frames = frames_of(log)
+    bad = len(frames) // 2
+    broken = bytearray(frames[bad])
+    broken[-1] ^= 0xFF  # its content checksum
+    log.write_bytes(b"".join([*frames[:bad], bytes(broken), *frames[bad + 1 :]]))
+    offset = sum(len(frame) for frame in frames[:bad])
+    sync_home()
+    url = "/homes/local/sessions/auto-compact/"
+
+    def card(language: str) -> str:
+        page = user_client.get(url, HTTP_ACCEPT_LANGUAGE=language).content.decode()
+        return squeezed(page[page.index('id="session-errors"') :].split("</section>", 1)[0])
+
+    english, chinese = card("en"), card("zh-CN")
+    assert "corrupt zstd frame (" in english and f") (at byte {offset})" in english
+    assert "zstd 帧已损坏（" in chinese and f"（位于第 {offset} 字节）" in chinese
+    assert "corrupt zstd frame" not in chinese and "at byte" not in chinese

@@ -43,6 +43,7 @@ from dshweb.core.log.wire import (
     ToolResult,
 )
 from dshweb.core.log.wire import Usage as WireUsage
+from dshweb.core.said import say
 
 _SURFACE = frozenset(SURFACE)
 USAGE_EVENTS = frozenset({AssistantMessage, AssistantAttempt})
@@ -342,14 +343,20 @@ class SessionMeter:
                 self.systems.append((seq, price))
             return
         if not isinstance(op, Replace) or op.op != "replace":
-            self._problem(f"seq {seq}: unknown surfaceOp {_op_text(op)} ignored")
+            self._problem(say("op-unknown", seq=seq, op=_op_text(op)))
             return
         start, end = op.start_seq, op.end_seq
         self._replace_nodes(node, start, end)
         if claim is not None and (claim.start, claim.end) != (start, end):
             self._problem(
-                f"seq {seq}: replace {start}..{end} does not match the priced range "
-                f"{claim.start}..{claim.end}"
+                say(
+                    "replace-unpriced",
+                    seq=seq,
+                    start=start,
+                    end=end,
+                    low=claim.start,
+                    high=claim.end,
+                )
             )
             claim = None
         if claim is not None:
@@ -375,7 +382,7 @@ class SessionMeter:
         try:
             first, last = seqs.index(start), seqs.index(end)
         except ValueError:
-            self._problem(f"seq {node.seq}: replace {start}..{end} names a node not on the surface")
+            self._problem(say("replace-missing", seq=node.seq, start=start, end=end))
             return
         if last < first:
             first, last = last, first

@@ -66,6 +66,7 @@ from dshweb.core.log.wire import (
 )
 from dshweb.core.profile.catalogue import DEFAULT_CATALOGUE, ModelCatalogue
 from dshweb.core.profile.effective import DEFAULT_RULE, BandRule, EngineConfig, SettingsSource
+from dshweb.core.said import say
 
 Settings = tuple[EngineConfig | None, BandRule]
 
@@ -436,7 +437,7 @@ def take_snapshot(
     path = _relative(tracker.log.path, home)
     errors = ([tracker.error] if tracker.error else []) + meter.problems + list(extra_errors)
     if meter.more_problems:
-        errors.append(f"… and {meter.more_problems:,} more problems")
+        errors.append(say("more-problems", count=f"{meter.more_problems:,}"))
     nodes = heapq.nlargest(largest, meter.nodes, key=lambda n: n.tokens)
     ledger = tracker.ledger.result(meter, threshold=threshold)
     known_point, known_retain, known_cut = settings_known(tracker, engine, pruner, models)

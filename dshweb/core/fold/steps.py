@@ -30,6 +30,7 @@ from dshweb.core.log.reader import Budget, LogTail
 from dshweb.core.log.times import iso_utc
 from dshweb.core.log.wire import AnyEvent, StepEnd
 from dshweb.core.profile.effective import DEFAULT_RULE, SettingsTable
+from dshweb.core.said import say
 
 STEP_COLUMNS = (
     "step",
@@ -117,5 +118,5 @@ def fold_steps(
             if batch.error is not None or not batch.more:
                 return batch.error
     except _Replaced:
-        return LogError("the log was replaced while it was read", offset=tail.offset)
+        return LogError(say("log-replaced"), offset=tail.offset)
     return None

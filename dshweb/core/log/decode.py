@@ -19,6 +19,7 @@ from typing import Any, TypeVar, Union
 from dshweb.core.log.jsjson import js_len, js_stringify, loads_js
 from dshweb.core.log.structs import HAVE_MSGSPEC, RawValue, Struct, convert
 from dshweb.core.log.wire import BY_KIND, KNOWN, AnyEvent, Other
+from dshweb.core.said import say
 
 T = TypeVar("T", bound=Struct)
 
@@ -35,9 +36,9 @@ def _lenient(line: bytes) -> AnyEvent:
     try:  # as DSH reads its own log: a bad byte is U+FFFD
         record = loads_js(line.decode("utf-8", "replace"))
     except (ValueError, RecursionError) as error:
-        raise LineError(f"malformed JSON line ({_short(error)})") from None
+        raise LineError(say("line-malformed-why", detail=_short(error))) from None
     if not isinstance(record, dict) or not isinstance(record.get("type"), str):
-        raise LineError("line is not an event object")
+        raise LineError(say("line-not-event"))
     return event_from_dict(record)
 
 

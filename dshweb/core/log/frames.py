@@ -34,6 +34,7 @@ from functools import partial
 import zstandard
 
 from dshweb.core.errors import LogError
+from dshweb.core.said import say
 
 ZSTD_MAGIC = zstandard.FRAME_HEADER
 _SKIPPABLE_MASK = 0xFFFFFFF0
@@ -75,7 +76,7 @@ def frame_length(
     avail = len(buf) - pos
     if avail < 4:
         if bytes(buf[pos : pos + avail]) != ZSTD_MAGIC[:avail]:
-            raise LogError("not a zstd frame (bad magic)", offset=file_offset + pos)
+            raise LogError(say("frame-bad-magic"), offset=file_offset + pos)
         return None
     magic = bytes(buf[pos : pos + 4])
     if magic != ZSTD_MAGIC:
@@ -84,12 +85,12 @@ def frame_length(
                 return None
             size = 8 + int.from_bytes(buf[pos + 4 : pos + 8], "little")
             return (size, 0) if size <= avail else None
-        raise LogError("not a zstd frame (bad magic)", offset=file_offset + pos)
+        raise LogError(say("frame-bad-magic"), offset=file_offset + pos)
     if avail < 5:
         return None
     descriptor = buf[pos + 4]
     if descriptor & 0x08:
-        raise LogError("not a zstd frame (reserved header bit set)", offset=file_offset + pos)
+        raise LogError(say("frame-reserved-bit"), offset=file_offset + pos)
     at = pos + zstandard.frame_header_size(buf[pos : pos + 5])
     blocks = 0
     while True:  # each block: 3 header bytes (last flag, type, size), then its content
@@ -98,7 +99,7 @@ def frame_length(
         block = buf[at] | (buf[at + 1] << 8) | (buf[at + 2] << 16)
         kind = (block >> 1) & 0x03
         if kind == _BLOCK_RESERVED:
-            raise LogError("corrupt zstd frame (reserved block type)", offset=file_offset + pos)
+            raise LogError(say("frame-reserved-block"), offset=file_offset + pos)
         at += 3 + (1 if kind == 1 else block >> 3)  # an RLE block holds one byte
         blocks += 1
         if block & 0x01:
@@ -161,6 +162,6 @@ def split_frames(buf: bytes, file_offset: int) -> tuple[list[Chunk], LogError | 
             if not isinstance(text, bytes):
                 text = b"".join(text)
         except zstandard.ZstdError as bad:
-            return chunks, LogError(f"corrupt zstd frame ({bad})", offset=file_offset + start)
+            return chunks, LogError(say("frame-corrupt", detail=bad), offset=file_offset + start)
         chunks.append(Chunk(file_offset + start, file_offset + end, text))
     return chunks, error

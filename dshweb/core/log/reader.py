@@ -38,6 +38,7 @@ from dshweb.core.log.decode import LineError, decode_event
 from dshweb.core.log.frames import ZSTD_MAGIC, frame_length, frame_text
 from dshweb.core.log.jsjson import loads_js
 from dshweb.core.log.wire import PACKED_TYPES, AnyEvent, Other
+from dshweb.core.said import say
 
 READ_SIZE = 1 << 20
 """The most bytes read from the file at a time."""
@@ -111,7 +112,7 @@ class _Stop(Exception):
 
 
 def _too_long() -> str:
-    return f"line longer than {MAX_LINE >> 20} MiB (the limit)"
+    return say("line-too-long", limit=MAX_LINE >> 20)
 
 
 def _squeezed(text: bytes) -> bytes:
@@ -132,7 +133,7 @@ def _split_lines(
     for piece in pieces:
         total += len(piece)
         if limit is not None and total > limit:
-            raise _Stop(f"frame decodes to more than {limit >> 20} MiB (the limit)")
+            raise _Stop(say("frame-decodes-too-much", limit=limit >> 20))
         text = carry + piece
         lines = (_squeezed(text) if squeeze else text).split(b"\n")
         carry = lines.pop()
@@ -160,9 +161,9 @@ def _whole(line: bytes) -> dict[str, Any]:
     try:
         record = loads_js(line.decode("utf-8", "replace"))
     except (ValueError, RecursionError):
-        raise _Stop("malformed JSON line") from None
+        raise _Stop(say("line-malformed")) from None
     if not isinstance(record, dict):
-        raise _Stop("line is not an event object")
+        raise _Stop(say("line-not-event"))
     return record
 
 
@@ -209,10 +210,10 @@ class LogTail:
         try:
             fd = open_log(self.path)
         except FileRefused as refused:  # said while it lasts; a log put back reads again
-            batch.error = LogError(f"the log {refused.reason}", offset=0)
+            batch.error = LogError(say("log-refused", reason=refused.reason), offset=0)
             return batch
         except OSError as error:
-            batch.error = LogError(f"cannot read log: {error.strerror}", offset=self.offset)
+            batch.error = LogError(say("log-unreadable", error=error.strerror), offset=self.offset)
             return batch
         try:
             with os.fdopen(fd, "rb") as handle:
@@ -237,7 +238,7 @@ class LogTail:
                 else:
                     self._read_lines(handle, on_event, batch, budget)
         except OSError as error:
-            batch.error = LogError(f"cannot read log: {error.strerror}", offset=self.offset)
+            batch.error = LogError(say("log-unreadable", error=error.strerror), offset=self.offset)
             return batch
         self.error = batch.error
         return batch
@@ -254,7 +255,7 @@ class LogTail:
         try:
             rest = self._fold_lines(held.lines, on_event, batch, False, budget)
         except zstandard.ZstdError as bad:
-            batch.error = LogError(f"corrupt zstd frame ({bad})", offset=self.offset)
+            batch.error = LogError(say("frame-corrupt", detail=bad), offset=self.offset)
         except _Stop as stop:
             batch.error = LogError(stop.reason, offset=self.offset, seq=self.next_seq)
         else:
@@ -297,7 +298,7 @@ class LogTail:
                         rest = self._fold_lines(lines, on_event, batch, first, budget)
                         del lines  # not held while the next frame is decoded
                     except zstandard.ZstdError as bad:
-                        batch.error = LogError(f"corrupt zstd frame ({bad})", offset=where)
+                        batch.error = LogError(say("frame-corrupt", detail=bad), offset=where)
                     except _Stop as stop:
                         batch.error = LogError(stop.reason, offset=where, seq=self.next_seq)
                     if batch.error is not None:
@@ -312,7 +313,7 @@ class LogTail:
             self.offset += pos
             if error is None and len(buf) > MAX_FRAME_BYTES:
                 limit = MAX_FRAME_BYTES >> 20
-                error = LogError(f"frame larger than {limit} MiB (the limit)", offset=self.offset)
+                error = LogError(say("frame-too-large", limit=limit), offset=self.offset)
             if error is not None:
                 batch.error = error
                 return

@@ -30,6 +30,7 @@ from dshweb.core.profile.plugins import COMPACTION_BASIC_SCHEMA, CONTEXT_TRUTH_S
 from dshweb.core.profile.profile import profile_names
 from dshweb.core.profile.pruner import DEFAULT_CUT, PruneCut, PrunerConfigError
 from dshweb.core.profile.schema import default_int, default_number, refusals, validate
+from dshweb.core.said import say
 
 
 class EngineConfigError(DshError):
@@ -159,7 +160,8 @@ def effective_settings(
         pruner_row = pruner_config(home, profile, extra_patches)
         engine_row = engine_config(home, profile, extra_patches)
     except DshError as problem:
-        return EffectiveSettings(None, rule, f"DSH cannot load profile {profile!r}: {problem}")
+        said = say("profile-unloadable", profile=repr(profile), problem=problem)
+        return EffectiveSettings(None, rule, said)
     return _settings(engine_row, pruner_row, rule, models, f"with profile {profile!r}")
 
 

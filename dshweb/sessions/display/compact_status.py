@@ -19,6 +19,7 @@ from dshweb.compaction.records import RequestRecord
 from dshweb.core.fold.compactions import Compaction
 from dshweb.core.fold.ledger import Ledger
 from dshweb.sessions.display.figures import format_page_tokens
+from dshweb.words import said
 
 State = Literal["idle", "requested", "running", "done", "failed"]
 
@@ -94,7 +95,7 @@ def compact_view(record: RequestRecord | None, ledger: Ledger | None) -> Compact
     if compaction is not None and compaction.error is not None:
         return _failed(compaction.error)
     reason = str(FAILURES.get(record.outcome, _("The compaction failed")))
-    detail = record.message.strip()
+    detail = said(record.message.strip())
     if record.outcome in ("busy", "abandoned") or not detail:
         return CompactView("failed", reason)  # DSH's own busy text says the same
     return CompactView("failed", f"{reason.rstrip('.')} — {detail}")
