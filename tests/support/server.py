@@ -96,8 +96,10 @@ def serving(server: DshwebServer) -> Iterator[DshwebServer]:
         server.start()
     except ServerError as error:
         pytest.fail(str(error), pytrace=False)
-    yield server
-    server.stop()
+    try:
+        yield server
+    finally:  # also when the test fails inside ``contextmanager(serving)``
+        server.stop()
 
 
 def sign_in(browser: Browser, server: DshwebServer) -> StorageState:
