@@ -481,8 +481,6 @@ class Hub:
 
     def _publish(self, folders: Iterable[Path]) -> HomeChange:
         """A new view with the snapshots of ``folders`` taken again (lock held)."""
-        if self.read_through_at is None and self._progress.done:
-            self.read_through_at = time.monotonic()
         index = self.index
         changed: set[str] = set()
         removed: set[str] = set()
@@ -512,6 +510,7 @@ class Hub:
             and old_view.progress == self._progress
             and old_view.unreadable == self._unreadable
         ):
+            self._read_through(old_view)
             return HomeChange(old_view, frozenset(), frozenset())  # keep what readers cached
         if removed:  # a session went: another folder may hold its id
             sessions = _by_id({}, self._by_folder.values())
@@ -528,7 +527,14 @@ class Hub:
             view_basis(old_view, changed | removed),
             self._unreadable,
         )
+        self._read_through(self._view)
         return HomeChange(self._view, frozenset(changed), frozenset(removed))
+
+    def _read_through(self, published: HomeView) -> None:
+        """Note when the first view out that shows every log folded to its end, or why the
+        home cannot be read: readiness holds from then on, never before its readers see it."""
+        if self.read_through_at is None and (published.progress.done or published.error):
+            self.read_through_at = time.monotonic()
 
     def _publish_error(self, message: str) -> None:
         with self._fold_lock:
@@ -537,13 +543,12 @@ class Hub:
         self._notify(change)
 
     def _publish_error_locked(self, message: str) -> HomeChange:
-        if self.read_through_at is None:
-            self.read_through_at = time.monotonic()  # the pages say why; nothing to wait for
         if self._view.error == message:
             return HomeChange(self._view, frozenset(), frozenset())
         self._view = HomeView(
             self.home, {}, message, self._progress, self._view.version + 1, self.name
         )
+        self._read_through(self._view)  # the pages say why: waiting would change nothing
         self._by_folder.clear()
         self.index.trackers.clear()
         self.index.signatures.clear()

@@ -22,6 +22,7 @@ from django.test import Client
 
 from dshweb.collect.checkpoints import DatabaseCheckpoints
 from dshweb.collect.models import FoldCheckpoint
+from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.home import session_logs
 from dshweb.core.log.reader import UNBOUNDED, Budget
@@ -422,3 +423,23 @@ def test_a_folder_name_that_is_not_utf8_round_trips_through_the_checkpoints(
     assert list(restored) == [odd]
     again.cold_start()
     assert _shots(again) == _shots(first)
+
+
+def test_the_home_is_folded_through_once_the_view_showing_it_is_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Readiness follows read_through_at: while the view of the last round is still being
+    # made (a snapshot per session; seconds on a big home), the one out shows no session.
+    hub = Hub(FIXTURE_HOMES / "web-presets", "sdk")
+    seen: list[tuple[float | None, int]] = []
+    take = HomeIndex.snapshot
+
+    def snapshot(index: HomeIndex, folder: Path) -> Any:
+        seen.append((hub.read_through_at, len(hub.view().sessions)))
+        return take(index, folder)
+
+    monkeypatch.setattr(HomeIndex, "snapshot", snapshot)
+    before = hub.read_through_at
+    view = hub.cold_start()
+    assert before is None and seen and all(at is None for at, _ in seen), seen
+    assert hub.read_through_at is not None and len(view.sessions) == 2
