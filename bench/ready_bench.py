@@ -3,21 +3,24 @@
 
 Usage: python bench/ready_bench.py [--size 5000] [--big-copies 3] [--timeout 900]
 
-For each home it starts the real ``dshweb serve`` (bootstrap, static files, Daphne: what
-``scripts/start`` and ``deploy/dshweb.service`` run) with a datagram socket as
+For each home it prepares a data folder as an earlier start would have (database, key,
+static files), then starts the real ``dshweb serve`` (bootstrap, static files, Daphne:
+what ``scripts/start`` and ``deploy/dshweb.service`` run) with a datagram socket as
 ``$NOTIFY_SOCKET``, asks nothing but ``/healthz`` and ``/readyz`` (each every 0.1 s), and
 prints the seconds from the process's start to its first ``/healthz`` 200 (listening), to
 its first ``/readyz`` 200 (the home folded through, the database answering) and to
-``READY=1``; then it restarts the same server (the fold checkpoints of the first run in
-its database) and times the same again. The homes:
+``READY=1``; then, once the hub has saved its last fold checkpoints (a stop does not
+save them: it waits :data:`~dshweb.live.timing.CHECKPOINT_EVERY` and a second), it
+restarts the same server and times the same again. The homes:
 
 - ``empty``: a home with no session (the baseline: Django, Daphne, the bootstrap);
 - ``demo``: the bundled demo home (no ``DSH_HOME``: what a fresh ``scripts/start`` shows);
 - ``scale-N``: N sessions of real DSH logs (``bench/scale_home.py``, built if missing).
 
 It fails loudly when a server does not get ready within ``--timeout`` seconds, when
-``/readyz`` and ``READY=1`` disagree by more than a second, or when a server shows fewer
-sessions than its home holds (the demo's replay may add one). The last line:
+``/readyz`` and ``READY=1`` disagree by more than a second, when a server shows fewer
+sessions than its home holds (the demo's replay may add one), or when a restart refused
+its checkpoints (the fold's code changed meanwhile: a restart then is a cold start). The last line:
 ``empty_ready_s=… demo_ready_s=… big_ready_s=… big_restart_ready_s=…
 demo_over_empty_s=… big_over_empty_s=…``.
 """
@@ -45,8 +48,10 @@ from scale_home import build_home  # noqa: E402
 
 from dshweb.core.log.home import session_logs  # noqa: E402
 from dshweb.demo.home import BUNDLED_HOME  # noqa: E402
+from dshweb.live.timing import CHECKPOINT_EVERY  # noqa: E402
 
 POLL = 0.1
+REFUSED = re.compile(r"\d+ fold checkpoint\(s\) of .* no longer match their logs")
 TOKEN = "ready-bench-metrics-token"
 
 
@@ -127,11 +132,18 @@ def run(name: str, home: Path, expected: int, folder: Path, timeout: float) -> l
         extra["DSHWEB_NO_DEMO"] = "0"
     server = Server(home=home, data_dir=folder / name / "data", extra_env=extra)
     server.as_dshweb_serve()
-    server.data_dir.mkdir(parents=True, mode=0o700)
+    try:
+        # Not the first start of a data folder: that one signs with a key of its own
+        # until bootstrap has kept one, and its checkpoints are refused at the next start.
+        server.prepare()
+    except BenchError:
+        notify.close()
+        raise
     starts = []
     try:
         for kind in ("cold start", "restart"):
             start = timed_start(server, notify, timeout)
+            time.sleep(CHECKPOINT_EVERY + 1)  # the fold state of the last slices, saved
             server.stop()
             starts.append(start)
             print(
@@ -142,6 +154,8 @@ def run(name: str, home: Path, expected: int, folder: Path, timeout: float) -> l
             )
             if start.sessions < expected:
                 raise server.fail(f"{start.sessions} sessions shown, the home holds {expected}")
+            if kind == "restart" and (refused := REFUSED.search(server.output())):
+                raise server.fail(f"the restart folded afresh: {refused[0]}")
     finally:
         server.stop()
         notify.close()
