@@ -19,6 +19,8 @@ from dshweb import environment
 from dshweb.site import program
 from dshweb.site.doctor import Status, findings
 from tests.conftest import FIXTURE_HOMES, REPO, run_python
+from tests.support.server import DshwebServer
+from tests.support.visitor import Visitor
 
 
 def _run(*args: str) -> tuple[int, str]:
@@ -227,3 +229,22 @@ def test_doctor_finds_dsh_context_truth_where_it_is_installed(
         "dsh-context-truth is assembled",
         "",
     )
+
+
+def test_the_first_start_signs_with_the_key_it_keeps(tmp_path: Path) -> None:
+    """A first ``dshweb serve`` on a data folder without a key file signs with the key
+    bootstrap keeps there, so a sign-in (and every fold checkpoint) outlives a restart (at
+    c9a450b the first start held a random key of its own: signed out at the restart)."""
+    server = DshwebServer(home=FIXTURE_HOMES / "auto-compact", data_dir=tmp_path / "data")
+    server.as_dshweb_serve()
+    server.prepare()
+    (tmp_path / "data" / "secret_key").unlink()  # as on a first start
+    server.start()
+    try:
+        visitor = Visitor(server)
+        assert 'id="sessions"' in visitor.get("/")[1]
+        server.restart()
+        status, page = visitor.get("/")
+        assert status == 200 and 'id="sessions"' in page, page[:300]
+    finally:
+        server.stop()

@@ -30,6 +30,7 @@ from dshweb import environment
 from dshweb.config import get_config
 from dshweb.core.fold.cost_settings import DEFAULT_PRICE_AS, NO_ALIASES, parse_aliases
 from dshweb.dsh_web.client import is_loopback
+from dshweb.secret_key import read_secret_key
 from dshweb.setting_errors import ConfigurationError
 from dshweb.setting_values import port_problem
 
@@ -53,6 +54,16 @@ def price_as(text: str) -> None:
     os.environ["DSHWEB_PRICE_AS"] = text
     settings.DSHWEB = {**settings.DSHWEB, "PRICE_AS": text}
     get_config.cache_clear()
+
+
+def sign_with_the_kept_key() -> None:
+    """Sign with the key bootstrap keeps from the first start on: ``settings.py`` read the
+    data folder before bootstrap made the key file, so a first start held a random key of
+    its own, and at the next start every sign-in and fold checkpoint it made was refused."""
+    path = get_config().secret_key_path  # None: DSHWEB_SECRET_KEY names the key
+    kept = read_secret_key(path) if path is not None else None
+    if kept is not None and kept != settings.SECRET_KEY:
+        settings.SECRET_KEY = kept
 
 
 def check_listen(host: str, port_text: str) -> int:
@@ -134,6 +145,7 @@ class Command(BaseCommand):
             price_as(options["price_as"])
         verbosity = options["verbosity"]
         call_command("dshweb_bootstrap", verbosity=verbosity, stdout=self.stdout)
+        sign_with_the_kept_key()
         call_command("collectstatic", interactive=False, verbosity=0)
         connections.close_all()  # the server opens its own, in its own threads
         if not is_loopback(host):
