@@ -14,4 +14,4 @@ class AlertsConfig(AppConfig):
         from dshweb.alerts.watcher import watching
         from dshweb.live.startup import beside_hub
 
-        beside_hub(watching, first=True)  # an alert waits for no other job
+        beside_hub(watching)

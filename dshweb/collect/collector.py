@@ -71,7 +71,7 @@ from dshweb.live import timing
 from dshweb.live.hub import HomeChange, HomeView, Hub, Listener
 from dshweb.live.outage import Outage, database_unreachable, outage_reason, store_name
 from dshweb.live.publisher import Publisher
-from dshweb.live.readiness import hub_reason, redis_reason
+from dshweb.live.readiness import DATABASE_OUT, hub_reason, redis_reason
 from dshweb.live.service import collect_here
 from dshweb.live.startup import jobs_at_start, jobs_beside_hub
 from dshweb.live.stopping import stopping
@@ -438,7 +438,7 @@ class CollectorService:
         if (reason := hub_reason(self.hub)) is not None:
             return reason
         if database_out:
-            return "the database does not answer"
+            return DATABASE_OUT
         through, answered = self.hub.read_through_at, self._answered_at
         if self.writer.pending or answered is None or through is None or answered < through:
             return "writing the home to the database"

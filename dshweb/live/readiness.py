@@ -38,6 +38,9 @@ DATABASE_PROBE = "SELECT 1 FROM django_migrations LIMIT 1"
 """A read of a table every migrated database has: an empty database in its place (SQLite
 makes one where its file went missing) does not answer it."""
 
+DATABASE_OUT = "the database does not answer"
+"""The reason a process whose database does not answer gives (a collector's too)."""
+
 _said: dict[str, str | None] = {}
 _said_lock = threading.Lock()
 
@@ -64,7 +67,7 @@ def database_reason(alias: str = "default") -> str | None:
             cursor.execute(DATABASE_PROBE)
             cursor.fetchall()
     except DatabaseError as error:
-        return _said_once("database", "the database does not answer", error)
+        return _said_once("database", DATABASE_OUT, error)
     finally:
         connection.close()
     return _said_once("database", None)

@@ -6,8 +6,8 @@ own event loop; and the one list of jobs that run beside a home's hub.
 1. the hub of the process's own home, whose first round folds in its own thread while
    pages are served what is folded so far;
 2. the hub's publisher (:mod:`dshweb.live.publisher`);
-3. every job :func:`beside_hub` lists, the alert watcher first (each app's ``ready()``
-   adds its own);
+3. every job :func:`beside_hub` lists, in ``INSTALLED_APPS``' order (each app's
+   ``ready()`` adds its own: the alert watcher, today the only one);
 4. on the bundled demo home, its replay;
 5. the systemd notifier (:mod:`dshweb.live.systemd`), when systemd started the process:
    ``READY=1`` once :mod:`dshweb.live.readiness` holds, then the watchdog's pings;
@@ -63,17 +63,11 @@ _background: set[asyncio.Task[None]] = set()
 """The tasks started here that run on (kept, so none is collected while it runs)."""
 
 
-def beside_hub(task: HubTask[Any], *, first: bool = False) -> None:
+def beside_hub(task: HubTask[Any]) -> None:
     """Run ``task``'s job beside every home's hub: the process's own, and a collector's
-    (kept by name: an app made ready twice adds it once); ``first``: before the others."""
-    _beside.pop(task.name, None)
-    if first:
-        rest = dict(_beside)
-        _beside.clear()
-        _beside[task.name] = task
-        _beside.update(rest)
-    else:
-        _beside[task.name] = task
+    (kept by name: an app made ready twice adds it once; in the order the apps are made
+    ready, ``INSTALLED_APPS``'s)."""
+    _beside[task.name] = task
 
 
 def jobs_beside_hub() -> tuple[HubTask[Any], ...]:

@@ -38,11 +38,17 @@ OPEN_WAIT = 30.0
 """How long ``--open`` waits for the server to answer before it gives up."""
 
 
+def _override(variable: str, key: str, value: object) -> None:
+    """An option's ``value`` instead of the setting ``key`` (``DSHWEB[key]``) and its
+    environment ``variable``, in this process and its children."""
+    os.environ[variable] = str(value)
+    settings.DSHWEB = {**settings.DSHWEB, key: value}
+    get_config.cache_clear()
+
+
 def show_home(home: Path) -> None:
     """Show ``home`` instead of the configured DSH home (this process and its children)."""
-    os.environ["DSH_HOME"] = str(home)
-    settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": home}
-    get_config.cache_clear()
+    _override("DSH_HOME", "DSH_HOME", home)
 
 
 def price_as(text: str) -> None:
@@ -51,9 +57,7 @@ def price_as(text: str) -> None:
         parse_aliases(text)
     except ValueError as exc:
         raise ConfigurationError("--price-as", str(exc)) from None
-    os.environ["DSHWEB_PRICE_AS"] = text
-    settings.DSHWEB = {**settings.DSHWEB, "PRICE_AS": text}
-    get_config.cache_clear()
+    _override("DSHWEB_PRICE_AS", "PRICE_AS", text)
 
 
 def sign_with_the_kept_key() -> None:
