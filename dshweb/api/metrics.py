@@ -1,26 +1,14 @@
 """``/metrics``: the sessions' context in the Prometheus text format (``prometheus_client``).
 
-Per session, for the live sessions and those active in the last :data:`RECENT_MS` only
-(the series a dashboard graphs; an ended session's stop, so the number of series follows
-the sessions at work, not the home's size): ``dshweb_session_used_tokens``,
-``…_window_tokens``, ``…_threshold_tokens``, ``…_percent``, ``…_headroom_tokens``,
-``…_forecast_steps`` (the next pass of the engine's check, a prune or a summary),
-``…_summary_forecast_steps`` (the next summary, after the prunes before it) and
-``…_band_level``, labelled ``home``, ``session`` and ``project`` (the folder DSH ran in);
-a figure the session does not have now (a forecast while it idles) has no sample. Per
-home, over every session: ``dshweb_folds_total{kind}`` and ``dshweb_freed_tokens_total``
-(what the folds bought, projected before − after), ``dshweb_reader_errors`` (sessions
-whose log has an error now) and ``dshweb_sessions``; ``dshweb_alerts_sent_total{channel}``
-counts the alert deliveries sent. In a process that reads its home,
-``dshweb_hub_last_round_age_seconds`` and ``dshweb_alert_watcher_last_round_age_seconds``
-(labelled ``home``; no sample before the first round) say how long ago the hub and the
-alert watcher last went round: a second or so while they work, growing when one hangs.
-Then the process's own (``process_*``, ``python_info``), its threads
-(``dshweb_threads``) and the tasks on its event loop (``dshweb_event_loop_tasks``): what a
-leak would grow.
-
-The per-home sums are kept per session by the view's version of it, so a scrape adds up
-kept numbers and folds nothing; a session counted again only when it changed.
+Named by Prometheus's rules: a unit in each name (``_tokens``, ``_usd``, ``_seconds``,
+``_steps``), ``_ratio`` for a share (0–1), ``_total`` for a counter; every series is in
+docs/alerts-api-metrics.md. Labels are bounded: per-session series (``home``,
+``session``, ``project``) only for each live session and, of those active in the last
+:data:`RECENT_MS`, the newest :data:`RECENT_SESSIONS`; everything else is per home (and
+model, kind or channel). A figure a session does not have now (a forecast while it
+idles) has no sample. The per-home counters are :mod:`dshweb.api.tallies`': a scrape
+adds up what the hub keeps, counts again only the sessions that changed, and folds
+nothing.
 
 A scrape needs ``Authorization: Bearer <token>``: ``DSHWEB_METRICS_TOKEN``, or a personal
 API token (:mod:`dshweb.accounts.tokens`); otherwise 401.
@@ -47,129 +35,136 @@ from prometheus_client.registry import Collector
 from dshweb.accounts.tokens import token_user
 from dshweb.alerts.models import AlertDelivery
 from dshweb.alerts.watcher import watching
+from dshweb.api.tallies import FAILURES, FREED, KINDS, HomeTally, Tallies
 from dshweb.collect.shown import shown_homes
 from dshweb.config import get_config
-from dshweb.core.fold.compactions import CompactionKind
-from dshweb.core.fold.cost import RateBook
 from dshweb.core.fold.gauge import Band
-from dshweb.live.hub import SessionView
+from dshweb.live.hub import HomeView, SessionView
 from dshweb.live.service import running_hub
 from dshweb.live.startup import server_loop
 
 RECENT_MS = 60 * 60 * 1000
 """A session idle for longer (and not live) has no per-session series."""
-KINDS: tuple[CompactionKind, ...] = ("automatic", "manual", "overflow", "prune")
+RECENT_SESSIONS = 50
+"""At most this many sessions that are not live have series of their own (the newest)."""
 SESSION_GAUGES = (
     ("used_tokens", "Tokens in the context now (projected, else the last pressure sample)."),
     ("window_tokens", "The model's context window."),
     ("threshold_tokens", "The compaction point: an automatic fold starts at or above it."),
-    ("percent", "Used over the window, as DSH's ring shows it."),
+    ("used_ratio", "Used over the window, 0-1 (DSH's ring shows it as a rounded percent)."),
     ("headroom_tokens", "The compaction point minus used (negative past it)."),
     ("forecast_steps", "Expected steps until the next automatic fold (dshweb's forecast)."),
     (
-        "summary_forecast_steps",
+        "summariser_forecast_steps",
         "Expected steps until the next automatic summary, after the prunes before it.",
     ),
     ("band_level", "The band: 0 ample, 1 moderate, 2 tight, 3 critical (none while unknown)."),
+    ("last_event_timestamp_seconds", "When the session's log last had an event (Unix time)."),
+    ("live", "1 while a DSH process holds the session (its lock), else 0."),
 )
 BAND_LEVELS = {Band.AMPLE: 0, Band.MODERATE: 1, Band.TIGHT: 2, Band.CRITICAL: 3}
-
-Tally = tuple[dict[CompactionKind, int], int, bool, dict[str, float]]
-"""A session's folds by kind, the tokens they freed, whether its log has an error, and
-what its requests and summaries cost by model (models with a price)."""
+TOKENS_HELP = "kind: uncached_input, output, cache_read or cache_write"
 
 
-def _tally(view: SessionView, book: RateBook) -> Tally:
-    tally = view.snapshot.ledger.tally()
-    kinds = dict.fromkeys(KINDS, 0) | dict(tally.done)
-    costs: dict[str, float] = {}
-    for row in book.by_route(view.snapshot.cost):
-        if row.dollars is not None:
-            model = row.rates.route[0]
-            costs[model] = costs.get(model, 0.0) + row.dollars
-    return kinds, tally.freed, bool(view.snapshot.errors), costs
+def session_figures(view: SessionView, now_ms: int) -> dict[str, float | None]:
+    """One session's per-session series (``None``: no sample)."""
+    shot, gauge = view.snapshot, view.gauge
+    used, window = gauge.used, gauge.window
+    return {
+        "used_tokens": used,
+        "window_tokens": window,
+        "threshold_tokens": gauge.threshold,
+        "used_ratio": used / window if used is not None and window else None,
+        "headroom_tokens": gauge.headroom,
+        "forecast_steps": shot.forecast(now_ms).steps,
+        "summariser_forecast_steps": shot.summary_forecast(now_ms).steps,
+        "band_level": BAND_LEVELS.get(gauge.band),
+        "last_event_timestamp_seconds": None if shot.last_time is None else shot.last_time / 1000,
+        "live": int(shot.live),
+    }
 
 
 class SessionCollector(Collector):
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._tallies: dict[tuple[str, str], tuple[tuple[int, RateBook], Tally]] = {}
-        """(home, session) → (the view's version and the rates it was costed by, its tally)."""
+        self._tallies = Tallies()
 
     def collect(self) -> Iterator[Metric]:
         homes = shown_homes()
         now = int(time.time() * 1000)
-        labels = ["home", "session", "project"]
-        gauges = {
-            name: GaugeMetricFamily(f"dshweb_session_{name}", text, labels=labels)
-            for name, text in SESSION_GAUGES
-        }
-        compactions = CounterMetricFamily(
-            "dshweb_folds", "Folds that ended well, by kind.", labels=["home", "kind"]
-        )
-        freed = CounterMetricFamily(
-            "dshweb_freed_tokens", "Tokens the folds freed (before - after).", labels=["home"]
-        )
-        errors = GaugeMetricFamily(
-            "dshweb_reader_errors", "Sessions whose log has a reader error.", labels=["home"]
-        )
-        count = GaugeMetricFamily("dshweb_sessions", "Sessions in the home.", labels=["home"])
-        cost = CounterMetricFamily(
-            "dshweb_cost_usd",
-            "What the requests and summaries cost, by model (models the dsh-llm-cost "
-            "registry prices; the peak windows of this server).",
-            labels=["home", "model"],
-        )
+        since = now - RECENT_MS
         book = get_config().rate_book
-        seen: set[tuple[str, str]] = set()
         with self._lock:
-            for shown in homes.shown:
-                home = shown.name
-                by_kind, freed_sum, broken = dict.fromkeys(KINDS, 0), 0, 0
-                by_model: dict[str, float] = {}
-                for session_id, view in shown.view.sessions.items():
-                    key = (home, session_id)
-                    seen.add(key)
-                    kept = self._tallies.get(key)
-                    if kept is None or kept[0] != (view.version, book):
-                        kept = ((view.version, book), _tally(view, book))
-                        self._tallies[key] = kept
-                    kinds, tokens, error, costs = kept[1]
-                    for model, dollars in costs.items():
-                        by_model[model] = by_model.get(model, 0.0) + dollars
-                    for kind, n in kinds.items():
-                        by_kind[kind] += n
-                    freed_sum += tokens
-                    broken += error
-                    shot, gauge = view.snapshot, view.gauge
-                    if not shot.live and (shot.last_time or 0) < now - RECENT_MS:
-                        continue
-                    values = {
-                        "used_tokens": gauge.used,
-                        "window_tokens": gauge.window,
-                        "threshold_tokens": gauge.threshold,
-                        "percent": gauge.percent,
-                        "headroom_tokens": gauge.headroom,
-                        "forecast_steps": shot.forecast(now).steps,
-                        "summary_forecast_steps": shot.summary_forecast(now).steps,
-                        "band_level": BAND_LEVELS.get(gauge.band),
-                    }
-                    names = [home, session_id, shot.cwd or ""]
-                    for name, value in values.items():
-                        if value is not None:
-                            gauges[name].add_metric(names, value)
-                for kind, n in by_kind.items():
-                    compactions.add_metric([home, kind], n)
-                freed.add_metric([home], freed_sum)
-                errors.add_metric([home], broken)
-                count.add_metric([home], len(shown.view.sessions))
-                for model, dollars in sorted(by_model.items()):
-                    cost.add_metric([home, model], dollars)
-            for gone in set(self._tallies) - seen:
-                del self._tallies[gone]
-        yield from gauges.values()
-        yield from (compactions, freed, errors, count, cost)
+            tallies = self._tallies.follow(
+                {shown.name: shown.view for shown in homes.shown}, book, since
+            )
+            families = [*_session_families(tallies, now, since), *_home_families(tallies)]
+        yield from families
         yield _alerts_sent()
+
+
+def _session_families(
+    tallies: list[tuple[HomeView, HomeTally]], now: int, since: int
+) -> Iterator[Metric]:
+    labels = ["home", "session", "project"]
+    gauges = {
+        name: GaugeMetricFamily(f"dshweb_session_{name}", text, labels=labels)
+        for name, text in SESSION_GAUGES
+    }
+    for home_view, tally in tallies:
+        home = home_view.name
+        for view in tally.shown_sessions(since, RECENT_SESSIONS):
+            names = [home, view.snapshot.session_id, view.snapshot.cwd or ""]
+            for name, value in session_figures(view, now).items():
+                if value is not None:
+                    gauges[name].add_metric(names, value)
+    yield from gauges.values()
+
+
+def _home_families(tallies: list[tuple[HomeView, HomeTally]]) -> Iterator[Metric]:
+    folds = CounterMetricFamily(
+        "dshweb_folds", "Folds that ended well, by kind.", labels=["home", "kind"]
+    )
+    failures = CounterMetricFamily(
+        "dshweb_fold_failures", "Folds or summaries that failed.", labels=["home"]
+    )
+    freed = CounterMetricFamily(
+        "dshweb_freed_tokens", "Tokens the folds freed (before - after).", labels=["home"]
+    )
+    tokens = CounterMetricFamily(
+        "dshweb_tokens",
+        f"The requests' tokens (DSH's tokenUsage) by model and {TOKENS_HELP}.",
+        labels=["home", "model", "kind"],
+    )
+    summariser_tokens = CounterMetricFamily(
+        "dshweb_summariser_tokens",
+        f"The summariser's tokens (not part of tokenUsage) by model and {TOKENS_HELP}.",
+        labels=["home", "model", "kind"],
+    )
+    cost = CounterMetricFamily(
+        "dshweb_cost_usd",
+        "What the requests and summaries cost in US dollars, by model (models the "
+        "dsh-llm-cost registry rates; the peak windows of this server).",
+        labels=["home", "model"],
+    )
+    errors = GaugeMetricFamily(
+        "dshweb_reader_errors", "Sessions whose log has a reader error.", labels=["home"]
+    )
+    count = GaugeMetricFamily("dshweb_sessions", "Sessions in the home.", labels=["home"])
+    for view, tally in tallies:
+        home, sums = view.name, tally.sums
+        for kind in KINDS:
+            folds.add_metric([home, kind], sums.get(("folds", kind), 0))
+        failures.add_metric([home], sums.get(FAILURES, 0))
+        freed.add_metric([home], sums.get(FREED, 0))
+        for family, name in ((tokens, "tokens"), (summariser_tokens, "summariser_tokens")):
+            for labels, value in tally.sums_of(name):
+                family.add_metric([home, *labels], value)
+        for labels, value in tally.sums_of("cost"):
+            cost.add_metric([home, *labels], value)
+        errors.add_metric([home], 0 if view.error else tally.errors)
+        count.add_metric([home], len(view.sessions))
+    yield from (folds, failures, freed, tokens, summariser_tokens, cost, errors, count)
 
 
 def _alerts_sent() -> Metric:
@@ -219,10 +214,11 @@ class RuntimeCollector(Collector):
         yield GaugeMetricFamily(
             "dshweb_threads", "Threads of the process.", threading.active_count()
         )
+        tasks = GaugeMetricFamily("dshweb_event_loop_tasks", "Tasks on the event loop.")
         loop = server_loop()
-        if loop is not None:
-            tasks = len(asyncio.all_tasks(loop))
-            yield GaugeMetricFamily("dshweb_event_loop_tasks", "Tasks on the event loop.", tasks)
+        if loop is not None:  # the server's (no sample in a process without one)
+            tasks.add_metric([], len(asyncio.all_tasks(loop)))
+        yield tasks
 
 
 registry = CollectorRegistry(auto_describe=False)

@@ -63,6 +63,12 @@ class LRU(Generic[K, V]):
             while len(self._entries) > self.cap:
                 self._entries.popitem(last=False)
 
+    def pop(self, key: K) -> V | None:
+        """The value kept for ``key``, no longer kept (``None``: none was, for a cache
+        whose values are never ``None``)."""
+        with self._lock:
+            return self._entries.pop(key, None)
+
     def clear(self) -> None:
         """Keep nothing (and count from zero)."""
         with self._lock:

@@ -24,9 +24,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from dshweb.accounts.tokens import token_create
 from dshweb.api.metrics import RECENT_MS
+from dshweb.api.tallies import TOKEN_KINDS
 from dshweb.core.fold.cost import RateBook
 from dshweb.core.fold.cost_settings import DEFAULT_PRICE_AS, parse_aliases
 from dshweb.core.fold.forecast import IDLE_AFTER_MS
+from dshweb.core.fold.meter import BUCKET_NAMES
 from dshweb.core.log.home import session_logs
 from tests.conftest import FIXTURE_HOMES
 from tests.support.homes import copy_session
@@ -76,6 +78,15 @@ def scrape(token: str | None = TOKEN) -> tuple[int, str]:
     return answer.status_code, answer.content.decode()
 
 
+def scrape_at(now_ms: int) -> str:
+    """A scrape as if it were ``now_ms`` (epoch ms)."""
+    with patch("dshweb.api.metrics.time") as clock:
+        clock.time.return_value = now_ms / 1000
+        status, text = scrape()
+    assert status == 200
+    return text
+
+
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
     return {
         (s.name, tuple(sorted(s.labels.items()))): s.value
@@ -110,6 +121,10 @@ def test_the_series_are_the_sessions_figures(home: Path) -> None:
     assert got["dshweb_session_threshold_tokens", labels] == 12_000
     assert live.used_tokens is not None
     assert got["dshweb_session_headroom_tokens", labels] == 12_000 - live.used_tokens
+    assert got["dshweb_session_used_ratio", labels] == live.used_tokens / 24_000
+    assert live.last_time is not None
+    assert got["dshweb_session_last_event_timestamp_seconds", labels] == live.last_time / 1000
+    assert got["dshweb_session_live", labels] == 1
     # Only the live session and those active in the last hour have per-session series
     # (auto-compact ended days ago; a fixture recorded within the hour still counts).
     per_session = {dict(key[1])["session"] for key in got if key[0].startswith("dshweb_session_")}
@@ -126,6 +141,25 @@ def test_the_series_are_the_sessions_figures(home: Path) -> None:
         max(0, f.dropped or 0) for s in shots for f in s.ledger.compactions if f.status == "done"
     )
     assert got["dshweb_freed_tokens_total", (("home", "local"),)] == freed > 0
+    failed = sum(1 for s in shots for f in s.ledger.compactions if f.status == "failed")
+    assert got["dshweb_fold_failures_total", (("home", "local"),)] == failed == 1
+    # The requests' tokens by kind are DSH's own tokenUsage, split by model; the
+    # summariser's are each summary's own usage.
+    tokens = {
+        (dict(labels)["model"], dict(labels)["kind"]): value
+        for (name, labels), value in got.items()
+        if name == "dshweb_tokens_total"
+    }
+    assert {model for model, _ in tokens} == {"deepseek-v4-pro", "deepseek-flash"}
+    for kind, bucket in zip(TOKEN_KINDS, BUCKET_NAMES, strict=True):
+        usage = sum(s.token_usage.get(bucket, 0) for s in shots)
+        assert sum(v for (_, k), v in tokens.items() if k == kind) == usage
+    assert tokens["deepseek-v4-pro", "cache_read"] > 0 and tokens["deepseek-flash", "output"] > 0
+    summaries = sum(
+        sum(f.summary_usage.counts) for s in shots for f in s.ledger.compactions if f.summary_usage
+    )
+    summarised = sum(v for (n, _), v in got.items() if n == "dshweb_summariser_tokens_total")
+    assert summarised == summaries > 0
     assert got["dshweb_sessions", (("home", "local"),)] == len(SESSIONS)
     # What the requests and summaries cost, by model: only the models with a price (DSH's
     # own deepseek-flash priced as the registry's deepseek-v4-flash, the server's default).
@@ -165,28 +199,27 @@ def test_the_two_forecasts_are_each_their_own_series(
     forecast, summary = shot.forecast(now).steps, shot.summary_forecast(now).steps
     assert forecast is not None and summary is not None and summary > forecast
 
-    def scrape_at(now_ms: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-        with patch("dshweb.api.metrics.time") as clock:
-            clock.time.return_value = now_ms / 1000
-            status, text = scrape()
-        assert status == 200
-        return samples(text)
-
-    got = scrape_at(now)
+    got = samples(scrape_at(now))
     labels = (("home", "local"), ("project", shot.cwd or ""), ("session", shot.session_id))
     assert got["dshweb_session_forecast_steps", labels] == forecast
-    assert got["dshweb_session_summary_forecast_steps", labels] == summary
+    assert got["dshweb_session_summariser_forecast_steps", labels] == summary
     # Idle, still within the hour: its figures, but neither forecast (as the pages).
     later = shot.last_time + IDLE_AFTER_MS
     assert shot.summary_forecast(later).steps is None and later < shot.last_time + RECENT_MS
-    idle = scrape_at(later)
+    idle = samples(scrape_at(later))
     assert ("dshweb_session_used_tokens", labels) in idle
     assert not any(name.endswith("forecast_steps") for name, _ in idle)
 
 
 @pytest.mark.prometheus
 def test_promtool_accepts_the_output(home: Path) -> None:
-    _, text = scrape()
+    """At work (a moment after the live session's last event): every series of a
+    session has a sample for promtool to read, the forecasts too."""
+    last = fixture_snapshot(LIVE).last_time
+    assert last is not None
+    text = scrape_at(last + 1_000)
+    empty = [f.name for f in text_string_to_metric_families(text) if not f.samples]
+    assert empty == ["dshweb_alert_watcher_last_round_age_seconds", "dshweb_event_loop_tasks"]
     checked = subprocess.run(
         ["promtool", "check", "metrics"], input=text, capture_output=True, text=True, check=False
     )

@@ -40,6 +40,15 @@ def test_a_value_put_again_is_the_newest() -> None:
     assert cache.get_or_make("b", lambda: 0) == 0
 
 
+def test_a_value_taken_out_is_no_longer_kept() -> None:
+    cache: LRU[str, int] = LRU(2)
+    cache.put("a", 1)
+    cache.put("b", 2)
+    assert cache.pop("a") == 1 and cache.pop("a") is None and len(cache) == 1
+    cache.put("c", 3)  # room for it: "b" stays
+    assert cache.get_or_make("b", lambda: 0) == 2
+
+
 def test_a_refused_value_is_made_again_and_counted_a_miss() -> None:
     cache: LRU[str, tuple[int, str]] = LRU(4)
     cache.put("row", (1, "old"))
