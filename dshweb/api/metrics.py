@@ -8,7 +8,8 @@ docs/alerts-api-metrics.md. Labels are bounded: per-session series (``home``,
 model, kind or channel). A figure a session does not have now (a forecast while it
 idles) has no sample. The per-home counters are :mod:`dshweb.api.tallies`': a scrape
 adds up what the hub keeps, counts again only the sessions that changed, and folds
-nothing.
+nothing. The Grafana dashboard and the Prometheus rules in :data:`MONITORING` name only
+these series (``tests/api/test_monitoring.py``).
 
 A scrape needs ``Authorization: Bearer <token>``: ``DSHWEB_METRICS_TOKEN``, or a personal
 API token (:mod:`dshweb.accounts.tokens`); otherwise 401.
@@ -21,6 +22,7 @@ import hmac
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 from django.contrib.auth.decorators import login_not_required
 from django.db.models import Count
@@ -43,6 +45,8 @@ from dshweb.live.hub import HomeView, SessionView
 from dshweb.live.service import running_hub
 from dshweb.live.startup import server_loop
 
+MONITORING = Path(__file__).with_name("monitoring")
+"""The Grafana dashboard and the Prometheus rules, shipped in the package."""
 RECENT_MS = 60 * 60 * 1000
 """A session idle for longer (and not live) has no per-session series."""
 RECENT_SESSIONS = 50

@@ -1,17 +1,14 @@
 """``/metrics``: its bearer token, its series against the fixture sessions' own figures
-(per-session series only for live and recently active sessions), the real ``promtool
-check metrics`` on its output, and a real Prometheus scraping a running dshweb."""
+(per-session series only for live and recently active sessions) and the real ``promtool
+check metrics`` on its output; a real Prometheus scraping a running dshweb is
+``tests/api/test_monitoring.py``'s."""
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
-import json
 import shutil
 import subprocess
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,7 +29,6 @@ from dshweb.core.fold.meter import BUCKET_NAMES
 from dshweb.core.log.home import session_logs
 from tests.conftest import FIXTURE_HOMES
 from tests.support.homes import copy_session
-from tests.support.server import DshwebServer, free_port, serving, spawn, terminate
 from tests.support.snapshots import fixture_snapshot
 
 pytestmark = [pytest.mark.django_db]
@@ -224,54 +220,3 @@ def test_promtool_accepts_the_output(home: Path) -> None:
         ["promtool", "check", "metrics"], input=text, capture_output=True, text=True, check=False
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
-
-
-@pytest.mark.prometheus
-def test_a_real_prometheus_scrapes_a_running_dshweb(tmp_path: Path) -> None:
-    home = make_home(tmp_path / "home")
-    server = DshwebServer(home, tmp_path / "data", extra_env={"DSHWEB_METRICS_TOKEN": TOKEN})
-    port = free_port()
-    config = tmp_path / "prometheus.yml"
-    config.write_text(
-        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-        "scrape_configs:\n"
-        "  - job_name: dshweb\n"
-        f"    authorization: {{credentials: {TOKEN}}}\n"
-        f"    static_configs: [{{targets: ['127.0.0.1:{server.port}']}}]\n"
-    )
-    with live_lock(home), contextlib.contextmanager(serving)(server):
-        prometheus = spawn(
-            [
-                "prometheus",
-                f"--config.file={config}",
-                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-            ],
-            cwd=tmp_path,
-            env={"PATH": "/usr/bin:/bin"},
-            log=tmp_path / "prometheus.log",
-        )
-        try:
-            value = None
-            deadline = time.monotonic() + 60
-            query = urllib.parse.quote(f'dshweb_session_used_tokens{{session="{LIVE}"}}')
-            while time.monotonic() < deadline and value is None:
-                time.sleep(1)
-                try:
-                    with urllib.request.urlopen(
-                        f"http://127.0.0.1:{port}/api/v1/query?query={query}", timeout=5
-                    ) as answer:
-                        result = json.load(answer)["data"]["result"]
-                except OSError:
-                    continue
-                if result:
-                    value = float(result[0]["value"][1])
-            log = (tmp_path / "prometheus.log").read_text(errors="replace")
-            assert value == fixture_snapshot(LIVE).used_tokens, log[-2000:]
-            with urllib.request.urlopen(
-                f"http://127.0.0.1:{port}/api/v1/query?query=up", timeout=5
-            ) as answer:
-                up = json.load(answer)["data"]["result"]
-            assert [float(r["value"][1]) for r in up] == [1.0]
-        finally:
-            terminate(prometheus)

@@ -179,6 +179,8 @@ def test_the_wheel_holds_what_a_server_needs_and_no_tests(built: Built) -> None:
         "dshweb/demo/home/profiles/sdk/cordis.patch.yml",
         "dshweb/site/migrations/0001_initial.py",
         "dshweb/locale/zh_Hans/LC_MESSAGES/django.mo",
+        "dshweb/api/monitoring/grafana-dashboard.json",
+        "dshweb/api/monitoring/prometheus-rules.yml",
     )
     assert [n for n in needed if n not in names] == []
     logs = [n for n in names if n.startswith("dshweb/demo/home/sessions/")]

@@ -130,6 +130,7 @@ _INSTALLED = (
     "fresh venv outside it (what pipx does), served, signed in to in Chromium"
 )
 _PROGRAM = "tests/site/test_program.py (the verbs, their help, and the commands behind them)"
+_PROMTOOL = "tests/api/test_monitoring.py (Debian's promtool, on the shipped rules)"
 ELSEWHERE: dict[str, str] = {
     "scripts/test": "the suite itself (before each commit)",
     "scripts/test --coverage": ".ci/run (the suite itself with its coverage, on a clean clone)",
@@ -149,6 +150,8 @@ ELSEWHERE: dict[str, str] = {
     ),
     "scripts/messages compile": "tests/site/test_translations.py (the .mo is the compiled .po)",
     "scripts/screenshots": "tests/browser/test_screenshots.py (its pictures, made again)",
+    "promtool check rules dshweb/api/monitoring/prometheus-rules.yml": _PROMTOOL,
+    "promtool test rules tests/api/prometheus-rules.test.yml": _PROMTOOL,
 }
 
 # -- not on a test machine ----------------------------------------------------------------
