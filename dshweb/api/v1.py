@@ -202,6 +202,10 @@ class SessionDetail(SessionRow):
     told: dict[str, Any] | None
     cost: Cost
     errors: list[str]
+    tailBytes: int
+    """Bytes at the log's end that are not a whole event yet: a write under way (``live``)
+    or a tail torn when DSH stopped writing; the figures are those of ``lastSeq``, before
+    them."""
 
 
 class TimelinePoint(Schema):

@@ -152,7 +152,8 @@ def write(
 
 def text_fields(shot: SessionSnapshot, book: RateBook) -> list[str]:
     """One session as the text output gives it: id, live or idle, used/window tokens and
-    percent, band, compaction point, cost, events (and errors); ``-`` where not known."""
+    percent, band, compaction point, cost, events (and errors, and the bytes past the last
+    whole event); ``-`` where not known."""
     gauge = context_gauge(shot)
     total, unrated = book.total(shot.cost)
     cost = "cost unknown" if total is None else usd_text(total)
@@ -170,6 +171,9 @@ def text_fields(shot: SessionSnapshot, book: RateBook) -> list[str]:
     ]
     if shot.errors:
         fields.append(f"ERROR: {'; '.join(shot.errors)}")
+    if shot.tail_bytes:
+        state = "being written" if shot.live else "torn"
+        fields.append(f"{shot.tail_bytes} bytes after event {shot.last_seq} {state}")
     return fields
 
 

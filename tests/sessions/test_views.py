@@ -27,6 +27,8 @@ from django.core.management.base import CommandError
 from django.template.loader import render_to_string
 from django.test import Client
 
+from dshweb.cli.snapshot import text_fields
+from dshweb.config import get_config
 from dshweb.core.fold.cost import RateBook
 from dshweb.core.fold.gauge import Band, context_gauge
 from dshweb.core.fold.index import HomeIndex
@@ -39,6 +41,7 @@ from dshweb.live.hub import SessionView
 from dshweb.live.service import sync_home
 from dshweb.sessions import fragments
 from dshweb.sessions.display.figures import dom_id
+from dshweb.sessions.selectors import Found, find_session
 from tests.conftest import FIXTURE_HOMES
 from tests.support.homecopies import home_of_copies
 from tests.support.homes import shown_after_each_frame
@@ -1107,6 +1110,14 @@ def test_a_log_whose_tail_is_half_written_says_its_figures_are_older(
     assert "every event so far was read" not in errors
     assert "None up to the last whole event" in squeezed(errors)
     assert elements.by_id["session-errors"]["data-tail-bytes"] == str(len(torn))
+    # The API and the snapshot's text say so too (dsh_snapshot --json is the same dict).
+    api = user_client.get("/api/v1/homes/local/sessions/auto-compact").json()
+    assert (api["tailBytes"], api["lastSeq"], api["percent"]) == (len(torn), last_seq, older)
+    view = find_session("local", "auto-compact")
+    assert isinstance(view, Found)
+    assert text_fields(view.view.snapshot, get_config().rate_book)[-1] == (
+        f"{len(torn)} bytes after event {last_seq} torn"
+    )
 
     (lock,) = home.glob("sessions/*/auto-compact/session.lock")
     with lock.open("rb") as held:
@@ -1125,6 +1136,7 @@ def test_a_log_whose_tail_is_half_written_says_its_figures_are_older(
     assert "log-tail" not in elements.by_id
     assert elements.by_id["session-errors"]["data-tail-bytes"] == "0"
     assert "None: every event so far was read and folded." in squeezed(page)
+    assert user_client.get("/api/v1/homes/local/sessions/auto-compact").json()["tailBytes"] == 0
 
 
 @pytest.mark.django_db

@@ -383,6 +383,7 @@ class SessionSnapshot:
             "told": self.told.as_json(),
             "cost": cost_json(self.cost, self.ledger.spend, book),
             "errors": list(self.errors),
+            "tailBytes": self.tail_bytes,
         }
 
 
