@@ -1,12 +1,18 @@
-"""The ring's figures (dashboard/display), percent and bands (core/fold/gauge.py): pure,
-table-driven."""
+"""The ring's figures (dashboard/display), percent and bands (core/fold/gauge.py), and
+every range the pages show (core/spans.py): pure, table-driven."""
 
 from __future__ import annotations
 
 import pytest
+from django.template.loader import render_to_string
+from django.utils import translation
 
 from dshweb.core.fold.forecast import Forecast
 from dshweb.core.fold.gauge import Band, context_band, context_percent
+from dshweb.core.fold.known import Known
+from dshweb.core.fold.meter import SurfaceNode
+from dshweb.core.fold.preview import CompactionPreview, Condition
+from dshweb.core.spans import span_text
 from dshweb.sessions.display.figures import (
     cache_hit_ratio,
     dom_id,
@@ -171,6 +177,7 @@ def test_band_falls_only_past_the_hysteresis(used: int, previous: Band, band: Ba
         (Forecast(2, 2, 2, 0.5), "Fold in about 2 steps, under a minute"),
         (Forecast(40, 30, 55, 300.0), "Fold in about 40 steps (30–55), about 5.0 h"),
         (Forecast(6, 5, 7, None), "Fold in about 6 steps (5–7)"),
+        (Forecast(6, 5, 5, None), "Fold in about 6 steps (5)"),  # a span of one value
         (Forecast(reason="too few steps"), "No fold forecast: too few steps"),
         (Forecast(6, 6, None, None), "Fold in 6 or more steps"),  # nothing bounds the point
         (Forecast(1, 1, None, 0.4), "Fold in 1 or more step, under a minute"),
@@ -204,3 +211,66 @@ def test_the_summary_forecast_in_words(forecast: Forecast, text: str) -> None:
 )
 def test_the_lists_fold_in(forecast: Forecast, text: str) -> None:
     assert pass_in(forecast) == text
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "shown"),
+    [("4", "9", "4–9"), ("9,759", "9,759", "9,759"), ("1.2K", "1.2K", "1.2K"), ("0", "1", "0–1")],
+)
+def test_a_span_reads_as_one_figure_when_its_ends_read_the_same(
+    low: str, high: str, shown: str
+) -> None:
+    assert span_text(low, high) == shown
+
+
+_NODE = SurfaceNode(183, "user/message", 178, "an excerpt")
+SPANS = [
+    # (template, context, what it says of a span of one value, of two)
+    (
+        "dashboard/_compaction_preview_one.html",
+        {"preview": CompactionPreview("manual", first=_NODE, last=_NODE, after=(9_759, 9_759))},
+        "Context after: about 9,759 tokens (",
+        {"preview": CompactionPreview("manual", first=_NODE, last=_NODE, after=(9_593, 9_759))},
+        "Context after: about 9,593–9,759 tokens (",
+    ),
+    (
+        "dashboard/_known.html",
+        {"known": Known(12_000, 12_000, "profile"), "unit": "tokens"},
+        "12,000 tokens",
+        {"known": Known(11_000, 12_000, "inferred"), "unit": "tokens"},
+        "11,000–12,000 tokens",
+    ),
+    (
+        "dashboard/_fold_condition.html",
+        {"condition": Condition("retainTokens", 2_049, 2_049)},
+        "if the engine keeps 2,049 tokens",
+        {"condition": Condition("retainTokens", 2_039, 2_049)},
+        "if the engine keeps 2,039–2,049 tokens",
+    ),
+    (
+        "dashboard/_fold_condition.html",
+        {"condition": Condition("thresholdTokens", 12_000, 12_000)},
+        "if the compaction point is 12,000 tokens",
+        {"condition": Condition("thresholdTokens", 11_000, 12_000)},
+        "if the compaction point is 11,000–12,000 tokens",
+    ),
+    (
+        "dashboard/_fold_condition.html",
+        {"condition": Condition("pruneThreshold", 8_192, 8_192)},
+        "if the pruner cuts results over 8,192 characters",
+        {"condition": Condition("pruneThreshold", 4_096, 8_192)},
+        "if the pruner cuts results over 4,096–8,192 characters",
+    ),
+]
+
+
+@pytest.mark.parametrize(("template", "one", "one_said", "two", "two_said"), SPANS)
+def test_every_range_a_page_shows_reads_as_one_figure_when_its_ends_are_equal(
+    template: str, one: dict[str, object], one_said: str, two: dict[str, object], two_said: str
+) -> None:
+    """The fold preview's context after, a setting's known value, an outcome's condition:
+    "about 9,759 tokens", never "about 9,759–9,759 tokens"."""
+    with translation.override("en"):
+        said_one, said_two = (" ".join(render_to_string(template, c).split()) for c in (one, two))
+    assert one_said in said_one and "–" not in said_one, said_one
+    assert two_said in said_two, said_two

@@ -31,6 +31,7 @@ from dshweb.core.fold.compactions import Compaction
 from dshweb.core.fold.gauge import Band, ContextGauge
 from dshweb.core.fold.meter import cache_and_prompt
 from dshweb.core.fold.session import CACHE_STEPS, SessionSnapshot
+from dshweb.core.spans import span_text
 
 
 class Condition(StrEnum):
@@ -161,7 +162,7 @@ def _level(
         if forecast.steps is None or math.ceil(forecast.steps) > spec.steps:
             return NOT_HOLDING
         steps = math.ceil(forecast.steps)
-        within = f"{forecast.steps_low}–{forecast.steps_high}"
+        within = span_text(str(forecast.steps_low), str(forecast.steps_high))
         return Reading(
             ON,
             f"fold expected in ~{steps} step{'s' * (steps != 1)} ({within})",

@@ -16,6 +16,7 @@ from dshweb.core.fold.cost import usd_text
 from dshweb.core.fold.forecast import Forecast
 from dshweb.core.fold.gauge import round_half_up
 from dshweb.core.fold.meter import cache_and_prompt
+from dshweb.core.spans import span_text
 
 
 def format_page_tokens(count: int) -> str:
@@ -110,7 +111,7 @@ def forecast_text(forecast: Forecast, *, summary: bool = False) -> str:
         else ngettext("Fold in about %(steps)d step", "Fold in about %(steps)d steps", shown)
     ) % {"steps": shown}
     if (low, high) != (shown, shown):
-        text += f" ({low}–{high})"
+        text += f" ({span_text(str(low), str(high))})"
     return text + _minutes_text(forecast.minutes)
 
 

@@ -14,6 +14,7 @@ from django import template
 
 from dshweb.core.fold.forecast import Forecast
 from dshweb.core.fold.gauge import context_percent
+from dshweb.core.spans import span_text
 from dshweb.sessions.display import figures
 
 register = template.Library()
@@ -31,6 +32,13 @@ def tokens(value: int | str | None) -> str:
 def exact(value: int | str | None) -> str:
     """``1234567`` → ``1,234,567`` (the full figure beside a compact one)."""
     return figures.format_exact(value)
+
+
+@register.filter
+def through(low: object, high: object) -> str:
+    """``{{ low|through:high }}``: two figures as shown (``|exact``, ``|tokens``) as one
+    span, ``4–9``, or one figure when they read the same (:mod:`dshweb.core.spans`)."""
+    return span_text(str(low), str(high))
 
 
 @register.filter
