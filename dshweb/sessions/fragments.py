@@ -310,12 +310,12 @@ def _size(html: str) -> int:
 LIVE_PARTS: tuple[tuple[str, Callable[[SessionSnapshot], object] | None], ...] = (
     ("dashboard/_session_header.html", None),
     ("dashboard/_context_ring.html", None),
-    ("dashboard/_compaction_preview.html", None),
     ("dashboard/_context_pressure.html", None),
     ("dashboard/_breakdown.html", None),
+    ("dashboard/_compaction_preview.html", None),
     ("dashboard/_token_usage.html", None),
-    ("dashboard/_cost.html", None),
     ("dashboard/_compaction_point.html", None),
+    ("dashboard/_cost.html", None),
     ("dashboard/_told.html", None),
     ("dashboard/_timeline.html", None),
     ("dashboard/_ledger.html", lambda shot: (shot.ledger.compactions, shot.ledger.refused)),
@@ -354,17 +354,30 @@ def live_parts_html(home: str, view: SessionView) -> str:
     return "".join(live_parts(home, view))
 
 
-HEADLINE_PARTS = 3
-"""The first live parts, the headline (the title, the ring, what the next fold would take
-away): the Compact card follows them on the page, before the other parts, so the keyboard
-reaches it in the order it is seen."""
+LEAD_PARTS = {
+    "dashboard/_session_header.html": "header",
+    "dashboard/_context_ring.html": "ring",
+    "dashboard/_context_pressure.html": "pressure",
+    "dashboard/_breakdown.html": "breakdown",
+    "dashboard/_compaction_preview.html": "preview",
+}
+"""The live parts the page leads with, each by the name its template places it by
+(dashboard/_session.html): the title; the ring with what fills the context beside the
+Compact card and what the next fold would take away, in one screen of a desktop."""
 
 
-def page_parts(home: str, view: SessionView) -> tuple[SafeString, SafeString]:
-    """The live parts of a page load, as the headline and the rest (both our own HTML)."""
-    parts = live_parts(home, view)
-    head, rest = parts[:HEADLINE_PARTS], parts[HEADLINE_PARTS:]
-    return mark_safe("".join(head)), mark_safe("".join(rest))
+def page_parts(home: str, view: SessionView) -> dict[str, SafeString]:
+    """The live parts of a page load (our own HTML): those of :data:`LEAD_PARTS` by name,
+    and the others together as ``rest``, in page order."""
+    parts: dict[str, SafeString] = {}
+    rest: list[str] = []
+    for (name, _), html in zip(LIVE_PARTS, live_parts(home, view), strict=True):
+        if name in LEAD_PARTS:
+            parts[LEAD_PARTS[name]] = mark_safe(html)
+        else:
+            rest.append(html)
+    parts["rest"] = mark_safe("".join(rest))
+    return parts
 
 
 def _part_html(

@@ -67,7 +67,7 @@ def session_detail(request: HtmxHttpRequest, home: str, session_id: str) -> Http
     context = session_context(home, view.snapshot, view.gauge)
     # Its Compact status as the database has it now: this process may have heard nothing.
     context["compact"] = fragments.compact_status(home, view.snapshot, fresh=True)
-    context["live_head"], context["live_rest"] = page_parts(home, view)
+    context["parts"] = page_parts(home, view)
     context["progress"] = progress
     context["shown_home"] = shown
     context["title_is_data"] = True  # the session's own title: <title translate="no">

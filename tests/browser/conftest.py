@@ -52,7 +52,7 @@ WAIT_MS = 10_000
 PROFILES_FROM = "auto-compact"
 CONTINUED = ("auto-compact", "big-tools")
 """Sessions whose log is cut short: a test appends the rest."""
-ALSO_SHOWN = ("cjk-emoji", "manual-compact", "subagent-parent")
+ALSO_SHOWN = ("cjk-emoji", "fold-failures", "manual-compact", "subagent-parent")
 LIVE = "cjk-emoji"
 """The session whose lock the test process holds, so dshweb shows it live."""
 

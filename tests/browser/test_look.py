@@ -1,15 +1,20 @@
 """How the pages look: the theme switch, each theme's colours whatever the system asks,
-and the session page on a phone."""
+and every session page and the sessions list laid out for every screen from a phone's to
+a wide desktop's."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
+from pytest_playwright.pytest_playwright import CreateContextCallback
 
-from tests.conftest import REPO
+from dshweb.core.log.home import session_logs
+from tests.browser.conftest import ALSO_SHOWN, CONTINUED
+from tests.conftest import FIXTURE_HOMES, REPO
 from tests.support.server import DshwebServer
 
 pytestmark = pytest.mark.browser
@@ -82,23 +87,134 @@ def test_each_theme_shows_its_colours_whatever_the_system_asks(
     assert shown["auto", "dark"] == shown["dark", "light"] == dark
 
 
-@pytest.mark.browser_context_args(
-    viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True
-)
-def test_session_page_fits_a_phone(page: Page, server: DshwebServer, artifacts: Path) -> None:
-    page.goto("/homes/local/sessions/auto-compact/")
-    expect(page.locator("#live-status")).to_have_attribute("data-state", "open")
-    expect(page.locator("#context-ring svg.ring")).to_be_visible()
-    # Measured in one script run: a socket message may swap the ring between two calls.
-    box = page.evaluate(
-        """() => {
-            const ring = document.querySelector("#context-ring svg.ring").getBoundingClientRect();
-            return {left: ring.left, right: ring.right, width: ring.width,
-                    page: document.documentElement.scrollWidth};
-        }"""
+SCREENS = {
+    (1440, 900): "first screen",
+    (1280, 720): "first screen",
+    (390, 844): "ring",
+    (320, 640): "",
+    (768, 1024): "",
+    (1920, 1080): "",
+}
+"""Each screen a session page is checked at, and what its first screen must hold."""
+FIRST_SCREEN = {
+    "ring": "#context-ring svg.ring",
+    "band": "#context-ring .band-pill",
+    "point": "#ring-point",
+    "headroom": "#ring-headroom",
+    "forecast": "#forecast",
+    "compact": "#compact-button",
+    "preview": "#fold-preview-title",
+}
+"""The headline of a session page: its ring, band, compaction point and the headroom to it,
+the fold forecast, the Compact button and the fold preview's title (the point and the
+headroom are missing where a session has no automatic compaction point)."""
+RING_PX = 100
+"""The narrowest the ring may be, at any width."""
+BLANK_PX = 40
+"""The most a card leaves blank above or below what it holds (beyond its padding): a card is
+its own height, not stretched to a neighbour's."""
+LAYOUT = (Path(__file__).parent / "layout.js").read_text(encoding="utf-8")
+"""A session page's layout as it is now, read in one script run (a pushed update may
+replace a part between two reads): the page's width, each element seen outside its card
+(or holding more than its width), each card with blank space, each box that scrolls
+sideways (and those that are not a labelled, focusable region), and where each part of the
+headline is."""
+
+
+def _layout_failures(found: dict[str, Any], screen: tuple[int, int], holds: str) -> list[str]:
+    width, height = screen
+    failures = [f"the page is {found['page']}px wide"] if found["page"] > width else []
+    failures += [f"leaves its card: {said}" for said in found["outside"]]
+    failures += [f"stretched: {said}" for said in found["blank"]]
+    failures += [f"scrolls unlabelled: {said}" for said in found["unlabelled"]]
+    if width >= 1280:  # every column of the ledger (and of every table) in sight
+        failures += [f"scrolls sideways: {said}" for said in found["scrolled"]]
+    ring = found["screen"]["ring"]
+    if ring is None or ring[2] - ring[0] < RING_PX:
+        failures.append(f"the ring is too small to read: {ring}")
+    wanted = FIRST_SCREEN if holds == "first screen" else {"ring": ""} if holds else {}
+    optional = ("point", "headroom")
+    for name in wanted:
+        where = found["screen"][name]
+        if where is None and name in optional:
+            continue
+        if where is None or where[0] < 0 or where[1] < 0 or where[2] > width or where[3] > height:
+            failures.append(f"{name} not in the first screen: {where}")
+    return failures
+
+
+def _fixture_sessions() -> list[str]:
+    """The sessions the package's home copies from the fixtures (a sub-agent's too)."""
+    return sorted(
+        log.session_dir.name
+        for name in (*CONTINUED, *ALSO_SHOWN)
+        for log in session_logs(FIXTURE_HOMES / name)
     )
-    assert box["left"] >= 0 and box["right"] <= PHONE["width"], f"the ring sticks out: {box}"
-    assert box["width"] >= 100, f"the ring is too small to read: {box}"
-    assert box["page"] <= PHONE["width"], f"the page scrolls sideways: {box['page']}px wide"
-    page.screenshot(path=artifacts / "phone.png")
-    page.screenshot(path=artifacts / "phone-full.png", full_page=True)
+
+
+@pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
+def test_every_session_page_fits_every_screen(
+    new_context: CreateContextCallback, server: DshwebServer, artifacts: Path, locale: str
+) -> None:
+    """Every fixture session's page, at every screen from a small phone's to a wide
+    desktop's, in both themes: nothing leaves its card nor widens the page, no card is
+    stretched, a table scrolls sideways only on a narrow screen and in a labelled region,
+    and the first screen holds the headline (all of it on a desktop, the ring on a phone)."""
+    page = new_context(locale=locale).new_page()
+    failures: dict[str, list[str]] = {}
+    shown: set[str] = set()
+    sessions = _fixture_sessions()
+    assert len(sessions) > len(CONTINUED) + len(ALSO_SHOWN), sessions
+    for session in sessions:
+        page.set_viewport_size({"width": 1440, "height": 900})
+        page.goto(f"/homes/local/sessions/{session}/")
+        expect(page.locator("#live-status")).to_have_attribute("data-state", "open")
+        for screen, holds in SCREENS.items():
+            page.set_viewport_size({"width": screen[0], "height": screen[1]})
+            for theme in ("light", "dark"):
+                page.emulate_media(color_scheme=theme)
+                found = page.evaluate(LAYOUT, [FIRST_SCREEN, BLANK_PX])
+                shown |= {name for name, where in found["screen"].items() if where}
+                for said in _layout_failures(found, screen, holds):
+                    failures.setdefault(f"{session}: {said}", []).append(
+                        f"{screen[0]}×{screen[1]} {theme}"
+                    )
+        if session == "auto-compact":
+            for screen in SCREENS:
+                page.set_viewport_size({"width": screen[0], "height": screen[1]})
+                page.screenshot(path=artifacts / f"session-{locale}-{screen[0]}x{screen[1]}.png")
+    assert not failures, f"{len(failures)} layout failures:\n" + "\n".join(
+        f"{said} (at {', '.join(where)})" for said, where in list(failures.items())[:40]
+    )
+    assert shown == set(FIRST_SCREEN), f"never on a page: {set(FIRST_SCREEN) - shown}"
+
+
+LIST_HEAD_PX = 400
+"""How far down a 390×844 phone's sessions list may start its first session."""
+
+
+@pytest.mark.browser_context_args(viewport=PHONE, is_mobile=True, has_touch=True)
+@pytest.mark.parametrize("locale", ["en-US", "zh-CN"])
+def test_the_sessions_list_fits_a_phone(
+    new_context: CreateContextCallback, server: DshwebServer, artifacts: Path, locale: str
+) -> None:
+    """On a phone the list's controls fit its width (the sort control was 401 px wide at
+    390) and its first session comes within the first half of the screen."""
+    page = new_context(locale=locale).new_page()
+    page.goto("/")
+    expect(page.locator("#live-status")).to_have_attribute("data-state", "open")
+    for width in (390, 320):
+        page.set_viewport_size({"width": width, "height": PHONE["height"]})
+        found = page.evaluate(
+            """() => {
+                const sort = document.querySelector("#list-sort").getBoundingClientRect();
+                const row = document.querySelector("#session-rows > li").getBoundingClientRect();
+                return {page: document.documentElement.scrollWidth, sort: [sort.left, sort.right],
+                        row: row.top};
+            }"""
+        )
+        assert found["page"] <= width, f"the list is {found['page']}px wide at {width}: {found}"
+        assert found["sort"][0] >= 0 and found["sort"][1] <= width, found
+        if width == PHONE["width"]:
+            page.screenshot(path=artifacts / f"list-{locale}-phone.png")
+            assert found["row"] <= LIST_HEAD_PX, f"the first session starts at {found['row']}px"

@@ -92,35 +92,6 @@ def test_a_compaction_that_lands_is_noted_on_the_ring_and_announced(
     expect(listing.locator("#announcements")).to_contain_text(head)
 
 
-@pytest.mark.parametrize(
-    ("width", "height", "whole"),
-    [
-        (1440, 900, ("#context-ring svg", ".band-pill", "#forecast")),
-        (390, 844, ("#context-ring svg",)),
-    ],
-)
-def test_the_page_leads_with_its_headline(
-    new_context: CreateContextCallback, width: int, height: int, whole: tuple[str, ...]
-) -> None:
-    """The ring (and on a desktop its band, the point and the forecast) is in the first
-    screen of the session page, before the session's details."""
-    page = new_context().new_page()
-    page.set_viewport_size({"width": width, "height": height})
-    page.goto("/homes/local/sessions/manual-compact/")
-    expect(page.locator("#live-status")).to_have_attribute("data-state", "open")
-    # Read at once in the page (a pushed update may replace a part between two reads).
-    boxes = page.evaluate(
-        "(selectors) => Object.fromEntries(selectors.map(s => {"
-        " const r = document.querySelector(s).getBoundingClientRect();"
-        " return [s, [r.top, r.bottom]]; }))",
-        [*whole, "#context-ring", "#session-facts"],
-    )
-    for selector in whole:
-        top, bottom = boxes[selector]
-        assert top >= 0 and bottom <= height, f"{selector} from {top} to {bottom}"
-    assert boxes["#context-ring"][0] < boxes["#session-facts"][0]
-
-
 NOTE_FOR_S = 6
 """How long a test keeps a fold's note: the stylesheet's own rule, ``--fold-landed-for``,
 set shorter than its 12 s so that the test is short."""

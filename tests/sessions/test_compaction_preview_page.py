@@ -67,9 +67,9 @@ def test_the_page_and_dsh_snapshot_show_what_the_next_compaction_would_take_away
     assert shown["data-from-seq"] == str(manual.first.seq)
     assert shown["data-messages"] == str(manual.messages)
     assert shown["data-shadowed-tokens"] == str(manual.shadowed_tokens)
-    # Under the ring, before the Compact card.
+    # Beside the ring, under the Compact card.
     assert page.index('id="context-ring"') < page.index('id="fold-preview"')
-    assert page.index('id="fold-preview"') < page.index('id="compact-card"')
+    assert page.index('id="compact-card"') < page.index('id="fold-preview"')
 
     out = StringIO()
     call_command("dsh_snapshot", "--home", str(home), "--json", stdout=out)

@@ -523,7 +523,8 @@ def test_session_page_is_its_live_parts(
 ) -> None:
     html = user_client.get("/homes/local/sessions/plain-turns/").content.decode()
     # The socket sends the live parts; the first render is the very same markup, part by
-    # part, with the Compact card after the headline (the title and the ring).
+    # part, with the Compact card after the ring and what fills the context, before what
+    # the next fold would take away.
     shot = snapshots["plain-turns"]
     parts = [render_to_string(name, session_context(shot)) for name, _ in fragments.LIVE_PARTS]
     for part in parts:
@@ -533,7 +534,7 @@ def test_session_page_is_its_live_parts(
     order = [html.index(f'id="{part_id}"') for part_id in LIVE_PART_IDS]
     assert order == sorted(order)
     compact = html.index('id="compact-card"')
-    assert order[fragments.HEADLINE_PARTS - 1] < compact < order[fragments.HEADLINE_PARTS]
+    assert html.index('id="breakdown"') < compact < html.index('id="fold-preview"')
     elements = Elements(html).by_id
     article = elements[dom_id("session", "plain-turns")]
     assert article["ws-connect"] == "/ws/homes/local/sessions/plain-turns/"
