@@ -2,7 +2,8 @@
 
 :func:`dump_checkpoint` writes a :class:`~dshweb.core.fold.session.SessionTracker`'s whole fold
 state (the tail's offset, file identity, next seq and sticky error; the meter, activity,
-pace, ledger and what the model was told; the header, error and ``stop_after_seq``) as one blob::
+pace, ledger, what the model was told, the cost and the requests' sizes; the header,
+error and ``stop_after_seq``) as one blob::
 
     tag "\\n" | HMAC-SHA256(key, tag "\\n" body) | body = zstd(pickle(state))
 
@@ -45,13 +46,14 @@ from dshweb.core.fold.ledger import LedgerCollector
 from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.fold.pace import PaceCollector
 from dshweb.core.fold.point import StepBand
+from dshweb.core.fold.request_sizes import RequestSizesCollector
 from dshweb.core.fold.session import Activity, SessionTracker
 from dshweb.core.fold.told import ToldCollector
 from dshweb.core.log.frames import decompressor
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.reader import open_log
 
-CHECKPOINT_VERSION = 15
+CHECKPOINT_VERSION = 16
 """Raise it whenever the state's shape or meaning changes."""
 
 FINGERPRINT_SPAN = 4 << 10
@@ -71,6 +73,7 @@ _STATE_MODULES = frozenset(
         "dshweb.core.fold.pace",
         "dshweb.core.fold.point",
         "dshweb.core.fold.pricing",
+        "dshweb.core.fold.request_sizes",
         "dshweb.core.fold.revealed",
         "dshweb.core.fold.session",
         "dshweb.core.fold.told",
@@ -115,6 +118,7 @@ class _State:
     ledger: LedgerCollector
     told: ToldCollector
     cost: CostCollector
+    requests: RequestSizesCollector
     header: dict[str, Any]
     error: str | None
 
@@ -218,6 +222,7 @@ def dump_checkpoint(tracker: SessionTracker, *, key: bytes) -> bytes:
         ledger=tracker.ledger,
         told=tracker.told,
         cost=tracker.cost,
+        requests=tracker.requests,
         header=tracker.header,
         error=tracker.error,
     )
@@ -345,7 +350,7 @@ def restore_checkpoint(log: LogFile, blob: bytes, *, key: bytes) -> SessionTrack
         tail.pending = max(0, state.size - state.offset)
     tracker.meter, tracker.activity = state.meter, state.activity
     tracker.pace, tracker.ledger, tracker.told = state.pace, state.ledger, state.told
-    tracker.cost = state.cost
+    tracker.cost, tracker.requests = state.cost, state.requests
     tracker.step_band = state.step_band
     tracker.header, tracker.error = state.header, state.error
     tracker.touch()

@@ -123,13 +123,20 @@ class CompactionTally:
     """Compactions that ended well, by kind (kinds with none left out)."""
     freed: int = 0
     """Sum of what the compactions that ended well freed (before − after, when positive)."""
+    shadowed: tuple[tuple[CompactionKind, int], ...] = ()
+    """What the compactions that ended well shadowed (DSH's ``shadowedTokenCount``; a prune
+    pass's, its results' sum), by kind (kinds with none left out)."""
 
     def add(self, compaction: Compaction) -> CompactionTally:
         done = dict(self.done)
+        shadowed = dict(self.shadowed)
         freed = self.freed
         if compaction.status == "done":
-            done[compaction.kind] = done.get(compaction.kind, 0) + 1
+            kind = compaction.kind
+            done[kind] = done.get(kind, 0) + 1
             freed += max(0, compaction.dropped or 0)
+            if compaction.shadowed_tokens:
+                shadowed[kind] = shadowed.get(kind, 0) + compaction.shadowed_tokens
         pruning = compaction.kind == "prune"
         return CompactionTally(
             compactions=self.compactions + 1,
@@ -140,6 +147,7 @@ class CompactionTally:
             dropped=self.dropped + (compaction.dropped or 0),
             done=tuple(sorted(done.items())),
             freed=freed,
+            shadowed=tuple(sorted(shadowed.items())),
         )
 
 

@@ -51,6 +51,7 @@ from dshweb.core.fold.preview import (
     manual_preview,
 )
 from dshweb.core.fold.pricing import DEFAULT_CUT, PruneCut, freed
+from dshweb.core.fold.request_sizes import RequestSizesCollector, RouteSizes
 from dshweb.core.fold.revealed import cut_known, retain_known
 from dshweb.core.fold.told import Told, ToldCollector
 from dshweb.core.log.home import LogFile
@@ -128,6 +129,7 @@ class SessionTracker:
     ledger: LedgerCollector = field(init=False)
     told: ToldCollector = field(init=False)
     cost: CostCollector = field(init=False)
+    requests: RequestSizesCollector = field(init=False)
     step_band: StepBand = field(init=False)
     header: dict[str, Any] = field(init=False)
     error: str | None = field(init=False, default=None)
@@ -139,6 +141,10 @@ class SessionTracker:
     settings_of: Callable[[SessionTracker], Settings] | None = field(default=None, repr=False)
     """The engine and band settings this session runs under (its home's index knows
     them by its profile and preset), asked at each step boundary for its band."""
+    before_event: Callable[[AnyEvent], object] | None = field(default=None, repr=False)
+    """Called with each event before it is folded (the state then is the one the event
+    before it left): a caller that wants the session as it was between two events (the
+    OpenTelemetry backfill, :mod:`dshweb.otlp.backfill`)."""
 
     def __post_init__(self) -> None:
         self.tail = LogTail(self.log.path, self.log.compressed, on_header=self._take_header)
@@ -154,6 +160,7 @@ class SessionTracker:
         self.ledger = LedgerCollector()
         self.told = ToldCollector()
         self.cost = CostCollector()
+        self.requests = RequestSizesCollector()
         self.step_band = StepBand()
         self.header = {}
 
@@ -187,6 +194,8 @@ class SessionTracker:
         stop = self.stop_after_seq
         if stop is not None and (event.seq if event.seq is not None else -1) > stop:
             return
+        if self.before_event is not None:
+            self.before_event(event)
         self.pace.observe(event, self.meter)  # before the fold: the reading as the step began
         self.told.observe(event, self.meter)  # before the fold: the reading the line was given
         self.meter.fold(event)
@@ -194,6 +203,7 @@ class SessionTracker:
         retain = self._retain() if kind is CompactionStart else None
         self.ledger.observe(event, self.meter, retain)  # after the fold: the reading it left
         self.cost.observe(event, self.meter)
+        self.requests.observe(self.meter)
         self.activity.fold(event)
         if kind is StepEnd:
             engine, rule = self.settings_of(self) if self.settings_of else (None, DEFAULT_RULE)
@@ -286,6 +296,9 @@ class SessionSnapshot:
     cost: SessionCost = field(default_factory=SessionCost)
     """The tokens of its requests and summaries by model and billing time (costed by a
     :class:`~dshweb.core.fold.cost.RateBook`)."""
+    requests: tuple[RouteSizes, ...] = ()
+    """Each model's requests, their input and output bucketed by size
+    (:mod:`dshweb.core.fold.request_sizes`)."""
     tail_bytes: int = 0
     """Bytes at the end of the log that are not a whole event yet (the reader's
     ``pending``): DSH is writing them, or a writer that stopped tore them. Every figure
@@ -505,6 +518,7 @@ def take_snapshot(
         ),
         manual_preview=_printable_preview(manual_preview(meter, measured, ledger.compactions)),
         cost=tracker.cost.result(),
+        requests=tracker.requests.result(),
         tail_bytes=0 if tracker.stop_after_seq is not None else tracker.tail.pending,
     )
 

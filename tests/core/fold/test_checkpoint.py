@@ -89,6 +89,7 @@ def _parts(tracker: SessionTracker, home: Path) -> dict[str, object]:
         "ledger": tracker.ledger,
         "told": tracker.told,
         "cost": tracker.cost,
+        "requests": tracker.requests,
         "header": tracker.header,
         "error": tracker.error,
         "stop_after_seq": tracker.stop_after_seq,
@@ -209,12 +210,14 @@ def test_the_checkpoint_keeps_every_field_of_the_tracker() -> None:
         "ledger",
         "told",
         "cost",
+        "requests",
         "step_band",
         "header",
         "error",
         "version",  # fresh after a load, never restored
         "unfinished",  # fresh after a load: the next refresh folds on either way
         "settings_of",  # the index's, given again when it adopts the tracker
+        "before_event",  # its caller's, never saved (the backfill folds from byte 0)
     }
     assert {f.name for f in dataclasses.fields(LogTail)} == {
         "path",
