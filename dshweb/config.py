@@ -34,6 +34,7 @@ from dshweb.environment import (
     DEFAULT_WEBHOOK_RULES_PER_USER,
     data_dir,
 )
+from dshweb.environment_otlp import OtlpTarget
 from dshweb.environment_server import proxy_addresses
 from dshweb.setting_errors import ConfigurationError
 
@@ -64,6 +65,7 @@ DEFAULTS: Mapping[str, object] = {
     "WEBHOOK_RULES_PER_USER": DEFAULT_WEBHOOK_RULES_PER_USER,
     "PEAK_WINDOWS": "",
     "PRICE_AS": DEFAULT_PRICE_AS,
+    "OTLP": OtlpTarget(),
 }
 """Every key of ``DSHWEB`` and its default (see :class:`DshwebConfig` for each meaning)."""
 
@@ -134,6 +136,11 @@ class DshwebConfig:
     webhook_rules_per_user: int
     """``WEBHOOK_RULES_PER_USER``: the most alert rules with a webhook one user may have,
     staff included (0: none); checked when a rule is saved in the browser."""
+    otlp: OtlpTarget
+    """``OTLP``: where the OpenTelemetry export sends (its metrics' and traces' URLs), how
+    often the live sessions' figures go out, and whether this process exports its home
+    live (:mod:`dshweb.environment_otlp` reads it from ``DSHWEB_OTLP`` and the standard
+    ``OTEL_*`` variables; ``dshweb export-otlp`` sends there whether or not)."""
     rate_book: RateBook
     """``PEAK_WINDOWS`` (``01:00-04:00,06:00-10:00``: the UTC hours billed at the peak
     rate, in quarter hours; empty: the registry's own) and ``PRICE_AS``
@@ -179,6 +186,7 @@ def get_config() -> DshwebConfig:
             d.strip().lower() for d in _strings(value, "MAIL_ALLOWED_DOMAINS") if d.strip()
         ),
         webhook_rules_per_user=_at_least_zero(value, "WEBHOOK_RULES_PER_USER"),
+        otlp=_otlp(value),
         rate_book=_rate_book(value),
     )
 
@@ -196,6 +204,13 @@ def _rate_book(value: Mapping[str, object]) -> RateBook:
     except ValueError as exc:
         setting, _, problem = str(exc).partition(": ")
         raise ConfigurationError(setting, problem) from None
+
+
+def _otlp(value: Mapping[str, object]) -> OtlpTarget:
+    item = value["OTLP"]
+    if not isinstance(item, OtlpTarget):
+        raise ConfigurationError("DSHWEB['OTLP']", f"{item!r} is not an OtlpTarget")
+    return item
 
 
 def _home_name(value: Mapping[str, object]) -> str:

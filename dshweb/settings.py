@@ -21,7 +21,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dshweb import environment, environment_server, private_data, secret_key, setting_errors
+from dshweb import (
+    environment,
+    environment_otlp,
+    environment_server,
+    private_data,
+    secret_key,
+    setting_errors,
+)
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME
 
 # Every setting is checked as it is read; each one refused is kept (with a safe stand-in)
@@ -72,6 +79,8 @@ DSHWEB: dict[str, object] = {
     "TRUSTED_PROXIES": _read(environment_server.trusted_proxies, None),
     "TRUSTED_ORIGINS": _https.trusted_origins,
     "HSTS_SECONDS": _https.hsts_seconds,
+    # Where the OpenTelemetry export goes, and whether live (docs/opentelemetry.md).
+    "OTLP": _read(environment_otlp.otlp, environment_otlp.OtlpTarget()),
 }
 
 # The data folder: neither another user's nor writable by others, and only regular files
@@ -114,6 +123,7 @@ INSTALLED_APPS = [
     "dshweb.compaction",
     "dshweb.profiles",
     "dshweb.accounts",
+    "dshweb.otlp",
     "dshweb.collect",
     "dshweb.live",
     "dshweb.demo",

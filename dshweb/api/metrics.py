@@ -44,6 +44,7 @@ from dshweb.core.fold.gauge import Band
 from dshweb.live.hub import HomeView, SessionView
 from dshweb.live.service import running_hub
 from dshweb.live.startup import server_loop
+from dshweb.otlp.send import ExportCollector
 
 MONITORING = Path(__file__).with_name("monitoring")
 """The Grafana dashboard and the Prometheus rules, shipped in the package."""
@@ -229,6 +230,7 @@ registry = CollectorRegistry(auto_describe=False)
 registry.register(SessionCollector())
 registry.register(RoundsCollector())
 registry.register(RuntimeCollector())
+registry.register(ExportCollector())  # dshweb_otlp_sent_total, dshweb_otlp_dropped_total
 ProcessCollector(registry=registry)
 PlatformCollector(registry=registry)
 

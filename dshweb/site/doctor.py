@@ -35,11 +35,15 @@ from dshweb.core.settings.dshconfig import context_truth_presence, find_dsh
 from dshweb.environment import home_choice, store
 from dshweb.installed import add_extra
 from dshweb.live.watch import unreadable_folders
+from dshweb.otlp.send import EXTRA as OTEL_EXTRA
+from dshweb.otlp.send import Sender, exporters_installed
 from dshweb.private_data import DATABASE_FILES, FOLDERS, KEY_FILES, SETTING, data_problems
 from dshweb.secret_key import read_secret_key
 from dshweb.setting_errors import ConfigurationError
 
 VERSION_TIMEOUT = 20.0
+PROBE_TIMEOUT = 3.0
+"""Seconds the OpenTelemetry collector has to answer."""
 
 
 class Status(StrEnum):
@@ -71,6 +75,7 @@ def findings(*, home_option: bool = False) -> list[Finding]:
         *_profiles(),
         _prices(),
         _dsh_web(stored=usable),
+        _otlp(),
     ]
 
 
@@ -181,6 +186,43 @@ def _prices() -> Finding:
         f"{said} (every figure priced so says so)",
         f"DSHWEB_PRICE_AS=model=registry-model changes it; DSHWEB_PRICE_AS={NO_ALIASES}: none",
     )
+
+
+def _otlp() -> Finding:
+    """The OpenTelemetry export: off, or on and where, and whether the collector answers."""
+    part = "OpenTelemetry"
+    refused = [p.setting for p in _refused() if p.setting.startswith(("OTEL_", "DSHWEB_OTLP"))]
+    if refused:
+        return Finding(part, Status.NOTE, f"not looked at: {refused[0]} is refused")
+    target = get_config().otlp
+    if not target.live:
+        return Finding(
+            part,
+            Status.OK,
+            "no live export (no OTEL_EXPORTER_OTLP_ENDPOINT set)",
+            "docs/opentelemetry.md says how to point dshweb at a collector",
+        )
+    urls = f"{target.metrics_url} and {target.traces_url}"
+    if not exporters_installed():
+        return Finding(
+            part,
+            Status.PROBLEM,
+            f"exports to {urls}, but its exporters are not installed",
+            add_extra(OTEL_EXTRA),
+        )
+    sender = Sender(target, timeout=PROBE_TIMEOUT)
+    try:
+        answers = sender.probe()
+    finally:
+        sender.close()
+    if not answers:
+        return Finding(
+            part,
+            Status.PROBLEM,
+            f"exports to {urls}: the collector does not take it ({sender.last_problem})",
+            "start the collector, or correct OTEL_EXPORTER_OTLP_ENDPOINT (and its headers)",
+        )
+    return Finding(part, Status.OK, f"exports to {urls}: the collector answers")
 
 
 def _redis() -> Finding:

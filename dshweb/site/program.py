@@ -2,7 +2,8 @@
 
 Each verb is a command that ``manage.py`` also runs in a checkout (one implementation,
 two doors): ``serve`` is ``dshweb_serve``, ``collect`` is ``dshweb_collect``, ``user`` is
-``dshweb_user``, ``doctor`` is ``dshweb_doctor`` and ``snapshot`` is ``dsh_snapshot``,
+``dshweb_user``, ``doctor`` is ``dshweb_doctor``, ``export-otlp`` is ``dshweb_export_otlp``
+and ``snapshot`` is ``dsh_snapshot``,
 which needs no Django and starts without it. ``dshweb VERB --help`` shows a verb's options.
 
 A setting dshweb cannot use (:mod:`dshweb.setting_errors`) ends any verb with one line per
@@ -30,6 +31,10 @@ VERBS: dict[str, tuple[str, str]] = {
     "snapshot": ("dsh_snapshot", SNAPSHOT_HELP[0].lower() + SNAPSHOT_HELP[1:].rstrip(".")),
     "user": ("dshweb_user", "add a user or set a user's password"),
     "doctor": ("dshweb_doctor", "say what dshweb sees and what is wrong, with the fix"),
+    "export-otlp": (
+        "dshweb_export_otlp",
+        "send a home's whole history to an OpenTelemetry collector, once",
+    ),
 }
 
 

@@ -1,0 +1,17 @@
+"""The OpenTelemetry export."""
+
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class OtlpConfig(AppConfig):
+    name = "dshweb.otlp"
+    label = "otlp"
+    verbose_name = "OpenTelemetry export"
+
+    def ready(self) -> None:
+        from dshweb.live.startup import beside_hub
+        from dshweb.otlp.live import exporting
+
+        beside_hub(exporting)
