@@ -145,6 +145,13 @@ ELSEWHERE: dict[str, str] = {
     "dshweb user add NAME [--staff]": _PROGRAM,
     "dshweb user passwd NAME [--password-stdin]": _PROGRAM,
     "dshweb --version": _PROGRAM,
+    "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 dshweb serve": (
+        "tests/otlp/test_live.py (the live export the server starts beside its hub, to an "
+        "OTLP/HTTP receiver on 127.0.0.1) and tests/otlp/test_setup.py (the variables)"
+    ),
+    "dshweb export-otlp --home PATH [--since DATE]": (
+        "tests/otlp/test_backfill.py (manage.py dshweb_export_otlp, the command behind it)"
+    ),
     "scripts/messages": (
         "tests/site/test_translations.py (the catalog it writes: all translated, .mo compiled)"
     ),
@@ -170,6 +177,10 @@ _SYSTEMD = (
     "systemd-analyze verify in tests/site/test_deploy.py"
 )
 NOT_HERE: dict[str, str] = {
+    "otelcol-contrib --config otelcol.yaml": (
+        "an OpenTelemetry Collector, which no registry this project reaches has: its config "
+        "is checked by tests/otlp/test_docs.py, dshweb's side against a receiver"
+    ),
     "mkdir -p ~/.config/systemd/user && cp deploy/dshweb.service ~/.config/systemd/user/": (
         _SYSTEMD
     ),
