@@ -13,7 +13,6 @@ import argparse
 import os
 import sys
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 from playwright.sync_api import Page, sync_playwright
@@ -21,7 +20,7 @@ from playwright.sync_api import Page, sync_playwright
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tests.support.server import DshwebServer, sign_in  # noqa: E402
+from tests.support.server import DemoServer, sign_in  # noqa: E402
 
 IMAGES = REPO / "docs" / "images"
 CHROMIUM = Path(os.environ.get("DSHWEB_CHROMIUM") or "/usr/bin/chromium")
@@ -29,19 +28,8 @@ LANGUAGES = {"en": "en-US", "zh-hans": "zh-CN"}
 SIZES = {"desktop": (1440, 900), "phone": (390, 844)}
 PAGES = {
     "list": ("/", "#session-rows > li"),
-    "session": ("/homes/local/sessions/auto-compact/", "#context-ring"),
+    "session": ("/homes/local/sessions/csv-importer/", "#context-ring"),
 }
-
-
-@dataclass  # not slots: a slotted subclass breaks super() in its methods
-class DemoServer(DshwebServer):
-    """dshweb as a new user starts it: no DSH_HOME, so the demo home with its replay."""
-
-    def env(self) -> dict[str, str]:
-        env = super().env()
-        for name in ("DSH_HOME", "DSHWEB_NO_DEMO", "DSHWEB_PROFILE"):
-            env.pop(name, None)
-        return env
 
 
 def shoot(page: Page, path: str, ready: str, target: Path) -> None:

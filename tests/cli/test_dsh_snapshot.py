@@ -200,20 +200,20 @@ def test_without_a_home_the_bundled_demo_is_shown(tmp_path: Path) -> None:
     )
     shots = json.loads(result.stdout)
     assert sorted(s["sessionId"] for s in shots) == [
-        "auto-compact",
-        "big-tools",
-        "cjk-emoji",
-        "cost-switch",
+        "billing-review",
+        "csv-importer",
+        "flaky-checkout",
+        "sales-report",
     ]
     assert {s["compaction"]["thresholdTokens"] for s in shots} == {12_000}
     # Every demo session has a cost: DSH's own deepseek-flash is priced as the registry's
     # deepseek-v4-flash by default, and says so; --price-as none leaves it unpriced.
     costs = {s["sessionId"]: s["cost"]["totalUsd"] for s in shots}
-    assert costs["cost-switch"] > 0 and costs["auto-compact"] > 0
-    (flash,) = next(s for s in shots if s["sessionId"] == "auto-compact")["cost"]["byModel"]
+    assert costs["flaky-checkout"] > 0 and costs["csv-importer"] > 0
+    (flash,) = next(s for s in shots if s["sessionId"] == "csv-importer")["cost"]["byModel"]
     assert (flash["model"], flash["alias"]) == ("deepseek-flash", "deepseek-v4-flash"), flash
     unpriced = json.loads(_manage("--json", "--price-as", "none", env=env).stdout)
-    assert {s["sessionId"]: s["cost"]["totalUsd"] for s in unpriced}["auto-compact"] is None
+    assert {s["sessionId"]: s["cost"]["totalUsd"] for s in unpriced}["csv-importer"] is None
     env["DSHWEB_NO_DEMO"] = "1"
     result = _manage("--json", env=env)
     assert result.returncode == 1

@@ -210,6 +210,10 @@ NOT_HERE: dict[str, str] = {
     "DSHWEB_CONTEXT_TRUTH=/tmp/dsh-context-truth .venv/bin/python tests/fixtures/regenerate.py": (
         _REGENERATE
     ),
+    ".venv/bin/python tests/fixtures/regenerate.py --demo": (
+        "the real DSH runtime against the fake model, by hand: tests/fixtures/regenerate.py "
+        "(tests/demo/test_demo_sessions.py checks what it made)"
+    ),
     ".venv/bin/python bench/make_big_home.py": _BENCHMARK,
     ".venv/bin/python bench/ready_bench.py [--size 5000] [--big-copies 3]": _BENCHMARK,
     ".venv/bin/python bench/fold_bench.py [HOME]": _BENCHMARK,

@@ -32,6 +32,7 @@ __all__ = [
     "HOST",
     "PASSWORD",
     "USERNAME",
+    "DemoServer",
     "DshwebServer",
     "ServerError",
     "free_port",
@@ -77,6 +78,18 @@ class DshwebServer(ChildServer):
             "DJANGO_SUPERUSER_EMAIL": "tester@example.invalid",
         }
         self.manage("createsuperuser", "--noinput", env=env)
+
+
+@dataclass  # not slots: a slotted subclass breaks super() in its methods
+class DemoServer(DshwebServer):
+    """dshweb as a new user starts it: its ``home`` (a DSH home) does not exist, so it shows
+    the demo home, with its replay, its Compact and the administrator's demo rule."""
+
+    def env(self) -> dict[str, str]:
+        env = super().env()
+        for name in ("DSHWEB_NO_DEMO", "DSHWEB_PROFILE"):
+            env.pop(name, None)
+        return env
 
 
 def _prepared(tree: Path) -> Path:
