@@ -20,7 +20,8 @@ Contract:
   exit. A ``dsh web`` left behind by a killed dshweb keeps its sessions' locks until it
   is ended by hand.
 - A session it attached (every ``/compact``) stays attached, its ``session.lock``
-  held, until it exits.
+  held, until it exits. :func:`name_holder` names such a lock's holder for the pages
+  (``"dsh-web"``, when one of this process's managed ``dsh web`` holds it).
 """
 
 from __future__ import annotations
@@ -57,6 +58,11 @@ STARTUP_TIMEOUT = 60.0
 STOP_TIMEOUT = 10.0
 """How long ``stop()`` waits after SIGTERM before SIGKILL (dsh web exits in ~0.1 s)."""
 OUTPUT_LINES = 200
+DSH_WEB_HOLDER = "dsh-web"
+"""What :func:`name_holder` calls a lock held by a managed ``dsh web``."""
+ANCESTRY = 4
+"""How many parents up a lock's holder may be started by a managed ``dsh web`` (the
+``dsh`` launcher replaces itself with the runtime; a runtime may start helpers)."""
 _LAUNCH = re.compile(r"dsh web: (http://\S+)")
 _TOKEN = re.compile(r"([?&]token=)[^&\s]+")
 
@@ -84,6 +90,41 @@ class DshWebState:
     restarts: int = 0
     retry_in: float | None = None
     since: float = field(default_factory=time.time)
+
+
+_running: dict[int, int] = {}
+"""The process id of each managed ``dsh web`` of this process that runs, by ``id()`` of
+its :class:`ManagedDshWeb`."""
+_running_lock = threading.Lock()
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    try:  # "pid (comm) state ppid …": comm may hold spaces and parentheses
+        return int(stat[stat.rindex(")") + 2 :].split()[1])
+    except (ValueError, IndexError):
+        return None
+
+
+def name_holder(pids: frozenset[int]) -> str | None:
+    """:data:`DSH_WEB_HOLDER` when a managed ``dsh web`` of this process (or a process it
+    started) is among the ``pids`` holding a lock, else None."""
+    with _running_lock:
+        ours = set(_running.values())
+    if not ours:
+        return None
+    for pid in pids:
+        for _ in range(ANCESTRY):
+            if pid in ours:
+                return DSH_WEB_HOLDER
+            parent = _parent(pid) if pid > 1 else None
+            if parent is None:
+                break
+            pid = parent
+    return None
 
 
 def free_port() -> int:
@@ -209,6 +250,11 @@ class ManagedDshWeb:
             self._state = state
             self._launch_url = launch_url
             self._cond.notify_all()
+        with _running_lock:
+            if state.phase is DshWebPhase.RUNNING and state.pid is not None:
+                _running[id(self)] = state.pid
+            else:
+                _running.pop(id(self), None)
         if self._on_state is not None:
             try:
                 self._on_state(state)
@@ -346,8 +392,10 @@ def _terminate(proc: subprocess.Popen[str], timeout: float) -> int:
 
 
 __all__ = [
+    "DSH_WEB_HOLDER",
     "DshWebPhase",
     "DshWebState",
     "ManagedDshWeb",
     "free_port",
+    "name_holder",
 ]

@@ -46,6 +46,7 @@ from dshweb.core.listing.homes import DEFAULT_HOME_NAME
 from dshweb.core.listing.pages import SessionList
 from dshweb.core.listing.tree import REBUILD_SHARE, HomeTree, SessionEntry
 from dshweb.core.log.home import LogFile, filed_as, session_logs
+from dshweb.dsh_web.managed import name_holder
 from dshweb.live.timing import (
     BACKOFF_MAX,
     CHECKPOINT_EVERY,
@@ -234,7 +235,11 @@ class Hub:
         name: str = DEFAULT_HOME_NAME,
     ) -> None:
         self.index = HomeIndex(
-            home, profile=profile, extra_patches=extra_patches, budget=FOLD_SLICE
+            home,
+            profile=profile,
+            extra_patches=extra_patches,
+            budget=FOLD_SLICE,
+            name_holder=name_holder,  # a session held by the dsh web this process runs
         )
         self.name = name
         """The home's name, carried by every view (:mod:`dshweb.core.listing.homes`)."""

@@ -30,8 +30,8 @@ from dshweb.core.log.home import (
     LogFile,
     check_home,
     is_folder,
+    lock_holders,
     lock_stat,
-    locked_files,
     newest_log,
     session_folders,
     session_logs,
@@ -91,6 +91,11 @@ class HomeIndex:
     """The folders whose log holds more than its last refresh folded."""
     paces: HomePaces = field(default_factory=HomePaces)
     """The sessions' recent paces by model: the young sessions' forecasts go by them."""
+    name_holder: Callable[[frozenset[int]], str | None] = lambda pids: None
+    """Who holds a live session's lock, by the ids of the processes that hold it: a name
+    a page says (a ``dsh web`` this process runs, ``"dsh-web"``), or None for anyone."""
+    held_by: dict[Path, str] = field(default_factory=dict)
+    """The live sessions whose holder has a name (:attr:`name_holder`)."""
 
     def refresh(
         self,
@@ -220,20 +225,29 @@ class HomeIndex:
         return moved
 
     def refresh_liveness(self) -> set[Path]:
-        """Re-read which sessions some process holds; the folders whose liveness flipped.
+        """Re-read which sessions some process holds, and who; the folders whose liveness
+        or named holder changed.
 
         Reads the kernel's lock table once and matches it against the lock files seen
         when each folder was last looked at: no ``stat`` per session.
         """
-        held = locked_files()
-        live = frozenset(
-            folder
-            for _, inode in held
-            for folder in self.lock_folders.get(inode, ())
-            if folder in self.trackers
-        )
+        holders: dict[Path, frozenset[int]] = {}
+        for (_, inode), pids in lock_holders().items():
+            for folder in self.lock_folders.get(inode, ()):
+                if folder in self.trackers:
+                    holders[folder] = holders.get(folder, frozenset()) | pids
+        live = frozenset(holders)
+        held_by = {
+            folder: name
+            for folder, pids in holders.items()
+            if (name := self.name_holder(pids)) is not None
+        }
         flipped = set(live ^ self.live)
+        flipped |= {
+            f for f in held_by.keys() | self.held_by.keys() if held_by.get(f) != self.held_by.get(f)
+        }
         self.live = live
+        self.held_by = held_by
         for folder in flipped & set(self.trackers):
             self.trackers[folder].touch()
         return flipped
@@ -256,6 +270,7 @@ class HomeIndex:
             tracker,
             home=self.home,
             live=folder in self.live,
+            held_by=self.held_by.get(folder),
             engine=settings.engine,
             source=source,
             rule=settings.rule,

@@ -299,6 +299,10 @@ class SessionSnapshot:
     requests: tuple[RouteSizes, ...] = ()
     """Each model's requests, their input and output bucketed by size
     (:mod:`dshweb.core.fold.request_sizes`)."""
+    held_by: str | None = None
+    """Who holds the session's lock when the process that folds it knows them: ``"dsh-web"``
+    for the ``dsh web`` that process runs for Compact (it keeps every session it compacted
+    attached until it stops); None for anyone else, or when the session is not live."""
     tail_bytes: int = 0
     """Bytes at the end of the log that are not a whole event yet (the reader's
     ``pending``): DSH is writing them, or a writer that stopped tore them. Every figure
@@ -438,9 +442,11 @@ def take_snapshot(
     pruner: PruneCut | None = DEFAULT_CUT,
     prior: Sequence[int] = (),
     models: ModelCatalogue = DEFAULT_CATALOGUE,
+    held_by: str | None = None,
 ) -> SessionSnapshot:
     """``prior``: the per-step growth of the home's other sessions on the session's model
-    (its forecasts' pace before it has steps of its own)."""
+    (its forecasts' pace before it has steps of its own); ``held_by``: who holds its lock
+    (:attr:`SessionSnapshot.held_by`)."""
     meter, activity, header = tracker.meter, tracker.activity, tracker.header
     measured = measured_tokens(meter)
     growth, times = tuple(tracker.pace.growth), tuple(tracker.pace.times)
@@ -475,6 +481,7 @@ def take_snapshot(
         parent_session=_str(header.get("parentSession")),
         origin=_str(header.get("origin")),
         live=live,
+        held_by=held_by if live else None,
         title=_str(activity.title),
         model=_str(meter.model),
         last_seq=meter.last_seq,

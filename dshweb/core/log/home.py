@@ -178,23 +178,32 @@ def _subdirs(folder: Path) -> Iterable[Path]:
     return [folder / name for name in names]
 
 
-def locked_files(proc_locks: Path = PROC_LOCKS) -> frozenset[tuple[int, int]]:
-    """(device, inode) of every file some process holds a lock on, from ``/proc/locks``."""
+def lock_holders(proc_locks: Path = PROC_LOCKS) -> dict[tuple[int, int], frozenset[int]]:
+    """(device, inode) of every file some process holds a lock on, from ``/proc/locks``,
+    with the ids of the processes the kernel names as holding it (an open file
+    description's lock shows ``-1``)."""
     try:
         text = proc_locks.read_text()
     except OSError:
-        return frozenset()
-    held: set[tuple[int, int]] = set()
+        return {}
+    held: dict[tuple[int, int], set[int]] = {}
     for line in text.splitlines():
         fields = line.split()
         if len(fields) < 6 or fields[1] == "->":
             continue
         try:
             major, minor, inode = fields[5].split(":")
-            held.add((os.makedev(int(major, 16), int(minor, 16)), int(inode)))
+            key = (os.makedev(int(major, 16), int(minor, 16)), int(inode))
+            pid = int(fields[4])
         except ValueError:
             continue
-    return frozenset(held)
+        held.setdefault(key, set()).add(pid)
+    return {key: frozenset(pids) for key, pids in held.items()}
+
+
+def locked_files(proc_locks: Path = PROC_LOCKS) -> frozenset[tuple[int, int]]:
+    """(device, inode) of every file some process holds a lock on, from ``/proc/locks``."""
+    return frozenset(lock_holders(proc_locks))
 
 
 def lock_stat(session_dir: Path | str) -> os.stat_result | None:

@@ -18,6 +18,7 @@ from dshweb.core.log.home import (
     encode_segment,
     filed_as,
     is_live,
+    lock_holders,
     locked_files,
     newest_log,
     project_folder,
@@ -104,6 +105,17 @@ def test_locks_file_parsing(tmp_path: Path) -> None:
     import os
 
     assert locked_files(locks) == {(os.makedev(0xFE, 0), 2220675), (os.makedev(8, 1), 77)}
+    locks.write_text(
+        "1: FLOCK  ADVISORY  WRITE 3052 fe:00:2220675 0 EOF\n"
+        "2: FLOCK  ADVISORY  READ 3060 fe:00:2220675 0 EOF\n"
+        "3: OFDLCK ADVISORY  WRITE -1 08:01:77 0 EOF\n"
+        "4: -> FLOCK  ADVISORY  WRITE 99 fe:00:2220675 0 EOF\n"
+    )
+    assert lock_holders(locks) == {
+        (os.makedev(0xFE, 0), 2220675): {3052, 3060},  # a waiter (->) holds nothing
+        (os.makedev(8, 1), 77): {-1},
+    }
+    assert lock_holders(tmp_path / "no-such-file") == {}
 
 
 def test_missing_and_unreadable_homes(tmp_path: Path) -> None:
