@@ -3,11 +3,12 @@
 # pyproject.toml asks for, then put it first on PATH. Silent when nothing changed.
 #
 # `source scripts/_venv.sh` installs dshweb alone (what the dashboard needs);
-# `source scripts/_venv.sh EXTRA` adds an extra of pyproject.toml (`team`: PostgreSQL and
-# Redis; `dev`: the test toolchain, the DSH runtime and `team`). The install is redone
-# only when pyproject.toml's hash differs from the one .venv recorded after its last
-# successful install, or that install lacked the extra (`dev` holds every other). DSHWEB_PYTHON picks the interpreter used
-# to create the venv (default: python3, which must be 3.11 or newer).
+# `source scripts/_venv.sh EXTRA[,EXTRA…]` adds extras of pyproject.toml (`engine`: the DSH
+# runtime, for Compact; `team`: PostgreSQL and Redis; `dev`: the test toolchain and every
+# other). The install is redone only when pyproject.toml's hash differs from the one .venv
+# recorded after its last successful install, or that install lacked one of the extras
+# (`dev` holds every other). DSHWEB_PYTHON picks the interpreter used to create the venv
+# (default: python3, which must be 3.11 or newer).
 
 _dshweb_venv_setup() {
     local extra="${1:-}" root venv python stamp want have had
@@ -34,10 +35,15 @@ _dshweb_venv_setup() {
 print(hashlib.sha256(open(sys.argv[1], "rb").read()).hexdigest())' "$root/pyproject.toml")" \
         || return 1
     have="$(cat "$stamp" 2>/dev/null || true)"
-    # The stamp: "<hash> <extra>".
+    # The stamp: "<hash> <extras>", the extras comma-separated.
     had="${have#* }"
-    if [ "${have%% *}" != "$want" ] \
-        || { [ -n "$extra" ] && [ "$had" != "$extra" ] && [ "$had" != dev ]; }; then
+    local lacking="" one
+    if [ "$had" != dev ]; then
+        for one in ${extra//,/ }; do
+            case ",$had," in *",$one,"*) ;; *) lacking=yes ;; esac
+        done
+    fi
+    if [ "${have%% *}" != "$want" ] || [ -n "$lacking" ]; then
         local target="$root"
         [ -n "$extra" ] && target="$root[$extra]"
         echo "dshweb: installing dshweb${extra:+[$extra]} into .venv" >&2

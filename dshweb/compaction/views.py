@@ -70,5 +70,6 @@ def settings_dsh_web(request: HttpRequest) -> HttpResponse:
             "has_url": bool(row.launch_url),
             "check": check,
             "environment": which_dsh_web.dsh_web_from_environment(),
+            "demo_compacts": which_dsh_web.demo_compacts(),
         },
     )

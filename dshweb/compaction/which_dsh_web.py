@@ -1,17 +1,25 @@
 """Which ``dsh web`` the Compact button asks: ``DSHWEB``'s ``ENGINE_URL`` or ``ENGINE``
 (they win), else the stored setting (Settings → Engine); a managed one is started and
 supervised here (:mod:`dshweb.dsh_web.managed`). A collector reads no stored row: the
-shared database is no place for its machine's launch token."""
+shared database is no place for its machine's launch token.
+
+On the demo home, with none of those set, Compact asks a managed ``dsh web`` all the same
+(when the DSH runtime is installed): the demo shows Compact working. A managed ``dsh web``
+on the demo home always asks the demo's stand-in model (:mod:`dshweb.demo.model`), never
+the provider the environment names: the demo's sessions go to no real model."""
 
 from __future__ import annotations
 
 import atexit
 import threading
+from enum import StrEnum
 from pathlib import Path
 
 from dshweb.compaction.models import DshWebSetting
 from dshweb.config import get_config
 from dshweb.core.said import say
+from dshweb.core.settings.dshconfig import find_dsh
+from dshweb.demo.model import demo_model
 from dshweb.dsh_web.client import (
     CompactOutcome,
     CompactStatus,
@@ -21,7 +29,7 @@ from dshweb.dsh_web.client import (
     LaunchUrlError,
 )
 from dshweb.dsh_web.managed import ManagedDshWeb
-from dshweb.live.service import own_home
+from dshweb.live.service import collecting, demo_replays, own_home, own_home_name
 
 COMPACT_TIMEOUT = 15 * 60.0
 """A summariser call can take minutes; past this overall deadline the request is reported
@@ -34,16 +42,30 @@ _managed_lock = threading.Lock()
 
 def managed_dsh_web(home: Path | None = None) -> ManagedDshWeb:
     """The process's one managed ``dsh web`` for ``home`` (default: the configured one;
-    started lazily)."""
+    started lazily); on the demo home, asking the demo's stand-in model."""
     global _managed
     with _managed_lock:
-        home = own_home().path if home is None else home
+        own = own_home()
+        home = own.path if home is None else home
         if _managed is None or _managed.home != home:
             if _managed is not None:
                 _managed.stop()
-            _managed = ManagedDshWeb(home).start()
+            demo = own.is_demo and home == own.path
+            _managed = ManagedDshWeb(home, env_extra=demo_model().env() if demo else {}).start()
             atexit.register(_managed.stop)
         return _managed
+
+
+def demo_compacts() -> bool:
+    """Compact asks a managed ``dsh web`` because this process shows the demo home and
+    nothing else is set (:func:`dsh_web_choice`)."""
+    config = get_config()
+    if config.engine_url or config.engine == "managed" or not collecting():
+        return False  # a web worker reads no home of its own, the demo's neither
+    if not own_home().is_demo:
+        return False
+    row = DshWebSetting.objects.first()
+    return row is None or row.mode == DshWebSetting.Mode.OFF
 
 
 def dsh_web_choice(home: Path | None = None, *, stored: bool = True) -> tuple[str, str | None, str]:
@@ -68,6 +90,8 @@ def dsh_web_choice(home: Path | None = None, *, stored: bool = True) -> tuple[st
         if mode == DshWebSetting.Mode.URL:
             launch = row.launch_url if row is not None else ""
             return "url", launch or None, "" if launch else say("engine-no-url-stored")
+        if demo_compacts() and (home is None or home == own_home().path):
+            mode = "managed"
     if mode == "managed":
         managed = managed_dsh_web(home)
         state = managed.wait_running(MANAGED_START_TIMEOUT)
@@ -77,17 +101,41 @@ def dsh_web_choice(home: Path | None = None, *, stored: bool = True) -> tuple[st
 
 def dsh_web_configured() -> bool:
     """Whether this process has a ``dsh web`` to ask (set by the environment, or a stored
-    launch URL, or a managed one), without starting one: the Compact button of a home this
-    process reads is disabled, saying why, when it has none."""
+    launch URL, or a managed one, or the demo's when the DSH runtime is installed),
+    without starting one: the Compact button of a home this process reads is disabled,
+    saying why, when it has none."""
     config = get_config()
     if config.engine_url or config.engine == "managed":
         return True
+    if demo_compacts():
+        return find_dsh() is not None
     row = DshWebSetting.objects.first()
     if row is None:
         return False
     return row.mode == DshWebSetting.Mode.MANAGED or (
         row.mode == DshWebSetting.Mode.URL and bool(row.launch_url)
     )
+
+
+class NoCompact(StrEnum):
+    """Why a session of this process's own home has no Compact (the page's
+    ``data-reason``)."""
+
+    NO_ENGINE = "no-engine"
+    """No ``dsh web`` is set up."""
+    NO_RUNTIME = "no-runtime"
+    """The demo would run one, but the DSH runtime is not installed."""
+    REPLAYED = "replayed"
+    """The demo's replay writes this session: no ``dsh web`` may attach it."""
+
+
+def why_no_compact(session_id: str) -> NoCompact | None:
+    """Why Compact cannot ask anything for a session of this process's own home, if so."""
+    if demo_replays(own_home_name(), session_id):
+        return NoCompact.REPLAYED
+    if dsh_web_configured():
+        return None
+    return NoCompact.NO_RUNTIME if demo_compacts() else NoCompact.NO_ENGINE
 
 
 def dsh_web_from_environment() -> str | None:

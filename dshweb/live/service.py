@@ -23,6 +23,7 @@ from django.core.signals import setting_changed
 from django.dispatch import receiver
 
 from dshweb.config import get_config
+from dshweb.demo.home import REPLAY_SESSION_ID
 from dshweb.environment import HomeChoice, home_choice
 from dshweb.live import timing
 from dshweb.live.hub import CheckpointStore, HomeView, Hub
@@ -60,6 +61,17 @@ def own_home() -> HomeChoice:
 def _home_choice(configured: Path, demo: bool, data_dir: Path) -> HomeChoice:
     # Once per process (and configuration): a home made later does not replace the demo.
     return home_choice(configured, demo=demo, data_dir=data_dir)
+
+
+def demo_replays(home: str, session_id: str) -> bool:
+    """The demo's replay writes this session (of the home named ``home``): this process
+    reads the demo home itself, and the session is the one it replays, looping."""
+    return (
+        session_id == REPLAY_SESSION_ID
+        and collecting()
+        and home == own_home_name()
+        and own_home().is_demo
+    )
 
 
 checkpoint_store: Callable[[], CheckpointStore] | None = None

@@ -26,9 +26,10 @@ from django_htmx.http import push_url
 
 from dshweb.collect.shown import shown_homes
 from dshweb.compaction import service as compact
-from dshweb.compaction.which_dsh_web import dsh_web_configured
+from dshweb.compaction.which_dsh_web import NoCompact, demo_compacts, why_no_compact
 from dshweb.config import get_config
 from dshweb.core.listing.query import list_query
+from dshweb.installed import add_extra
 from dshweb.sessions import fragments
 from dshweb.sessions.fragments import page_parts, session_context
 from dshweb.sessions.refusals import HtmxHttpRequest, home_error, session_or_refusal
@@ -72,7 +73,9 @@ def session_detail(request: HtmxHttpRequest, home: str, session_id: str) -> Http
     context["shown_home"] = shown
     context["title_is_data"] = True  # the session's own title: <title translate="no">
     # A collected home's collector has its own dsh web; this process's is known here.
-    context["dsh_web_missing"] = not shown.collected and not dsh_web_configured()
+    context["no_compact"] = None if shown.collected else why_no_compact(session_id)
+    context["demo_compacts"] = not shown.collected and demo_compacts()
+    context["install_hint"] = add_extra("engine")
     return render(request, "dashboard/session_detail.html", context)
 
 
@@ -118,6 +121,12 @@ def session_compact(request: HtmxHttpRequest, home: str, session_id: str) -> Htt
     view = shown.view.sessions.get(session_id) if shown is not None else None
     if shown is None or view is None:
         raise Http404(f"no session {session_id!r} in home {home!r}")
+    if not shown.collected and why_no_compact(session_id) is NoCompact.REPLAYED:
+        # The demo's replay writes it: a dsh web that attached it would write there too.
+        return HttpResponse(
+            _("The demo plays this recorded session back: it cannot be compacted."),
+            status=HTTPStatus.CONFLICT,
+        )
     snapshot = view.snapshot
     seq, projected = snapshot.last_seq, snapshot.context_pressure.get("projectedTokens")
     request_one = (
