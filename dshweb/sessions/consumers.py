@@ -298,7 +298,7 @@ class SessionConsumer(_PageConsumer):
             return fragments.session_gone_html()
         parts = fragments.session_view_parts(self.home, view)
         before, self.shown_parts = self.shown_parts, parts
-        self.heard, said = fragments.session_news(self.heard, view)
+        self.heard, said = fragments.session_news(self.home, self.heard, view)
         if len(before) != len(parts):
             return "".join(parts) + said
         changed = (part for part, held in zip(parts, before, strict=True) if part != held)

@@ -35,6 +35,7 @@ from dshweb.core.listing.query import ListQuery
 from dshweb.core.listing.tree import SessionEntry
 from dshweb.core.lru import LRU
 from dshweb.live.hub import SessionView
+from dshweb.live.service import demo_replays
 from dshweb.sessions.display.compact_status import CompactView, compact_view
 from dshweb.sessions.display.costs import cost_view, list_cost
 from dshweb.sessions.display.figures import cache_hit_ratio, dom_id
@@ -413,16 +414,18 @@ def session_gone_html() -> str:
 NEWS_TEMPLATE = "dashboard/_news.html"
 
 
-def session_news(heard: Heard | None, view: SessionView) -> tuple[Heard, str]:
+def session_news(home: str, heard: Heard | None, view: SessionView) -> tuple[Heard, str]:
     """What a session's page is to hear after ``heard``: the words of its
     ``#announcements`` and, for a fold, the note on its ring (HTML put in place by id; empty
     when nothing changed); and what it will then have heard."""
-    ledger, gauge = view.snapshot.ledger, view.gauge
-    said = news(heard, ledger, gauge)
+    shot, gauge = view.snapshot, view.gauge
+    replayed = demo_replays(home, shot.session_id)
+    said = news(heard, shot.ledger, gauge, shot.last_seq, replayed=replayed)
+    now = Heard.of(shot.ledger, gauge, shot.last_seq)
     if said is None:
-        return Heard.of(ledger, gauge), ""
+        return now, ""
     notes = [("fold-note", said.compaction, said.sentence)] if said.compaction is not None else []
-    return Heard.of(ledger, gauge), _news_html(said.sentence, notes)
+    return now, _news_html(said.sentence, notes)
 
 
 def rows_news(heard: dict[tuple[str, str], Heard], rows: Sequence[SessionEntry]) -> str:
@@ -433,8 +436,14 @@ def rows_news(heard: dict[tuple[str, str], Heard], rows: Sequence[SessionEntry])
     notes: list[tuple[str, Compaction, str]] = []
     for entry in rows:
         shot = entry.snapshot
-        said: News | None = news(heard.get(entry.key), shot.ledger, entry.gauge)
-        heard[entry.key] = Heard.of(shot.ledger, entry.gauge)
+        said: News | None = news(
+            heard.get(entry.key),
+            shot.ledger,
+            entry.gauge,
+            shot.last_seq,
+            replayed=demo_replays(entry.home, shot.session_id),
+        )
+        heard[entry.key] = Heard.of(shot.ledger, entry.gauge, shot.last_seq)
         if said is None:
             continue
         sentences.append(f"{shot.title or shot.session_id}: {said.sentence}")

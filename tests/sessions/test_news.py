@@ -70,3 +70,20 @@ def test_a_new_band_is_heard_with_the_point() -> None:
     assert heard == News("Band now tight: 9.2K used, compaction point 12K")
     without = news(before, Ledger(), _gauge(9_200, Band.UNKNOWN, threshold=None))
     assert without == News("Band now unknown: 9.2K used")
+
+
+def test_a_log_that_starts_over_is_heard_as_such_not_as_a_band() -> None:
+    folded = _ledger(_compaction(200, 13_100, 9_100))
+    before = Heard.of(folded, _gauge(9_100, Band.MODERATE), last_seq=267)
+    empty = _gauge(0, Band.UNKNOWN, threshold=None)
+    assert news(before, Ledger(), empty, 2, replayed=True) == News(
+        "The demo starts its recording over: this session plays again from the start."
+    )
+    assert news(before, Ledger(), empty, 2) == News(
+        "The log started over: this session is read again from its first event."
+    )
+    assert news(before, folded, _gauge(9_100, Band.MODERATE), 267) is None  # not moved
+    # The log as it grows again: its band is heard from the first reading on.
+    restarted = Heard.of(Ledger(), empty, last_seq=2)
+    heard = news(restarted, Ledger(), _gauge(5_742, Band.AMPLE), 16)
+    assert heard == News("Band now ample: 5.7K used, compaction point 12K")

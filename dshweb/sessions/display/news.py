@@ -2,7 +2,9 @@
 (a note on the ring and in the list row, kept there as the page's updates replace the
 ring and the row, faded out 12 s after it landed: ``--fold-landed-for`` in the
 stylesheet) and, for a screen reader, the sentence its ``#announcements`` live region
-reads when a fold lands or the band changes.
+reads when a fold lands or the band changes, or when the log starts over (a log replaced
+by one that is read from its first event again: the demo's replay does it every loop),
+which says so rather than the band it falls to with no reading yet.
 
 Pure: a page's socket keeps what the page has heard (:class:`Heard`) and asks :func:`news` what
 the new state brings, if anything. A page load says nothing: news is what changes while
@@ -29,12 +31,15 @@ class Heard:
 
     band: str
     compaction_seq: int | None
+    last_seq: int = -1
+    """The newest event of the log then (a smaller one later: the log started over)."""
 
     @classmethod
-    def of(cls, ledger: Ledger, gauge: ContextGauge) -> Heard:
-        """What a page hears of the session as ``ledger`` and ``gauge`` have it."""
+    def of(cls, ledger: Ledger, gauge: ContextGauge, last_seq: int = -1) -> Heard:
+        """What a page hears of the session as ``ledger`` and ``gauge`` have it, its log
+        read through ``last_seq``."""
         compaction = newest_compaction(ledger)
-        return cls(str(gauge.band), None if compaction is None else compaction.seq)
+        return cls(str(gauge.band), None if compaction is None else compaction.seq, last_seq)
 
 
 def newest_compaction(ledger: Ledger) -> Compaction | None:
@@ -79,11 +84,28 @@ class News:
     """The fold that landed (its note is shown), or None for a change of band."""
 
 
-def news(before: Heard | None, ledger: Ledger, gauge: ContextGauge) -> News | None:
-    """What changed since ``before`` that a person should hear: a new fold (what it
-    freed), else a new band; nothing on a first look or when neither moved."""
+def restart_sentence(*, replayed: bool) -> str:
+    """What a page says when the log it follows starts over from its first event."""
+    if replayed:
+        return _("The demo starts its recording over: this session plays again from the start.")
+    return _("The log started over: this session is read again from its first event.")
+
+
+def news(
+    before: Heard | None,
+    ledger: Ledger,
+    gauge: ContextGauge,
+    last_seq: int = -1,
+    *,
+    replayed: bool = False,
+) -> News | None:
+    """What changed since ``before`` that a person should hear: a log that started over
+    (``last_seq`` below the one heard; ``replayed``: the demo's replay looped), else a new
+    fold (what it freed), else a new band; nothing on a first look or when none moved."""
     if before is None:
         return None
+    if 0 <= last_seq < before.last_seq:
+        return News(restart_sentence(replayed=replayed))
     compaction = newest_compaction(ledger)
     if compaction is not None and compaction.seq != before.compaction_seq:
         return News(compaction_sentence(compaction), compaction)
