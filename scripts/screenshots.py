@@ -47,6 +47,9 @@ def main(argv: list[str] | None = None) -> None:
     out: Path = parser.parse_args(argv).out
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="dshweb-screenshots-") as scratch:
+        # The test servers' preparation keeps what it makes once in a run's folder (pytest
+        # names one); this run's is its scratch folder.
+        os.environ.setdefault("DSHWEB_TEST_RUN_DIR", scratch)
         server = DemoServer(home=Path(scratch) / "unused", data_dir=Path(scratch) / "data")
         server.prepare()
         server.start()
