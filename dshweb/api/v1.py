@@ -156,6 +156,10 @@ class SessionRow(Schema):
     title: str | None
     cwd: str | None
     live: bool
+    heldBy: str | None
+    """Who holds the session's lock, where dshweb knows: ``dsh-web``, a ``dsh web`` this
+    dshweb runs (after a Compact it keeps the session until it stops; DSH cannot open it
+    elsewhere meanwhile); else ``null``."""
     band: BandName
     usedTokens: int | None
     windowTokens: int | None
@@ -279,6 +283,7 @@ def _row(home: str, snapshot: SessionSnapshot, gauge: ContextGauge, now_ms: int)
         "title": snapshot.title,
         "cwd": snapshot.cwd,
         "live": snapshot.live,
+        "heldBy": snapshot.held_by,
         **gauge.as_json(),
         "lastEventTime": snapshot.last_time,
         "forecast": snapshot.forecast(now_ms).as_json(),

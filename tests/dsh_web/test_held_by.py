@@ -80,6 +80,8 @@ def test_a_session_held_by_a_managed_dsh_web_is_named_and_no_other(
                 True,
                 DSH_WEB_HOLDER,
             )
+            # dsh_snapshot --json and the API's session detail say so too (their dict).
+            assert shots["compacted"].as_json()["heldBy"] == DSH_WEB_HOLDER
             assert (shots["someone-elses"].live, shots["someone-elses"].held_by) == (
                 True,
                 None,

@@ -384,6 +384,7 @@ class SessionSnapshot:
             "parentSession": self.parent_session,
             "origin": self.origin,
             "live": self.live,
+            "heldBy": self.held_by,
             "model": self.model,
             "lastSeq": self.last_seq,
             "events": self.events,
