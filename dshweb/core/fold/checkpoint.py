@@ -53,7 +53,7 @@ from dshweb.core.log.frames import decompressor
 from dshweb.core.log.home import LogFile
 from dshweb.core.log.reader import open_log
 
-CHECKPOINT_VERSION = 16
+CHECKPOINT_VERSION = 17
 """Raise it whenever the state's shape or meaning changes."""
 
 FINGERPRINT_SPAN = 4 << 10

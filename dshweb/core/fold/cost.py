@@ -10,10 +10,10 @@ longest registry key inside the id, else *unknown*: shown as unknown, never as $
 
 **Fold side** (:class:`CostCollector`, fed each event after the meter): tokens, not
 dollars, kept by billing slot (:mod:`dshweb.core.fold.billing`: who answered and *when*
-on the registry's clock, to the quarter hour). So the peak windows can change without
-folding again, and a slot's tokens cost what each request of it would have cost on its
-own: the cost is linear in tokens and one factor holds a whole quarter hour (peak
-windows start and end on quarter hours, :func:`parse_windows`).
+on the registry's clock, to the quarter hour of its UTC day). So the peak windows can
+change without folding again, and a slot's tokens cost what each request of it would
+have cost on its own: the cost is linear in tokens and one factor holds a whole quarter
+hour (peak windows start and end on quarter hours, :func:`parse_windows`).
 
 **Read side** (:class:`RateBook`): the registry, the peak windows and any models rated
 as another (``deepseek-flash`` as ``deepseek-v4-flash``: a choice the person running

@@ -26,7 +26,7 @@ from dshweb.core.fold.gauge import ContextGauge
 from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.log.frames import decompressor
 
-SEALED_VERSION = 7
+SEALED_VERSION = 8
 """Raise it whenever what a sealed session holds changes shape."""
 
 

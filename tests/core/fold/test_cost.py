@@ -10,7 +10,7 @@ own time; the sums must equal what dshweb folded by model and billing quarter ho
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -300,10 +300,14 @@ def test_the_billing_clock_follows_the_registry_weekend_rule() -> None:
     def ms(text: str) -> int:
         return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() * 1000)
 
-    assert clock(ms("2026-08-22T02:30:00")) == (False, 10)  # a Saturday before the rule
-    assert clock(ms("2026-08-29T02:30:00")) == (True, 10)  # a Saturday after it
-    assert clock(ms("2026-12-04T09:59:59")) == (False, 39)
-    assert clock(None) == (False, -1)
+    def day(text: str) -> int:
+        return date.fromisoformat(text).toordinal()
+
+    assert clock(ms("2026-08-22T02:30:00")) == (False, 10, day("2026-08-22"))  # a Saturday
+    assert clock(ms("2026-08-29T02:30:00")) == (True, 10, day("2026-08-29"))  # after the rule
+    assert clock(ms("2026-12-04T09:59:59")) == (False, 39, day("2026-12-04"))
+    assert clock(ms("2026-12-04T23:59:59")) == (False, 95, day("2026-12-04"))
+    assert clock(None) == (False, -1, -1)
     book = RateBook()
     entry = registry.REGISTRY["deepseek-v4-pro"]
     for text in (
@@ -314,7 +318,8 @@ def test_the_billing_clock_follows_the_registry_weekend_rule() -> None:
         "2026-12-04T00:59:00",
     ):
         at = datetime.fromisoformat(text).replace(tzinfo=UTC)
-        assert book.factor(entry, *clock(ms(text))) == registry.price_factor(entry, at), text
+        weekend, quarter, _ = clock(ms(text))
+        assert book.factor(entry, weekend, quarter) == registry.price_factor(entry, at), text
 
 
 @pytest.mark.parametrize(
@@ -425,7 +430,7 @@ def test_a_rewritten_prefix_is_billed_as_the_models_price_bills_it(
 
 
 def test_a_compaction_on_a_model_without_a_price_is_unknown_not_free() -> None:
-    slot = ("deepseek-flash", "deepseek-official", False, 40)
+    slot = ("deepseek-flash", "deepseek-official", False, 40, 739_000)
     cost = CompactionCost(summary=slot, rewritten=5_000, rewrite=slot, not_resent=((slot, 2),))
     costed = RateBook().compaction(cost, Usage(100, 10, 900, 0), 4_000)
     assert costed.unrated
@@ -466,7 +471,7 @@ def test_a_request_at_a_time_no_calendar_holds_is_billed_at_the_base_rate(time: 
         ledger.observe(event, meter)
         collector.observe(event, meter)
     ((slot, _),) = collector.result().requests
-    assert slot[2:] == (False, -1)
+    assert slot[2:] == (False, -1, -1)
     expected = dsh_llm_cost.estimate_cost(
         "deepseek-v4-pro", input_tokens=1000, output_tokens=100, cache_read_tokens=5000
     )
