@@ -226,6 +226,7 @@ NOT_HERE: dict[str, str] = {
     "[--idle-sockets 1000] [--sessions 20] [--seconds 20] [--baseline-size 50]": _BENCHMARK,
     ".venv/bin/python bench/soak.py [--minutes 60]": _BENCHMARK,
     ".venv/bin/python bench/metrics_bench.py [--sizes 100,1000,10000] [--live 20]": _BENCHMARK,
+    ".venv/bin/python bench/spend_bench.py [--sizes 100,1000,5000] [--days 60]": _BENCHMARK,
     ".venv/bin/python bench/first_page.py [--budget 40]": _BENCHMARK,
     ".venv/bin/python bench/hostile_home.py [--baseline TREE] [--kind KIND]": _BENCHMARK,
 }

@@ -5,9 +5,11 @@ each sub-agent under its parent.
 
 :class:`HomeTree` is one home's order kept as groups (a top-level session and the
 sub-agents under it, in :func:`session_tree` order) sorted by their key, with the home's
-counts by band and live/idle. :meth:`HomeTree.updated` makes the tree of the home's next
-view from this one and the sessions that changed: only the groups those sessions are in,
-were in or join are laid out again, so a list update costs what changed, not the home.
+counts by band and live/idle and its spend (:mod:`dshweb.core.listing.spend`).
+:meth:`HomeTree.updated` makes the tree of the home's next view from this one and the
+sessions that changed: only the groups those sessions are in, were in or join are laid
+out again, and the counts and spend follow by taking their old entries off and adding
+the new ones, so a list update costs what changed, not the home.
 A home whose parent links loop, or a change that touches a quarter of it, is laid out
 from nothing; either way the result equals :func:`session_tree` of every session.
 """
@@ -24,6 +26,7 @@ from typing import Protocol
 from dshweb.core.fold.gauge import Band, ContextGauge, context_gauge
 from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME
+from dshweb.core.listing.spend import HomeSpend
 
 BANDS = (Band.AMPLE, Band.MODERATE, Band.TIGHT, Band.CRITICAL, Band.UNKNOWN)
 """The bands in the order the counts show them."""
@@ -169,6 +172,7 @@ class HomeTree:
         index: dict[str, str],
         waiting: dict[str, frozenset[str]],
         tally: Tally | None = None,
+        spend: HomeSpend | None = None,
     ) -> None:
         self.home = home
         self._groups = groups
@@ -182,6 +186,7 @@ class HomeTree:
         self._waiting = waiting
         """A parent id not in the home → the orphans at the top that name it."""
         self._tally = tally
+        self._spend = spend
 
     @classmethod
     def build(
@@ -249,11 +254,21 @@ class HomeTree:
             for entry in group:
                 index[entry.snapshot.session_id] = top
         _wait(waiting, new, add=True)
-        tally = self._tally
+        tally, spend = self._tally, self._spend
         if tally is not None:
             tally = tally.plus(chain.from_iterable(old.values()), -1).plus(entries)
+        if spend is not None:
+            gone = (e.snapshot for e in chain.from_iterable(old.values()))
+            spend = spend.changed(gone, (e.snapshot for e in entries))
         return HomeTree(
-            self.home, groups, keys, looped=False, index=index, waiting=waiting, tally=tally
+            self.home,
+            groups,
+            keys,
+            looped=False,
+            index=index,
+            waiting=waiting,
+            tally=tally,
+            spend=spend,
         )
 
     @cached_property
@@ -277,6 +292,15 @@ class HomeTree:
         if self._tally is None:
             self._tally = Tally().plus(chain.from_iterable(self._groups.values()))
         return self._tally
+
+    @property
+    def spend(self) -> HomeSpend:
+        """The home's tokens by day and project (summed on first use, then kept by
+        :meth:`updated`)."""
+        if self._spend is None:
+            shots = (e.snapshot for e in chain.from_iterable(self._groups.values()))
+            self._spend = HomeSpend.of(shots)
+        return self._spend
 
     def __len__(self) -> int:
         return len(self._index)
