@@ -1,7 +1,8 @@
 """The variables of what the server answers and what it sends, each checked as it is
 read (:mod:`dshweb.environment` has the data folder, the DSH home and the stores):
 
-- ``DSHWEB_ALLOWED_HOSTS``, ``DSHWEB_DEBUG``, ``DSHWEB_SECRET_KEY``: Django's own;
+- ``DSHWEB_ALLOWED_HOSTS``, ``DSHWEB_DEBUG``, ``DSHWEB_SECRET_KEY``,
+  ``DSHWEB_TIME_ZONE``: Django's own;
 - ``DSHWEB_EMAIL_*``: the SMTP server alert emails go through, and their sender;
 - ``DSHWEB_ENGINE``, ``DSHWEB_ENGINE_URL``, ``DSHWEB_PUBLIC_URL``,
   ``DSHWEB_METRICS_TOKEN``, ``DSHWEB_TRUSTED_PROXIES``, ``DSHWEB_WEBHOOK_ALLOWED_HOSTS``,
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import zoneinfo
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -137,6 +139,21 @@ def engine_url() -> str:
             parse_launch_url(value)
         except LaunchUrlError as error:  # its message never shows the token
             raise ConfigurationError("DSHWEB_ENGINE_URL", str(error)) from None
+    return value
+
+
+def time_zone() -> str:
+    """``DSHWEB_TIME_ZONE``: the IANA time zone the cost's days and weeks are in (and
+    Django's ``TIME_ZONE``); unset: UTC."""
+    value = _get("DSHWEB_TIME_ZONE").strip() or "UTC"
+    try:
+        zoneinfo.ZoneInfo(value)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ConfigurationError(
+            "DSHWEB_TIME_ZONE",
+            f"{value!r} is not a time zone",
+            "name one of the IANA database (Europe/Berlin, Asia/Shanghai, UTC)",
+        ) from None
     return value
 
 

@@ -216,7 +216,8 @@ LANGUAGES = [("en", "English"), ("zh-hans", "简体中文")]
 LOCALE_PATHS = [Path(__file__).resolve().parent / "locale"]
 LANGUAGE_COOKIE_AGE = 365 * 24 * 3600
 LANGUAGE_COOKIE_SAMESITE = "Lax"
-TIME_ZONE = "UTC"
+# The cost page's days and weeks, and the times Django shows (docs/configuration.md).
+TIME_ZONE = _read(environment_server.time_zone, "UTC")
 USE_I18N = True
 USE_TZ = True
 

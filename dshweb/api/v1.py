@@ -28,6 +28,7 @@ from dshweb.config import get_config
 from dshweb.core.fold.gauge import Band, ContextGauge, context_percent
 from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.listing.query import ListQuery, SessionState, SortKey
+from dshweb.core.listing.spend import Amount, Burn, SpendReport
 from dshweb.core.profile.effective import effective_settings
 from dshweb.core.profile.profile import profile_names
 from dshweb.live.hub import SessionView
@@ -40,7 +41,7 @@ from dshweb.sessions.display.ledger_rows import (
     refused_row,
     timeline_rows,
 )
-from dshweb.sessions.selectors import Found, find_session
+from dshweb.sessions.selectors import Found, find_session, spend_of
 from dshweb.sessions.step_exports import step_download
 
 api = NinjaAPI(
@@ -467,6 +468,108 @@ def profiles(request: HttpRequest) -> dict[str, Any]:
                 )
     elsewhere = [] if collecting() else list(homes.names)
     return {"profiles": found, "elsewhere": elsewhere}
+
+
+class Spent(Schema):
+    """Dollars of what has a price; ``unpriced``: some requests in it are on a model
+    without one, left out (``usd`` is ``null`` when none had one: unknown, never 0)."""
+
+    usd: float | None
+    unpriced: bool
+
+
+class DayCost(Spent):
+    date: str
+    """The day, in the server's time zone (``2026-09-02``)."""
+
+
+class WeekCost(Spent):
+    week: str
+    """The ISO week (``2026-W36``)."""
+    start: str
+    """Its Monday."""
+
+
+class ProjectCost(Spent):
+    folder: str
+    """DSH's project folder (``--home-me-app--``)."""
+    cwd: str | None
+    """The working folder most of its sessions ran in."""
+    sessions: int
+
+
+class BurnRate(Spent):
+    """What was spent from ``since`` to ``now`` (epoch ms: the quarter hour now under way
+    and those before it), and per hour."""
+
+    since: int
+    now: int
+    usdPerHour: float | None
+
+
+class CostReport(Schema):
+    """What every shown session cost, as the cost page shows it."""
+
+    timeZone: str
+    registry: Registry
+    total: Spent
+    undated: Spent
+    """Requests at no known time (in their project's total, on no day)."""
+    lastHour: BurnRate
+    lastDay: BurnRate
+    days: list[DayCost]
+    """The last 14 days, today first."""
+    weeks: list[WeekCost]
+    """The last 8 ISO weeks, this one first."""
+    projects: list[ProjectCost]
+    """The dearest first."""
+
+
+def _spent(amount: Amount) -> dict[str, Any]:
+    return {"usd": amount.usd, "unpriced": amount.unrated}
+
+
+def _burn(burn: Burn) -> dict[str, Any]:
+    return {
+        **_spent(burn.amount),
+        "since": burn.since_ms,
+        "now": burn.now_ms,
+        "usdPerHour": burn.per_hour,
+    }
+
+
+def cost_report_json(report: SpendReport, version: str) -> dict[str, Any]:
+    return {
+        "timeZone": report.zone,
+        "registry": {"package": "dsh-llm-cost", "version": version},
+        "total": _spent(report.total),
+        "undated": _spent(report.undated),
+        "lastHour": _burn(report.last_hour),
+        "lastDay": _burn(report.last_day),
+        "days": [{"date": d.day.isoformat(), **_spent(d.amount)} for d in report.days],
+        "weeks": [
+            {
+                "week": f"{w.iso[0]}-W{w.iso[1]:02d}",
+                "start": w.start.isoformat(),
+                **_spent(w.amount),
+            }
+            for w in report.weeks
+        ],
+        "projects": [
+            {"folder": p.folder, "cwd": p.cwd or None, "sessions": p.sessions, **_spent(p.amount)}
+            for p in report.projects
+        ],
+    }
+
+
+@api.get("/cost", response={200: CostReport, 401: Problem, 503: Problem})
+def cost(request: HttpRequest) -> dict[str, Any]:
+    """What every shown session cost: by day and ISO week (in the server's time zone), by
+    project, and the burn rate; the cost page's figures."""
+    homes = shown_homes()
+    if homes.error is not None:
+        raise HttpError(503, homes.error)
+    return cost_report_json(spend_of(homes), get_config().rate_book.version)
 
 
 def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:

@@ -4,15 +4,21 @@
 the first read of the homes has got), or :class:`NotShown`: the home cannot be read
 (503, with the reason), the session is not there once its home has been read through
 (404), or the read has not got that far yet (503: it may yet appear). Each caller says it
-in its own way: a page, a JSON ``{"detail"}``.
+in its own way: a page, a JSON ``{"detail"}``. :func:`spend_of` gives what the homes
+spent, for the cost page and its API call alike.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
+from django.utils import timezone
+
 from dshweb.collect.shown import shown_homes
+from dshweb.config import get_config
 from dshweb.core.fold.progress import FoldProgress
+from dshweb.core.listing.spend import SpendReport, spend_report
 from dshweb.live.homes import Homes, ShownHome
 from dshweb.live.hub import SessionView
 
@@ -59,3 +65,16 @@ def find_session(home: str, session_id: str) -> Found | NotShown:
         status, progress = missing_session(homes, shown)
         return NotShown(status, homes, shown, progress)
     return Found(shown, view, homes.progress)
+
+
+def now_ms() -> int:
+    """The time the cost's days, weeks and burn rate are taken at (epoch ms)."""
+    return int(time.time() * 1000)
+
+
+def spend_of(homes: Homes) -> SpendReport:
+    """What the shown homes spent (each home's sums kept by its sessions list's tree),
+    priced by this server's rates, its days in the server's time zone (``TIME_ZONE``)."""
+    spends = [shown.view.home_tree.spend for shown in homes.shown if shown.view.error is None]
+    zone = timezone.get_default_timezone()
+    return spend_report(spends, get_config().rate_book, zone, now_ms())

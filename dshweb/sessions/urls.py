@@ -13,6 +13,7 @@ SESSION = "homes/<home:home>/sessions/<path:session_id>/"
 urlpatterns = [
     path("", views.session_list, name="session-list"),
     path("progress/", views.fold_progress, name="fold-progress"),
+    path("cost/", views.cost, name="cost"),
     path(f"{SESSION}compact/", views.session_compact, name="session-compact"),
     # Names with a dot: a session page's address always ends in "/", so none is shadowed.
     path(f"{SESSION}ledger.html", exports.session_ledger, name="session-ledger"),

@@ -28,12 +28,13 @@ from dshweb.collect.shown import shown_homes
 from dshweb.compaction import service as compact
 from dshweb.compaction.which_dsh_web import NoCompact, demo_compacts, why_no_compact
 from dshweb.config import get_config
+from dshweb.core.fold.cost import window_text
 from dshweb.core.listing.query import list_query
 from dshweb.installed import add_extra
 from dshweb.sessions import fragments
 from dshweb.sessions.fragments import page_parts, session_context
 from dshweb.sessions.refusals import HtmxHttpRequest, home_error, session_or_refusal
-from dshweb.sessions.selectors import HOME_UNAVAILABLE
+from dshweb.sessions.selectors import HOME_UNAVAILABLE, spend_of
 
 
 def session_url(home: str, session_id: str) -> str:
@@ -57,6 +58,25 @@ def session_list(request: HtmxHttpRequest) -> HttpResponse:
         response = render(request, "dashboard/session_list.html", context)
     patch_vary_headers(response, ("HX-Request",))
     return response
+
+
+@require_safe
+def cost(request: HtmxHttpRequest) -> HttpResponse:
+    """What every shown session cost: by day, by ISO week and by project, and the burn
+    rate (:mod:`dshweb.core.listing.spend`)."""
+    homes = shown_homes()
+    if homes.error is not None:
+        return home_error(request, homes)
+    book = get_config().rate_book
+    report = spend_of(homes)
+    context = {
+        "report": report,
+        "burns": [(report.last_hour, "hour"), (report.last_day, "day")],
+        "book": book,
+        "windows": ", ".join(window_text(w) for w in book.windows),
+        "progress": homes.progress,
+    }
+    return render(request, "dashboard/cost.html", context)
 
 
 @require_safe

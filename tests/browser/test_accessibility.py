@@ -41,6 +41,7 @@ PAGES = {
     "settings": "/settings/",
     "settings-form": "/settings/sdk/context-truth/",
     "engine": "/settings/engine/",
+    "cost": "/cost/",
     "alerts": "/alerts/",
     "new-rule": "/alerts/new/",
     "tokens": "/tokens/",

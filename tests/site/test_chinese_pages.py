@@ -28,7 +28,7 @@ NOT_READ = {"script", "style", "code", "pre", "kbd", "template"}
 SAME_IN_EVERY_LANGUAGE = {
     "dshweb", "DSH", "API", "JSON", "CSV", "UTC", "URL", "ID", "HMAC", "SHA256",
     "Webhook", "Token", "Tokens", "tokens", "token", "Slack", "Django", "dsh-context-truth",
-    "context-truth", "K", "M", "OpenAPI",
+    "context-truth", "K", "M", "OpenAPI", "ISO",
 }  # fmt: skip
 """Product names, formats and units; ``token`` as ``dsh-context-truth``'s own Chinese line
 writes it."""
@@ -52,6 +52,7 @@ PAGES = {
     "/homes/local/sessions/plain-turns/": 200,
     "/homes/local/sessions/auto-compact/ledger.html": 200,
     "/homes/local/sessions/no-such-session/": 404,
+    "/cost/": 200,
     "/alerts/": 200,
     "/alerts/new/": 200,
     "/tokens/": 200,

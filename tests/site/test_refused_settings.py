@@ -177,6 +177,7 @@ BAD_SETTINGS = [
     ("DSHWEB_ENGINE_URL", "127.0.0.1:9", "must start with http://"),
     ("DSHWEB_PUBLIC_URL", "dsh.example.com", "'dsh.example.com' is not a web address"),
     ("DSHWEB_METRICS_TOKEN", "two words", "holds a space"),
+    ("DSHWEB_TIME_ZONE", "Mars/Olympus", "'Mars/Olympus' is not a time zone"),
     ("DSHWEB_ALLOWED_HOSTS", "https://dsh.example.com", "is a web address, not a host"),
     ("DSHWEB_ALLOWED_HOSTS", "dsh.example.com:8000", "has a port"),
     ("DSHWEB_ALLOWED_HOSTS", "::1", "write [::1]"),
