@@ -82,7 +82,10 @@ class BrowserMessage:
 
 
 def session_url(home: str, session_id: str) -> str:
-    """The session's page: ``PUBLIC_URL`` + its path (the path alone without one)."""
+    """The session's page: ``PUBLIC_URL`` + its path (the path alone without one); for a
+    firing of the home (no session: its cost today), the cost page."""
+    if not session_id:
+        return get_config().public_url + "/cost/"
     path = f"/homes/{quote(home, safe='')}/sessions/{quote(session_id, safe='')}/"
     return get_config().public_url + path
 
@@ -104,9 +107,10 @@ def firing_payload(firing: AlertFiring) -> dict[str, Any]:
 
 
 def headline(firing: AlertFiring) -> str:
-    """One line: the rule and the session (a title's line breaks made spaces: it is also
-    an email's subject)."""
-    return " ".join(f"{firing.rule.name}: {firing.title or firing.session_id}".split())
+    """One line: the rule and the session, or the home for a firing of the home (a title's
+    line breaks made spaces: it is also an email's subject)."""
+    what = firing.title or firing.session_id or firing.home
+    return " ".join(f"{firing.rule.name}: {what}".split())
 
 
 def signature(secret: str, timestamp: int, body: bytes) -> str:
@@ -118,7 +122,7 @@ def webhook_body(rule: AlertRule, firing: AlertFiring) -> bytes:
     if rule.webhook_format == AlertRule.WebhookFormat.SLACK:
         url = session_url(firing.home, firing.session_id)
         with in_language(rule.language):
-            link = _("Open the session")
+            link = _("Open the session") if firing.session_id else _("Open the cost page")
         text = f"*{headline(firing)}*\n{firing.summary}\n<{url}|{link}>"
         return json.dumps({"text": text}).encode()
     return json.dumps(firing_payload(firing)).encode()
@@ -154,7 +158,8 @@ def send_email(rule: AlertRule, firing: AlertFiring) -> None:
         body = "\n\n".join(
             [
                 firing.summary,
-                _("Session: %(url)s") % {"url": session_url(firing.home, firing.session_id)},
+                (_("Session: %(url)s") if firing.session_id else _("Cost: %(url)s"))
+                % {"url": session_url(firing.home, firing.session_id)},
                 _("Rule: %(name)s (%(condition)s)")
                 % {"name": rule.name, "condition": rule.condition_name()},
             ]

@@ -33,10 +33,13 @@ from dshweb.words import BANDS, named, said
 
 MAX_STEPS = 100
 MAX_COOLDOWN = 7 * 24 * 3600
+MAX_USD = 1_000_000.0
 PARAMETERS = {
     Condition.BAND: ("band",),
     Condition.PASS_SOON: ("steps",),
     Condition.CACHE_LOW: ("ratio", "window"),
+    Condition.SESSION_COST: ("usd",),
+    Condition.DAY_COST: ("usd", "scope_home"),
 }
 """The parameters each condition reads; the others have none."""
 SCOPE_FIELDS = {
@@ -84,6 +87,7 @@ class AlertRuleForm(forms.ModelForm[AlertRule]):
             "steps",
             "ratio",
             "window",
+            "usd",
             "scope",
             "folder",
             "scope_home",
@@ -102,6 +106,7 @@ class AlertRuleForm(forms.ModelForm[AlertRule]):
             "steps": gettext_lazy("Within N steps"),
             "ratio": gettext_lazy("Cache-hit ratio below"),
             "window": gettext_lazy("Over the last K steps"),
+            "usd": gettext_lazy("Cost of at least ($)"),
             "scope": gettext_lazy("Sessions"),
             "folder": gettext_lazy("Project folder"),
             "scope_home": gettext_lazy("Home"),
@@ -116,6 +121,12 @@ class AlertRuleForm(forms.ModelForm[AlertRule]):
             "steps": gettext_lazy("Fires when the forecast puts the next fold this close."),
             "ratio": gettext_lazy("From 0 to 1: 0.5 is half of the prompt read from the cache."),
             "window": gettext_lazy("How many recent steps the ratio is taken over."),
+            "usd": gettext_lazy(
+                "In dollars, as the cost page prices it; fires once when the cost reaches it."
+            ),
+            "scope_home": gettext_lazy(
+                "A home's name; for its cost today, empty: each home on its own."
+            ),
             "folder": gettext_lazy("A project folder, as DSH records it (/home/me/app)."),
             "cooldown_seconds": gettext_lazy("At most one firing per session in this long."),
             "webhook_url": gettext_lazy(
@@ -184,6 +195,15 @@ class AlertRuleForm(forms.ModelForm[AlertRule]):
     def clean_cooldown_seconds(self) -> int:
         return _within(self.cleaned_data.get("cooldown_seconds"), 0, MAX_COOLDOWN, IN_SECONDS)
 
+    def clean_usd(self) -> float:
+        usd = self.cleaned_data.get("usd")
+        if usd is None or not 0 < usd <= MAX_USD:
+            raise forms.ValidationError(
+                _("An amount in dollars above 0 and at most %(most)s (10 is $10).")
+                % {"most": f"{MAX_USD:,.0f}"}
+            )
+        return float(usd)
+
     def clean_ratio(self) -> float:
         ratio = self.cleaned_data.get("ratio")
         if ratio is None or not 0 < ratio <= 1:
@@ -243,7 +263,7 @@ class AlertRuleForm(forms.ModelForm[AlertRule]):
         condition = data.get("condition")
         if condition:
             kept = set(PARAMETERS.get(Condition(condition), ()))
-            for name in ("band", "steps", "ratio", "window"):
+            for name in ("band", "steps", "ratio", "window", "usd"):
                 if name not in kept and name in self.errors:
                     # Not this condition's: the saved value stays, the error is not its.
                     del self.errors[name]
@@ -258,6 +278,14 @@ class AlertRuleForm(forms.ModelForm[AlertRule]):
                 ),
             )
         scope = data.get("scope")
+        if condition == Condition.DAY_COST and scope != ScopeKind.ALL:
+            self.add_error(
+                "scope",
+                _(
+                    "A home's cost today is that of all its sessions:"
+                    " choose all (and a home below)."
+                ),
+            )
         if scope == ScopeKind.FOLDER and not data.get("folder"):
             self.add_error("folder", _("Name the project folder this rule watches."))
         if scope == ScopeKind.SESSION:

@@ -12,6 +12,7 @@ from django.db import models
 from django.utils.translation import gettext_lazy
 
 from dshweb.core.alerts.conditions import ALERT_BANDS, Condition, RuleSpec, Scope, ScopeKind
+from dshweb.core.fold.cost import usd_text
 from dshweb.core.fold.gauge import Band
 
 CONDITIONS = {
@@ -22,6 +23,8 @@ CONDITIONS = {
     Condition.OVERFLOW: gettext_lazy("overflow recovery"),
     Condition.CACHE_LOW: gettext_lazy("cache-hit ratio below X over the last K steps"),
     Condition.READER_ERROR: gettext_lazy("the log cannot be read"),
+    Condition.SESSION_COST: gettext_lazy("a session's cost reaches $X"),
+    Condition.DAY_COST: gettext_lazy("a home's cost today reaches $X"),
 }
 """Each condition as a person reads it (the core's labels, translated)."""
 
@@ -46,6 +49,7 @@ class AlertRule(models.Model):
     steps = models.PositiveIntegerField(default=3, help_text="Fold expected within N steps.")
     ratio = models.FloatField(default=0.5, help_text="Cache-hit ratio below X (0 to 1).")
     window = models.PositiveIntegerField(default=10, help_text="Over the last K steps.")
+    usd = models.FloatField(default=10.0, help_text="A cost of $X or more (dollars).")
     scope = models.CharField(
         max_length=10, default=ScopeKind.ALL.value, choices=[(k.value, k.value) for k in ScopeKind]
     )
@@ -84,6 +88,10 @@ class AlertRule(models.Model):
         """The condition as a person reads it, in the active language."""
         return str(CONDITIONS.get(Condition(self.condition), self.condition))
 
+    def usd_text(self) -> str:
+        """The amount a cost rule watches for, as every page writes dollars."""
+        return usd_text(self.usd)
+
     def spec(self) -> RuleSpec:
         return RuleSpec(
             condition=Condition(self.condition),
@@ -91,6 +99,7 @@ class AlertRule(models.Model):
             steps=self.steps,
             ratio=self.ratio,
             window=self.window,
+            usd=self.usd,
             scope=Scope(ScopeKind(self.scope), self.folder, self.scope_home, self.scope_session),
         )
 
@@ -101,7 +110,7 @@ class AlertFiring(models.Model):
 
     rule = models.ForeignKey(AlertRule, on_delete=models.CASCADE, related_name="firings")
     home = models.TextField()
-    session_id = models.TextField()
+    session_id = models.TextField(help_text="Empty: the firing is the home's (its cost today).")
     title = models.TextField(blank=True, help_text="The session's title then.")
     key = models.CharField(max_length=40, help_text='"on" (a level) or the event\'s seq.')
     summary = models.TextField()

@@ -20,6 +20,12 @@ under way get the stop's grace, then are recorded as interrupted, due again at o
 past the grace). When a watcher starts, the claims of attempts whose process is gone (a
 kill, a crash) are let go, so those deliveries are tried at once.
 
+A rule on a home's cost today (:attr:`~dshweb.core.alerts.conditions.Condition.is_home`)
+is looked at once per round in which some session of the home changed, against the
+home's spend as its sessions list keeps it (:attr:`HomeView.home_tree
+<dshweb.live.hub.HomeView.home_tree>`: what changed, not the home, is summed again), with
+the server's rates and time zone; its firings name the home and no session.
+
 An event rule fires once per fold (:func:`~dshweb.core.alerts.firing.decide_events`):
 every fold past the last one told, oldest first, each written as its own firing before
 the next is decided. What each rule last fired for, per session, is taken back from the
@@ -53,11 +59,13 @@ from django.utils import timezone
 from dshweb.alerts import deliveries
 from dshweb.alerts.models import AlertDelivery, AlertFiring, AlertRule
 from dshweb.alerts.words import summary_in
+from dshweb.config import get_config
 from dshweb.core.alerts.conditions import (
     Condition,
     Reading,
     RuleSpec,
     condition_reading,
+    day_cost_reading,
     event_readings,
 )
 from dshweb.core.alerts.firing import (
@@ -69,6 +77,7 @@ from dshweb.core.alerts.firing import (
     told_through,
 )
 from dshweb.core.alerts.lanes import Attempt, Lane, LaneLimits
+from dshweb.core.listing.spend import day_amount, local_date
 from dshweb.live import timing
 from dshweb.live.hub import ChangeSource, HomeChange, HomeView, SessionView
 from dshweb.live.hubtask import HubTask, next_within
@@ -80,7 +89,10 @@ log = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
 ArmedKey = tuple[int, str]
-"""(rule id, session id): the watcher follows one home."""
+"""(rule id, session id): the watcher follows one home; a home rule's session id is
+:data:`HOME`."""
+HOME = ""
+"""The session id of a firing that is the home's (its cost today)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +187,7 @@ class AlertWatcher:
             changed = set(view.sessions)
         if changed and self._rules:
             self._evaluate_sessions(view, changed)
+            self._evaluate_home(view, changed)
         if self._rules_unseen:
             self._rules_unseen = False
             reading = sum(not session.read_to_end for session in view.sessions.values())
@@ -193,16 +206,59 @@ class AlertWatcher:
             if session is None or not session.read_to_end:
                 continue  # gone, or its past still being read: looked at once it is read
             for rule in self._rules:
-                if rule.spec.scope.covers(self.home, session.snapshot):
+                if not rule.spec.condition.is_home and rule.spec.scope.covers(
+                    self.home, session.snapshot
+                ):
                     self._evaluate_rule(rule, session_id, session, now)
+
+    def _evaluate_home(self, view: HomeView, changed: set[str]) -> None:
+        """The rules on the home's cost today, once the home changed."""
+        rules = [
+            rule
+            for rule in self._rules
+            if rule.spec.condition.is_home and rule.spec.covers_home(self.home)
+        ]
+        if not rules or view.error is not None:
+            return
+        now = time.time()
+        zone = timezone.get_default_timezone()
+        today = local_date(int(now * 1000), zone)
+        spent = day_amount([view.home_tree.spend], get_config().rate_book, zone, today)
+        latest = max(
+            (
+                session.snapshot.last_time or 0
+                for session_id in changed
+                if (session := view.sessions.get(session_id)) is not None
+            ),
+            default=None,
+        )
+        for rule in rules:
+            reading = day_cost_reading(
+                rule.spec, self.home, today, spent.usd, spent.unrated, latest
+            )
+            armed = self._armed.get((rule.row.pk, HOME))
+            cooldown = rule.row.cooldown_seconds
+            decision = decide(armed, reading, now=now, cooldown=cooldown, since_ms=rule.since_ms)
+            self._record(rule, HOME, "", [(reading, decision)])
 
     def _evaluate_rule(
         self, rule: _Rule, session_id: str, session: SessionView, now: float
     ) -> None:
         """Decide ``rule`` on one session, write what fires, and keep its state."""
+        decided = _decisions(rule, session, self._armed.get((rule.row.pk, session_id)), now)
+        self._record(rule, session_id, session.snapshot.title or "", decided)
+
+    def _record(
+        self,
+        rule: _Rule,
+        session_id: str,
+        title: str,
+        decided: list[tuple[Reading, Decision]],
+    ) -> None:
+        """Write what fires of ``rule``'s decisions on a session (or the home), and keep
+        its state."""
         key = (rule.row.pk, session_id)
-        snapshot = session.snapshot
-        for reading, decision in _decisions(rule, session, self._armed.get(key), now):
+        for reading, decision in decided:
             # Recorded before it is kept: a write that fails is decided again next round.
             if decision.fire and reading.key is not None:
                 try:
@@ -210,7 +266,7 @@ class AlertWatcher:
                         rule.row,
                         home=self.home,
                         session_id=session_id,
-                        title=snapshot.title or "",
+                        title=title,
                         key=reading.key,
                         summary=summary_in(rule.row.language, reading),
                     )
@@ -344,7 +400,8 @@ def _decisions(
         readings = event_readings(spec, session.snapshot, after=told_through(armed))
         decided = decide_events(armed, readings, now=now, cooldown=cooldown, since_ms=rule.since_ms)
         return list(zip(readings, decided, strict=True))
-    reading = condition_reading(spec, session.snapshot, session.gauge, int(now * 1000))
+    book = get_config().rate_book
+    reading = condition_reading(spec, session.snapshot, session.gauge, int(now * 1000), book)
     return [(reading, decide(armed, reading, now=now, cooldown=cooldown, since_ms=rule.since_ms))]
 
 

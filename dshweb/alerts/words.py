@@ -32,6 +32,15 @@ SUMMARIES = {
     "fold": _("%(kind)s: %(before)s → %(after)s tokens"),
     "fold-failed": _("%(kind)s failed: %(error)s"),
     "fold-kind": _("%(kind)s"),
+    "session-cost": _("session cost %(cost)s, past %(amount)s"),
+    "session-cost-partial": _(
+        "session cost %(cost)s, past %(amount)s (partial: a model without a price is not counted)"
+    ),
+    "day-cost": _("cost on %(day)s in home %(home)s: %(cost)s, past %(amount)s"),
+    "day-cost-partial": _(
+        "cost on %(day)s in home %(home)s: %(cost)s, past %(amount)s "
+        "(partial: a model without a price is not counted)"
+    ),
 }
 COMPACTION_PHRASES = {
     "automatic": _("automatic compaction"),

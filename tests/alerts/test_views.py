@@ -89,6 +89,14 @@ def test_a_rule_made_in_the_browser_is_the_users_and_its_secret_is_shown_once() 
         ({"webhook_url": "ftp://x/"}, "webhook_url", "Enter a valid URL."),
         ({"notify_browser": ""}, None, "Choose at least one way to be told"),
         ({"condition": "nope"}, "condition", "Select a valid choice."),
+        ({"condition": "session-cost", "usd": "0"}, "usd", "An amount in dollars above 0"),
+        ({"condition": "day-cost", "usd": "-5"}, "usd", "An amount in dollars above 0"),
+        ({"condition": "day-cost", "usd": "abc"}, "usd", "Enter a number."),
+        (
+            {"condition": "day-cost", "usd": "5", "scope": "folder", "folder": "/home/ann/app"},
+            "scope",
+            "cost today is that of all its sessions",
+        ),
     ],
 )
 def test_invalid_rules_are_refused_next_to_their_field(
@@ -341,3 +349,25 @@ def test_a_refused_webhook_says_why_in_the_pages_language() -> None:
     assert "10.0.0.1 是内部地址（10.0.0.1）：Webhook 只发往公网地址" in field
     assert "internal address" not in field
     assert not AlertRule.objects.exists()
+
+
+def test_a_budget_rule_is_made_with_its_amount_and_listed_with_it() -> None:
+    client, _ = signed_in()
+    form = client.get("/alerts/new/?condition=day-cost").content.decode()
+    shown, _ = _field_names(form)
+    assert {"usd", "scope_home"} <= shown and not {"band", "steps", "ratio"} & shown
+    made = client.post(
+        "/alerts/new/",
+        VALID | {"condition": "day-cost", "usd": "5", "fields_seen": "scope_home usd"},
+    )
+    assert made.status_code == 302
+    rule = AlertRule.objects.get()
+    assert (rule.condition, rule.usd, rule.scope, rule.scope_home) == ("day-cost", 5.0, "all", "")
+    listed = client.get("/alerts/").content.decode()
+    assert "the cost today reaches $5.00" in listed and "each home" in listed
+    session_rule = client.post(
+        "/alerts/new/",
+        VALID | {"name": "dear", "condition": "session-cost", "usd": "0.25", "fields_seen": "usd"},
+    )
+    assert session_rule.status_code == 302
+    assert "a session's cost reaches $0.250" in client.get("/alerts/").content.decode()

@@ -7,7 +7,8 @@ of one project folder, or one session). Two kinds of condition:
   ``tight`` or ``critical`` (the band the dashboard shows, held with its hysteresis, so a
   measure hovering at an edge does not flap it), a fold expected within ``steps`` steps
   (the forecast's expected steps, rounded up as the page shows them), a cache-hit ratio
-  below ``ratio`` over the last ``window`` steps, a reader error;
+  below ``ratio`` over the last ``window`` steps, a reader error, the session's cost at
+  ``usd`` dollars or more (what has a price: a partial cost that reaches it has);
 - *events* happen at one place in the log: a fold that ended (any kind, a prune pass
   included), a fold or summary that failed (``compaction/end`` with an error), an
   overflow recovery (the provider refused the request as too large and DSH folded to
@@ -19,15 +20,22 @@ one-line summary a person reads in a notification. :func:`event_readings` gives 
 condition's readings one per fold, oldest first, from a seq on: every fold that ended
 since the last one told, however many one look finds. :mod:`dshweb.core.alerts.firing`
 decides from successive readings when a rule fires.
+
+One condition is a home's, not a session's (:attr:`Condition.is_home`): the home's cost
+today, in the server's time zone, at ``usd`` dollars or more (:func:`day_cost_reading`).
+It is a level whose key is the day, so it fires once a day at most: when the day's cost
+reaches the amount.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from datetime import date
 from enum import StrEnum
 
 from dshweb.core.fold.compactions import Compaction
+from dshweb.core.fold.cost import REGISTRY_RATES, RateBook, usd_text
 from dshweb.core.fold.gauge import Band, ContextGauge
 from dshweb.core.fold.meter import cache_and_prompt
 from dshweb.core.fold.session import CACHE_STEPS, SessionSnapshot
@@ -42,10 +50,17 @@ class Condition(StrEnum):
     OVERFLOW = "overflow"
     CACHE_LOW = "cache-low"
     READER_ERROR = "reader-error"
+    SESSION_COST = "session-cost"
+    DAY_COST = "day-cost"
 
     @property
     def is_event(self) -> bool:
         return self in EVENTS
+
+    @property
+    def is_home(self) -> bool:
+        """A condition on a home as a whole, not on each session."""
+        return self is Condition.DAY_COST
 
     @property
     def label(self) -> str:
@@ -61,6 +76,8 @@ LABELS = {
     Condition.OVERFLOW: "overflow recovery",
     Condition.CACHE_LOW: "cache-hit ratio below X over the last K steps",
     Condition.READER_ERROR: "the log cannot be read",
+    Condition.SESSION_COST: "a session's cost reaches $X",
+    Condition.DAY_COST: "a home's cost today reaches $X",
 }
 ALERT_BANDS = (Band.TIGHT, Band.CRITICAL)
 """The bands a rule can watch for (``critical`` only, or ``tight`` and past it)."""
@@ -101,7 +118,13 @@ class RuleSpec:
     steps: int = 3
     ratio: float = 0.5
     window: int = 10
+    usd: float = 10.0
+    """The dollars a cost condition watches for."""
     scope: Scope = Scope()
+
+    def covers_home(self, home: str) -> bool:
+        """Whether a home condition watches ``home`` (its scope names it, or no home)."""
+        return self.scope.home in ("", home)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,10 +146,20 @@ ON = "on"
 
 
 def condition_reading(
-    spec: RuleSpec, snapshot: SessionSnapshot, gauge: ContextGauge, now_ms: int | None = None
+    spec: RuleSpec,
+    snapshot: SessionSnapshot,
+    gauge: ContextGauge,
+    now_ms: int | None = None,
+    book: RateBook = REGISTRY_RATES,
 ) -> Reading:
-    """Whether ``spec``'s condition holds for the session now, and in what words."""
+    """Whether ``spec``'s condition holds for the session now, and in what words (a cost
+    in dollars by ``book``)."""
     condition = spec.condition
+    if condition.is_home:  # a home's: read by day_cost_reading
+        return NOT_HOLDING
+    if condition is Condition.SESSION_COST:
+        level = _session_cost(spec, snapshot, book)
+        return level if level.key is None else replace(level, time=snapshot.last_time)
     if not condition.is_event:
         level = _level(spec, snapshot, gauge, now_ms)
         return level if level.key is None else replace(level, time=snapshot.last_time)
@@ -184,6 +217,45 @@ def _level(
     error = snapshot.errors[0]
     return Reading(
         ON, f"the log cannot be read: {error}", said="reader-error", figures=(("error", error),)
+    )
+
+
+def _session_cost(spec: RuleSpec, snapshot: SessionSnapshot, book: RateBook) -> Reading:
+    total, unrated = book.total(snapshot.cost)
+    if total is None or total < spec.usd:
+        return NOT_HOLDING
+    cost, amount = usd_text(total), usd_text(spec.usd)
+    partial = " (partial: a model without a price is not counted)" if unrated else ""
+    return Reading(
+        ON,
+        f"session cost {cost}, past {amount}{partial}",
+        said="session-cost-partial" if unrated else "session-cost",
+        figures=(("cost", cost), ("amount", amount)),
+    )
+
+
+def day_cost_reading(
+    spec: RuleSpec,
+    home: str,
+    day: date,
+    dollars: float | None,
+    unrated: bool,
+    time_ms: int | None = None,
+) -> Reading:
+    """Whether home ``home``'s cost on ``day`` (today: ``dollars`` of what has a price,
+    ``unrated`` when some request had none) reaches ``spec.usd``; its key is the day.
+    ``time_ms``: when the home last changed (what happened before the rule was saved
+    does not fire at first sight)."""
+    if dollars is None or dollars < spec.usd:
+        return NOT_HOLDING
+    cost, amount = usd_text(dollars), usd_text(spec.usd)
+    partial = " (partial: a model without a price is not counted)" if unrated else ""
+    return Reading(
+        day.isoformat(),
+        f"cost on {day.isoformat()} in home {home}: {cost}, past {amount}{partial}",
+        time=time_ms,
+        said="day-cost-partial" if unrated else "day-cost",
+        figures=(("day", day.isoformat()), ("home", home), ("cost", cost), ("amount", amount)),
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import replace
+from datetime import UTC, date, datetime
 
 import pytest
 
@@ -19,6 +20,7 @@ from dshweb.core.alerts.conditions import (
     ScopeKind,
     cache_hit_ratio,
     condition_reading,
+    day_cost_reading,
     event_readings,
 )
 from dshweb.core.alerts.firing import (
@@ -29,9 +31,12 @@ from dshweb.core.alerts.firing import (
     decide_events,
     told_through,
 )
+from dshweb.core.fold.billing import slot_of
 from dshweb.core.fold.compactions import Compaction
+from dshweb.core.fold.cost import RateBook, SessionCost, usd_text
 from dshweb.core.fold.gauge import Band, ContextGauge, context_gauge
 from dshweb.core.fold.ledger import Ledger
+from dshweb.core.fold.session import SessionSnapshot
 from tests.support.snapshots import fixture_snapshot, session_snapshot
 
 
@@ -304,3 +309,63 @@ def test_a_key_that_names_no_compaction_is_a_first_sight() -> None:
     readings = [compaction(5, time=999), compaction(9)]
     decisions = decide_events(Armed(ON, 1), readings, now=9, cooldown=0, since_ms=SINCE)
     assert decisions == [Decision(Armed("5", 1)), Decision(Armed("9", 9), fire=True)]
+
+
+# -- budgets -----------------------------------------------------------------------------------
+
+
+def _costing(*requests: tuple[str, int]) -> SessionSnapshot:
+    """A session of ``(model, output tokens)`` requests at 2026-09-02 10:00 UTC."""
+    at_ms = int(datetime(2026, 9, 2, 10, tzinfo=UTC).timestamp() * 1000)
+    slots = tuple((slot_of((m, "deepseek-official"), at_ms), (0, n, 0, 0)) for m, n in requests)
+    return session_snapshot("s", last_time=7, cost=SessionCost(requests=slots))
+
+
+def test_a_session_cost_rule_holds_from_its_amount_on_and_never_on_an_unknown_cost() -> None:
+    shot = _costing(("deepseek-v4-pro", 100_000))
+    total, _ = RateBook().total(shot.cost)
+    assert total is not None and total > 0
+    band = gauge(Band.AMPLE)
+    below = condition_reading(RuleSpec(Condition.SESSION_COST, usd=total * 1.01), shot, band)
+    assert below.key is None
+    at = condition_reading(RuleSpec(Condition.SESSION_COST, usd=total), shot, band)
+    assert (at.key, at.time, at.said) == (ON, 7, "session-cost")
+    assert at.summary == f"session cost {usd_text(total)}, past {usd_text(total)}"
+    unknown = _costing(("mystery-model-9", 100_000))
+    assert condition_reading(RuleSpec(Condition.SESSION_COST, usd=1e-9), unknown, band).key is None
+    # Partial: what has a price reaches the amount; the rest would only add to it.
+    mixed = _costing(("deepseek-v4-pro", 100_000), ("mystery-model-9", 100_000))
+    partial = condition_reading(RuleSpec(Condition.SESSION_COST, usd=total), mixed, band)
+    assert partial.key == ON and partial.said == "session-cost-partial"
+    # A home's condition is never read off one session.
+    assert condition_reading(RuleSpec(Condition.DAY_COST, usd=1e-9), shot, band).key is None
+
+
+def test_a_day_cost_rule_fires_once_a_day_when_the_day_crosses_its_amount() -> None:
+    spec = RuleSpec(Condition.DAY_COST, usd=5.0)
+    monday, tuesday = date(2026, 9, 7), date(2026, 9, 8)
+    armed: Armed | None = None
+    fires = []
+    for day, dollars in [
+        (monday, 4.99),  # below
+        (monday, 5.0),  # crosses: fires
+        (monday, 9.0),  # still past: nothing
+        (tuesday, 0.5),  # a new day, below: over
+        (tuesday, 6.0),  # crosses again: fires
+        (tuesday, 7.0),
+    ]:
+        reading = day_cost_reading(spec, "local", day, dollars, False, 1)
+        decision = decide(armed, reading, now=0.0, cooldown=0)
+        armed = decision.armed
+        fires.append((reading.key, decision.fire, decision.cleared))
+    assert fires == [
+        (None, False, False),
+        ("2026-09-07", True, False),
+        ("2026-09-07", False, False),
+        (None, False, True),
+        ("2026-09-08", True, False),
+        ("2026-09-08", False, False),
+    ]
+    assert day_cost_reading(spec, "local", monday, None, True).key is None  # unknown: no
+    assert RuleSpec(Condition.DAY_COST).covers_home("any")
+    assert not replace(spec, scope=Scope(ScopeKind.ALL, home="a")).covers_home("b")
