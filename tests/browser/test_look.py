@@ -114,21 +114,40 @@ BLANK_PX = 40
 """The most a card leaves blank above or below what it holds (beyond its padding): a card is
 its own height, not stretched to a neighbour's."""
 LAYOUT = (Path(__file__).parent / "layout.js").read_text(encoding="utf-8")
-"""A session page's layout as it is now, read in one script run (a pushed update may
-replace a part between two reads): the page's width, each element seen outside its card
-(or holding more than its width), each card with blank space, each box that scrolls
-sideways (and those that are not a labelled, focusable region), and where each part of the
-headline is."""
+"""A page's layout as it is now, read in one script run (a pushed update may replace a part
+between two reads): the page's width, each element seen outside its box (or holding more
+than its width), each card with blank space, each box that scrolls sideways (and those
+that are not a labelled, focusable region), and where each part of the headline is."""
+BOXES = "#site-header, main, main .card, main .notice, main .login, main .session-row"
+"""The boxes whose elements must each stay inside the nearest of them around it: the
+header, the page's content, and each card (a session's row in the list, the sign-in form
+and a notice are cards too)."""
+
+
+def _layout(page: Page, first: dict[str, str] | None = None) -> dict[str, Any]:
+    """``page``'s layout now (``LAYOUT``), with where each of ``first`` is."""
+    found: dict[str, Any] = page.evaluate(
+        LAYOUT, {"boxes": BOXES, "first": first or {}, "blankPx": BLANK_PX}
+    )
+    return found
+
+
+def _box_failures(found: dict[str, Any], width: int) -> list[str]:
+    """What a page at ``width`` does wrong: it is wider than the screen, something leaves
+    its box, a card is stretched, something scrolls sideways outside a labelled region (or
+    at all on a desktop: every column of every table in sight)."""
+    failures = [f"the page is {found['page']}px wide"] if found["page"] > width else []
+    failures += [f"leaves its box: {said}" for said in found["outside"]]
+    failures += [f"stretched: {said}" for said in found["blank"]]
+    failures += [f"scrolls unlabelled: {said}" for said in found["unlabelled"]]
+    if width >= 1280:
+        failures += [f"scrolls sideways: {said}" for said in found["scrolled"]]
+    return failures
 
 
 def _layout_failures(found: dict[str, Any], screen: tuple[int, int], holds: str) -> list[str]:
     width, height = screen
-    failures = [f"the page is {found['page']}px wide"] if found["page"] > width else []
-    failures += [f"leaves its card: {said}" for said in found["outside"]]
-    failures += [f"stretched: {said}" for said in found["blank"]]
-    failures += [f"scrolls unlabelled: {said}" for said in found["unlabelled"]]
-    if width >= 1280:  # every column of the ledger (and of every table) in sight
-        failures += [f"scrolls sideways: {said}" for said in found["scrolled"]]
+    failures = _box_failures(found, width)
     ring = found["screen"]["ring"]
     if ring is None or ring[2] - ring[0] < RING_PX:
         failures.append(f"the ring is too small to read: {ring}")
@@ -173,7 +192,7 @@ def test_every_session_page_fits_every_screen(
             page.set_viewport_size({"width": screen[0], "height": screen[1]})
             for theme in ("light", "dark"):
                 page.emulate_media(color_scheme=theme)
-                found = page.evaluate(LAYOUT, [FIRST_SCREEN, BLANK_PX])
+                found = _layout(page, FIRST_SCREEN)
                 shown |= {name for name, where in found["screen"].items() if where}
                 for said in _layout_failures(found, screen, holds):
                     failures.setdefault(f"{session}: {said}", []).append(
