@@ -29,7 +29,7 @@ def _compaction(kind: str, status: str, *, rewrite: bool = False) -> Compaction:
     if status == "failed":
         found = replace(found, error="summary is not smaller")
     if rewrite:
-        found = replace(found, cost=CompactionCost(rewrite=("m", "p", False, 0)))
+        found = replace(found, cost=CompactionCost(rewrite=("m", "p", False, 0, 0)))
     return found
 
 
