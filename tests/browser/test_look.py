@@ -299,6 +299,8 @@ def _other_pages(page: Page, profile: str) -> Iterator[str]:
     page.goto("/")
     expect(page.locator("#live-status")).to_have_attribute("data-state", "open")
     yield "the sessions list"
+    page.goto("/cost/")
+    yield "cost"
     for session in ("auto-compact", "fold-failures"):
         page.goto(f"/homes/local/sessions/{session}/ledger.html")
         yield f"{session}'s ledger"
