@@ -33,6 +33,7 @@ from tests.alerts.test_alerts_end_to_end import (
     until,
 )
 from tests.conftest import FIXTURE_HOMES
+from tests.support.homes import show_the_demo
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 __all__ = ["stop"]  # a fixture of the end-to-end tests, used here
@@ -43,16 +44,7 @@ NAME = "Demo: a session's context gets tight"
 @pytest.fixture
 def demo(tmp_path: Path, settings: Any) -> Path:
     """This process shows the demo home (a copy in its data folder): no DSH home."""
-    settings.DSHWEB = {
-        **settings.DSHWEB,
-        "DSH_HOME": tmp_path / "no-dsh-home",
-        "DEMO": True,
-        "DATA_DIR": tmp_path / "data",
-        "HOME_NAME": "local",
-    }
-    home = own_home()
-    assert home.is_demo
-    return home.path
+    return show_the_demo(tmp_path, settings, HOME_NAME="local")
 
 
 def test_each_admin_without_a_rule_gets_one_once(demo: Path) -> None:

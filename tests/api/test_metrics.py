@@ -28,7 +28,7 @@ from dshweb.core.fold.forecast import IDLE_AFTER_MS
 from dshweb.core.fold.meter import BUCKET_NAMES
 from dshweb.core.log.home import session_logs
 from tests.conftest import FIXTURE_HOMES
-from tests.support.homes import copy_session
+from tests.support.homes import home_of_fixtures
 from tests.support.snapshots import fixture_snapshot
 
 pytestmark = [pytest.mark.django_db]
@@ -39,12 +39,7 @@ TOKEN = "scrape-token-for-tests-only"
 
 
 def make_home(target: Path) -> Path:
-    (target / "sessions").mkdir(parents=True)
-    shutil.copytree(FIXTURE_HOMES / "auto-compact" / "profiles", target / "profiles")
-    for name in SESSIONS:
-        for log in session_logs(FIXTURE_HOMES / name):
-            copy_session(target, log)
-    return target
+    return home_of_fixtures(target, SESSIONS)
 
 
 def live_lock(home: Path) -> Any:

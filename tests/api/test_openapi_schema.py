@@ -6,7 +6,6 @@ per operation (``MAX_EXAMPLES``)."""
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,9 +16,7 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from schemathesis.specs.openapi.checks import ignored_auth
 
-from dshweb.core.log.home import session_logs
-from tests.conftest import FIXTURE_HOMES
-from tests.support.homes import copy_session
+from tests.support.homes import home_of_fixtures
 from tests.support.server import PASSWORD, USERNAME, DshwebServer, serving
 
 MAX_EXAMPLES = 30
@@ -27,12 +24,10 @@ MAX_EXAMPLES = 30
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DshwebServer]:
-    home = tmp_path_factory.mktemp("api") / "home"
-    (home / "sessions").mkdir(parents=True)
-    shutil.copytree(FIXTURE_HOMES / "auto-compact" / "profiles", home / "profiles")
-    for name in ("auto-compact", "fold-failures", "subagent-parent"):
-        for log in session_logs(FIXTURE_HOMES / name):
-            copy_session(home, log)
+    home = home_of_fixtures(
+        tmp_path_factory.mktemp("api") / "home",
+        ("auto-compact", "fold-failures", "subagent-parent"),
+    )
     yield from serving(DshwebServer(home, tmp_path_factory.mktemp("api-data")))
 
 

@@ -5,7 +5,6 @@ and its OpenAPI document; then schemathesis against that document on a real serv
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +24,7 @@ from dshweb.core.profile.effective import (
     SettingsTable,
 )
 from dshweb.core.profile.layers import engine_config
-from tests.conftest import FIXTURE_HOMES
-from tests.support.homes import copy_session
+from tests.support.homes import home_of_fixtures
 from tests.support.snapshots import fixture_snapshot
 
 pytestmark = [pytest.mark.django_db]
@@ -36,12 +34,7 @@ SESSIONS = ("auto-compact", "pace-steady", "fold-failures", "big-tools")
 
 @pytest.fixture
 def home(tmp_path: Path, settings: Any, fresh_hub: None) -> Path:
-    target = tmp_path / "home"
-    (target / "sessions").mkdir(parents=True)
-    shutil.copytree(FIXTURE_HOMES / "auto-compact" / "profiles", target / "profiles")
-    for name in SESSIONS:
-        for log in session_logs(FIXTURE_HOMES / name):
-            copy_session(target, log)
+    target = home_of_fixtures(tmp_path / "home", SESSIONS)
     settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": target, "PROFILE": "sdk"}
     return target
 

@@ -19,7 +19,7 @@ from dshweb.compaction.models import CompactionRequest, DshWebSetting
 from dshweb.demo.home import REPLAY_SESSION_ID, REPLAY_SOURCE
 from dshweb.demo.replay import ReplayWriter, load_recording, replay_dir
 from dshweb.installed import add_extra
-from dshweb.live.service import own_home
+from tests.support.homes import show_the_demo
 from tests.support.snapshots import squeezed
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -27,16 +27,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def demo(tmp_path: Path, settings: Any) -> Path:
-    settings.DSHWEB = {
-        **settings.DSHWEB,
-        "DSH_HOME": tmp_path / "no-dsh-home",
-        "DEMO": True,
-        "DATA_DIR": tmp_path / "data",
-        "ENGINE_URL": "",
-        "ENGINE": "",
-    }
-    assert own_home().is_demo
-    return own_home().path
+    return show_the_demo(tmp_path, settings, ENGINE_URL="", ENGINE="")
 
 
 @pytest.fixture

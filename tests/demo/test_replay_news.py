@@ -16,9 +16,9 @@ from dshweb.core.fold.index import HomeIndex
 from dshweb.demo.home import REPLAY_SESSION_ID, REPLAY_SOURCE
 from dshweb.demo.replay import ReplayWriter, load_recording, replay_dir
 from dshweb.live.hub import SessionView
-from dshweb.live.service import own_home
 from dshweb.sessions.display.news import Heard, restart_sentence
 from dshweb.sessions.fragments import session_news
+from tests.support.homes import show_the_demo
 from tests.support.snapshots import squeezed
 
 
@@ -52,16 +52,7 @@ class Page:
 
 @pytest.fixture
 def demo(tmp_path: Path, settings: Any) -> Path:
-    settings.DSHWEB = {
-        **settings.DSHWEB,
-        "DSH_HOME": tmp_path / "no-dsh-home",
-        "DEMO": True,
-        "DATA_DIR": tmp_path / "data",
-        "HOME_NAME": "local",
-    }
-    home = own_home()
-    assert home.is_demo
-    return home.path
+    return show_the_demo(tmp_path, settings, HOME_NAME="local")
 
 
 def test_a_loop_that_starts_over_is_heard_as_the_demo_restarting(demo: Path) -> None:

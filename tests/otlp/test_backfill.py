@@ -5,7 +5,6 @@ data points and spans, so a backend keeps the series once."""
 from __future__ import annotations
 
 import io
-import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -21,8 +20,7 @@ from dshweb.otlp import names
 from dshweb.otlp.backfill import Report, backfill
 from dshweb.otlp.figures import settled
 from dshweb.otlp.send import Sender
-from tests.conftest import FIXTURE_HOMES
-from tests.support.homes import copy_session
+from tests.support.homes import home_of_fixtures
 from tests.support.logbuilder import event, frame, header
 from tests.support.otlp_receiver import Point, Span, receiving
 
@@ -33,13 +31,7 @@ STEP_MS = 1_000
 
 @pytest.fixture(scope="module")
 def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    target = tmp_path_factory.mktemp("backfill") / "home"
-    (target / "sessions").mkdir(parents=True)
-    shutil.copytree(FIXTURE_HOMES / "auto-compact" / "profiles", target / "profiles")
-    for name in SESSIONS:
-        for log in session_logs(FIXTURE_HOMES / name):
-            copy_session(target, log)
-    return target
+    return home_of_fixtures(tmp_path_factory.mktemp("backfill") / "home", SESSIONS)
 
 
 def target(base: str) -> OtlpTarget:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import zstandard
 
@@ -46,6 +48,34 @@ def copy_session(home: Path, log: LogFile, *, frames: int | None = None) -> Path
     if frames is not None:
         (target / log.path.name).write_bytes(b"".join(frames_of(log.path)[:frames]))
     return target / log.path.name
+
+
+def home_of_fixtures(target: Path, fixtures: Iterable[str]) -> Path:
+    """A home at ``target`` of every session of the fixture homes ``fixtures``, with the
+    ``auto-compact`` fixture's profiles (``PROFILE`` among them)."""
+    (target / "sessions").mkdir(parents=True)
+    shutil.copytree(FIXTURE_HOMES / "auto-compact" / "profiles", target / "profiles")
+    for name in fixtures:
+        for log in session_logs(FIXTURE_HOMES / name):
+            copy_session(target, log)
+    return target
+
+
+def show_the_demo(tmp_path: Path, settings: Any, **more: object) -> Path:
+    """This process shows the demo home (a copy in its data folder under ``tmp_path``: no
+    DSH home), with ``more`` of ``settings.DSHWEB`` set; the copy's path."""
+    from dshweb.live.service import own_home
+
+    settings.DSHWEB = {
+        **settings.DSHWEB,
+        "DSH_HOME": tmp_path / "no-dsh-home",
+        "DEMO": True,
+        "DATA_DIR": tmp_path / "data",
+        **more,
+    }
+    home = own_home()
+    assert home.is_demo
+    return home.path
 
 
 class CutHome:
