@@ -41,6 +41,7 @@ from dshweb.api.tallies import FAILURES, FREED, KINDS, HomeTally, Tallies
 from dshweb.collect.shown import shown_homes
 from dshweb.config import get_config
 from dshweb.core.fold.gauge import Band
+from dshweb.core.fold.meter import BUCKET_KEYS
 from dshweb.live.hub import HomeView, SessionView
 from dshweb.live.service import running_hub
 from dshweb.live.startup import server_loop
@@ -68,7 +69,7 @@ SESSION_GAUGES = (
     ("live", "1 while a DSH process holds the session (its lock), else 0."),
 )
 BAND_LEVELS = {Band.AMPLE: 0, Band.MODERATE: 1, Band.TIGHT: 2, Band.CRITICAL: 3}
-TOKENS_HELP = "kind: uncached_input, output, cache_read or cache_write"
+TOKENS_HELP = f"kind: {', '.join(BUCKET_KEYS[:-1])} or {BUCKET_KEYS[-1]}"
 
 
 def session_figures(view: SessionView, now_ms: int) -> dict[str, float | None]:

@@ -23,13 +23,11 @@ from dataclasses import dataclass, field
 
 from dshweb.core.fold.compactions import CompactionKind
 from dshweb.core.fold.cost import RateBook
+from dshweb.core.fold.meter import BUCKET_KEYS
 from dshweb.core.lru import LRU
 from dshweb.live.hub import HomeView, SessionView
 
 KINDS: tuple[CompactionKind, ...] = ("automatic", "manual", "overflow", "prune")
-TOKEN_KINDS = ("uncached_input", "output", "cache_read", "cache_write")
-"""``tokenUsage``'s buckets (``uncachedInputTokens``, ``outputTokens``, ``cacheReadTokens``,
-``cacheWriteTokens``), as the step export's columns name them."""
 
 Key = tuple[str, ...]
 """A counter and its labels past ``home``: ``("folds", kind)``, ``("failures",)``,
@@ -60,7 +58,7 @@ def session_counts(view: SessionView, book: RateBook) -> dict[Key, float]:
     for row in book.by_route(snapshot.cost):
         model = row.rates.route[0]
         for name, tokens in (("tokens", row.tokens), ("summariser_tokens", row.summary_tokens)):
-            for kind, n in zip(TOKEN_KINDS, tokens, strict=True):
+            for kind, n in zip(BUCKET_KEYS, tokens, strict=True):
                 if n:
                     key = _key(name, model, kind)
                     counts[key] = counts.get(key, 0) + n

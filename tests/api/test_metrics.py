@@ -21,11 +21,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from dshweb.accounts.tokens import token_create
 from dshweb.api.metrics import RECENT_MS
-from dshweb.api.tallies import TOKEN_KINDS
 from dshweb.core.fold.cost import RateBook
 from dshweb.core.fold.cost_settings import DEFAULT_PRICE_AS, parse_aliases
 from dshweb.core.fold.forecast import IDLE_AFTER_MS
-from dshweb.core.fold.meter import BUCKET_NAMES
+from dshweb.core.fold.meter import BUCKET_KEYS, BUCKET_NAMES
 from dshweb.core.log.home import session_logs
 from tests.conftest import FIXTURE_HOMES
 from tests.support.homes import home_of_fixtures
@@ -142,7 +141,7 @@ def test_the_series_are_the_sessions_figures(home: Path) -> None:
         if name == "dshweb_tokens_total"
     }
     assert {model for model, _ in tokens} == {"deepseek-v4-pro", "deepseek-flash"}
-    for kind, bucket in zip(TOKEN_KINDS, BUCKET_NAMES, strict=True):
+    for kind, bucket in zip(BUCKET_KEYS, BUCKET_NAMES, strict=True):
         usage = sum(s.token_usage.get(bucket, 0) for s in shots)
         assert sum(v for (_, k), v in tokens.items() if k == kind) == usage
     assert tokens["deepseek-v4-pro", "cache_read"] > 0 and tokens["deepseek-flash", "output"] > 0

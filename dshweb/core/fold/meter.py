@@ -481,6 +481,8 @@ def _op_text(op: object) -> str:
 
 BUCKET_NAMES = ("uncachedInputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens")
 """``tokenUsage``'s buckets, in the order :class:`Usage` and the cost's tallies keep them."""
+BUCKET_KEYS = ("uncached_input", "output", "cache_read", "cache_write")
+"""The same buckets as the step export's columns and the metrics' ``kind`` label name them."""
 
 
 def cache_and_prompt(token_usage: Mapping[str, int]) -> tuple[int, int]:

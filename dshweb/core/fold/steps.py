@@ -22,7 +22,7 @@ from typing import Any
 
 from dshweb.core.errors import LogError
 from dshweb.core.fold.gauge import context_percent
-from dshweb.core.fold.meter import SessionMeter
+from dshweb.core.fold.meter import BUCKET_KEYS, SessionMeter
 from dshweb.core.fold.point import Decisions, StepBand, used_tokens
 from dshweb.core.fold.session import Activity
 from dshweb.core.log.home import LogFile
@@ -43,10 +43,7 @@ STEP_COLUMNS = (
     "threshold",
     "percent",
     "band",
-    "uncached_input",
-    "output",
-    "cache_read",
-    "cache_write",
+    *BUCKET_KEYS,
 )
 """``step`` counts the session's steps from 1; ``time`` is ISO 8601 UTC, ``time_ms``
 DSH's epoch milliseconds; the usage buckets are the sums over every request so far."""
