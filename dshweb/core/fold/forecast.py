@@ -80,6 +80,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from dshweb.core.fold.known import UNKNOWN, Known
+from dshweb.core.fold.pricing import PruneCut, Shape, freed
 
 RECENT = 36
 """Step growths the runs look at: eighteen turns of a tool call and its answer, enough
@@ -153,6 +154,123 @@ class Forecast:
 
 NO_FORECAST_YET = Forecast(reason=TOO_FEW)
 """A session that has not stepped yet."""
+
+
+@dataclass(slots=True, eq=False)
+class Forecasts:
+    """A snapshot's two forecasts (:func:`pass_forecast` and :func:`summary_forecast`),
+    made from what it holds the first time one is read, then kept: most sessions of a
+    home are never asked (an idle one shows no forecast, a list shows a page of them),
+    so taking a snapshot costs no forecast. Equal when made from equal figures."""
+
+    measured: int = 0
+    """What the steps to come grow from."""
+    freeable_now: int = 0
+    point: Known = UNKNOWN
+    growth: tuple[int, ...] = ()
+    added: tuple[tuple[Shape, ...], ...] = ()
+    """Beside each of ``growth``, the tool results its step added."""
+    cut: PruneCut | None = None
+    """What a prune cuts (the likeliest of what is known; ``None``: no pruner): with
+    ``added``, each step's net growth (:meth:`net_growth`)."""
+    net: tuple[int, ...] | None = None
+    """Each step's net growth, once worked out (a pickled one holds it instead of
+    ``added``, which is bigger than the rest of a snapshot)."""
+    times: tuple[int, ...] = ()
+    prior: tuple[int, ...] = ()
+    made: tuple[Forecast, Forecast] | None = None
+    """Both forecasts, once read (or given: :meth:`given`)."""
+    given: bool = False
+
+    @classmethod
+    def of(cls, next_pass: Forecast, next_summary: Forecast) -> Forecasts:
+        """Forecasts already made (a hand-made snapshot's)."""
+        return cls(made=(next_pass, next_summary), given=True)
+
+    @property
+    def next_pass(self) -> Forecast:
+        return self._made()[0]
+
+    @property
+    def next_summary(self) -> Forecast:
+        return self._made()[1]
+
+    def _made(self) -> tuple[Forecast, Forecast]:
+        made = self.made
+        if made is None:
+            point, times, prior = self.point, self.times, self.prior
+            made = self.made = (
+                pass_forecast(
+                    measured=self.measured,
+                    point=point,
+                    growth=self.growth,
+                    times=times,
+                    prior=prior,
+                ),
+                summary_forecast(
+                    measured=self.measured,
+                    freeable_now=self.freeable_now,
+                    point=point,
+                    net_growth=self.net_growth(),
+                    times=times,
+                    prior=prior,
+                ),
+            )
+        return made
+
+    def net_growth(self) -> tuple[int, ...]:
+        """Each step's growth less what cutting the results it added frees."""
+        net = self.net
+        if net is None:
+            cut, added = self.cut, self.added
+            net = self.net = (
+                self.growth
+                if cut is None or len(added) != len(self.growth)
+                else tuple(
+                    g - sum(freed(shape, cut) for shape in step)
+                    for g, step in zip(self.growth, added, strict=True)
+                )
+            )
+        return net
+
+    def _figures(self) -> tuple[Any, ...]:
+        if self.given:
+            return (self.made,)
+        return (
+            self.measured,
+            self.freeable_now,
+            self.point,
+            self.growth,
+            self.net_growth(),
+            self.times,
+            self.prior,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Forecasts):
+            return NotImplemented
+        return self.given == other.given and self._figures() == other._figures()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[type[Forecasts], tuple[Any, ...]]:
+        return Forecasts, (
+            self.measured,
+            self.freeable_now,
+            self.point,
+            self.growth,
+            (),
+            None,
+            self.net_growth(),
+            self.times,
+            self.prior,
+            self.made,
+            self.given,
+        )
+
+
+NO_FORECASTS = Forecasts.of(NO_FORECAST_YET, NO_FORECAST_YET)
+"""A snapshot's before it has stepped."""
 
 
 def pass_forecast(

@@ -23,13 +23,7 @@ from dshweb.core.fold.cost import (
     SessionCost,
     cost_json,
 )
-from dshweb.core.fold.forecast import (
-    NO_FORECAST_YET,
-    Forecast,
-    as_of,
-    pass_forecast,
-    summary_forecast,
-)
+from dshweb.core.fold.forecast import NO_FORECASTS, Forecast, Forecasts, as_of
 from dshweb.core.fold.gauge import Band
 from dshweb.core.fold.known import CutKnown, Known
 from dshweb.core.fold.ledger import Ledger, LedgerCollector
@@ -267,13 +261,11 @@ class SessionSnapshot:
     tokens of all the requests before it (dshweb.core.fold.pace)."""
     inferred: InferredPoint = field(default_factory=InferredPoint)
     """The compaction point's range by the engine's own decisions in the log."""
-    pace_forecast: Forecast = NO_FORECAST_YET
-    """The next pass of the engine's check (a prune or a summary) from that pace
-    (:func:`~dshweb.core.fold.forecast.pass_forecast`, made once per snapshot, without a
-    clock: :meth:`forecast` says when it is idle)."""
-    summary_pace_forecast: Forecast = NO_FORECAST_YET
-    """The next summary (:func:`~dshweb.core.fold.forecast.summary_forecast`), the same
-    way: :meth:`summary_forecast`."""
+    forecasts: Forecasts = field(default_factory=lambda: NO_FORECASTS)
+    """The next pass of the engine's check (a prune or a summary) and the next summary
+    from that pace (:class:`~dshweb.core.fold.forecast.Forecasts`: made without a clock
+    when first read, then kept; :meth:`forecast` and :meth:`summary_forecast` say when it
+    is idle)."""
     ledger: Ledger = field(default_factory=Ledger)
     """Every fold and the pressure timeline (dshweb.core.fold.ledger); the fold counts."""
     told: Told = field(default_factory=Told)
@@ -337,6 +329,16 @@ class SessionSnapshot:
         if cwd is None:
             return False
         return cwd == root or cwd.startswith(root if root.endswith("/") else root + "/")
+
+    @property
+    def pace_forecast(self) -> Forecast:
+        """The next pass, without a clock (:meth:`forecast` says when it is idle)."""
+        return self.forecasts.next_pass
+
+    @property
+    def summary_pace_forecast(self) -> Forecast:
+        """The next summary, without a clock (:meth:`summary_forecast`)."""
+        return self.forecasts.next_summary
 
     def forecast(self, now_ms: int | None = None) -> Forecast:
         """Steps and minutes until the next pass of the engine's check: a prune or a
@@ -462,17 +464,10 @@ def take_snapshot(
     nodes = heapq.nlargest(largest, meter.nodes, key=lambda n: n.tokens)
     ledger = tracker.ledger.result(meter, threshold=threshold)
     known_point, known_retain, known_cut = settings_known(tracker, engine, pruner, models)
-    # The summary forecast's pace: what a prune of every result on the surface frees now,
-    # and each step's growth less what cutting the results it added frees.
+    # The summary forecast's pace: what a prune of every result on the surface frees now
+    # (each step's net growth is the forecasts' to work out, when one is read).
     cut = known_cut.likeliest()
     freeable_now = sum(freed(n.shape, cut) for n in meter.prunable.values() if n.shape)
-    added = tracker.pace.checks.added
-    net_growth = growth
-    if cut is not None and len(added) == len(growth):
-        net_growth = tuple(
-            g - sum(freed(shape, cut) for shape in step)
-            for g, step in zip(growth, added, strict=True)
-        )
     return SessionSnapshot(
         session_id=printable(tracker.session_id),
         path=printable(path),
@@ -502,16 +497,15 @@ def take_snapshot(
         step_times=times,
         step_cache=tuple(tracker.pace.cache[-CACHE_STEPS:]),
         inferred=inferred,
-        pace_forecast=pass_forecast(
-            measured=base, point=known_point, growth=growth, times=times, prior=prior
-        ),
-        summary_pace_forecast=summary_forecast(
+        forecasts=Forecasts(
             measured=base,
             freeable_now=freeable_now,
             point=known_point,
-            net_growth=net_growth,
+            growth=growth,
+            added=tuple(tracker.pace.checks.added),
+            cut=cut,
             times=times,
-            prior=prior,
+            prior=tuple(prior),
         ),
         ledger=ledger,
         told=tracker.told.result(),

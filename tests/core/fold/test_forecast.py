@@ -7,6 +7,7 @@ of the fixture sessions, not here.
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import msgspec
@@ -30,6 +31,7 @@ from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.known import UNKNOWN, Known
 from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.fold.point import InferredPoint, point_known
+from dshweb.core.fold.pricing import freed
 from dshweb.core.fold.session import SessionTracker, take_snapshot
 from dshweb.core.log.home import session_logs
 from dshweb.core.log.wire import StepStart, ToolResult
@@ -519,3 +521,43 @@ def test_after_its_first_step_a_session_has_a_point_and_a_forecast_with_sources(
                     assert json["point"]["source"] == said.point.source, where
                 checked += 1
     assert checked > 0
+
+
+def test_a_snapshot_makes_its_forecasts_when_first_read_and_pickles_the_net_growth() -> None:
+    # prune-heavy: big results pruned at most passes, so a step's net growth (less what
+    # cutting the results it added frees) differs from its growth.
+    index = HomeIndex(FIXTURE_HOMES / "prune-heavy")
+    index.refresh()
+    (folder,) = index.trackers
+    tracker = index.trackers[folder]
+    untouched = index.snapshot(folder).forecasts
+    assert untouched.made is None and untouched.net is None  # nothing worked out yet
+    shot = index.snapshot(folder)
+    forecasts = shot.forecasts
+    cut = forecasts.cut
+    assert cut is not None and len(forecasts.added) == len(shot.pace_growth) > RECENT
+    net = tuple(
+        g - sum(freed(shape, cut) for shape in step)
+        for g, step in zip(shot.pace_growth, tracker.pace.checks.added, strict=True)
+    )
+    assert net != shot.pace_growth and min(net) < max(net)
+    point, times = forecasts.point, shot.step_times
+    expected_pass = pass_forecast(
+        measured=forecasts.measured, point=point, growth=shot.pace_growth, times=times
+    )
+    expected_summary = summary_forecast(
+        measured=forecasts.measured,
+        freeable_now=forecasts.freeable_now,
+        point=point,
+        net_growth=net,
+        times=times,
+    )
+    assert expected_pass != expected_summary  # the two differ here, so each is checked
+    assert shot.pace_forecast == expected_pass and shot.summary_pace_forecast == expected_summary
+    assert forecasts.made == (expected_pass, expected_summary) and forecasts.net == net
+
+    # A sealed snapshot (a collector's) carries the net growth, not the results' shapes.
+    again = pickle.loads(pickle.dumps(index.snapshot(folder)))
+    assert again.forecasts.added == () and again.forecasts.net == net
+    assert again.forecasts == forecasts and again == shot
+    assert again.summary_pace_forecast == expected_summary

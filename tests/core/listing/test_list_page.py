@@ -355,7 +355,7 @@ def test_pages_read_from_the_trees_equal_pages_of_the_whole_list(query: ListQuer
 def test_the_fold_sort_puts_the_running_session_closest_to_its_fold_first() -> None:
     from dataclasses import replace
 
-    from dshweb.core.fold.forecast import Forecast
+    from dshweb.core.fold.forecast import NO_FORECAST_YET, Forecast, Forecasts
 
     # id: (forecast steps or None, live); the rest from HOME.
     steps = {
@@ -372,9 +372,12 @@ def test_the_fold_sort_puts_the_running_session_closest_to_its_fold_first() -> N
         replace(
             shot,
             live=steps[shot.session_id][1],
-            pace_forecast=Forecast(steps[shot.session_id][0], 1, 40)
-            if steps[shot.session_id][0] is not None
-            else Forecast(reason="too few steps"),
+            forecasts=Forecasts.of(
+                Forecast(steps[shot.session_id][0], 1, 40)
+                if steps[shot.session_id][0] is not None
+                else Forecast(reason="too few steps"),
+                NO_FORECAST_YET,
+            ),
         )
         for shot in shots
     ]
