@@ -47,6 +47,7 @@ DEFAULTS: Mapping[str, object] = {
     "DEMO": True,
     "PROFILE": DEFAULT_PROFILE,
     "FOLD_CHECKPOINTS": True,
+    "FOLD_PROCESSES": 0,
     "COLLECT": True,
     "HOME_NAME": DEFAULT_HOME_NAME,
     "ENGINE_URL": "",
@@ -89,6 +90,10 @@ class DshwebConfig:
     """``PROFILE``: the DSH profile whose compaction settings give the compaction point."""
     fold_checkpoints: bool
     """``FOLD_CHECKPOINTS``: the hub keeps each session's fold state in the database."""
+    fold_processes: int
+    """``FOLD_PROCESSES``: how many processes a cold read of a big home is spread over
+    (:mod:`dshweb.core.fold.spread`); 0, the default: every core this process may use;
+    1: this process alone."""
     collect: bool
     """``COLLECT``: this process runs the hub of ``DSH_HOME`` (the embedded default). Off:
     a web worker, which never reads a DSH home and shows what collectors
@@ -168,6 +173,7 @@ def get_config() -> DshwebConfig:
         demo=_typed(value, "DEMO", bool),
         profile=_typed(value, "PROFILE", str),
         fold_checkpoints=_typed(value, "FOLD_CHECKPOINTS", bool),
+        fold_processes=_typed(value, "FOLD_PROCESSES", int),
         collect=_typed(value, "COLLECT", bool),
         home_name=_home_name(value),
         engine_url=_typed(value, "ENGINE_URL", str),

@@ -377,6 +377,12 @@ def fold_checkpoints() -> bool:
     return os.environ.get("DSHWEB_FOLD_CHECKPOINTS", "") == "" or switch("DSHWEB_FOLD_CHECKPOINTS")
 
 
+def fold_processes() -> int:
+    """``DSHWEB_FOLD_PROCESSES`` (default 0: every core this process may use): how many
+    processes a cold read of a big home is spread over; 1 folds in this process alone."""
+    return _whole("DSHWEB_FOLD_PROCESSES", 0, "processes")
+
+
 def collect() -> bool:
     """``DSHWEB_COLLECT`` (``on``, the default, or ``off``): this process folds the DSH
     home itself; ``off`` makes it a web worker that serves what collectors wrote to the

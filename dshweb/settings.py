@@ -59,6 +59,7 @@ DSHWEB: dict[str, object] = {
     "DEMO": _read(environment.demo_allowed, True),
     "PROFILE": _read(environment.profile, environment.DEFAULT_PROFILE),
     "FOLD_CHECKPOINTS": _read(environment.fold_checkpoints, True),
+    "FOLD_PROCESSES": _read(environment.fold_processes, 0),
     "COLLECT": _collect,
     "HOME_NAME": _read(environment.home_name, DEFAULT_HOME_NAME),
     "ENGINE_URL": _read(environment_server.engine_url, ""),

@@ -63,6 +63,7 @@ from dshweb.collect.collected import sealing_key
 from dshweb.collect.commands import CollectorPlace, collector_owner, listen_for_commands
 from dshweb.collect.lease import Lease, LeaseLost, lease_lost_reason, lease_release, lease_renew
 from dshweb.collect.models import CollectedSession, CollectorLease
+from dshweb.config import get_config
 from dshweb.core.fold.sealed import seal_session
 from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.home import LogFile
@@ -293,7 +294,9 @@ def run_collector(
     until the lease is lost (:class:`~dshweb.collect.lease.LeaseLost`, lease kept). Whether
     the lease was released (not when the database could not be reached at the end)."""
     store = CountingCheckpoints()
-    hub = Hub(home, profile, store=store, name=lease.name)
+    hub = Hub(
+        home, profile, store=store, name=lease.name, cores=get_config().fold_processes or None
+    )
     writer = SessionWriter(lease, sealing_key())
     hub.subscribe(writer)
     hub.subscribe(_ResumeReport(hub, store, lease.name, on_ready))

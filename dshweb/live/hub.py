@@ -43,6 +43,7 @@ from dshweb.core.fold.gauge import ContextGauge, context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.progress import FoldProgress, ProgressCounter
 from dshweb.core.fold.session import SessionSnapshot, SessionTracker
+from dshweb.core.fold.spread import fold_spread, usable_cores, worth_spreading
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME
 from dshweb.core.listing.pages import SessionList
 from dshweb.core.listing.tree import REBUILD_SHARE, HomeTree, SessionEntry
@@ -234,6 +235,7 @@ class Hub:
         store: CheckpointStore | None = None,
         extra_patches: tuple[Path, ...] = (),
         name: str = DEFAULT_HOME_NAME,
+        cores: int | None = None,
     ) -> None:
         self.index = HomeIndex(
             home,
@@ -245,6 +247,9 @@ class Hub:
         self.name = name
         """The home's name, carried by every view (:mod:`dshweb.core.listing.homes`)."""
         self.store = store
+        self.cores = usable_cores() if cores is None else cores
+        """The processes a cold read of a big home is spread over
+        (:mod:`dshweb.core.fold.spread`); 1: this one alone."""
         self.rounds = 0
         """Fold rounds made (instrumentation: a request never adds one)."""
         self.round_at: float | None = None
@@ -431,6 +436,15 @@ class Hub:
                     # full collection walks it all again, a tenth of a cold start.
                     gc.freeze()
 
+            fresh = [log for log in logs if log.session_dir not in restored]
+            if worth_spreading(fresh, self.cores):
+                fold_spread(
+                    self.index,
+                    fresh,
+                    cores=self.cores,
+                    on_folded=on_folded,
+                    stopped=self._stop.is_set,
+                )
             changed = self.index.refresh(None, on_folded=on_folded, logs=logs)
             self.index.refresh_liveness()
             self._round_ended()

@@ -106,7 +106,7 @@ def current_hub() -> Hub:
         old = _hub
         if old is not None and (old.home, old.profile, old.name) == (home, profile, name):
             return old
-        _hub = Hub(home, profile, store=_store(), name=name)
+        _hub = Hub(home, profile, store=_store(), name=name, cores=config.fold_processes or None)
         _hub.start()
     if old is not None:
         old.stop()

@@ -22,6 +22,7 @@ from django.test import Client
 
 from dshweb.collect.checkpoints import DatabaseCheckpoints
 from dshweb.collect.models import FoldCheckpoint
+from dshweb.core.fold import spread
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.home import session_logs
@@ -30,6 +31,7 @@ from dshweb.live import hub as hub_module
 from dshweb.live import service, timing
 from dshweb.live.hub import Hub
 from tests.conftest import FIXTURE_HOMES
+from tests.support.homes import home_of_fixtures
 from tests.support.logbuilder import frames_of
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -443,3 +445,28 @@ def test_the_home_is_folded_through_once_the_view_showing_it_is_out(
     view = hub.cold_start()
     assert before is None and seen and all(at is None for at, _ in seen), seen
     assert hub.read_through_at is not None and len(view.sessions) == 2
+
+
+def test_the_hub_spreads_a_big_home_over_its_cores_and_shows_what_one_shows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = home_of_fixtures(tmp_path / "home", ["prune-heavy", "subagent-loop", "window-switch"])
+    spreads: list[int] = []
+    real = spread.fold_spread
+
+    def counted(*args: Any, **kwargs: Any) -> set[Path]:
+        found = real(*args, **kwargs)
+        spreads.append(len(found))
+        return found
+
+    monkeypatch.setattr(hub_module, "fold_spread", counted)
+    one = Hub(home, "sdk", cores=1).cold_start()
+    small = Hub(home, "sdk", cores=2).cold_start()
+    assert spreads == []  # one core, then a home under MIN_BYTES: not worth the workers
+    monkeypatch.setattr(spread, "MIN_BYTES", 0)
+    spread_view = Hub(home, "sdk", cores=2).cold_start()
+    assert spreads == [len(session_logs(home))]  # every session came from a worker
+    shots = {key: view.snapshot for key, view in one.sessions.items()}
+    assert len(shots) == len(session_logs(home))
+    assert {key: view.snapshot for key, view in small.sessions.items()} == shots
+    assert {key: view.snapshot for key, view in spread_view.sessions.items()} == shots

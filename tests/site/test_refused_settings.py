@@ -170,6 +170,7 @@ BAD_SETTINGS = [
     ("DSHWEB_HOME_NAME", "my home", "'my home' is not a home name"),
     ("DSHWEB_FOLD_CHECKPOINTS", "yes", "'yes' is neither 1 (on) nor 0 (off)"),
     ("DSHWEB_WEBHOOK_RULES_PER_USER", "ten", "'ten' is not a whole number of rules"),
+    ("DSHWEB_FOLD_PROCESSES", "all", "'all' is not a whole number of processes"),
     ("DSHWEB_NO_DEMO", "true", "'true' is neither 1 (on) nor 0 (off)"),
     ("DSHWEB_DEBUG", "true", "'true' is neither 1 (on) nor 0 (off)"),
     ("DSHWEB_ENGINE", "manged", "'manged' is not managed"),

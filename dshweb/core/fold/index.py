@@ -189,6 +189,15 @@ class HomeIndex:
         self.signatures.pop(folder, None)
         self._note_pace(folder, tracker)
 
+    def folded(self, log: LogFile) -> SessionTracker:
+        """``log`` folded to its end under this index's settings, kept nowhere: a cold
+        read's worker sends it on (:mod:`dshweb.core.fold.spread`)."""
+        tracker = SessionTracker(
+            log, stop_after_seq=self.stop_after_seq, settings_of=self._settings
+        )
+        tracker.refresh()
+        return tracker
+
     def _note_pace(self, folder: Path, tracker: SessionTracker) -> None:
         self.paces.note(
             folder, tracker.meter.model, tracker.activity.last_time, tracker.pace.growth

@@ -1,0 +1,91 @@
+"""A cold read spread over worker processes (dshweb.core.fold.spread): the state it adopts is
+the one a single process folds, session for session, torn and hostile logs included."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from dshweb.core.fold import spread
+from dshweb.core.fold.index import HomeIndex
+from dshweb.core.fold.session import SessionSnapshot
+from dshweb.core.log.home import session_logs
+from tests.support.homes import home_of_fixtures
+
+# Every shape of the fixtures: prunes, sub-agents, model and window switches, plain logs,
+# resumed headers, CJK, a web-driven compaction, hundreds of folds.
+SHAPES = [
+    "prune-heavy",
+    "subagent-loop",
+    "window-switch",
+    "plain-turns",
+    "resumed-header",
+    "cjk-heavy",
+    "web-compact-replace",
+    "hidden-web-minimal-1",
+    "pace-steady",
+    "fold-failures",
+]
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    home = home_of_fixtures(tmp_path_factory.mktemp("spread") / "home", SHAPES)
+    logs = sorted(session_logs(home), key=lambda log: log.path)
+    # A log whose last frame is torn in half (DSH writing it), and one with bytes after
+    # its last frame that are no frame at all.
+    torn, junk = logs[0].path, logs[1].path
+    data = torn.read_bytes()
+    torn.write_bytes(data[: len(data) - 40])
+    with junk.open("ab") as out:
+        out.write(b"\x00not a frame\xff" * 8)
+    return home
+
+
+def _snapshots(index: HomeIndex) -> dict[Path, SessionSnapshot]:
+    return {folder: index.snapshot(folder) for folder in index.trackers}
+
+
+def test_the_spread_read_adopts_every_session_as_one_process_folds_it(home: Path) -> None:
+    logs = session_logs(home)
+    assert len(logs) >= len(SHAPES)
+    alone = HomeIndex(home)
+    alone.refresh()
+    assert any(shot.errors for shot in _snapshots(alone).values())  # the junk is told
+
+    index = HomeIndex(home)
+    adopted = spread.fold_spread(index, logs, cores=2)
+    assert adopted == set(alone.trackers)  # every session came back from a worker
+    # Nothing left to fold: the workers folded each log to its end.
+    assert all(index.trackers[f].tail.offset == alone.trackers[f].tail.offset for f in adopted)
+    index.refresh()
+    assert _snapshots(index) == _snapshots(alone)
+
+
+def test_a_stopped_spread_read_leaves_the_rest_to_the_index(home: Path) -> None:
+    logs = session_logs(home)
+    index = HomeIndex(home)
+    spread_shares = spread._shares(logs)
+    assert len(spread_shares) == 1  # these logs are small: one share, then stopped
+    adopted = spread.fold_spread(index, logs, cores=2, stopped=lambda: True)
+    assert adopted  # the first share's sessions were adopted
+    index.refresh()
+    alone = HomeIndex(home)
+    alone.refresh()
+    assert _snapshots(index) == _snapshots(alone)
+
+
+def test_shares_go_biggest_first_and_hold_about_a_share_each(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    logs = session_logs(home)
+    sizes = {log: os.stat(log.path).st_size for log in logs}
+    monkeypatch.setattr(spread, "SHARE_BYTES", max(sizes.values()) // 2)
+    shares = spread._shares(logs)
+    assert sorted(log.path for share in shares for log in share) == sorted(log.path for log in logs)
+    order = [sizes[log] for share in shares for log in share]
+    assert order == sorted(order, reverse=True)
+    assert len(shares[0]) == 1  # the biggest log is a share of its own
+    assert all(sum(sizes[log] for log in share) >= spread.SHARE_BYTES for share in shares[:-1])
