@@ -4,4 +4,5 @@ import sys
 
 from dshweb.site.program import main
 
-sys.exit(main())
+if __name__ == "__main__":  # guarded: a spawned worker (core/fold/spread.py) may import it
+    sys.exit(main())

@@ -48,7 +48,9 @@ class HomePaces:
         self.forget(key)
         kept = self.by_model.setdefault(model, [])
         kept.append(_Paced(last_time or 0, key, tuple(growth[-RECENT:])))
-        kept.sort(key=lambda paced: paced.last_time, reverse=True)
+        # Latest first, ties by key: the same sessions kept whatever order they fold in
+        # (a restart's, a spread read's; copies of one log end at the same time).
+        kept.sort(key=lambda paced: (paced.last_time, str(paced.key)), reverse=True)
         self.model_of[key] = model
         for dropped in kept[KEPT:]:
             self.model_of.pop(dropped.key, None)

@@ -22,6 +22,7 @@ import multiprocessing
 import os
 import secrets
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,8 @@ from dshweb.core.log.home import LogFile
 
 MIN_BYTES = 64 << 20
 """The least a home's logs weigh (on disk) before its cold read is spread."""
+STOP_EVERY = 0.25
+"""How often (seconds) a read waiting on its workers looks whether it is to stop."""
 SHARE_BYTES = 16 << 20
 """About how much of the logs one share holds (a bigger log is a share of its own): small
 enough that the workers finish together, big enough that sending a share costs nothing."""
@@ -71,8 +74,8 @@ def fold_spread(
 ) -> set[Path]:
     """Fold ``logs`` in ``cores`` worker processes and adopt their states into ``index``;
     the session folders adopted. ``on_folded`` is called after each log adopted (or
-    left to the index); between shares, ``stopped`` ends the read early (the workers
-    are ended, what was adopted stays)."""
+    left to the index); ``stopped`` ends the read early (the workers are ended, what
+    was adopted stays). A worker that dies leaves its share to the index."""
     key = secrets.token_bytes(32)
     shares = [
         _Share(index.home, index.profile, index.extra_patches, index.stop_after_seq, part, key)
@@ -80,18 +83,34 @@ def fold_spread(
     ]
     adopted: set[Path] = set()
     context = multiprocessing.get_context("spawn")  # the caller may run threads: no fork
-    with context.Pool(min(cores, len(shares))) as pool:  # leaving it ends the workers
-        for folded in pool.imap_unordered(_fold_share, shares):
-            for log, blob in folded:
-                tracker = load_checkpoint(log, blob, key=key) if blob is not None else None
-                if tracker is not None:
-                    index.adopt(log.session_dir, tracker)
-                    adopted.add(log.session_dir)
-                if on_folded is not None:
-                    on_folded(log.session_dir, log)
-            if stopped():
-                break
+    workers = ProcessPoolExecutor(min(cores, len(shares)), mp_context=context)
+    try:
+        pending = {workers.submit(_fold_share, share) for share in shares}
+        while pending and not stopped():
+            done, pending = wait(pending, timeout=STOP_EVERY, return_when=FIRST_COMPLETED)
+            for future in done:
+                try:
+                    folded = future.result()
+                except Exception:  # a worker died: the index folds its share itself
+                    continue
+                for log, blob in folded:
+                    tracker = load_checkpoint(log, blob, key=key) if blob is not None else None
+                    if tracker is not None:
+                        index.adopt(log.session_dir, tracker)
+                        adopted.add(log.session_dir)
+                    if on_folded is not None:
+                        on_folded(log.session_dir, log)
+    finally:
+        _end(workers)
     return adopted
+
+
+def _end(workers: ProcessPoolExecutor) -> None:
+    """Stop ``workers`` now: no share waits, none under way is finished."""
+    workers.shutdown(wait=False, cancel_futures=True)
+    processes = getattr(workers, "_processes", None) or {}  # not public: ended if there
+    for process in list(processes.values()):
+        process.terminate()
 
 
 def _shares(logs: Sequence[LogFile]) -> list[tuple[LogFile, ...]]:

@@ -461,6 +461,20 @@ def test_the_home_keeps_the_latest_sessions_pace_by_model() -> None:
     assert paces.prior("young", "pro") == (7, 7)
 
 
+def test_the_home_keeps_the_same_paces_whatever_order_its_sessions_fold_in() -> None:
+    # Copies of one log end at the same time: which of them are kept, and so a young
+    # session's prior, must not hang on the order a cold read, a restart or a spread
+    # read happens to fold them in.
+    notes = [(f"s{n}", 50 if n % 3 else 40, [100 + n] * 3) for n in range(3 * KEPT)]
+    seen = set()
+    for order in (notes, notes[::-1], notes[1::2] + notes[::2]):
+        paces = HomePaces()
+        for key, last, growth in order:
+            paces.note(key, "flash", last, growth)
+        seen.add(paces.prior("young", "flash"))
+    assert len(seen) == 1 and len(next(iter(seen))) == 3 * PRIOR_SESSIONS
+
+
 def test_a_young_session_of_a_home_is_forecast_by_its_other_sessions(tmp_path: Path) -> None:
     import shutil
 

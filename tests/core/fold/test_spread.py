@@ -64,14 +64,22 @@ def test_the_spread_read_adopts_every_session_as_one_process_folds_it(home: Path
     assert _snapshots(index) == _snapshots(alone)
 
 
-def test_a_stopped_spread_read_leaves_the_rest_to_the_index(home: Path) -> None:
+def test_a_stopped_spread_read_ends_its_workers_and_leaves_the_rest_to_the_index(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     logs = session_logs(home)
+    monkeypatch.setattr(spread, "SHARE_BYTES", 1)  # a share per log
     index = HomeIndex(home)
-    spread_shares = spread._shares(logs)
-    assert len(spread_shares) == 1  # these logs are small: one share, then stopped
-    adopted = spread.fold_spread(index, logs, cores=2, stopped=lambda: True)
-    assert adopted  # the first share's sessions were adopted
-    index.refresh()
+    seen: list[Path] = []
+    adopted = spread.fold_spread(
+        index,
+        logs,
+        cores=2,
+        on_folded=lambda folder, _log: seen.append(folder),
+        stopped=lambda: bool(seen),
+    )
+    assert 1 <= len(adopted) < len(logs)  # stopped once the first came back
+    index.refresh()  # folds the rest
     alone = HomeIndex(home)
     alone.refresh()
     assert _snapshots(index) == _snapshots(alone)
