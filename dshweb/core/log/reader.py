@@ -326,7 +326,10 @@ class LogTail:
         text = frame_text(frame, blocks)
         if isinstance(text, bytes):
             self._spent += len(text)
-            return iter(_squeezed(text).split(b"\n"))
+            lines = text.split(b"\n")
+            if len(lines) > len(text) >> 5:  # mostly blank lines, maybe: squeeze them
+                lines = _squeezed(text).split(b"\n")
+            return iter(lines)
         return _split_lines(self._counted(text), tail=True, limit=MAX_FRAME, squeeze=True)
 
     def _counted(self, pieces: Iterable[bytes]) -> Iterator[bytes]:
@@ -362,10 +365,12 @@ class LogTail:
         budget: Budget,
     ) -> Iterator[bytes] | None:
         """Fold lines until they end (None) or the budget is spent (the lines left)."""
+        decode = decode_event  # looked up once a frame, not once a line (tests patch it)
+        most_events, most_bytes = budget.events, budget.bytes
         for line in lines:
             if line:
                 try:
-                    event = decode_event(line)
+                    event = decode(line)
                 except LineError as bad:
                     raise _Stop(bad.reason) from None
                 if type(event) is not Other or not self._fold_other(
@@ -373,9 +378,10 @@ class LogTail:
                 ):
                     on_event(event)
                     batch.events += 1
-                    if event.seq is not None:
-                        self.next_seq = event.seq + 1
-            if batch.events >= budget.events or self._spent >= budget.bytes:
+                    seq = event.seq
+                    if seq is not None:
+                        self.next_seq = seq + 1
+            if batch.events >= most_events or self._spent >= most_bytes:
                 return lines
         return None
 
