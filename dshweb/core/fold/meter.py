@@ -16,12 +16,9 @@ from typing import Any
 from dshweb.core.fold.billing import Slot, slot_of
 from dshweb.core.fold.pricing import (
     Shape,
-    header_config,
-    header_key,
     message_price,
     priced_message,
-    tool_calls,
-    tools_tokens,
+    read_header,
 )
 from dshweb.core.log.decode import raw_list
 from dshweb.core.log.wire import (
@@ -155,16 +152,15 @@ def surface_message(event: SurfaceEvent) -> Message | None:
     return data.message if data is not None else None
 
 
-Priced = tuple[int, str, Shape | None]
-"""A surface message's price, preview and (a tool result's) shape."""
+Priced = tuple[int, str, Shape | None, int]
+"""A surface message's price, preview, (a tool result's) shape and tool calls."""
 
 
 def _node(event: SurfaceEvent, seq: int, priced: Priced) -> SurfaceNode:
     """``event`` as a surface node (a tool result with its shape, for the pruner)."""
     kind = type(event)
-    price, preview, shape = priced
+    price, preview, shape, calls = priced
     if kind is AssistantMessage:
-        calls = tool_calls(surface_message(event))
         return SurfaceNode(seq, event.kind, price, preview, calls=calls)
     if kind is ToolResult:
         return SurfaceNode(seq, event.kind, price, preview, calls=-1, shape=shape)
@@ -259,10 +255,10 @@ class SessionMeter:
             self._arm(event)  # type: ignore[arg-type]
         elif cls is RequestHeader:
             data = event.data  # type: ignore[union-attr]
-            header = data.header if data is not None else None
-            self.header = header_key(header)
-            self.tools_tokens = tools_tokens(header)
-            config = header_config(header)
+            reading = read_header(data.header if data is not None else None)
+            self.header = reading.key
+            self.tools_tokens = reading.tools_tokens
+            config = reading.config
             self.reserved_tokens = config.max_tokens or 0
             self.model = config.model if config.model is not None else self.model
             self.provider = config.provider if config.provider is not None else self.provider
@@ -289,11 +285,21 @@ class SessionMeter:
         turn, step = data.turn, data.step
         last = self.last_sample
         replaced = last[2] if last is not None and (last[0], last[1]) == (turn, step) else None
-        old = replaced.counts if replaced is not None else (0, 0, 0, 0)
-        self.totals = [
-            total + new - gone
-            for total, new, gone in zip(self.totals, usage.counts, old, strict=True)
-        ]
+        totals = self.totals
+        if replaced is None:
+            self.totals = [
+                totals[0] + usage.input,
+                totals[1] + usage.output,
+                totals[2] + usage.cache_read,
+                totals[3] + usage.cache_write,
+            ]
+        else:
+            self.totals = [
+                totals[0] + usage.input - replaced.input,
+                totals[1] + usage.output - replaced.output,
+                totals[2] + usage.cache_read - replaced.cache_read,
+                totals[3] + usage.cache_write - replaced.cache_write,
+            ]
         self.last_sample = (turn, step, usage)
         source = data.message.source if data.message is not None else None
         model = _source_str(source, "model") or self.model or ""

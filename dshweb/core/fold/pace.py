@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from dshweb.core.fold.compaction import measured_tokens
-from dshweb.core.fold.meter import USAGE_EVENTS, SessionMeter, cache_and_prompt
+from dshweb.core.fold.meter import USAGE_EVENTS, SessionMeter
 from dshweb.core.fold.point import BETWEEN_STEPS, Decisions
 from dshweb.core.fold.pricing import Shape
 from dshweb.core.fold.revealed import Revealed
@@ -153,7 +153,8 @@ class PaceCollector:
         if isinstance(event.time, int) and not isinstance(event.time, bool):
             self.times.append(event.time)
             del self.times[:-MAX_SAMPLES]
-        self.cache.append(cache_and_prompt(meter.token_usage_view()))
+        totals = meter.totals  # cache_and_prompt(meter.token_usage_view()), without the dict
+        self.cache.append((totals[2], totals[0] + totals[2] + totals[3]))
         del self.cache[:-MAX_SAMPLES]
         self.last = (turn, step, reading)
 

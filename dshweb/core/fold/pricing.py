@@ -48,32 +48,38 @@ def block_tokens(raw: Any, block: Block | None) -> int:
 def message_price(message: Message | None) -> tuple[int, str]:
     """Price of one surface message (system messages have their own rule) and the first
     :data:`PREVIEW_CHARS` characters of its text, whitespace folded."""
-    price, preview, _ = priced_message(message, shape=False)
+    price, preview, _, _ = priced_message(message, shape=False)
     return price, preview
 
 
-def priced_message(message: Message | None, *, shape: bool) -> tuple[int, str, Shape | None]:
+def priced_message(
+    message: Message | None, *, shape: bool
+) -> tuple[int, str, Shape | None, int]:
     """:func:`message_price`, and with ``shape`` (a tool result's) the :data:`Shape` of
-    its text as the pruner measures it, from the same pass over its blocks (``None``:
-    too short for any pruner to cut, or not a list of blocks)."""
+    its text as the pruner measures it (``None``: too short for any pruner to cut, or
+    not a list of blocks), and its :func:`tool_calls`, from the same pass over its
+    blocks (each block is decoded once)."""
     if message is None:
-        return 0, "", None
+        return 0, "", None, 0
     content = message.content
     if isinstance(content, str):
         text = content
         chars = js_len(text)
         price = (_ceil4(chars) + 4) + 4 if message.role != "system" else _ceil4(chars) + 4
-        return price, text[:PREVIEW_CHARS], None
+        return price, text[:PREVIEW_CHARS], None, 0
     if not content:
-        return (0 if message.role in ("system", "developer", "assistant") else 4), "", None
+        return (0 if message.role in ("system", "developer", "assistant") else 4), "", None, 0
     system = message.role == "system"
     total = 0
     parts: list[str] = []
     size = 0
     runs: list[int | TextRun] | None = [] if shape else None
     points = 0
+    calls = 0
     for raw in content:
         block = raw_as(raw, Block)
+        if block is not None and block.type == "tool-call":
+            calls += 1
         if system:
             is_text = block is not None and block.type == "text"
             total += js_len(block.text or "") if is_text and block is not None else raw_length(raw)
@@ -95,10 +101,10 @@ def priced_message(message: Message | None, *, shape: bool) -> tuple[int, str, S
     price = _ceil4(total) + 4 if system else total + 4
     preview = " ".join(" ".join(parts).split())[:PREVIEW_CHARS]
     if runs is None or points <= len(PRUNE_MARKER):
-        return price, preview, None
+        return price, preview, None, calls
     if len(runs) == 1 and isinstance(only := runs[0], TextRun) and not only.astral:
-        return price, preview, points  # the common case: one plain text block
-    return price, preview, TextShape(points, tuple(runs))
+        return price, preview, points, calls  # the common case: one plain text block
+    return price, preview, TextShape(points, tuple(runs)), calls
 
 
 def _astral(text: str) -> tuple[int, ...]:
@@ -245,3 +251,37 @@ def tools_tokens(header: Header | None) -> int:
 def header_config(header: Header | None) -> HeaderConfig:
     found = raw_as(header.config, HeaderConfig) if header is not None else None
     return found if found is not None else HeaderConfig()
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderReading:
+    """What the meter reads of a request header (:func:`read_header`)."""
+
+    key: bytes
+    """:func:`header_key`."""
+    tools_tokens: int
+    """:func:`tools_tokens`."""
+    config: HeaderConfig
+    """:func:`header_config` (shared between equal headers: read, never changed)."""
+
+
+_last_header: tuple[tuple[bytes, bytes, bytes], HeaderReading] | None = None
+
+
+def read_header(header: Header | None) -> HeaderReading:
+    """:func:`header_key`, :func:`tools_tokens` and :func:`header_config` of ``header``.
+
+    A session sends the same header (20–30 KB of tool schemas) with nearly every
+    request, so the reading of the last header read is kept, by its exact text, and
+    given again for an equal one: hashing and measuring it again was a fifth of the
+    cost of a whole fold."""
+    global _last_header
+    if header is None:
+        return HeaderReading(header_key(None), 0, HeaderConfig())
+    parts = (raw_key(header.config), raw_key(header.adapter_defaults), raw_key(header.tools))
+    last = _last_header
+    if last is not None and last[0] == parts:
+        return last[1]
+    reading = HeaderReading(header_key(header), tools_tokens(header), header_config(header))
+    _last_header = (parts, reading)
+    return reading

@@ -19,6 +19,7 @@ from dshweb.core.fold.pricing import (
     pruned_price,
     shape_points,
     shape_price,
+    tool_calls,
     tools_tokens,
 )
 from dshweb.core.log.decode import decode_event
@@ -222,8 +223,9 @@ def test_a_result_kept_as_its_shape_is_priced_as_the_pruner_would_leave_it(
     if image:
         blocks.insert(1, {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"})
     message = _message({"role": "tool", "content": blocks}, fast)
-    price, _, shape = priced_message(message, shape=True)
+    price, _, shape, calls = priced_message(message, shape=True)
     assert price == message_price(message)[0]
+    assert calls == tool_calls(message)
     after = _prune_content(blocks, cut)
     points = sum(map(len, texts))
     if shape is None:
