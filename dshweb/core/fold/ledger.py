@@ -197,6 +197,7 @@ class Ledger:
         return tally
 
 
+_TOKENS = attrgetter("tokens")
 R = TypeVar("R", Compaction, CompactionCost)
 _FIELDS = {cls: (cls.__slots__, attrgetter(*cls.__slots__)) for cls in (Compaction, CompactionCost)}
 
@@ -346,24 +347,22 @@ class LedgerCollector:
         freed = max(0, compaction.saved or 0)
         self.unsent_tokens[slot] = self.unsent_tokens.get(slot, 0) + freed
 
-    def _credit(self, index: int, meter: SessionMeter, checkpoint_seq: int | None) -> None:
+    def _credit(self, index: int, meter: SessionMeter, checkpoint_seq: int | None) -> int | None:
         """Compaction ``index`` ended well: the requests from now on are its; ``checkpoint_seq``
-        the node that replaced what it shadowed (what follows it is sent anew)."""
+        the node that replaced what it shadowed (what follows it is sent anew). Returns
+        its ``cost.rewritten`` when that grew (the caller writes it into the compaction,
+        with whatever else it changes there)."""
         if index != self.crediting:
             self._settle()
             self.crediting = index
-        compaction = self.compactions[index]
         if checkpoint_seq is None:
-            return
+            return None
         try:
             at = meter.node_seqs.index(checkpoint_seq)
         except ValueError:
-            return
-        rewritten = sum(node.tokens for node in meter.nodes[at:])
-        if rewritten > compaction.cost.rewritten:
-            self.compactions[index] = _evolve(
-                compaction, cost=_evolve(compaction.cost, rewritten=rewritten)
-            )
+            return None
+        rewritten = sum(map(_TOKENS, meter.nodes[at:]))
+        return rewritten if rewritten > self.compactions[index].cost.rewritten else None
 
     def _settle(self) -> None:
         """Write the requests counted so far into the compaction they belong to."""
@@ -480,7 +479,12 @@ class LedgerCollector:
         )
         self.open_compaction = None
         if self.compactions[index].status == "done":
-            self._credit(index, meter, self.checkpoint_seq)
+            rewritten = self._credit(index, meter, self.checkpoint_seq)
+            if rewritten is not None:
+                compaction = self.compactions[index]
+                self.compactions[index] = _evolve(
+                    compaction, cost=_evolve(compaction.cost, rewritten=rewritten)
+                )
 
     def _prune(self, data: ShadowData, seq: int, time: int | None, meter: SessionMeter) -> None:
         if not self.pass_open:
@@ -513,15 +517,17 @@ class LedgerCollector:
                 self.compactions[index] = _evolve(self.compactions[index], checkpoint_tokens=price)
                 self.checkpoint_seq = seq
         elif self.pass_open:
-            last = self.compactions[-1]
-            self.compactions[-1] = _evolve(
+            index = len(self.compactions) - 1
+            rewritten = self._credit(index, meter, seq)
+            last = self.compactions[index]
+            self.compactions[index] = _evolve(
                 last,
                 checkpoint_tokens=(last.checkpoint_tokens or 0) + price,
                 end_seq=seq,
                 end_time=time,
                 after=meter.projected_tokens,
+                cost=last.cost if rewritten is None else _evolve(last.cost, rewritten=rewritten),
             )
-            self._credit(len(self.compactions) - 1, meter, seq)
 
     def _command_run(self, data: CommandData, seq: int, time: int | None) -> None:
         command_id = _str(data.command_id)

@@ -385,8 +385,9 @@ class SessionMeter:
 
     def _replace_nodes(self, node: SurfaceNode, start: Any, end: Any) -> None:
         seqs = self.node_seqs
-        try:
-            first, last = seqs.index(start), seqs.index(end)
+        try:  # a prune replaces one node: one search
+            first = seqs.index(start)
+            last = first if end == start else seqs.index(end)
         except ValueError:
             self._problem(say("replace-missing", seq=node.seq, start=start, end=end))
             return

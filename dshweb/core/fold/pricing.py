@@ -52,9 +52,7 @@ def message_price(message: Message | None) -> tuple[int, str]:
     return price, preview
 
 
-def priced_message(
-    message: Message | None, *, shape: bool
-) -> tuple[int, str, Shape | None, int]:
+def priced_message(message: Message | None, *, shape: bool) -> tuple[int, str, Shape | None, int]:
     """:func:`message_price`, and with ``shape`` (a tool result's) the :data:`Shape` of
     its text as the pruner measures it (``None``: too short for any pruner to cut, or
     not a list of blocks), and its :func:`tool_calls`, from the same pass over its

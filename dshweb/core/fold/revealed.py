@@ -171,10 +171,10 @@ def _index_of(meter: SessionMeter, seq: Any) -> int | None:
     """The index of the surface node ``seq`` names (searched from the tail, where the
     nodes a fold or a prune names are)."""
     seqs = meter.node_seqs
-    for index in range(len(seqs) - 1, -1, -1):
-        if seqs[index] == seq:
-            return index
-    return None
+    try:  # the last one that is ``seq`` (a reversed copy is searched in C, not a loop)
+        return len(seqs) - 1 - seqs[::-1].index(seq)
+    except ValueError:
+        return None
 
 
 @dataclass(slots=True)
