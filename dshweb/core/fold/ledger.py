@@ -292,6 +292,16 @@ class LedgerCollector:
     unsent_tokens: dict[Slot, int] = field(default_factory=dict)
     """Every compaction's so far (:class:`~dshweb.core.fold.cost.CompactionSpend`)."""
 
+    def count(self, event: AnyEvent) -> None:
+        """:meth:`observe` of an event that is no compaction, request, command or surface
+        change, and leaves the overflow as it was (a tool call, a plugin's own event)."""
+        time = event.time
+        if time is not None:
+            self.last_time = time
+        self.armed = None
+        if type(event) in _PASS_ENDS:
+            self.pass_open = False
+
     def observe(self, event: AnyEvent, meter: SessionMeter, retain: int | None = None) -> None:
         """Look at ``event`` after ``meter`` has folded it (``retain``: the ``retainTokens``
         of the session's engine now, for what an automatic compaction was to shadow)."""

@@ -233,6 +233,15 @@ class SessionMeter:
         else:
             self.more_problems += 1
 
+    def count(self, event: AnyEvent) -> None:
+        """Fold an event of a type no projection reads: :meth:`fold` of it, faster."""
+        seq = event.seq
+        if seq is not None:
+            self.last_seq = seq
+        self.events += 1
+        self.sample = None
+        self.claim = None
+
     def fold(self, event: AnyEvent) -> None:
         """Fold one event."""
         seq = event.seq

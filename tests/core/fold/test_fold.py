@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from dshweb.core.fold import session
 from dshweb.core.fold.meter import SessionMeter
 from dshweb.core.fold.session import SessionTracker, take_snapshot
 from dshweb.core.log.home import LogFile
@@ -55,6 +56,35 @@ def test_random_byte_splits_give_the_same_state(log: Path, tmp_path: Path) -> No
         pieces = _split_state(fold_in_pieces(data, seed, folder), tmp_path)
         found += [f"seed {seed}: {d.line('pieces', 'whole')}" for d in differences(pieces, one)]
     fail_on(found, f"{log.parent.name}: read in pieces, unlike one whole read")
+
+
+def _collected(tracker: SessionTracker) -> dict[str, object]:
+    return {
+        "meter": tracker.meter,
+        "activity": tracker.activity,
+        "pace": tracker.pace,
+        "ledger": tracker.ledger,
+        "told": tracker.told.result(),
+        "cost": tracker.cost.result(),
+        "requests": tracker.requests.result(),
+        "step band": tracker.step_band,
+    }
+
+
+@pytest.mark.parametrize("log", LOGS, ids=[p.parent.name for p in LOGS])
+def test_quiet_events_fold_as_every_collector_would(
+    log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The events the tracker only counts (``QUIET``) leave every collector as folding
+    them through all of them does."""
+    quick = _tracker(log)
+    quick.refresh()
+    monkeypatch.setattr(session, "QUIET", frozenset())
+    slow = _tracker(log)
+    slow.refresh()
+    found = [d.line("counted", "folded") for d in differences(_collected(quick), _collected(slow))]
+    fail_on(found, f"{log.parent.name}: quiet events counted, unlike folded")
+    assert quick.meter.events > 0
 
 
 @pytest.mark.parametrize("log", LOGS, ids=[p.parent.name for p in LOGS])
