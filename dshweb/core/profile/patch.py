@@ -25,14 +25,15 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
-
-from yaml.nodes import SequenceNode
+from typing import TYPE_CHECKING, Any, Literal
 
 from dshweb.core.errors import DshError
 from dshweb.core.files import FileRefused, read_file
 from dshweb.core.profile.dshyaml import DshYamlError, check_patch_rows, compose_yaml, construct
 from dshweb.core.profile.profile import CONTEXT_TRUTH_PACKAGE, Layer
+
+if TYPE_CHECKING:
+    from yaml.nodes import SequenceNode
 
 DEFAULT_PATCH_TEXT = (
     "# Your patch layer for this dsh profile, applied after every bundle layer:\n"
@@ -153,6 +154,8 @@ def parse_patch(text: str, name: str = "patch", *, empty_ok: bool = False) -> Pa
         raise PatchSyntaxError(
             f"{name}: {error.reason}", line=error.line, column=error.column
         ) from None
+    from yaml.nodes import SequenceNode  # compose_yaml has imported it
+
     assert isinstance(root, SequenceNode)
     return ParsedPatch(root, tuple(rows))
 
