@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from email.utils import parseaddr
 from urllib.parse import urlsplit
 
 _NAME = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_-]{0,62})(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,62}))*\.?")
@@ -77,6 +76,8 @@ def port_problem(text: str) -> str | None:
 def mail_address_problem(text: str) -> str | None:
     """Why ``text`` is not one mail address (``dshweb@example.com``, ``dshweb
     <dshweb@example.com>``)."""
+    from email.utils import parseaddr  # here: the email package is slow to import
+
     _name, address = parseaddr(text)
     local, at, domain = address.rpartition("@")
     if not at or not local or not domain or text.count("@") != 1 or "," in text:

@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from dshweb import environment
 from dshweb.cli import SNAPSHOT_HELP
@@ -23,8 +23,10 @@ from dshweb.core.fold.cost_settings import DEFAULT_PRICE_AS, NO_ALIASES
 from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.progress import ProgressCounter
-from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.log.home import LogFile, encode_segment, session_logs
+
+if TYPE_CHECKING:
+    from dshweb.core.fold.session import SessionSnapshot
 
 HELP = SNAPSHOT_HELP
 

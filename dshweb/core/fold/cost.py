@@ -36,11 +36,10 @@ What a compaction cost and what it saved (:class:`CompactionCost`, kept on each
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh_llm_cost import pricing as registry
 
@@ -48,8 +47,10 @@ from dshweb.core.fold.billing import NO_TIME, Route, Slot, slot_of
 from dshweb.core.fold.cost_settings import Window as Window
 from dshweb.core.fold.cost_settings import parse_aliases as parse_aliases
 from dshweb.core.fold.cost_settings import parse_windows as parse_windows
-from dshweb.core.fold.meter import BUCKET_NAMES, SessionMeter, Usage, to_usage
-from dshweb.core.log.wire import AnyEvent, CompactionSummary, ShadowData
+
+if TYPE_CHECKING:  # the read side (a rate book, a total) is used without the fold
+    from dshweb.core.fold.meter import Sample, SessionMeter, Usage
+    from dshweb.core.log.wire import AnyEvent, CompactionSummary, ShadowData
 
 Buckets = tuple[int, int, int, int]
 """Uncached input, output, cache-read and cache-write tokens."""
@@ -138,23 +139,35 @@ class CostCollector:
     """Where the last sample was counted (a sample that replaces it is taken off there)."""
 
     def observe(self, event: AnyEvent, meter: SessionMeter) -> None:
-        """Look at ``event`` after ``meter`` has folded it."""
-        sample = meter.sample
-        if sample is not None:
-            last = self.last_slot
-            if sample.replaced is not None and last is not None:
-                _add(self.requests, last, sample.replaced, -1)
-                self.counts[(last[0], last[1])] -= 1
-            route = (sample.slot[0], sample.slot[1])
-            self.counts[route] = self.counts.get(route, 0) + 1
-            self.last_slot = sample.slot
-            _add(self.requests, sample.slot, sample.usage)
+        """Look at ``event`` after ``meter`` has folded it (the tracker calls
+        :meth:`sampled` or :meth:`summarised` itself, by the event's type)."""
+        from dshweb.core.log.wire import CompactionSummary
+
+        if meter.sample is not None:
+            self.sampled(meter.sample)
         elif type(event) is CompactionSummary:
-            data = event.data
-            found = summary_route(data)
-            usage = to_usage(data.usage) if data is not None else None
-            if found is not None and usage is not None:
-                _add(self.summaries, slot_of(found, event.time), usage)
+            self.summarised(event)
+
+    def sampled(self, sample: Sample) -> None:
+        """The usage sample the meter just counted (:attr:`SessionMeter.sample`)."""
+        last = self.last_slot
+        if sample.replaced is not None and last is not None:
+            _add(self.requests, last, sample.replaced, -1)
+            self.counts[(last[0], last[1])] -= 1
+        route = (sample.slot[0], sample.slot[1])
+        self.counts[route] = self.counts.get(route, 0) + 1
+        self.last_slot = sample.slot
+        _add(self.requests, sample.slot, sample.usage)
+
+    def summarised(self, event: CompactionSummary) -> None:
+        """A ``compaction/summary``: the summariser's own request."""
+        from dshweb.core.fold.meter import to_usage
+
+        data = event.data
+        found = summary_route(data)
+        usage = to_usage(data.usage) if data is not None else None
+        if found is not None and usage is not None:
+            _add(self.summaries, slot_of(found, event.time), usage)
 
     def result(self) -> SessionCost:
         return SessionCost(
@@ -188,6 +201,8 @@ def window_text(window: Window) -> str:
 
 @functools.cache
 def registry_version() -> str:
+    import importlib.metadata  # here: it takes a while to import
+
     try:
         return importlib.metadata.version("dsh-llm-cost")
     except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a broken install
@@ -446,6 +461,8 @@ def rate_book(peak_windows: str, rate_as: str, names: tuple[str, str]) -> RateBo
 
 
 def _buckets_json(tokens: Buckets) -> dict[str, int]:
+    from dshweb.core.fold.meter import BUCKET_NAMES
+
     return dict(zip(BUCKET_NAMES, tokens, strict=True))
 
 

@@ -22,10 +22,11 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dshweb.core.fold.forecast import NEED
 from dshweb.core.fold.home_pace import HomePaces
-from dshweb.core.fold.session import SessionSnapshot, SessionTracker, take_snapshot
+from dshweb.core.log.budget import UNBOUNDED, Budget
 from dshweb.core.log.home import (
     LogFile,
     check_home,
@@ -36,7 +37,6 @@ from dshweb.core.log.home import (
     session_folders,
     session_logs,
 )
-from dshweb.core.log.reader import UNBOUNDED, Budget
 from dshweb.core.profile.effective import (
     BandRule,
     EffectiveSettings,
@@ -45,6 +45,9 @@ from dshweb.core.profile.effective import (
     SettingsTable,
     settings_table,
 )
+
+if TYPE_CHECKING:  # the fold is imported when the first log is (a home may have none)
+    from dshweb.core.fold.session import SessionSnapshot, SessionTracker
 
 DEFAULT_PROFILE = "sdk"
 
@@ -133,6 +136,8 @@ class HomeIndex:
             tracker = self.trackers.get(folder)
             signature = log_signature(log.path)
             if tracker is None or tracker.log != log:
+                from dshweb.core.fold.session import SessionTracker
+
                 tracker = SessionTracker(
                     log, stop_after_seq=self.stop_after_seq, settings_of=self._settings
                 )
@@ -275,6 +280,8 @@ class HomeIndex:
     def snapshot(self, folder: Path) -> SessionSnapshot:
         tracker = self.trackers[folder]
         source, settings = self.settings_of(tracker)
+        from dshweb.core.fold.session import take_snapshot
+
         return take_snapshot(
             tracker,
             home=self.home,

@@ -54,6 +54,7 @@ from dshweb.core.log.reader import UNBOUNDED, Budget, LogTail
 from dshweb.core.log.wire import (
     AnyEvent,
     CompactionStart,
+    CompactionSummary,
     Other,
     PresetSelected,
     SessionTitle,
@@ -219,8 +220,12 @@ class SessionTracker:
         self.meter.fold(event)
         retain = self._retain() if kind is CompactionStart else None
         self.ledger.observe(event, self.meter, retain)  # after the fold: the reading it left
-        self.cost.observe(event, self.meter)
-        self.requests.observe(self.meter)
+        sample = self.meter.sample
+        if sample is not None:
+            self.cost.sampled(sample)
+            self.requests.observe(self.meter)
+        elif kind is CompactionSummary:
+            self.cost.summarised(event)  # type: ignore[arg-type]
         self.activity.fold(event)
         if kind is StepEnd:
             engine, rule = self.settings_of(self) if self.settings_of else (None, DEFAULT_RULE)

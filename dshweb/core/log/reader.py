@@ -24,7 +24,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +33,8 @@ import zstandard
 
 from dshweb.core.errors import LogError
 from dshweb.core.files import FileRefused, open_file
+from dshweb.core.log.budget import UNBOUNDED as UNBOUNDED
+from dshweb.core.log.budget import Budget as Budget
 from dshweb.core.log.decode import LineError, decode_event
 from dshweb.core.log.frames import ZSTD_MAGIC, frame_length, frame_text
 from dshweb.core.log.jsjson import loads_js
@@ -56,18 +57,6 @@ MAX_FRAME_BYTES = 256 << 20
 Header = dict[str, Any]
 OnEvent = Callable[[AnyEvent], object]
 _BLANK_RUNS = re.compile(rb"\n{2,}")
-
-
-@dataclass(frozen=True, slots=True)
-class Budget:
-    """The most one ``read()`` folds before it returns with ``Batch.more`` set: events
-    handed on, and bytes decoded (blank lines and skipped records cost time too)."""
-
-    events: int
-    bytes: int
-
-
-UNBOUNDED = Budget(events=sys.maxsize, bytes=sys.maxsize)
 
 
 @dataclass(slots=True)
