@@ -497,26 +497,29 @@ class LedgerCollector:
                 )
 
     def _prune(self, data: ShadowData, seq: int, time: int | None, meter: SessionMeter) -> None:
-        if not self.pass_open:
+        if not self.pass_open:  # a new pass, made with its first prune counted
             self.compactions.append(
                 Compaction(
                     kind="prune",
                     seq=seq,
                     time=time,
-                    shadowed_tokens=0,
+                    shadowed_tokens=_count(data),
+                    shadowed_nodes=len(data.shadowed_seqs or ()),
                     checkpoint_tokens=0,
                     before=meter.projected_tokens,
+                    prunes=1,
                 )
             )
             self.pass_open = True
             self._keep_newest()
-        last = self.compactions[-1]
-        self.compactions[-1] = _evolve(
-            last,
-            shadowed_tokens=(last.shadowed_tokens or 0) + _count(data),
-            shadowed_nodes=last.shadowed_nodes + len(data.shadowed_seqs or ()),
-            prunes=last.prunes + 1,
-        )
+        else:
+            last = self.compactions[-1]
+            self.compactions[-1] = _evolve(
+                last,
+                shadowed_tokens=(last.shadowed_tokens or 0) + _count(data),
+                shadowed_nodes=last.shadowed_nodes + len(data.shadowed_seqs or ()),
+                prunes=last.prunes + 1,
+            )
         self.armed = "prune"
 
     def _checkpoint(self, armed: str, seq: int, time: int | None, meter: SessionMeter) -> None:
