@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.support.once import RUN_DIR
+from tests.support.xdist_groups import GroupScheduling, write_groups
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_HOMES = REPO / "tests" / "fixtures" / "homes"
@@ -165,11 +166,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """A test using a module-scoped fixture of its own module goes in that module's
+    ``xdist_group``. A group runs in one test process with ``--dist loadgroup``
+    (scripts/test), so what such a fixture starts (a server, a real ``dsh web``, a home
+    folded) is made once, not once per process a test of the module happens to land in."""
+    module = _group_module(item)
+    if module is not None and item.get_closest_marker("xdist_group") is None:
+        item.add_marker(pytest.mark.xdist_group(module))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The tests ``--timing-tests`` selects; the browser tests last: pytest-playwright's
-    sync API keeps an event loop running in the main thread from its first use to the end
-    of the session, and there Django refuses its sync-only calls (the ORM) and asyncio
-    refuses ``asyncio.run``."""
+    """The tests ``--timing-tests`` selects; the groups of :func:`pytest_itemcollected`
+    first, so the longest units of work do not end the run; the browser tests last:
+    pytest-playwright's sync API keeps an event loop running in the main thread from its
+    first use to the end of the session, and there Django refuses its sync-only calls (the
+    ORM) and asyncio refuses ``asyncio.run`` (with loadgroup, ``--no-loadscope-reorder``
+    keeps this order)."""
     which = config.getoption("--timing-tests")
     if which != "all":
         timed = {item: item.get_closest_marker("timing") is not None for item in items}
@@ -177,7 +190,32 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             items=[item for item in items if timed[item] != (which == "only")]
         )
         items[:] = [item for item in items if timed[item] == (which == "only")]
-    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)
+    items.sort(
+        key=lambda item: (
+            item.get_closest_marker("browser") is not None,
+            item.get_closest_marker("xdist_group") is None,
+        )
+    )
+    write_groups(items)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> GroupScheduling | None:
+    """``--dist loadgroup`` (scripts/test): tests/support/xdist_groups.py."""
+    return GroupScheduling(config, log) if config.getvalue("dist") == "loadgroup" else None
+
+
+def _group_module(item: pytest.Item) -> str | None:
+    """The node id of ``item``'s module when the test uses a module-scoped fixture the
+    module defines (not one of a ``conftest.py``, which many modules share)."""
+    if not isinstance(item, pytest.Function):
+        return None
+    module = item.nodeid.split("::", 1)[0]
+    for name in item.fixturenames:
+        definitions = item._fixtureinfo.name2fixturedefs.get(name) or ()
+        if any(d.scope == "module" and d.baseid == module for d in definitions[-1:]):
+            return module
+    return None
 
 
 @pytest.fixture
