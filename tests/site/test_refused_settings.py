@@ -240,7 +240,7 @@ def test_every_bad_setting_at_once_is_one_line_and_one_row_each(tmp_path: Path) 
 
 def test_a_price_alias_and_a_peak_window_name_the_variable_not_the_dict(tmp_path: Path) -> None:
     # f4ab7dd: DSHWEB['PRICE_AS'] in a 33-line traceback of ImproperlyConfigured.
-    serve, _ = serve_and_doctor(_env(tmp_path, DSHWEB_PRICE_AS="x=deepseek-v9"))
+    (serve,) = _run_all([_serve()], _env(tmp_path, DSHWEB_PRICE_AS="x=deepseek-v9"), TIMEOUT)
     assert serve.stderr == (
         "dshweb: DSHWEB_PRICE_AS: 'deepseek-v9' is not in the dsh-llm-cost registry\n"
     )
