@@ -133,17 +133,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_DATA_DIR] = data
     if RUN_DIR not in os.environ:
         # The process pytest started: a folder for what the whole run makes once
-        # (tests/support/once.py), which its test workers inherit.
+        # (tests/support/once.py), which its test workers inherit. scripts/test names one
+        # for both of its passes (the timing tests reuse what the main pass made).
         run = Path(tempfile.mkdtemp(prefix="dshweb-tests-run-"))
         os.environ[RUN_DIR] = str(run)
         config.stash[_RUN] = run
-        if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
-            # The tests start hundreds of Python processes (servers, collectors,
-            # manage.py), each compiling dshweb's ~200 modules afresh when no bytecode may
-            # be written (~0.3 s of CPU each): their bytecode is kept in the run's folder
-            # instead, outside the checkout, for the test workers and every child.
-            os.environ["PYTHONPYCACHEPREFIX"] = str(run / "pycache")
-            del os.environ["PYTHONDONTWRITEBYTECODE"]
+    if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
+        # The tests start hundreds of Python processes (servers, collectors, manage.py),
+        # each compiling dshweb's ~200 modules afresh when no bytecode may be written
+        # (~0.3 s of CPU each): their bytecode is kept in the run's folder instead, outside
+        # the checkout, for the test workers and every child.
+        os.environ["PYTHONPYCACHEPREFIX"] = str(Path(os.environ[RUN_DIR]) / "pycache")
+        del os.environ["PYTHONDONTWRITEBYTECODE"]
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
