@@ -28,14 +28,19 @@ of a big session), then starts the real server as ``scripts/start`` does
 - ``rss_mb`` after the warm requests; ``idle_cpu_pct``: the server's CPU (utime +
   stime) over ``--idle-seconds`` with no request and no socket open.
 - ``restart_s``: SIGTERM, wait, start again on the same data folder and home: start
-  to the first complete ``/``, measured as ``cold_s``.
+  to the first complete ``/``, measured as ``cold_s``; ``restart_ratio``: over ``cold_s``.
+- ``one_core_cold_s``: the cold start again, on a fresh data folder, with the fold in
+  the server's own process alone (``DSHWEB_FOLD_PROCESSES=1``); ``every_core_ratio``:
+  ``cold_s`` (a big home's read spread over every core, :mod:`dshweb.core.fold.spread`)
+  over it.
 
 The first size (100 unless ``--baseline`` says otherwise; added when missing) is the
 baseline of ``list_ratio`` and ``detail_ratio`` (p95 over the baseline's p95), measured
 in the same run. One line per size::
 
   size=5000 sessions=5000 json_mb=... list_p95_ms=... detail_p95_ms=... idle_cpu_pct=...
-  list_server_p95_ms=... detail_server_p95_ms=... restart_s=... cold_s=... first_page_s=...
+  list_server_p95_ms=... detail_server_p95_ms=... restart_s=... cold_s=...
+  one_core_cold_s=... every_core_ratio=... restart_ratio=... first_page_s=...
   boot_s=... rss_mb=... list_html_kb=... max_ws_kb=...
   list_ratio=... detail_ratio=... ws_list=ok ws_session=ok
 
@@ -117,6 +122,7 @@ class Result:
     idle_cpu: float
     restart_s: float
     cold_s: float
+    one_core_s: float
     first_page_s: float
     boot_s: float
     rss_mb: float
@@ -132,7 +138,10 @@ class Result:
             f"list_server_p95_ms={_ms(self.list_server_p95)} "
             f"detail_server_p95_ms={_ms(self.detail_server_p95)} "
             f"idle_cpu_pct={self.idle_cpu:.2f} restart_s={self.restart_s:.2f} "
-            f"cold_s={self.cold_s:.2f} first_page_s={self.first_page_s:.2f} "
+            f"cold_s={self.cold_s:.2f} one_core_cold_s={self.one_core_s:.2f} "
+            f"every_core_ratio={self.cold_s / self.one_core_s:.2f} "
+            f"restart_ratio={self.restart_s / self.cold_s:.2f} "
+            f"first_page_s={self.first_page_s:.2f} "
             f"boot_s={self.boot_s:.2f} "
             f"rss_mb={self.rss_mb:.0f} list_html_kb={self.list_html_kb:.0f} "
             f"max_ws_kb={self.max_ws_kb:.0f} "
@@ -246,6 +255,20 @@ def measure(size: int, args: argparse.Namespace, tmp: Path) -> Result:
         )
     finally:
         server.stop()
+    # The baseline of every_core_ratio, in the same run: the same cold start folded by the
+    # server's own process alone (DSHWEB_FOLD_PROCESSES=1), on a data folder of its own.
+    alone = Server(built.path, tmp / f"data-{size}-one-core", tree=args.server_tree)
+    alone.extra_env["DSHWEB_FOLD_PROCESSES"] = "1"
+    alone.prepare()
+    try:
+        alone.start()
+        one_core = wait_complete(alone, time.monotonic() + args.timeout)
+    finally:
+        alone.stop()
+    print(
+        f"   one core: complete {one_core.complete_s:.2f} s (every core: {cold.complete_s:.2f} s)",
+        flush=True,
+    )
     return Result(
         size=size,
         sessions=len(ids),
@@ -257,6 +280,7 @@ def measure(size: int, args: argparse.Namespace, tmp: Path) -> Result:
         idle_cpu=idle,
         restart_s=again.complete_s,
         cold_s=cold.complete_s,
+        one_core_s=one_core.complete_s,
         first_page_s=cold.first_page_s,
         boot_s=cold.boot_s,
         rss_mb=rss,

@@ -26,6 +26,7 @@ from urllib.parse import SplitResult, urlsplit
 from dshweb.core.fold.cost_settings import DEFAULT_PRICE_AS, parse_aliases, parse_windows
 from dshweb.core.listing.homes import DEFAULT_HOME_NAME, home_name_problem
 from dshweb.core.log.home import dsh_home
+from dshweb.demo.home import BUNDLED_HOME, ensure_demo_home
 from dshweb.environment_server import switch
 from dshweb.installed import add_extra
 from dshweb.private_data import make_private
@@ -98,8 +99,6 @@ def home_choice(
     the bundled home itself (to read, never to write)."""
     if not demo or configured.exists():
         return HomeChoice(configured, False)
-    from dshweb.demo.home import BUNDLED_HOME, ensure_demo_home  # only for the demo: slow
-
     copy = data_dir / "demo-home"
     if not prepare:
         return HomeChoice(copy if copy.is_dir() else BUNDLED_HOME, True)

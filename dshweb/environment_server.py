@@ -23,6 +23,7 @@ import zoneinfo
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from dshweb.dsh_web.launch_url import LaunchUrlError, parse_launch_url
 from dshweb.setting_errors import ConfigurationError, Reading
 from dshweb.setting_values import (
     host_problem,
@@ -134,9 +135,6 @@ def engine_url() -> str:
     """``DSHWEB_ENGINE_URL``: the launch URL ``dsh web`` printed, or unset."""
     value = _get("DSHWEB_ENGINE_URL").strip()
     if value:
-        # Only here: the client's HTTP stack is a tenth of a command's start-up.
-        from dshweb.dsh_web.client import LaunchUrlError, parse_launch_url
-
         try:
             parse_launch_url(value)
         except LaunchUrlError as error:  # its message never shows the token

@@ -16,8 +16,6 @@ import threading
 import time
 from pathlib import Path
 
-from dshweb.demo.replay import ReplayBusyError, load_recording, play_recording, replay_dir
-
 logger = logging.getLogger(__name__)
 
 DEMO_DIR = Path(__file__).resolve().parent.parent / "demo"
@@ -91,6 +89,9 @@ def stop_demo_replay(timeout: float = 5.0) -> None:
 
 
 def _replay_forever(home: Path, source: Path, stop: threading.Event) -> None:
+    # The replay's reader is loaded by the demo's replay, not by every start.
+    from dshweb.demo.replay import ReplayBusyError, load_recording, play_recording, replay_dir
+
     delay = BACKOFF[0]
     while not stop.is_set():
         started = time.monotonic()

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import http.client
 import http.cookiejar
-import ipaddress
 import json
 import re
 import socket
@@ -45,11 +44,13 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
-from urllib.parse import parse_qs, quote, urlsplit
+from urllib.parse import quote
 from urllib.request import Request
 
-from dshweb.core.errors import DshError
 from dshweb.core.said import say
+from dshweb.dsh_web.launch_url import DshWebError as DshWebError
+from dshweb.dsh_web.launch_url import LaunchUrlError as LaunchUrlError
+from dshweb.dsh_web.launch_url import parse_launch_url
 
 COOKIE_PREFIX = "dsh-auth-"
 WRITER_HELD = "session/writer-held"
@@ -74,14 +75,6 @@ PROBE_TIMEOUT = 2.0
 """Longest wait for one liveness check's answer."""
 PROBE_MISSES = 3
 """Liveness checks in a row without an answer that end a watched call as hung."""
-
-
-class DshWebError(DshError):
-    """``dsh web`` could not be reached, or did not do what was asked."""
-
-
-class LaunchUrlError(DshWebError, ValueError):
-    """The launch URL is not a ``dsh web`` URL this client may use."""
 
 
 class DshWebUnreachable(DshWebError):
@@ -174,42 +167,6 @@ class _Answer:
     response: http.client.HTTPResponse
     """Its headers, for the login's cookie (the body is already read into ``body``)."""
     body: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class _Target:
-    host: str
-    port: int
-    path: str
-    token: str
-
-
-def parse_launch_url(launch_url: str) -> _Target:
-    """Split a launch URL; the messages name what is wrong, never the token."""
-    try:
-        parts = urlsplit(launch_url.strip())
-        port = parts.port
-    except ValueError as error:
-        raise LaunchUrlError(say("url-malformed")) from error
-    if parts.scheme != "http":
-        raise LaunchUrlError(say("url-not-http", scheme=parts.scheme or "nothing"))
-    host = parts.hostname or ""
-    if not is_loopback(host):
-        raise LaunchUrlError(say("url-not-loopback", host=repr(host)))
-    tokens = parse_qs(parts.query).get("token", [])
-    if len(tokens) != 1 or not tokens[0]:
-        raise LaunchUrlError(say("url-no-token"))
-    return _Target(host=host, port=port or 80, path=parts.path or "/", token=tokens[0])
-
-
-def is_loopback(host: str) -> bool:
-    """``host`` (a name, an address, or an IPv6 address in brackets) is this machine only."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 class _Watchdog(threading.Thread):

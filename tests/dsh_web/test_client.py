@@ -32,17 +32,20 @@ import pytest
 from dshweb.core.log.home import encode_segment, is_live, locked_files
 from dshweb.core.said import say
 from dshweb.core.settings.dshconfig import find_dsh
-from dshweb.dsh_web import (
+from dshweb.dsh_web import client as client_module
+from dshweb.dsh_web import managed as managed_module
+from dshweb.dsh_web.client import (
+    ABANDONED_BY_DSH,
+    NO_COMMAND,
+    UNEXPECTED,
     CompactOutcome,
     CompactStatus,
     ConnectionStatus,
     DshWebClient,
     LaunchUrlError,
     RpcError,
+    TokenRejected,
 )
-from dshweb.dsh_web import client as client_module
-from dshweb.dsh_web import managed as managed_module
-from dshweb.dsh_web.client import ABANDONED_BY_DSH, NO_COMMAND, UNEXPECTED, TokenRejected
 from dshweb.dsh_web.managed import DshWebPhase, DshWebState, ManagedDshWeb, free_port
 from tests.conftest import REPO
 from tests.fixtures.fakemodel import FakeModel, ModelRequest, Reply, directive_script, text

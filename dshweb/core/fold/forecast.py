@@ -76,11 +76,13 @@ import math
 import operator
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from dataclasses import InitVar, dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from dshweb.core.fold.known import UNKNOWN, Known
-from dshweb.core.fold.pricing import PruneCut, Shape, freed
+
+if TYPE_CHECKING:  # the pricing (and the log's decoders) come with the first log's fold
+    from dshweb.core.fold.pricing import PruneCut, Shape
 
 RECENT = 36
 """Step growths the runs look at: eighteen turns of a tool call and its answer, enough
@@ -156,50 +158,67 @@ NO_FORECAST_YET = Forecast(reason=TOO_FEW)
 """A session that has not stepped yet."""
 
 
-@dataclass(slots=True, eq=False)
+@dataclass(eq=False)
 class Forecasts:
     """A snapshot's two forecasts (:func:`pass_forecast` and :func:`summary_forecast`),
     made from what it holds the first time one is read, then kept: most sessions of a
     home are never asked (an idle one shows no forecast, a list shows a page of them),
-    so taking a snapshot costs no forecast. Equal when made from equal figures."""
+    so taking a snapshot costs no forecast. Its fields are the figures they are made
+    from; what is worked out from them is kept beside (no field: a snapshot's
+    ``dataclasses.asdict`` is the same whether they were read or not, sealed or not).
+    Equal when made from equal figures."""
 
     measured: int = 0
     """What the steps to come grow from."""
     freeable_now: int = 0
     point: Known = UNKNOWN
     growth: tuple[int, ...] = ()
-    added: tuple[tuple[Shape, ...], ...] = ()
-    """Beside each of ``growth``, the tool results its step added."""
-    cut: PruneCut | None = None
-    """What a prune cuts (the likeliest of what is known; ``None``: no pruner): with
-    ``added``, each step's net growth (:meth:`net_growth`)."""
-    net: tuple[int, ...] | None = None
-    """Each step's net growth, once worked out (a pickled one holds it instead of
-    ``added``, which is bigger than the rest of a snapshot)."""
     times: tuple[int, ...] = ()
     prior: tuple[int, ...] = ()
-    made: tuple[Forecast, Forecast] | None = None
-    """Both forecasts, once read (or given: :meth:`given`)."""
-    given: bool = False
+    added: InitVar[tuple[tuple[Shape, ...], ...]] = ()
+    """Beside each of ``growth``, the tool results its step added."""
+    cut: InitVar[PruneCut | None] = None
+    """What a prune cuts (the likeliest of what is known; ``None``: no pruner): with
+    ``added``, each step's net growth (:meth:`net_growth`)."""
+    net: InitVar[tuple[int, ...] | None] = None
+    """Each step's net growth, when known already (a pickled one's: ``added`` is bigger
+    than the rest of a snapshot)."""
+    made: InitVar[tuple[Forecast, Forecast] | None] = None
+    """Both forecasts, given (a hand-made snapshot's: :meth:`of`)."""
+
+    def __post_init__(
+        self,
+        added: tuple[tuple[Shape, ...], ...],
+        cut: PruneCut | None,
+        net: tuple[int, ...] | None,
+        made: tuple[Forecast, Forecast] | None,
+    ) -> None:
+        self._added, self._cut, self._net, self._made = added, cut, net, made
+        self._given = made is not None
 
     @classmethod
     def of(cls, next_pass: Forecast, next_summary: Forecast) -> Forecasts:
         """Forecasts already made (a hand-made snapshot's)."""
-        return cls(made=(next_pass, next_summary), given=True)
+        return cls(made=(next_pass, next_summary))
+
+    @property
+    def read(self) -> bool:
+        """Whether they have been made (read, or given)."""
+        return self._made is not None
 
     @property
     def next_pass(self) -> Forecast:
-        return self._made()[0]
+        return self._forecasts()[0]
 
     @property
     def next_summary(self) -> Forecast:
-        return self._made()[1]
+        return self._forecasts()[1]
 
-    def _made(self) -> tuple[Forecast, Forecast]:
-        made = self.made
+    def _forecasts(self) -> tuple[Forecast, Forecast]:
+        made = self._made
         if made is None:
             point, times, prior = self.point, self.times, self.prior
-            made = self.made = (
+            made = self._made = (
                 pass_forecast(
                     measured=self.measured,
                     point=point,
@@ -220,10 +239,12 @@ class Forecasts:
 
     def net_growth(self) -> tuple[int, ...]:
         """Each step's growth less what cutting the results it added frees."""
-        net = self.net
+        net = self._net
         if net is None:
-            cut, added = self.cut, self.added
-            net = self.net = (
+            from dshweb.core.fold.pricing import freed
+
+            cut, added = self._cut, self._added
+            net = self._net = (
                 self.growth
                 if cut is None or len(added) != len(self.growth)
                 else tuple(
@@ -234,8 +255,8 @@ class Forecasts:
         return net
 
     def _figures(self) -> tuple[Any, ...]:
-        if self.given:
-            return (self.made,)
+        if self._given:
+            return (self._made,)
         return (
             self.measured,
             self.freeable_now,
@@ -249,23 +270,23 @@ class Forecasts:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Forecasts):
             return NotImplemented
-        return self.given == other.given and self._figures() == other._figures()
+        return self._given == other._given and self._figures() == other._figures()
 
     __hash__ = None  # type: ignore[assignment]
 
     def __reduce__(self) -> tuple[type[Forecasts], tuple[Any, ...]]:
+        # The net growth, not the results' shapes; given forecasts, not made ones.
         return Forecasts, (
             self.measured,
             self.freeable_now,
             self.point,
             self.growth,
+            self.times,
+            self.prior,
             (),
             None,
             self.net_growth(),
-            self.times,
-            self.prior,
-            self.made,
-            self.given,
+            self._made if self._given else None,
         )
 
 

@@ -197,6 +197,8 @@ class HomeIndex:
     def folded(self, log: LogFile) -> SessionTracker:
         """``log`` folded to its end under this index's settings, kept nowhere: a cold
         read's worker sends it on (:mod:`dshweb.core.fold.spread`)."""
+        from dshweb.core.fold.session import SessionTracker
+
         tracker = SessionTracker(
             log, stop_after_seq=self.stop_after_seq, settings_of=self._settings
         )

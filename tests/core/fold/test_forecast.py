@@ -7,6 +7,7 @@ of the fixture sessions, not here.
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 from pathlib import Path
 
@@ -545,11 +546,11 @@ def test_a_snapshot_makes_its_forecasts_when_first_read_and_pickles_the_net_grow
     (folder,) = index.trackers
     tracker = index.trackers[folder]
     untouched = index.snapshot(folder).forecasts
-    assert untouched.made is None and untouched.net is None  # nothing worked out yet
+    assert not untouched.read and untouched._net is None  # nothing worked out yet
     shot = index.snapshot(folder)
     forecasts = shot.forecasts
-    cut = forecasts.cut
-    assert cut is not None and len(forecasts.added) == len(shot.pace_growth) > RECENT
+    cut = forecasts._cut  # the likeliest cut the snapshot took
+    assert cut is not None and len(forecasts._added) == len(shot.pace_growth) > RECENT
     net = tuple(
         g - sum(freed(shape, cut) for shape in step)
         for g, step in zip(shot.pace_growth, tracker.pace.checks.added, strict=True)
@@ -568,10 +569,11 @@ def test_a_snapshot_makes_its_forecasts_when_first_read_and_pickles_the_net_grow
     )
     assert expected_pass != expected_summary  # the two differ here, so each is checked
     assert shot.pace_forecast == expected_pass and shot.summary_pace_forecast == expected_summary
-    assert forecasts.made == (expected_pass, expected_summary) and forecasts.net == net
+    assert forecasts._made == (expected_pass, expected_summary) and forecasts._net == net
 
     # A sealed snapshot (a collector's) carries the net growth, not the results' shapes.
     again = pickle.loads(pickle.dumps(index.snapshot(folder)))
-    assert again.forecasts.added == () and again.forecasts.net == net
+    assert again.forecasts._added == () and again.forecasts._net == net and not again.forecasts.read
     assert again.forecasts == forecasts and again == shot
+    assert dataclasses.asdict(again) == dataclasses.asdict(shot)  # read or not, sealed or not
     assert again.summary_pace_forecast == expected_summary

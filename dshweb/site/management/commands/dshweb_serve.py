@@ -29,7 +29,7 @@ from django.db import connections
 from dshweb import environment
 from dshweb.config import get_config
 from dshweb.core.fold.cost_settings import DEFAULT_PRICE_AS, NO_ALIASES, parse_aliases
-from dshweb.dsh_web.client import is_loopback
+from dshweb.dsh_web.launch_url import is_loopback
 from dshweb.secret_key import read_secret_key
 from dshweb.setting_errors import ConfigurationError
 from dshweb.setting_values import port_problem
