@@ -276,16 +276,29 @@ def record_sent(delivery: AlertDelivery) -> None:
 
 
 def record_failure(delivery: AlertDelivery, error: str) -> None:
-    delivery.attempts += 1
-    delivery.last_error, delivery.claimed_by = error, ""
-    if delivery.attempts >= timing.ALERT_ATTEMPTS:
-        delivery.state, delivery.next_attempt_at = AlertDelivery.State.FAILED, None
+    """Count a failed attempt at ``delivery`` and say when to try again, while the attempt
+    still holds its claim: one that a stop cut short, and that was recorded as interrupted
+    meanwhile (:func:`record_interrupted`: its claim let go), failed only because the
+    process was going, and is not counted."""
+    attempts = delivery.attempts + 1
+    state, next_attempt_at = AlertDelivery.State.PENDING, None
+    if attempts >= timing.ALERT_ATTEMPTS:
+        state = AlertDelivery.State.FAILED
     else:
-        wait = timing.ALERT_RETRY_FIRST * 2 ** (delivery.attempts - 1)
-        delivery.next_attempt_at = timezone.now() + timedelta(seconds=wait)
-    delivery.save(
-        update_fields=["attempts", "last_error", "state", "next_attempt_at", "claimed_by"]
+        wait = timing.ALERT_RETRY_FIRST * 2 ** (attempts - 1)
+        next_attempt_at = timezone.now() + timedelta(seconds=wait)
+    counted = AlertDelivery.objects.filter(
+        pk=delivery.pk, state=AlertDelivery.State.PENDING, claimed_by=delivery.claimed_by
+    ).update(
+        attempts=attempts,
+        last_error=error,
+        state=state,
+        next_attempt_at=next_attempt_at,
+        claimed_by="",
     )
+    if counted:
+        delivery.attempts, delivery.last_error, delivery.claimed_by = attempts, error, ""
+        delivery.state, delivery.next_attempt_at = state, next_attempt_at
 
 
 @dataclass(frozen=True, slots=True)

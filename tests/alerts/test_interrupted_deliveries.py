@@ -94,6 +94,21 @@ def test_an_attempt_a_stop_cut_short_is_due_at_once_and_not_counted(rule: Any) -
     assert delivery.last_error == "could not deliver (timeout)"  # the last real attempt's
     assert [d.delivery_id for d in deliveries.due_deliveries("local")[0]] == [delivery.pk]
 
+    # The attempt then fails, as a connection the stop shut does: not counted either.
+    claimed = AlertDelivery.objects.get(pk=delivery.pk)
+    claimed.claimed_by = process_owner()  # what the attempt still holds in memory
+    deliveries.record_failure(claimed, "could not deliver (connection closed)")
+    delivery.refresh_from_db()
+    assert (delivery.state, delivery.attempts, delivery.claimed_by) == ("pending", 2, "")
+    assert delivery.last_error == "could not deliver (timeout)"
+    assert delivery.next_attempt_at <= timezone.now()
+    # While it holds its claim, a failure counts and waits out its back-off.
+    assert deliveries._claimed(delivery)
+    deliveries.record_failure(delivery, "could not deliver (refused)")
+    delivery.refresh_from_db()
+    assert (delivery.attempts, delivery.last_error) == (3, "could not deliver (refused)")
+    assert delivery.claimed_by == "" and delivery.next_attempt_at > timezone.now()
+
 
 def test_an_attempt_that_ended_or_another_process_claimed_is_left_alone(rule: Any) -> None:
     firing = deliveries.record_firing(
