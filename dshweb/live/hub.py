@@ -438,7 +438,8 @@ class Hub:
 
             fresh = [log for log in logs if log.session_dir not in restored]
             if worth_spreading(fresh, self.cores):
-                fold_spread(
+                # What the workers folded is new to the checkpoints too.
+                self._dirty |= fold_spread(
                     self.index,
                     fresh,
                     cores=self.cores,

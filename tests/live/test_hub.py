@@ -464,8 +464,11 @@ def test_the_hub_spreads_a_big_home_over_its_cores_and_shows_what_one_shows(
     small = Hub(home, "sdk", cores=2).cold_start()
     assert spreads == []  # one core, then a home under MIN_BYTES: not worth the workers
     monkeypatch.setattr(spread, "MIN_BYTES", 0)
-    spread_view = Hub(home, "sdk", cores=2).cold_start()
+    spread_hub = Hub(home, "sdk", cores=2, store=DatabaseCheckpoints())
+    spread_view = spread_hub.cold_start()
     assert spreads == [len(session_logs(home))]  # every session came from a worker
+    # ... and each is checkpointed, so a restart reads none of them again.
+    assert spread_hub.flush_checkpoints() == len(session_logs(home))
     shots = {key: view.snapshot for key, view in one.sessions.items()}
     assert len(shots) == len(session_logs(home))
     assert {key: view.snapshot for key, view in small.sessions.items()} == shots
