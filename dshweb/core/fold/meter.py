@@ -244,12 +244,8 @@ class SessionMeter:
 
     def fold(self, event: AnyEvent) -> None:
         """Fold one event."""
-        seq = event.seq
-        if seq is not None:
-            self.last_seq = seq
-        self.events += 1
-        self.sample = None
-        claim, self.claim = self.claim, None
+        claim = self.claim
+        self.count(event)
         cls = type(event)
         priced = None
         if cls in _SURFACE and event.surface_op is not None:  # type: ignore[union-attr]

@@ -94,11 +94,7 @@ class Activity:
             self.last_time = time
 
     def fold(self, event: AnyEvent) -> None:
-        time = event.time
-        if time is not None:
-            if self.first_time is None:
-                self.first_time = time
-            self.last_time = time
+        self.count(event)
         cls = type(event)
         if cls is TurnStart:
             self.turns += 1

@@ -145,11 +145,12 @@ def _fold_share(share: _Share) -> list[tuple[LogFile, bytes | None]]:
     for one it could not fold or checkpoint: the caller's index folds it)."""
     global _index
     index = _index
-    if index is None or (index.home, index.profile, index.extra_patches) != (
-        share.home,
-        share.profile,
-        share.extra_patches,
-    ):
+    if index is None or (
+        index.home,
+        index.profile,
+        index.extra_patches,
+        index.stop_after_seq,
+    ) != (share.home, share.profile, share.extra_patches, share.stop_after_seq):
         index = _index = HomeIndex(
             share.home,
             profile=share.profile,

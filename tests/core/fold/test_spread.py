@@ -44,6 +44,13 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return home
 
 
+def _folded_alone(home: Path) -> HomeIndex:
+    """``home`` folded by one process, as the index does without workers."""
+    index = HomeIndex(home)
+    index.refresh()
+    return index
+
+
 def _snapshots(index: HomeIndex) -> dict[Path, SessionSnapshot]:
     return {folder: index.snapshot(folder) for folder in index.trackers}
 
@@ -51,8 +58,7 @@ def _snapshots(index: HomeIndex) -> dict[Path, SessionSnapshot]:
 def test_the_spread_read_adopts_every_session_as_one_process_folds_it(home: Path) -> None:
     logs = session_logs(home)
     assert len(logs) >= len(SHAPES)
-    alone = HomeIndex(home)
-    alone.refresh()
+    alone = _folded_alone(home)
     assert any(shot.errors for shot in _snapshots(alone).values())  # the junk is told
 
     index = HomeIndex(home)
@@ -80,8 +86,7 @@ def test_a_stopped_spread_read_ends_its_workers_and_leaves_the_rest_to_the_index
     )
     assert 1 <= len(adopted) < len(logs)  # stopped once the first came back
     index.refresh()  # folds the rest
-    alone = HomeIndex(home)
-    alone.refresh()
+    alone = _folded_alone(home)
     assert _snapshots(index) == _snapshots(alone)
 
 
