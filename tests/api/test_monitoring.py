@@ -248,6 +248,8 @@ def _query(port: int, query: str) -> dict[str, Any]:
         with urllib.request.urlopen(url, timeout=5) as answer:
             said: dict[str, Any] = json.load(answer)
     except urllib.error.HTTPError as refused:  # a query Prometheus cannot run: its words
+        if refused.code == 503:  # still starting (its storage): no answer yet, an OSError
+            raise
         said = json.load(refused)
     return said
 
