@@ -8,7 +8,8 @@ from __future__ import annotations
 import fcntl
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 RUN_DIR = "DSHWEB_TEST_RUN_DIR"
@@ -27,3 +28,20 @@ def made_once(name: str, make: Callable[[Path], None]) -> Path:
             make(scratch)
             scratch.rename(made)
     return made
+
+
+@contextmanager
+def first_alone(name: str) -> Iterator[None]:
+    """The first test process of the run to get here runs the block while the others wait
+    at the door; once it has run it through (an exception does not count), each runs its
+    own at once."""
+    run = Path(os.environ[RUN_DIR])
+    done = run / name
+    with (run / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.exists():
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            yield
+            return
+        yield
+        done.touch()
