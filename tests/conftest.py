@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -171,7 +171,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_collection(session: pytest.Session) -> Iterator[object]:
+def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
     """The first test process of pytest-xdist to collect does so alone, the others once it
     is done. pytest rewrites the asserts of every test module it imports and keeps the
     result as bytecode: about 8 s of CPU for the whole suite the first time, 2.6 s once
