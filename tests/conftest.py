@@ -165,8 +165,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--timing-tests",
         choices=("all", "only", "skip"),
         default="all",
-        help="run the tests marked timing too (all), alone (only) or not (skip): "
-        "scripts/test runs them after the others, one at a time",
+        help="run the tests marked timing too (all), only them (only) or not (skip): "
+        "scripts/test runs them after the others, two at a time",
     )
 
 

@@ -54,7 +54,7 @@ def test_a_socket_that_keeps_failing_backs_off(page: Page, server: DshwebServer)
     starts over only once a socket delivered a message (the ws extension's own count
     starts over at every open: a tight loop). It measures the gaps, and a busy machine
     lengthens some of them by a third of a second (the first of them 0.83 s for 0.5 s,
-    beside three other test processes): it runs alone."""
+    beside three other test processes): it runs with the timing tests."""
     opened: list[float] = []
 
     def fail_at_once(socket: WebSocketRoute) -> None:

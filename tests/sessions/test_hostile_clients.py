@@ -29,7 +29,7 @@ from tests.support.logbuilder import frame, frames_of, header
 from tests.support.server import DshwebServer, ServerError
 from tests.support.visitor import Visitor
 
-pytestmark = pytest.mark.timing  # each bounds an update's latency: run alone
+pytestmark = pytest.mark.timing  # each bounds an update's latency: run apart
 
 WATCHED = "auto-compact"
 LONG = "long-export"
