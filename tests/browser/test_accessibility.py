@@ -53,8 +53,10 @@ LANGUAGES = {"en": "en-US", "zh-hans": "zh-CN"}
 
 
 def violations(page: Page) -> list[dict[str, Any]]:
-    """What axe-core finds against ``AXE_TAGS`` in ``page`` as it is now."""
-    page.add_script_tag(path=str(AXE))
+    """What axe-core finds against ``AXE_TAGS`` in ``page`` as it is now (axe-core added
+    to the page first, once)."""
+    if not page.evaluate("typeof axe !== 'undefined'"):
+        page.add_script_tag(path=str(AXE))
     found = page.evaluate(
         "async (tags) => (await axe.run(document, {runOnly: {type: 'tag', values: tags}}))"
         ".violations.map(v => ({id: v.id, impact: v.impact, help: v.help,"
@@ -97,7 +99,6 @@ def _in_each_theme(page: Page, what: str) -> None:
     follow ``color-scheme``; no script reads the scheme), so the page is the one a load in
     that theme shows. Its body's colours must differ between the themes (the switch took).
     """
-    page.add_script_tag(path=str(AXE))
     failures: list[str] = []
     colours: dict[str, str] = {}
     for theme in THEMES:
