@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.bytecode import keep_bytecode
 from tests.support.once import RUN_DIR, first_alone
 from tests.support.xdist_groups import GroupScheduling, write_groups
 
@@ -138,14 +139,12 @@ def pytest_configure(config: pytest.Config) -> None:
         run = Path(tempfile.mkdtemp(prefix="dshweb-tests-run-"))
         os.environ[RUN_DIR] = str(run)
         config.stash[_RUN] = run
-    if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
+    if keep_bytecode(os.environ, Path(os.environ[RUN_DIR]) / "pycache"):
         # The tests start hundreds of Python processes (servers, collectors, manage.py),
-        # each compiling dshweb's ~200 modules afresh when no bytecode may be written
-        # (~0.3 s of CPU each): their bytecode is kept in the run's folder instead, outside
-        # the checkout, for the test workers and every child. This process keeps there too
-        # the test modules pytest rewrites as it collects (:func:`pytest_collection`).
-        os.environ["PYTHONPYCACHEPREFIX"] = str(Path(os.environ[RUN_DIR]) / "pycache")
-        del os.environ["PYTHONDONTWRITEBYTECODE"]
+        # each compiling everything it imports afresh when no bytecode may be written:
+        # their bytecode is kept in the run's folder instead (tests/support/bytecode.py),
+        # for the test workers and every child. This process keeps there too the test
+        # modules pytest rewrites as it collects (:func:`pytest_collection`).
         sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"]
         sys.dont_write_bytecode = False
 
