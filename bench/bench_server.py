@@ -34,6 +34,7 @@ import websockets
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))  # the server helper the tests share: tests/support/child_server.py
+from tests.support.bytecode import keep_bytecode, user_bytecode_folder  # noqa: E402
 from tests.support.child_server import HOST, ChildServer, ServerError, free_port  # noqa: E402
 
 __all__ = ["HOST", "BenchError", "Server", "free_port", "percentile", "wait_complete", "ws_headers"]
@@ -86,6 +87,13 @@ class Server(ChildServer):
     umask: int = 0o077
     stop_timeout: float = STOP_TIMEOUT
     cookie: str | None = None
+
+    def env(self) -> dict[str, str]:
+        """The server's environment; it starts as a pip install's does, compiled once
+        (:mod:`tests.support.bytecode`)."""
+        env = ChildServer.env(self)
+        keep_bytecode(env, user_bytecode_folder())
+        return env
 
     def _manage(self, *args: str, extra: dict[str, str] | None = None) -> None:
         try:

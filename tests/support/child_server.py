@@ -20,8 +20,6 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.support.bytecode import keep_bytecode, user_bytecode_folder
-
 REPO = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
 APP = "dshweb.asgi:application"
@@ -120,9 +118,6 @@ class ChildServer:
             PYTHONUNBUFFERED="1",
         )
         env.update(self.extra_env)
-        # A benchmark's servers start as a pip install's do, compiled once (the tests'
-        # run keeps its own bytecode folder already: tests/conftest.py).
-        keep_bytecode(env, user_bytecode_folder())
         return env
 
     def manage(
