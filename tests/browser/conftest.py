@@ -1,11 +1,14 @@
 """Fixtures of the browser tests: one DSH home, one real server, real Chromium.
 
 The browser is pytest-playwright's (``browser``, ``new_context``, ``page``), launched from
-Debian's Chromium. The home and the server live for the whole ``tests/browser`` package
-(a server takes seconds to prepare); a module may override ``server`` with its own. Each
-test's contexts are signed in with the cookies of one sign-in through the real login
-form, per module. Tests that change the home each use their own session of it, so they
-do not depend on their order.
+Debian's Chromium headless shell (:data:`HEADLESS`: Chromium's own headless build, as
+Playwright's own headless default is, at about two thirds of the whole browser's CPU); a
+module whose pages need the whole browser (system notifications) launches
+:data:`CHROMIUM` with :func:`whole_chromium`. The home and the server live for the whole
+``tests/browser`` package (a server takes seconds to prepare); a module may override
+``server`` with its own. Each test's contexts are signed in with the cookies of one
+sign-in through the real login form, per module. Tests that change the home each use
+their own session of it, so they do not depend on their order.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, StorageState
+from playwright.sync_api import Browser, BrowserContext, Page, Playwright, StorageState
 from pytest_playwright.pytest_playwright import CreateContextCallback
 
 from dshweb.core.log.home import session_logs
@@ -35,6 +38,14 @@ from tests.support.logbuilder import frames_of
 from tests.support.server import DshwebServer, serving, sign_in
 
 CHROMIUM = Path(os.environ.get("DSHWEB_CHROMIUM") or "/usr/bin/chromium")
+"""The whole browser."""
+HEADLESS = Path(
+    os.environ.get("DSHWEB_CHROMIUM")
+    or os.environ.get("DSHWEB_CHROMIUM_HEADLESS_SHELL")
+    or "/usr/bin/chromium-headless-shell"
+)
+"""The headless shell of the same Chromium (Debian's ``chromium-headless-shell``), for every
+page that needs no more; ``DSHWEB_CHROMIUM`` alone names one browser for every test."""
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -117,20 +128,31 @@ def server(
     yield from serving(DshwebServer(home.path, tmp_path_factory.mktemp("dshweb-data")))
 
 
-@pytest.fixture(scope="session")
-def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
-    """Debian's Chromium (Playwright's own browser download is never used)."""
-    if not (CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK)):
+def _launch_args(binary: Path, args: dict[str, Any]) -> dict[str, Any]:
+    if not (binary.is_file() and os.access(binary, os.X_OK)):
         pytest.fail(
-            f"Chromium not found at {CHROMIUM}: install it (Debian: apt-get install chromium), "
-            "point DSHWEB_CHROMIUM at it, or leave these tests out with -m 'not browser'",
+            f"Chromium not found at {binary}: install it (Debian: apt-get install chromium "
+            "chromium-headless-shell), point DSHWEB_CHROMIUM at one, or leave these tests "
+            "out with -m 'not browser'",
             pytrace=False,
         )
-    return browser_type_launch_args | {
-        "executable_path": str(CHROMIUM),
-        "args": CHROMIUM_ARGS,
-        "timeout": 30_000,
-    }
+    return args | {"executable_path": str(binary), "args": CHROMIUM_ARGS, "timeout": 30_000}
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    """Debian's Chromium headless shell (Playwright's own browser download is never used)."""
+    return _launch_args(HEADLESS, browser_type_launch_args)
+
+
+def whole_chromium(playwright: Playwright, launch_args: dict[str, Any]) -> Iterator[Browser]:
+    """Debian's whole Chromium, for a module's ``browser`` fixture: what the headless
+    shell lacks (a background tab's system notification) is there."""
+    browser = playwright.chromium.launch(**_launch_args(CHROMIUM, launch_args))
+    try:
+        yield browser
+    finally:
+        browser.close()
 
 
 @pytest.fixture(scope="module")

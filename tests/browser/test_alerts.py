@@ -9,13 +9,14 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Browser, Playwright, expect
 from pytest_playwright.pytest_playwright import CreateContextCallback
 
 from dshweb.core.fold.index import HomeIndex
-from tests.browser.conftest import WAIT_MS
+from tests.browser.conftest import WAIT_MS, whole_chromium
 from tests.conftest import FIXTURE_HOMES
 from tests.support.alert_receivers import wait_for_first_look
 from tests.support.homes import append_frames, copy_session, fixture_log
@@ -80,6 +81,12 @@ def alert_home(tmp_path_factory: pytest.TempPathFactory) -> AlertHome:
         compactions = tracker.ledger.compactions[before:]
         done_after.append(sum(compaction.status == "done" for compaction in compactions))
     return AlertHome(path, log, frames[cut:], len(complete.ledger.compactions) - before, done_after)
+
+
+@pytest.fixture(scope="module")
+def browser(playwright: Playwright, browser_type_launch_args: dict[str, Any]) -> Iterator[Browser]:
+    """The whole Chromium: the headless shell makes no system notification."""
+    yield from whole_chromium(playwright, browser_type_launch_args)
 
 
 @pytest.fixture(scope="module")

@@ -3,6 +3,7 @@ big as the window it was taken in, from a dshweb of this checkout with the demo 
 
 from __future__ import annotations
 
+import os
 import struct
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.browser.conftest import HEADLESS
 from tests.conftest import REPO
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
@@ -27,6 +29,7 @@ def test_the_script_makes_every_picture(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, str(REPO / "scripts" / "screenshots.py"), "--out", str(tmp_path)],
         cwd=REPO,
+        env=os.environ | {"DSHWEB_CHROMIUM": str(HEADLESS)},  # the pictures need no more
         capture_output=True,
         text=True,
         timeout=240,
