@@ -11,9 +11,7 @@ class AlertsConfig(AppConfig):
     verbose_name = "Alerts"
 
     def ready(self) -> None:
-        from dshweb.alerts.demo import give_demo_rules
-        from dshweb.alerts.watcher import watching
-        from dshweb.live.startup import at_start, beside_hub
+        from dshweb.live.jobs import at_start, beside_hub
 
-        beside_hub(watching)
-        at_start(give_demo_rules)
+        beside_hub("dshweb.alerts.watcher.watching")
+        at_start("dshweb.alerts.demo.give_demo_rules")

@@ -11,7 +11,6 @@ class CollectConfig(AppConfig):
     verbose_name = "Collectors"
 
     def ready(self) -> None:
-        from dshweb.collect.checkpoints import DatabaseCheckpoints
-        from dshweb.live import service
+        from dshweb.live.jobs import keep_checkpoints_in
 
-        service.checkpoint_store = DatabaseCheckpoints
+        keep_checkpoints_in("dshweb.collect.checkpoints.DatabaseCheckpoints")

@@ -21,7 +21,7 @@ gained since), and:
   (:class:`CollectorService`).
 
 When it starts it closes the Compact requests a process that is gone left in flight (the
-jobs :func:`~dshweb.live.startup.at_start` lists, as a server's start does).
+jobs :func:`~dshweb.live.jobs.at_start` lists, as a server's start does).
 Told to stop (``dshweb collect`` on SIGTERM or SIGINT asks :mod:`dshweb.live.stopping`'s
 stop), it stops its hub and its event loop, writes what is left and releases the lease,
 while the alert deliveries and Compact requests in flight get the stop's grace (or are
@@ -70,11 +70,11 @@ from dshweb.core.log.home import LogFile
 from dshweb.core.log.jsjson import printable
 from dshweb.live import timing
 from dshweb.live.hub import HomeChange, HomeView, Hub, Listener
+from dshweb.live.jobs import jobs_at_start, jobs_beside_hub
 from dshweb.live.outage import Outage, database_unreachable, outage_reason, store_name
 from dshweb.live.publisher import Publisher
 from dshweb.live.readiness import DATABASE_OUT, hub_reason, redis_reason
 from dshweb.live.service import collect_here
-from dshweb.live.startup import jobs_at_start, jobs_beside_hub
 from dshweb.live.stopping import stopping
 from dshweb.live.systemd import ServiceNotifier
 
@@ -302,7 +302,7 @@ def run_collector(
     hub.subscribe(_ResumeReport(hub, store, lease.name, on_ready))
     place = CollectorPlace(lease.name, home, collector_owner(lease.name, lease.token))
     collect_here(lease.name, hub)  # commands run here act on this home
-    for job in jobs_at_start():  # what a process that is gone left in flight
+    for job in jobs_at_start().values():  # what a process that is gone left in flight
         try:
             job()
         except Exception:

@@ -51,6 +51,7 @@ from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.core import signing
 from django.db import close_old_connections
 from django.utils import timezone
+from django.utils.module_loading import import_string
 
 from dshweb.collect.lease import lease_is_held
 from dshweb.collect.models import CollectorLease
@@ -98,15 +99,15 @@ class CollectorPlace:
 CommandHandler = Callable[[Mapping[str, Any], CollectorPlace], None]
 PendingFinder = Callable[[CollectorPlace], list[dict[str, Any]]]
 """The commands of one kind whose work waits in the database for this collector."""
-_handlers: dict[str, CommandHandler] = {}
-_finders: dict[str, PendingFinder] = {}
+_handlers: dict[str, str] = {}
+_finders: dict[str, str] = {}
 
 
-def register_command(
-    kind: str, handler: CommandHandler, pending: PendingFinder | None = None
-) -> None:
-    """Run ``handler`` in the collector for each command whose ``type`` is ``kind``;
-    ``pending`` finds the ones waiting in the database (a handler must claim its work)."""
+def register_command(kind: str, handler: str, pending: str | None = None) -> None:
+    """Run the :data:`CommandHandler` at dotted path ``handler`` in the collector for each
+    command whose ``type`` is ``kind``; the :data:`PendingFinder` at ``pending`` finds the
+    ones waiting in the database (a handler must claim its work). Named, not imported: an
+    app registers them in every process Django starts, and only a collector runs them."""
     _handlers[kind] = handler
     if pending is not None:
         _finders[kind] = pending
@@ -322,7 +323,8 @@ async def _pick_up(place: CollectorPlace) -> None:
 def waiting_commands(place: CollectorPlace) -> list[dict[str, Any]]:
     """Every command whose work waits in the database for ``place``'s collector."""
     try:
-        return [message for finder in _finders.values() for message in finder(place)]
+        finders: list[PendingFinder] = [import_string(path) for path in _finders.values()]
+        return [message for finder in finders for message in finder(place)]
     finally:
         close_old_connections()
 
@@ -347,10 +349,11 @@ def _dispatch(message: Mapping[str, Any], place: CollectorPlace) -> None:
     if stop_asked():  # a Compact row stays requested: the next collector closes it
         log.info("collector %s: stopping; a command %r is left for later", place.name, kind)
         return
-    handler = _handlers.get(kind)
-    if handler is None:
+    path = _handlers.get(kind)
+    if path is None:
         log.warning("collector %s: no handler for a command %r", place.name, kind)
         return
+    handler: CommandHandler = import_string(path)
     # A handler may wait minutes on an engine: never on the loop.
     threading.Thread(
         target=_run, args=(handler, message, place), name=f"dshweb-command-{kind}", daemon=True

@@ -12,13 +12,11 @@ class CompactionConfig(AppConfig):
 
     def ready(self) -> None:
         from dshweb.collect.commands import register_command
-        from dshweb.compaction.service import (
-            close_abandoned_requests,
-            run_commanded_compaction,
-            waiting_compactions,
-        )
+        from dshweb.live.jobs import at_start
         from dshweb.live.protocol import COMPACT_RUN
-        from dshweb.live.startup import at_start
 
-        register_command(COMPACT_RUN, run_commanded_compaction, waiting_compactions)
-        at_start(close_abandoned_requests)
+        service = "dshweb.compaction.service"
+        register_command(
+            COMPACT_RUN, f"{service}.run_commanded_compaction", f"{service}.waiting_compactions"
+        )
+        at_start(f"{service}.close_abandoned_requests")

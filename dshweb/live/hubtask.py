@@ -27,7 +27,7 @@ J = TypeVar("J", bound=Job)
 class HubTask(Generic[J]):
     """``make(source, home)`` makes the job of a home's changes: here the process's hub
     (:meth:`start`); in a collector its writer (:mod:`dshweb.collect.collector` runs every
-    job :func:`dshweb.live.startup.beside_hub` lists)."""
+    job :func:`dshweb.live.jobs.beside_hub` lists)."""
 
     def __init__(self, name: str, make: Callable[[ChangeSource, str], J]) -> None:
         self.name = name

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from django.dispatch import receiver
 from dshweb.config import get_config
 from dshweb.demo.home import REPLAY_SESSION_ID
 from dshweb.environment import HomeChoice, home_choice
-from dshweb.live import timing
+from dshweb.live import jobs, timing
 from dshweb.live.hub import CheckpointStore, HomeView, Hub
 
 _guard = threading.Lock()
@@ -74,15 +73,14 @@ def demo_replays(home: str, session_id: str) -> bool:
     )
 
 
-checkpoint_store: Callable[[], CheckpointStore] | None = None
-"""Makes the store a new hub keeps its fold checkpoints in (the collect app gives its
-database's when it is ready); ``None``, or ``FOLD_CHECKPOINTS`` off: none."""
-
-
 def _store() -> CheckpointStore | None:
-    if not get_config().fold_checkpoints or checkpoint_store is None:
+    """The store a new hub keeps its fold checkpoints in (the collect app names its
+    database's: :func:`~dshweb.live.jobs.keep_checkpoints_in`); ``None``, or
+    ``FOLD_CHECKPOINTS`` off: none."""
+    make = jobs.checkpoint_store()
+    if not get_config().fold_checkpoints or make is None:
         return None
-    return checkpoint_store()
+    return make()
 
 
 def collecting() -> bool:

@@ -6,18 +6,18 @@ own event loop; and the one list of jobs that run beside a home's hub.
 1. the hub of the process's own home, whose first round folds in its own thread while
    pages are served what is folded so far;
 2. the hub's publisher (:mod:`dshweb.live.publisher`);
-3. every job :func:`beside_hub` lists, in ``INSTALLED_APPS``' order (each app's
-   ``ready()`` adds its own: the alert watcher, today the only one);
+3. every job :func:`~dshweb.live.jobs.beside_hub` lists, in ``INSTALLED_APPS``' order
+   (each app's ``ready()`` names its own: the alert watcher, the OpenTelemetry export);
 4. on the bundled demo home, its replay;
 5. the systemd notifier (:mod:`dshweb.live.systemd`), when systemd started the process:
    ``READY=1`` once :mod:`dshweb.live.readiness` holds, then the watchdog's pings;
-6. once per process, the jobs :func:`at_start` lists (closing the Compact requests a
-   stopped dshweb left in flight), in a thread, again while the database cannot be
-   reached.
+6. once per process, the jobs :func:`~dshweb.live.jobs.at_start` lists (closing the
+   Compact requests a stopped dshweb left in flight), in a thread, again while the
+   database cannot be reached.
 
 A web worker (``DSHWEB_COLLECT=off``) starts only 5: it has no hub, and the Compact
 requests in flight are its collectors' business. A collector runs the same
-:func:`jobs_beside_hub` beside its writer (:mod:`dshweb.collect.collector`).
+:func:`~dshweb.live.jobs.jobs_beside_hub` beside its writer (:mod:`dshweb.collect.collector`).
 
 They start when the server does: :func:`start_with_the_server` (called by
 :mod:`dshweb.asgi` as Daphne imports it, in ``dshweb serve`` and in a plain ``daphne
@@ -44,7 +44,7 @@ from channels.layers import get_channel_layer
 
 from dshweb.demo.home import start_demo_replay
 from dshweb.live import readiness, timing
-from dshweb.live.hubtask import HubTask
+from dshweb.live.jobs import jobs_at_start, jobs_beside_hub
 from dshweb.live.outage import database_unreachable
 from dshweb.live.publisher import start_publisher
 from dshweb.live.service import collecting, current_hub, own_home
@@ -53,36 +53,12 @@ from dshweb.live.systemd import ServiceNotifier
 log = logging.getLogger(__name__)
 
 _loop: asyncio.AbstractEventLoop | None = None
-_beside: dict[str, HubTask[Any]] = {}
-_at_start: dict[str, Callable[[], object]] = {}
 _started = False
 """The once-per-process steps (5 and 6) have started."""
 _first_tries: concurrent.futures.Future[None] | None = None
 """Done once each :func:`at_start` job has been tried once."""
 _background: set[asyncio.Task[None]] = set()
 """The tasks started here that run on (kept, so none is collected while it runs)."""
-
-
-def beside_hub(task: HubTask[Any]) -> None:
-    """Run ``task``'s job beside every home's hub: the process's own, and a collector's
-    (kept by name: an app made ready twice adds it once; in the order the apps are made
-    ready, ``INSTALLED_APPS``'s)."""
-    _beside[task.name] = task
-
-
-def jobs_beside_hub() -> tuple[HubTask[Any], ...]:
-    return tuple(_beside.values())
-
-
-def at_start(job: Callable[[], object]) -> None:
-    """Run ``job`` (blocking; in a thread) once, when a process that reads its home
-    starts its services."""
-    _at_start[f"{job.__module__}.{job.__qualname__}"] = job
-
-
-def jobs_at_start() -> tuple[Callable[[], object], ...]:
-    """What :func:`at_start` lists (a collector runs them when it starts)."""
-    return tuple(_at_start.values())
 
 
 def server_loop() -> asyncio.AbstractEventLoop | None:
@@ -122,9 +98,10 @@ def start_beside_hub() -> None:
 
 async def start_services(*, by: str = "the server's start", wait: bool = True) -> None:
     """Every step, in order, on the running loop (the once-per-process ones once);
-    ``by``: what started them, for the log. Returns once the :func:`at_start` jobs have
-    been tried once (a page is served after them: it shows the requests they closed),
-    or at once (``wait`` false: a health probe, which must answer whatever they wait on)."""
+    ``by``: what started them, for the log. Returns once the
+    :func:`~dshweb.live.jobs.at_start` jobs have been tried once (a page is served after
+    them: it shows the requests they closed), or at once (``wait`` false: a health probe,
+    which must answer whatever they wait on)."""
     global _loop, _started, _first_tries
     _loop = asyncio.get_running_loop()
     start_beside_hub()
@@ -134,9 +111,9 @@ async def start_services(*, by: str = "the server's start", wait: bool = True) -
         notifier = ServiceNotifier()
         if notifier.enabled:
             _keep(_loop.create_task(notify_systemd(notifier), name="dshweb-systemd"))
-        if collecting() and _at_start:
+        if collecting() and (jobs := jobs_at_start()):
             _first_tries = concurrent.futures.Future()
-            _keep(_loop.create_task(_run_at_start(_first_tries), name="dshweb-at-start"))
+            _keep(_loop.create_task(_run_at_start(jobs, _first_tries), name="dshweb-at-start"))
     tried = _first_tries
     if wait and tried is not None and not tried.done():
         await asyncio.wrap_future(tried)
@@ -192,11 +169,13 @@ async def notify_systemd(notifier: ServiceNotifier) -> None:
         await asyncio.sleep(notifier.every)
 
 
-async def _run_at_start(tried: concurrent.futures.Future[None]) -> None:
-    """Each :func:`at_start` job once, in a thread (``tried`` then done); a job that
-    found the database out is run again, every
-    :data:`~dshweb.live.timing.OUTAGE_RETRY_MAX` s, until it works."""
-    waiting = dict(_at_start)
+async def _run_at_start(
+    jobs: dict[str, Callable[[], object]], tried: concurrent.futures.Future[None]
+) -> None:
+    """Each of ``jobs`` once, in a thread (``tried`` then done); a job that found the
+    database out is run again, every :data:`~dshweb.live.timing.OUTAGE_RETRY_MAX` s,
+    until it works."""
+    waiting = dict(jobs)
     try:
         while waiting:
             for name, job in list(waiting.items()):

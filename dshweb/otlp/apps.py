@@ -11,7 +11,6 @@ class OtlpConfig(AppConfig):
     verbose_name = "OpenTelemetry export"
 
     def ready(self) -> None:
-        from dshweb.live.startup import beside_hub
-        from dshweb.otlp.live import exporting
+        from dshweb.live.jobs import beside_hub
 
-        beside_hub(exporting)
+        beside_hub("dshweb.otlp.live.exporting")

@@ -221,7 +221,7 @@ class LiveExport:
 
 
 class ExportJob:
-    """The job beside a home's hub (:func:`dshweb.live.startup.beside_hub`): the live export
+    """The job beside a home's hub (:func:`dshweb.live.jobs.beside_hub`): the live export
     while ``DSHWEB["OTLP"]`` says it is on, else nothing."""
 
     def __init__(self, source: ChangeSource, home: str) -> None:

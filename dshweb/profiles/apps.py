@@ -13,6 +13,5 @@ class ProfilesConfig(AppConfig):
     def ready(self) -> None:
         from dshweb.collect.commands import register_command
         from dshweb.live.protocol import SETTINGS_REQUEST
-        from dshweb.profiles.remote import run_settings_request
 
-        register_command(SETTINGS_REQUEST, run_settings_request)
+        register_command(SETTINGS_REQUEST, "dshweb.profiles.remote.run_settings_request")

@@ -22,7 +22,7 @@ from dshweb.core.fold.gauge import Band, context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.demo.home import REPLAY_SESSION_ID, REPLAY_SOURCE
 from dshweb.demo.replay import Recording, ReplayWriter, load_recording, replay_dir
-from dshweb.live import startup
+from dshweb.live import jobs, startup
 from dshweb.live.service import own_home
 from tests.alerts.test_alerts_end_to_end import (
     alert_notices,
@@ -66,7 +66,7 @@ def test_each_admin_without_a_rule_gets_one_once(demo: Path) -> None:
     assert (demo / MARK).is_file()
     AlertRule.objects.filter(owner=admin).delete()
     assert give_demo_rules() == []  # once per demo home: a rule deleted stays deleted
-    assert give_demo_rules in startup.jobs_at_start()
+    assert jobs.jobs_at_start()["dshweb.alerts.demo.give_demo_rules"] is give_demo_rules
 
 
 def test_a_real_home_gets_no_rule(tmp_path: Path, settings: Any) -> None:
