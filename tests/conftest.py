@@ -202,6 +202,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     which = config.getoption("--timing-tests")
     if which != "all":
         timed = {item: item.get_closest_marker("timing") is not None for item in items}
+        if which == "skip":
+            _write_timing_files([item for item, is_timed in timed.items() if is_timed])
         config.hook.pytest_deselected(
             items=[item for item in items if timed[item] != (which == "only")]
         )
@@ -213,6 +215,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
     )
     write_groups(items)
+
+
+TIMING_FILES = "timing-files"
+"""In the run's folder: the test files that hold a timing test, one a line, which
+scripts/test's second pass collects instead of the whole suite (when it was given no
+test of its own to run)."""
+
+
+def _write_timing_files(timed: list[pytest.Item]) -> None:
+    if RUN_DIR not in os.environ:
+        return
+    files = sorted({item.nodeid.split("::", 1)[0] for item in timed})
+    path = Path(os.environ[RUN_DIR]) / TIMING_FILES
+    scratch = path.with_name(f".{TIMING_FILES}-{os.getpid()}")
+    scratch.write_text("".join(f"{file}\n" for file in files), encoding="utf-8")
+    scratch.replace(path)  # every process collects the same tests: any one's will do
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own
