@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Mapping
+from functools import cache
 
 ENGLISH: Mapping[str, str] = {
     # A session log (dshweb/core/log/, dshweb/core/errors.py)
@@ -186,7 +187,11 @@ def _literal(template: str) -> int:
     return sum(len(literal) for literal, _, _, _ in string.Formatter().parse(template))
 
 
-_PATTERNS = [(code, _pattern(template), _literal(template)) for code, template in ENGLISH.items()]
+@cache
+def _patterns() -> list[tuple[str, re.Pattern[str], int]]:
+    """Each code's pattern, made at the first :func:`read_back` (not at import: every
+    process imports this, few read a text back)."""
+    return [(code, _pattern(template), _literal(template)) for code, template in ENGLISH.items()]
 
 
 def read_back(text: str) -> tuple[str, dict[str, str]] | None:
@@ -202,7 +207,7 @@ def read_back(text: str) -> tuple[str, dict[str, str]] | None:
 
 def _best(text: str) -> tuple[int, str, dict[str, str]] | None:
     found: tuple[int, str, dict[str, str]] | None = None
-    for code, pattern, literal in _PATTERNS:
+    for code, pattern, literal in _patterns():
         match = pattern.fullmatch(text)
         if match is None:
             continue
