@@ -20,7 +20,8 @@ restarts the same server and times the same again. The homes:
 It fails loudly when a server does not get ready within ``--timeout`` seconds, when
 ``/readyz`` and ``READY=1`` disagree by more than a second, when a server shows fewer
 sessions than its home holds (the demo's replay may add one), or when a restart refused
-its checkpoints (the fold's code changed meanwhile: a restart then is a cold start). The last line:
+its checkpoints (the fold's code changed meanwhile: a restart then is a cold start; on the
+demo home, any but its replay's, whose log grows meanwhile). The last line:
 ``empty_ready_s=… demo_ready_s=… big_ready_s=… big_restart_ready_s=…
 demo_over_empty_s=… big_over_empty_s=…``.
 """
@@ -51,7 +52,10 @@ from dshweb.demo.home import BUNDLED_HOME  # noqa: E402
 from dshweb.live.timing import CHECKPOINT_EVERY  # noqa: E402
 
 POLL = 0.1
-REFUSED = re.compile(r"\d+ fold checkpoint\(s\) of .* no longer match their logs")
+REFUSED = re.compile(r"(\d+) fold checkpoint\(s\) of .* no longer match their logs")
+REPLAYED = 1
+"""On the demo home, the checkpoints a restart may refuse: its replay's session grows
+between the stop and the restart (the replay writes it on)."""
 TOKEN = "ready-bench-metrics-token"
 
 
@@ -154,7 +158,8 @@ def run(name: str, home: Path, expected: int, folder: Path, timeout: float) -> l
             )
             if start.sessions < expected:
                 raise server.fail(f"{start.sessions} sessions shown, the home holds {expected}")
-            if kind == "restart" and (refused := REFUSED.search(server.output())):
+            refused = REFUSED.search(server.output()) if kind == "restart" else None
+            if refused and int(refused[1]) > (REPLAYED if name == "demo" else 0):
                 raise server.fail(f"the restart folded afresh: {refused[0]}")
     finally:
         server.stop()
