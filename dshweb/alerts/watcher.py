@@ -481,7 +481,7 @@ async def _in_thread(function: Callable[P, T], *args: P.args, **kwargs: P.kwargs
 
 watching: HubTask[AlertWatcher] = HubTask("dshweb-alerts", AlertWatcher)
 """The watcher of the process's hub; also run by a collector for its home
-(:func:`dshweb.live.startup.beside_hub`, from the alerts app's ``ready()``)."""
+(:func:`dshweb.live.jobs.beside_hub`, from the alerts app's ``ready()``)."""
 
 
 def start_alert_watcher() -> AlertWatcher | None:
