@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.support.bytecode import keep_bytecode
-from tests.support.once import RUN_DIR, first_alone
+from tests.support.once import RUN_DIR, first_alone, write_for_the_run
 from tests.support.xdist_groups import GroupScheduling, write_groups
 
 REPO = Path(__file__).resolve().parent.parent
@@ -224,13 +224,9 @@ test of its own to run)."""
 
 
 def _write_timing_files(timed: list[pytest.Item]) -> None:
-    if RUN_DIR not in os.environ:
-        return
-    files = sorted({item.nodeid.split("::", 1)[0] for item in timed})
-    path = Path(os.environ[RUN_DIR]) / TIMING_FILES
-    scratch = path.with_name(f".{TIMING_FILES}-{os.getpid()}")
-    scratch.write_text("".join(f"{file}\n" for file in files), encoding="utf-8")
-    scratch.replace(path)  # every process collects the same tests: any one's will do
+    if RUN_DIR in os.environ:
+        files = sorted({item.nodeid.split("::", 1)[0] for item in timed})
+        write_for_the_run(TIMING_FILES, "".join(f"{file}\n" for file in files))
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 _beside: dict[str, None] = {}
 _at_start: dict[str, None] = {}
-_checkpoints: list[str] = []
+_checkpoints: str | None = None
 
 
 def beside_hub(path: str) -> None:
@@ -49,9 +49,10 @@ def jobs_at_start() -> dict[str, Callable[[], object]]:
 def keep_checkpoints_in(path: str) -> None:
     """A new hub keeps its fold checkpoints in the store the class at ``path`` makes (the
     collect app names its database's)."""
-    _checkpoints[:] = [path]
+    global _checkpoints
+    _checkpoints = path
 
 
 def checkpoint_store() -> Callable[[], CheckpointStore] | None:
     """What makes the store :func:`keep_checkpoints_in` named; ``None``: none was."""
-    return import_string(_checkpoints[0]) if _checkpoints else None
+    return None if _checkpoints is None else import_string(_checkpoints)

@@ -45,3 +45,13 @@ def first_alone(name: str) -> Iterator[None]:
             return
         yield
         done.touch()
+
+
+def write_for_the_run(name: str, text: str) -> None:
+    """Write the file ``name`` of this run's folder at once, whole (a reader never sees
+    half of it): what a test process learnt as it collected, for the scheduler or the
+    next pass. Every process collects the same tests, so any one's will do."""
+    path = Path(os.environ[RUN_DIR]) / name
+    scratch = path.with_name(f".{name}-{os.getpid()}")
+    scratch.write_text(text, encoding="utf-8")
+    scratch.replace(path)

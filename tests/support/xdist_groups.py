@@ -28,7 +28,7 @@ from xdist.remote import Producer  # type: ignore[import-untyped]  # no py.typed
 from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 from xdist.workermanage import WorkerController  # type: ignore[import-untyped]
 
-from tests.support.once import RUN_DIR
+from tests.support.once import RUN_DIR, write_for_the_run
 
 GROUPS = "xdist-groups.json"
 
@@ -44,12 +44,8 @@ def write_groups(items: list[pytest.Item]) -> None:
         names = sorted({str(mark.args[0]) for mark in item.iter_markers("xdist_group")})
         if names:
             groups[item.nodeid] = "_".join(names)
-    path = Path(os.environ[RUN_DIR]) / GROUPS
-    scratch = path.with_name(f".{GROUPS}-{worker}")
     browser = [item.nodeid for item in items if item.get_closest_marker("browser") is not None]
-    written = {"groups": groups, "browser": browser}
-    scratch.write_text(json.dumps(written), encoding="utf-8")
-    scratch.replace(path)  # every process collects the same tests: any one's will do
+    write_for_the_run(GROUPS, json.dumps({"groups": groups, "browser": browser}))
 
 
 class GroupScheduling(LoadScopeScheduling):  # type: ignore[misc]  # untyped
@@ -62,6 +58,7 @@ class GroupScheduling(LoadScopeScheduling):  # type: ignore[misc]  # untyped
         config.option.loadscopereorder = False  # the collection's order, not by size
         self.groups: dict[str, str] | None = None
         self.browser: set[str] = set()
+        """The scopes that drive a browser."""
         self.lane: WorkerController | None = None
         self.in_browser: set[WorkerController] = set()
         """The processes given a browser test: they take no other kind."""
@@ -71,16 +68,13 @@ class GroupScheduling(LoadScopeScheduling):  # type: ignore[misc]  # untyped
             path = Path(os.environ[RUN_DIR]) / GROUPS
             written = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
             self.groups = written.get("groups", {})
-            self.browser = set(written.get("browser", []))
+            self.browser = {self._split_scope(nodeid) for nodeid in written.get("browser", [])}
             if len(self.nodes) >= 3:
                 self.lane = self.nodes[-1]
         super().schedule()
 
     def _split_scope(self, nodeid: str) -> str:
         return (self.groups or {}).get(nodeid, nodeid)
-
-    def _browser(self, work_unit: dict[str, bool]) -> bool:
-        return any(nodeid in self.browser for nodeid in work_unit)
 
     def _next_scope(self, node: WorkerController) -> str | None:
         """The scope ``node`` takes next, if one may be its: the lane the last browser
@@ -89,9 +83,9 @@ class GroupScheduling(LoadScopeScheduling):  # type: ignore[misc]  # untyped
             return None
         first: str = next(iter(self.workqueue))
         last: str = next(reversed(self.workqueue))
-        if node is self.lane and self._browser(self.workqueue[last]):
+        if node is self.lane and last in self.browser:
             return last
-        if node in self.in_browser and not self._browser(self.workqueue[first]):
+        if node in self.in_browser and first not in self.browser:
             return None  # no browser test is left (they come last)
         return first
 
@@ -100,7 +94,7 @@ class GroupScheduling(LoadScopeScheduling):  # type: ignore[misc]  # untyped
         if scope is None:
             return
         work_unit = self.workqueue.pop(scope)
-        if self._browser(work_unit):
+        if scope in self.browser:
             self.in_browser.add(node)
         self.assigned_work.setdefault(node, {})[scope] = work_unit
         collection = self.registered_collections[node]
