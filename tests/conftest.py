@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -122,6 +123,12 @@ def pytest_configure(config: pytest.Config) -> None:
     fixture: ``settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": home}``."""
     from django.conf import settings
     from django.test import override_settings
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        # Started in the background by a shell (``scripts/test &``, ``nohup``): SIGINT
+        # came ignored, and every process the tests start would inherit that. The servers
+        # the tests stop with SIGINT (Ctrl-C) would then never hear it, as in no terminal.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
     data = Path(tempfile.mkdtemp(prefix="dshweb-tests-"))
     (data / "staticfiles").mkdir()
