@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -197,6 +198,18 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     module = _group_module(item)
     if module is not None and item.get_closest_marker("xdist_group") is None:
         item.add_marker(pytest.mark.xdist_group(module))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection imported (Django, dshweb, the test modules) is set aside from the
+    garbage collector, and the youngest generation is collected after 50,000 allocations,
+    not 700: the fold's tests allocate millions of small records. On ``tests/core/fold``
+    and ``tests/core/log`` in one process, the collector's time went from 7.8 s of about
+    100 s of CPU to 4.0 s. A test that needs a collection (a leak, a weak reference) asks
+    for it with ``gc.collect()``."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
