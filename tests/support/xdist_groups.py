@@ -36,8 +36,7 @@ GROUPS = "xdist-groups.json"
 def write_groups(items: list[pytest.Item]) -> None:
     """In a test process of pytest-xdist: the group of each test in one, and the tests
     marked ``browser``, for the scheduler."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if worker is None or RUN_DIR not in os.environ:
+    if os.environ.get("PYTEST_XDIST_WORKER") is None or RUN_DIR not in os.environ:
         return
     groups = {}
     for item in items:
