@@ -146,3 +146,25 @@ def test_the_readme_table_names_every_dshweb_setting() -> None:
     section = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
     named = set(re.findall(r'\["([A-Z_]+)"\]', section))
     assert named == set(DEFAULTS) - {"SECRET_KEY_FILE"}  # that one follows DSHWEB_SECRET_KEY
+
+
+def test_dshweb_hashes_passwords_as_django_does_and_only_the_test_servers_do_not() -> None:
+    """dshweb's settings leave Django's password hashers (PBKDF2 first); the servers the
+    tests start (tests/support/child_settings.py) change those and nothing else."""
+    from django.conf import global_settings
+
+    import dshweb.settings as own
+    from tests.support import child_settings
+
+    assert not hasattr(own, "PASSWORD_HASHERS")
+    assert global_settings.PASSWORD_HASHERS[0].endswith(".PBKDF2PasswordHasher")
+
+    def named(module: object) -> dict[str, object]:
+        return {k: getattr(module, k) for k in dir(module) if k.isupper()}
+
+    changed = {
+        k
+        for k in named(own).keys() | named(child_settings).keys()
+        if named(own).get(k, None) != named(child_settings).get(k, None)
+    }
+    assert changed == {"PASSWORD_HASHERS"}

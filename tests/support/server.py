@@ -19,6 +19,7 @@ from playwright.sync_api import Browser, StorageState
 from dshweb.secret_key import create_secret_key
 from tests.support.child_server import (
     HOST,
+    REPO,
     ChildServer,
     ServerError,
     free_port,
@@ -42,6 +43,7 @@ __all__ = [
     "terminate",
 ]
 
+CHILD_SETTINGS = "tests.support.child_settings"
 USERNAME = "tester"
 PASSWORD = "browser-tests-only-7Qm2"
 SIGN_IN_MS = 10_000
@@ -50,8 +52,10 @@ SIGN_IN_MS = 10_000
 @dataclass(slots=True)
 class DshwebServer(ChildServer):
     def env(self) -> dict[str, str]:
-        # A database of its own on a PostgreSQL run, unless extra_env names one (shared stores).
-        return ChildServer.env(self) | database_env(self.data_dir) | self.extra_env
+        # A database of its own on a PostgreSQL run, unless extra_env names one (shared stores);
+        # passwords hashed fast (tests/support/child_settings.py) when it runs this checkout.
+        fast = {"DJANGO_SETTINGS_MODULE": CHILD_SETTINGS} if self.tree == REPO else {}
+        return ChildServer.env(self) | fast | database_env(self.data_dir) | self.extra_env
 
     def prepare(self) -> None:
         """Prepare the data folder as ``scripts/start`` does, and the user the tests sign in
