@@ -24,6 +24,7 @@ from websockets.sync.client import connect
 from websockets.typing import Origin
 
 from dshweb.core.fold.gauge import ContextGauge
+from dshweb.profiles.remote import ANSWER_TIMEOUT
 from tests.collect.test_collector import (
     HEARTBEAT,
     NAME,
@@ -327,7 +328,9 @@ def test_settings_of_a_collected_home_are_saved_by_its_collector_through_redis(
             "the home on the worker", lambda: f'data-home="{NAME}"' in visitor.get("/")[1], worker
         )
         url = f"/homes/{NAME}/settings/sdk/context-truth/"
-        status, form = visitor.get(url)
+        # Over Redis to the collector, which runs dsh for it: up to the worker's own wait on
+        # a loaded machine (a full run once took more than 10 s).
+        status, form = visitor.get(url, timeout=ANSWER_TIMEOUT)
         assert status == 200, (form[-2000:], made.output(), worker.output(40))
         fields = form_fields(form, "settings-form") | {"language": "zh", "quantumPercent": "10"}
         status, page, landed = visitor.submit(url, fields)

@@ -63,9 +63,10 @@ class Visitor:
         assert token
         return token
 
-    def get(self, path: str) -> tuple[int, str]:
+    def get(self, path: str, *, timeout: float = 10.0) -> tuple[int, str]:
+        """GET ``path``; ``timeout``: longer for a page that travels to a collector."""
         try:
-            with self.opener.open(self.server.url + path, timeout=10) as reply:
+            with self.opener.open(self.server.url + path, timeout=timeout) as reply:
                 return reply.status, reply.read().decode()
         except urllib.error.HTTPError as error:
             return error.code, error.read().decode()
