@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import re
+import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,11 +107,14 @@ def priced_message(message: Message | None, *, shape: bool) -> tuple[int, str, S
 
 def _astral(text: str) -> tuple[int, ...]:
     """Where in ``text`` (in code points) the characters past the BMP are: two UTF-16
-    units each in a price, one code point each to the pruner."""
-    return tuple(match.start() for match in _ASTRAL.finditer(text))
+    units each in a price, one code point each to the pruner.
 
-
-_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+    In UTF-32 a code point past the BMP (0x10000 to 0x10FFFF) is the one whose third byte
+    is not zero: one C pass picks those bytes and another their positions (a text of
+    emoji or rare CJK holds thousands; a regex's match objects cost a Python step each).
+    A lone surrogate (JSON may hold one) is in the BMP, and encoded as its own value."""
+    wide = text.encode("utf-32-le", "surrogatepass")[2::4]
+    return tuple(itertools.compress(itertools.count(), wide))
 
 
 def tool_calls(message: Message | None) -> int:

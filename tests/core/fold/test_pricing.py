@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from dshweb.core.fold.pricing import (
     PRUNE_MARKER,
     PruneCut,
+    TextRun,
+    TextShape,
     header_key,
     message_price,
     message_tokens,
@@ -239,3 +241,27 @@ def test_a_result_kept_as_its_shape_is_priced_as_the_pruner_would_leave_it(
             pruned_price(shape, cut)
             == message_price(_message({"role": "tool", "content": after}, fast))[0]
         )
+
+
+@pytest.mark.parametrize("fast", PATHS)
+@given(st.lists(st.integers(0, 0x10FFFF), max_size=200).map(lambda cps: "".join(map(chr, cps))))
+@settings(max_examples=300, deadline=None)
+def test_a_text_runs_positions_past_the_bmp_are_the_characters_past_it(
+    fast: bool, text: str
+) -> None:
+    """Its positions past the BMP: each character from U+10000 up, none else (a lone
+    surrogate, U+D800 to U+DFFF, is in the BMP); the text's UTF-16 length from them."""
+    text = "p" * 64 + text  # long enough for a pruner to cut: its shape is kept
+    record = {"role": "tool", "content": [{"type": "text", "text": text}]}
+    line = json.dumps({"type": "user/message", "seq": 0, "data": record, "surfaceOp": "append"})
+    event = decode_event(line.encode(), fast=fast)  # a lone surrogate as JSON writes it: \ud800
+    assert isinstance(event, UserMessage) and event.data is not None
+    _, _, shape, _ = priced_message(event.data, shape=True)
+    wide = [i for i, c in enumerate(text) if ord(c) >= 0x10000]
+    if not isinstance(shape, TextShape):  # one text block in the BMP: its length alone
+        assert shape == len(text) and wide == []
+        return
+    (run,) = shape.runs
+    assert isinstance(run, TextRun)
+    assert list(run.astral) == wide and wide != []
+    assert run.units(0, run.points) == len(text.encode("utf-16-le", "surrogatepass")) // 2
