@@ -13,6 +13,12 @@ against a baseline taken in the same run, each the best of several alternating r
 - ``append_ms``: median cost of folding one more appended frame into a tracker that has
   already folded the session's first 10,000 events.
 
+Then the same ``fold_ratio`` per shape: the biggest session of each fixture home in
+``tests/fixtures/homes`` (prune-heavy, CJK, big tools, model switches, web sessions, …),
+each log folded and parsed enough times a round to take at least
+:data:`SHAPE_ROUND_S`, best of :data:`ROUNDS`; and the least of them, by name. A shape
+whose session folds with an error, or no fixture home at all, fails the run.
+
 It prints what it did (events, frames, sizes, samples) and exits non-zero when the
 session is smaller than it claims to measure.
 """
@@ -42,6 +48,8 @@ ROUNDS = 5
 MIN_EVENTS = 30_000
 APPEND_BASE = 10_000
 APPENDS = 200
+SHAPES = REPO / "tests" / "fixtures" / "homes"
+SHAPE_ROUND_S = 0.05
 
 
 def _fail(message: str) -> None:
@@ -166,6 +174,41 @@ def main() -> None:
         f"fold_ratio={ratio:.2f} peak_mb_over_empty={session_mb - empty_mb:.1f} "
         f"startup_s={startup_s:.3f} append_ms={append_ms:.3f}"
     )
+    least, name = shape_ratios()
+    print(f"fold_ratio_least_shape={least:.2f} ({name})")
+
+
+def shape_ratios() -> tuple[float, str]:
+    """``fold_ratio`` on the biggest session of each fixture home; the least, and its home."""
+    homes = sorted(h for h in SHAPES.iterdir() if h.is_dir())
+    if not homes:
+        _fail(f"no fixture home under {SHAPES}")
+    print(f"per shape (the biggest session of each of {len(homes)} fixture homes):")
+    ratios: dict[str, float] = {}
+    for home in homes:
+        log = max((log.path for log in session_logs(home)), key=lambda p: p.stat().st_size)
+        data = log.read_bytes()
+        whole = fold(log)
+        if whole.error is not None or whole.meter.events == 0:
+            _fail(f"{home.name}: the fold of {log} ended in {whole.error or 'no event'}")
+        ratios[home.name], times = _ratio_of(log, data)
+        print(
+            f"  {home.name:<26} {whole.meter.events:>6} events {len(data) / 1e3:>7.0f} kB "
+            f"x{times:<4} fold_ratio={ratios[home.name]:.2f}"
+        )
+    name = min(ratios, key=lambda k: ratios[k])
+    return ratios[name], name
+
+
+def _ratio_of(log: Path, data: bytes) -> tuple[float, int]:
+    """The floor's best round over the fold's, each round ``times`` parses or folds of the
+    log (enough for :data:`SHAPE_ROUND_S`); and ``times``."""
+    times = max(1, round(SHAPE_ROUND_S / max(seconds(lambda: fold(log)), 1e-4)))
+    base_t, fold_t = [], []
+    for _ in range(ROUNDS):
+        base_t.append(seconds(lambda: [baseline(data) for _ in range(times)]))
+        fold_t.append(seconds(lambda: [fold(log) for _ in range(times)]))
+    return min(base_t) / min(fold_t), times
 
 
 if __name__ == "__main__":
