@@ -119,8 +119,8 @@ def pytest_configure(config: pytest.Config) -> None:
     """The tests' own data folder, made before any test module is imported (one imports
     the ASGI app, whose WhiteNoise looks for STATIC_ROOT at once); no demo home and no
     fold checkpoints unless a test asks; passwords hashed by a fast hasher in this
-    process (a test makes and signs in users by the hundred; the servers and collectors
-    the tests start hash as dshweb does). Tests change ``DSHWEB`` with the ``settings``
+    process (a test makes and signs in users by the hundred), as in the servers the tests
+    start (tests/support/child_settings.py). Tests change ``DSHWEB`` with the ``settings``
     fixture: ``settings.DSHWEB = {**settings.DSHWEB, "DSH_HOME": home}``."""
     from django.conf import settings
     from django.test import override_settings
