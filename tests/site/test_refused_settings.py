@@ -113,12 +113,16 @@ def _serve() -> list[str]:
     return _dshweb("serve", "--port", str(_free_port()))
 
 
+def _wrapper(unprivileged: bool) -> Callable[[list[str]], list[str]]:
+    """A command as it runs: without the reading rights root has (``unprivileged``), or
+    as it is."""
+    return without_reading_rights if unprivileged else (lambda argv: argv)
+
+
 def serve_and_doctor(
     env: dict[str, str], *, timeout: float = TIMEOUT, unprivileged: bool = False
 ) -> tuple[Ran, Ran]:
-    wrap: Callable[[list[str]], list[str]] = (
-        without_reading_rights if unprivileged else (lambda argv: argv)
-    )
+    wrap = _wrapper(unprivileged)
     serve, doctor = _run_all(
         [wrap(_serve()), wrap(_dshweb("doctor"))],
         env,
@@ -470,7 +474,7 @@ def test_a_hostile_file_in_the_data_folder_is_refused_by_name(
     data = tmp_path / "data"
     data.mkdir(mode=0o700)
     _make_hostile(data, name, kind)
-    wrap = without_reading_rights if kind.startswith("unreadable") else (lambda argv: argv)
+    wrap = _wrapper(kind.startswith("unreadable"))
     (serve,) = _run_all([wrap(_serve())], _env(tmp_path), TIMEOUT)
     assert_refused(serve, "DSHWEB_DATA_DIR", f"{data / name} {says}")
 
@@ -515,8 +519,7 @@ def test_the_doctor_shows_each_hostile_file_as_a_problem_row(
         made.append((name, kind, says))
     if not made:
         pytest.skip("every case of this folder needs root")
-    unprivileged = any(kind.startswith("unreadable") for _, kind, _ in made)
-    wrap = without_reading_rights if unprivileged else (lambda argv: argv)
+    wrap = _wrapper(any(kind.startswith("unreadable") for _, kind, _ in made))
     (doctor,) = _run_all([wrap(_dshweb("doctor"))], _env(tmp_path), TIMEOUT)
     for name, kind, says in made:
         if (name, kind) == ("db.sqlite3", "huge"):  # a regular file of the user's: SQLite's say
