@@ -154,17 +154,11 @@ def test_dshweb_hashes_passwords_as_django_does_and_only_the_test_servers_do_not
     from django.conf import global_settings
 
     import dshweb.settings as own
-    from tests.support import child_settings
+    from tests.support import child_settings as child
 
     assert not hasattr(own, "PASSWORD_HASHERS")
     assert global_settings.PASSWORD_HASHERS[0].endswith(".PBKDF2PasswordHasher")
 
-    def named(module: object) -> dict[str, object]:
-        return {k: getattr(module, k) for k in dir(module) if k.isupper()}
-
-    changed = {
-        k
-        for k in named(own).keys() | named(child_settings).keys()
-        if named(own).get(k, None) != named(child_settings).get(k, None)
-    }
+    ours, theirs = ({k: getattr(m, k) for k in dir(m) if k.isupper()} for m in (own, child))
+    changed = {k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k)}
     assert changed == {"PASSWORD_HASHERS"}
