@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.support import forkserver
 from tests.support.unprivileged import without_reading_rights
 
 TIMEOUT = 20.0
@@ -79,14 +80,13 @@ def _run_all(commands: list[list[str]], env: dict[str, str], timeout: float) -> 
     """Run ``commands`` at once in this checkout; each is killed (with its children) at
     the deadline."""
     started = [
-        subprocess.Popen(
+        forkserver.popen(
             argv,
             cwd=REPO,
             env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            text=True,
             start_new_session=True,
         )
         for argv in commands
@@ -101,7 +101,7 @@ def _run_all(commands: list[list[str]], env: dict[str, str], timeout: float) -> 
             os.killpg(process.pid, signal.SIGKILL)
             out, err = process.communicate()
             code = None
-        ran.append(Ran(argv, code, out, err))
+        ran.append(Ran(argv, code, out.decode(errors="replace"), err.decode(errors="replace")))
     return ran
 
 

@@ -20,6 +20,12 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support import forkserver
+from tests.support.forkserver import Forked
+
+Process = subprocess.Popen[bytes] | Forked
+"""A child process: started afresh, or forked by the tests' fork server."""
+
 REPO = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
 APP = "dshweb.asgi:application"
@@ -45,10 +51,11 @@ def spawn(
     env: dict[str, str],
     log: Path,
     umask: int = -1,
-) -> subprocess.Popen[bytes]:
-    """Start ``command`` in the background, its output and errors appended to ``log``."""
+) -> Process:
+    """Start ``command`` in the background, its output and errors appended to ``log``
+    (forked when the tests' fork server runs it the same: tests/support/forkserver.py)."""
     with log.open("ab") as output:
-        return subprocess.Popen(
+        return forkserver.popen(
             command,
             cwd=cwd,
             env=env,
@@ -59,7 +66,7 @@ def spawn(
         )
 
 
-def terminate(process: subprocess.Popen[bytes] | None, timeout: float = STOP_TIMEOUT) -> None:
+def terminate(process: Process | None, timeout: float = STOP_TIMEOUT) -> None:
     """SIGTERM, then SIGKILL if ``process`` has not exited after ``timeout``."""
     if process is None or process.poll() is not None:
         return
@@ -76,7 +83,7 @@ class ChildServer:
     home: Path
     data_dir: Path
     port: int = field(default_factory=free_port)
-    process: subprocess.Popen[bytes] | None = None
+    process: Process | None = None
     starts: int = 0
     extra_env: dict[str, str] = field(default_factory=dict)
     """Set on top of :meth:`env`'s own variables (e.g. ``DSHWEB_ENGINE_URL``)."""
@@ -124,14 +131,11 @@ class ChildServer:
         self, *args: str, env: dict[str, str] | None = None, timeout: float = COMMAND_TIMEOUT
     ) -> None:
         """``manage.py args`` in this server's environment (``env``: instead of it)."""
-        done = subprocess.run(
+        done = forkserver.run(
             [sys.executable, "manage.py", *args],
             cwd=self.tree,
             env=env or self.env(),
-            capture_output=True,
-            text=True,
             timeout=timeout,
-            check=False,
             umask=self.umask,
         )
         if done.returncode != 0:
