@@ -35,7 +35,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from tests.conftest import FIXTURE_HOMES, REPO, run_python
-from tests.support.server import free_port, spawn, terminate
+from tests.support.server import Process, free_port, spawn, terminate
 from tests.support.wheelhouse import wheelhouse
 
 pytestmark = [pytest.mark.install, pytest.mark.browser, pytest.mark.timeout(600)]
@@ -81,7 +81,7 @@ class Installed:
         return env
 
 
-def _wait_for_login(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
+def _wait_for_login(port: int, process: Process, log: Path) -> None:
     """Until ``dshweb serve`` answers its login page (it migrates a new database first)."""
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

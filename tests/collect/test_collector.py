@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -30,7 +29,7 @@ from tests.support.alert_receivers import wait_for_first_look
 from tests.support.logbuilder import frames_of
 from tests.support.notify_socket import notify_socket
 from tests.support.once import made_once
-from tests.support.server import spawn, terminate
+from tests.support.server import Process, spawn, terminate
 from tests.support.stores import database_env, query_rows
 
 SECRET = "collector-tests-only-6Kx1"
@@ -91,7 +90,7 @@ class Collector:
     def __init__(self, home: Path, data_dir: Path) -> None:
         self.home, self.data_dir = home, data_dir
         self.log = data_dir / "collector.log"
-        self.process: subprocess.Popen[bytes] | None = None
+        self.process: Process | None = None
         self.extra_env: dict[str, str] = {}
         """Set on top of its environment (e.g. ``DSHWEB_WEBHOOK_ALLOWED_HOSTS``)."""
 
@@ -99,7 +98,7 @@ class Collector:
         home = ["--home", str(self.home), "--name", name, "--heartbeat", str(heartbeat)]
         return [sys.executable, "manage.py", "dshweb_collect", *home]
 
-    def start(self, heartbeat: float = HEARTBEAT) -> subprocess.Popen[bytes]:
+    def start(self, heartbeat: float = HEARTBEAT) -> Process:
         with self.log.open("ab") as out:
             out.write(b"=== start\n")
         self.process = spawn(

@@ -12,7 +12,6 @@ import dataclasses
 import re
 import socket
 import sqlite3
-import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -47,7 +46,7 @@ from tests.collect.test_collector import (
 from tests.collect.test_worker_processes import _wait
 from tests.conftest import FIXTURE_HOMES, REPO, run_python
 from tests.live.test_sockets import ORIGIN, _connect, cookie, stop  # noqa: F401  (fixtures)
-from tests.support.server import DshwebServer, ServerError, spawn, terminate
+from tests.support.server import DshwebServer, Process, ServerError, spawn, terminate
 from tests.support.stores import POSTGRES_URL, create_database, drop_database, reachable
 from tests.support.tcp_proxy import TcpProxy
 from tests.support.visitor import Visitor
@@ -373,7 +372,7 @@ class _ProxiedCollector(Collector):
     def env(self) -> dict[str, str]:
         return _env(self.data_dir) | {"DATABASE_URL": self.url}
 
-    def start(self, heartbeat: float = HEARTBEAT) -> subprocess.Popen[bytes]:
+    def start(self, heartbeat: float = HEARTBEAT) -> Process:
         self.process = spawn(self.command(NAME, heartbeat), cwd=REPO, env=self.env(), log=self.log)
         return self.process
 

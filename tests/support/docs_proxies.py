@@ -17,7 +17,6 @@ import re
 import shutil
 import socket
 import ssl
-import subprocess
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from tests.conftest import REPO
-from tests.support.server import HOST, free_port, spawn, terminate
+from tests.support.server import HOST, Process, free_port, spawn, terminate
 
 README = REPO / "docs" / "https.md"
 READY_TIMEOUT = 15.0
@@ -69,7 +68,7 @@ class ReverseProxy(ABC):
     key: Path
     tls_port: int = field(default_factory=free_port)
     http_port: int = field(default_factory=free_port)
-    process: subprocess.Popen[bytes] | None = None
+    process: Process | None = None
 
     name: ClassVar[str]
     package: ClassVar[str]
