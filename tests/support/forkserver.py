@@ -115,6 +115,11 @@ class Forked:
         self._reading = [stream for stream in (self.stdout, self.stderr) if stream is not None]
         self._read: dict[IO[bytes] | None, list[bytes]] = {stream: [] for stream in self._reading}
 
+    def __del__(self) -> None:
+        if self._open:  # never waited for, as a Popen may be
+            self._open = False
+            self._channel.close()
+
     def __enter__(self) -> Forked:
         return self
 

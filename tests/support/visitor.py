@@ -36,6 +36,8 @@ class Visitor:
                 self.opener.open(urllib.request.Request(login, data=data), timeout=10).read()
                 break
             except urllib.error.HTTPError as error:
+                if any(cookie.name == "sessionid" for cookie in jar):
+                    break  # signed in; the page it led to (a home not collected yet) failed
                 # 503: a shared store did not answer this once (a loaded machine); the page
                 # says to retry, as a person would.
                 if error.code != 503 or attempt == SIGN_IN_TRIES - 1:
