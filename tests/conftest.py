@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import importlib
 import json
 import os
 import shutil
@@ -19,7 +20,7 @@ import pytest
 
 from tests.support import forkserver
 from tests.support.bytecode import keep_bytecode
-from tests.support.once import RUN_DIR, first_alone, write_for_the_run
+from tests.support.once import RUN_DIR, all_at_the_door, write_for_the_run
 from tests.support.xdist_groups import GroupScheduling, write_groups
 
 REPO = Path(__file__).resolve().parent.parent
@@ -177,15 +178,51 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_collection(session: pytest.Session) -> Generator[None, object, object]:
-    """The first test process of pytest-xdist to collect does so alone, the others once it
-    is done. pytest rewrites the asserts of every test module it imports and keeps the
-    result as bytecode: about 8 s of CPU for the whole suite the first time, 2.6 s once
-    kept. Without the wait every process rewrites everything at once, on a machine of
-    fewer cores than processes; the timing tests' pass reads what the first kept."""
-    if os.environ.get("PYTEST_XDIST_WORKER") is None or RUN_DIR not in os.environ:
+    """Each test process of pytest-xdist first imports its share of the test modules
+    (every n-th of them, n the number of processes), then waits for the others' shares
+    (:func:`~tests.support.once.all_at_the_door`), then collects. pytest rewrites the
+    asserts of every test module it imports and keeps the result as bytecode (Python too
+    what they import): on a fresh checkout about 8 s of CPU for the whole suite, 2.6 s
+    once kept. Shared out, that is done once across the processes and on every core;
+    without it every process did it all at once, on a machine of fewer cores than
+    processes. The timing tests' pass reads what the first pass kept."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None or RUN_DIR not in os.environ:
         return (yield)
-    with first_alone("collected"):
-        return (yield)
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    index = int(worker.removeprefix("gw"))
+    for name in _test_modules(session.config)[index::count]:
+        try:
+            importlib.import_module(name)
+        except BaseException as error:  # its collection says why, in its own words
+            if isinstance(error, KeyboardInterrupt):
+                raise
+    all_at_the_door(f"warmed-{count}", worker, count)
+    return (yield)
+
+
+def _test_modules(config: pytest.Config) -> list[str]:
+    """The dotted names of the test modules the arguments name, where every folder from
+    the checkout down is a package (pytest's name for them, as it imports them)."""
+    found: set[Path] = set()
+    for argument in config.args:
+        path = (config.invocation_params.dir / argument.split("::", 1)[0]).resolve()
+        if path.is_dir():
+            found.update(path.rglob("test_*.py"))
+        elif path.name.startswith("test_") and path.suffix == ".py":
+            found.add(path)
+    names = []
+    for path in sorted(found):
+        try:
+            parts = path.relative_to(REPO).with_suffix("").parts
+        except ValueError:
+            continue
+        if all(
+            (REPO.joinpath(*parts[:depth]) / "__init__.py").is_file()
+            for depth in range(1, len(parts))
+        ):
+            names.append(".".join(parts))
+    return names
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:

@@ -8,8 +8,8 @@ from __future__ import annotations
 import fcntl
 import os
 import tempfile
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 RUN_DIR = "DSHWEB_TEST_RUN_DIR"
@@ -30,21 +30,16 @@ def made_once(name: str, make: Callable[[Path], None]) -> Path:
     return made
 
 
-@contextmanager
-def first_alone(name: str) -> Iterator[None]:
-    """The first test process of the run to get here runs the block while the others wait
-    at the door; once it has run it through (an exception does not count), each runs its
-    own at once."""
-    run = Path(os.environ[RUN_DIR])
-    done = run / name
-    with (run / f"{name}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if done.exists():
-            fcntl.flock(lock, fcntl.LOCK_UN)
-            yield
-            return
-        yield
-        done.touch()
+def all_at_the_door(name: str, mine: str, count: int, timeout: float = 120.0) -> None:
+    """Say that ``mine`` (a test process) is at the door ``name``, then wait until
+    ``count`` processes are, or ``timeout`` seconds have passed (a process that died on the
+    way holds up the others that long, no more)."""
+    door = Path(os.environ[RUN_DIR]) / name
+    door.mkdir(exist_ok=True)
+    (door / mine).touch()
+    deadline = time.monotonic() + timeout
+    while len(os.listdir(door)) < count and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def write_for_the_run(name: str, text: str) -> None:
