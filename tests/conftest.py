@@ -194,9 +194,10 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, object
     for name in _test_modules(session.config)[index::count]:
         try:
             importlib.import_module(name)
-        except BaseException as error:  # its collection says why, in its own words
-            if isinstance(error, KeyboardInterrupt):
-                raise
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # its collection says why, in its own words
+            continue
     all_at_the_door(f"warmed-{count}", worker, count)
     return (yield)
 

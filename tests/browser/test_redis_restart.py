@@ -112,26 +112,30 @@ def restarted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Restarted]:
                 root / "no-home", root / "worker", extra_env=stores | {"DSHWEB_COLLECT": "off"}
             )
             collector_log = root / "collector.log"
-            try:
-                worker.prepare()
-                env = _collector_env(root / "collector", stores, {"DSHWEB_ENGINE_URL": engine_url})
-                command = ["manage.py", "dshweb_collect", "--home", str(home), "--name", HOME]
-                collector = spawn(
-                    [sys.executable, *command, "--heartbeat", "1"],
-                    cwd=REPO,
-                    env=env,
-                    log=collector_log,
-                )
-                worker.start()
-                visitor = Visitor(worker)
-                _wait(lambda: all(f'data-session-id="{s}"' in visitor.get("/")[1] for s in cuts))
-            except ServerError as error:
-                pytest.fail(str(error), pytrace=False)
-            try:
+            try:  # whatever fails on the way, both stop before their database goes
+                try:
+                    worker.prepare()
+                    env = _collector_env(
+                        root / "collector", stores, {"DSHWEB_ENGINE_URL": engine_url}
+                    )
+                    command = ["manage.py", "dshweb_collect", "--home", str(home), "--name", HOME]
+                    collector = spawn(
+                        [sys.executable, *command, "--heartbeat", "1"],
+                        cwd=REPO,
+                        env=env,
+                        log=collector_log,
+                    )
+                    worker.start()
+                    visitor = Visitor(worker)
+                    _wait(
+                        lambda: all(f'data-session-id="{s}"' in visitor.get("/")[1] for s in cuts)
+                    )
+                except ServerError as error:
+                    pytest.fail(str(error), pytrace=False)
                 yield Restarted(redis, worker, cuts, collector_log)
             finally:
                 worker.stop()
-                terminate(collector)  # before its database goes
+                terminate(collector)
     finally:
         terminate(collector)
         engine.close()

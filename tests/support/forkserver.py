@@ -187,6 +187,15 @@ class Forked:
         return b"".join(self._read.get(self.stdout, [])), b"".join(self._read.get(self.stderr, []))
 
 
+def _interpreter(environment: Mapping[str, str]) -> dict[str, str]:
+    """The variables Python reads as it starts (but the one a child's streams follow)."""
+    return {
+        name: value
+        for name, value in environment.items()
+        if name.startswith("PYTHON") and name != "PYTHONUNBUFFERED"
+    }
+
+
 class _Server:
     """This test process's fork server, started at the first fork."""
 
@@ -195,6 +204,9 @@ class _Server:
         self._process: subprocess.Popen[bytes] | None = None
         self._folder: tempfile.TemporaryDirectory[str] | None = None
         self._address = ""
+        self.interpreter = _interpreter(os.environ)
+        """The variables Python read as the fork server started (as this process's until
+        it has)."""
 
     def connect(self) -> socket.socket | None:
         with self._lock:
@@ -215,6 +227,7 @@ class _Server:
         self._folder = tempfile.TemporaryDirectory(prefix="dshweb-fork-")
         self._address = os.path.join(self._folder.name, "socket")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DSHWEB_", "DJANGO_"))}
+        self.interpreter = _interpreter(env)
         self._process = subprocess.Popen(
             [sys.executable, "-m", "tests.support.forkserver", self._address],
             cwd=REPO,
@@ -255,18 +268,9 @@ def forkable(argv: Sequence[str], cwd: Path | str | None, env: Mapping[str, str]
         return False
     if any(name.startswith(("COVERAGE_", "COV_CORE_")) for name in (*os.environ, *environment)):
         return False
-    if _interpreter(environment) != _interpreter(os.environ):
+    if _interpreter(environment) != _SERVER.interpreter:
         return False
     return argv[1] == "manage.py" or (argv[1] == "-m" and len(argv) > 2)
-
-
-def _interpreter(environment: Mapping[str, str]) -> dict[str, str]:
-    """The variables Python reads as it starts (but the one a child's streams follow)."""
-    return {
-        name: value
-        for name, value in environment.items()
-        if name.startswith("PYTHON") and name != "PYTHONUNBUFFERED"
-    }
 
 
 def popen(
@@ -285,16 +289,7 @@ def popen(
     ``STDOUT`` as there."""
     channel = _SERVER.connect() if forkable(argv, cwd, env) else None
     if channel is None:
-        return subprocess.Popen(
-            list(argv),
-            cwd=cwd,
-            env=env,
-            stdin=stdin,
-            stdout=stdout,
-            stderr=stderr,
-            umask=umask,
-            start_new_session=start_new_session,
-        )
+        return _afresh(argv, cwd, env, (stdin, stdout, stderr), umask, start_new_session)
     given: list[int] = []
     mine: list[int] = []  # descriptors opened here for the child, closed once sent
     pipes: dict[int, IO[bytes]] = {}
@@ -334,10 +329,40 @@ def popen(
             if not chunk:
                 raise OSError("the fork server ended")
             said += chunk
+    except OSError:  # it ended under us: this one starts afresh
+        channel.close()
+        for stream in pipes.values():
+            stream.close()
+        pid = 0
+    else:
+        pid = int(said)
     finally:
         for fd in mine:
             os.close(fd)
-    return Forked(channel, int(said), argv, pipes)
+    if not pid:
+        return _afresh(argv, cwd, env, (stdin, stdout, stderr), umask, start_new_session)
+    return Forked(channel, pid, argv, pipes)
+
+
+def _afresh(
+    argv: Sequence[str],
+    cwd: Path | str | None,
+    env: Mapping[str, str] | None,
+    streams: tuple[int | IO[Any] | None, int | IO[Any] | None, int | IO[Any] | None],
+    umask: int,
+    start_new_session: bool,
+) -> subprocess.Popen[bytes]:
+    stdin, stdout, stderr = streams
+    return subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=env,
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        umask=umask,
+        start_new_session=start_new_session,
+    )
 
 
 def run(
