@@ -376,17 +376,6 @@ def run(
     text: bool = True,
 ) -> subprocess.CompletedProcess[Any]:
     """``subprocess.run(argv, capture_output=True, …)``, forked when it runs the same."""
-    if not forkable(argv, cwd, env):
-        return subprocess.run(
-            list(argv),
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            text=text,
-            timeout=timeout,
-            check=check,
-            umask=umask,
-        )
     process = popen(
         argv,
         cwd=cwd,
@@ -396,18 +385,22 @@ def run(
         stderr=subprocess.PIPE,
         umask=umask,
     )
-    try:
-        out, err = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-        raise
+    with process:
+        try:
+            out, err = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise
     code = process.wait()
-    stdout: Any = out.decode(errors="replace") if text else out
-    stderr: Any = err.decode(errors="replace") if text else err
+    stdout, stderr = (_text(said) if text else said for said in (out, err))
     if check and code != 0:
         raise subprocess.CalledProcessError(code, list(argv), stdout, stderr)
     return subprocess.CompletedProcess(list(argv), code, stdout, stderr)
+
+
+def _text(said: bytes) -> str:
+    """As ``text=True`` reads it: decoded, its line ends made ``\\n``."""
+    return said.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
 # --- the fork server's side -------------------------------------------------------------
