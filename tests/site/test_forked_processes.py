@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import REPO
 from tests.support import forkserver
 from tests.support.forkserver import Forked
 
-REPO = Path(__file__).resolve().parents[2]
 PROBE = (
     "import os, sys; print(os.getcwd(), os.environ['PROBE'], oct(os.umask(0)), "
     "os.getsid(0) == os.getpid(), sys.argv[0], __name__); "
@@ -78,6 +78,7 @@ def test_it_forks_only_what_runs_the_same(tmp_path: Path) -> None:
     )
     assert isinstance(forked, Forked)
     assert forked.communicate(timeout=30)[0] == b"dshweb 0.1.0\n"
+    (tmp_path / "manage.py").write_text("pass\n")  # another tree's
     for argv, cwd, changes in (
         ([sys.executable, "-c", "pass"], REPO, {}),
         ([sys.executable, "-X", "importtime", "-m", "dshweb", "--version"], REPO, {}),
@@ -85,7 +86,6 @@ def test_it_forks_only_what_runs_the_same(tmp_path: Path) -> None:
         ([sys.executable, "manage.py", "--version"], REPO, {"PYTHONPATH": str(tmp_path)}),
         ([sys.executable, "manage.py", "--version"], REPO, {forkserver.SWITCH: "0"}),
     ):
-        (tmp_path / "manage.py").write_text("pass\n")
         process = forkserver.popen(argv, cwd=cwd, env=env | changes, stdout=subprocess.DEVNULL)
         assert isinstance(process, subprocess.Popen), argv
         assert process.wait(timeout=30) == 0

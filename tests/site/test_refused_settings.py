@@ -101,7 +101,7 @@ def _run_all(commands: list[list[str]], env: dict[str, str], timeout: float) -> 
             os.killpg(process.pid, signal.SIGKILL)
             out, err = process.communicate()
             code = None
-        ran.append(Ran(argv, code, out.decode(errors="replace"), err.decode(errors="replace")))
+        ran.append(Ran(argv, code, forkserver.as_text(out), forkserver.as_text(err)))
     return ran
 
 

@@ -392,14 +392,14 @@ def run(
             process.kill()
             raise
     code = process.wait()
-    stdout, stderr = (_text(said) if text else said for said in (out, err))
+    stdout, stderr = (as_text(said) if text else said for said in (out, err))
     if check and code != 0:
         raise subprocess.CalledProcessError(code, list(argv), stdout, stderr)
     return subprocess.CompletedProcess(list(argv), code, stdout, stderr)
 
 
-def _text(said: bytes) -> str:
-    """As ``text=True`` reads it: decoded, its line ends made ``\\n``."""
+def as_text(said: bytes) -> str:
+    """A child's output as ``text=True`` reads it: decoded, its line ends made ``\\n``."""
     return said.decode(errors="replace").replace("\r\n", "\n").replace("\r", "\n")
 
 
@@ -430,8 +430,9 @@ def _receive(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
 def _std_streams(unbuffered: bool) -> None:
     """New standard streams on descriptors 0-2, as Python makes them at its start."""
     encoding = sys.stdout.encoding
-    _REPLACED.extend((sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__))
-    _REPLACED.append(sys.__stderr__)
+    _REPLACED.extend(
+        (sys.stdin, sys.stdout, sys.stderr, sys.__stdin__, sys.__stdout__, sys.__stderr__)
+    )
     stdin = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)), encoding)
     setattr(sys, "stdin", stdin)  # noqa: B010  # sys.__stdin__ is Final to mypy
     setattr(sys, "__stdin__", stdin)  # noqa: B010
