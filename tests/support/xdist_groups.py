@@ -106,8 +106,12 @@ class GroupScheduling(LoadScopeScheduling):  # type: ignore[misc]  # untyped
             return
         pending = self._pending_of(self.assigned_work[node])
         if self._next_scope(node) is None:
-            if pending == 0:
-                node.shutdown()  # nothing is left that it may take
+            # Nothing it may take: told so, it runs the tests it holds. (A process runs a
+            # test once it knows the next, so untold it would keep its last one waiting,
+            # idle, until the slowest process nears its end.) One that ran a browser test
+            # still holding others is told once done: a browser scope may come to the front.
+            if not self.workqueue or pending == 0:
+                node.shutdown()
             return
         if pending <= 2:
             self._assign_work_unit(node)
