@@ -36,6 +36,7 @@ Answer = tuple[int, str, str]
 
 
 def _both(argv: list[str], env: dict[str, str]) -> tuple[Answer, Answer]:
+    assert forkserver.forkable(argv, REPO, env), argv
     forked = forkserver.run(argv, cwd=REPO, env=env, timeout=60, umask=0o027)
     fresh = subprocess.run(
         argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=60, umask=0o027
@@ -109,3 +110,46 @@ def test_a_signal_ends_a_forked_child_as_one_started_afresh(
         ended.append(process.wait(timeout=30))
         monkeypatch.setenv(forkserver.SWITCH, "0")
     assert ended == [-signal.SIGTERM, -signal.SIGTERM]
+
+
+def _gone(pid: int) -> bool:
+    """Whether ``pid`` has ended (a zombie not yet reaped has)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+def test_a_test_process_killed_leaves_no_forked_child_running(tmp_path: Path) -> None:
+    """Killed, a test process tears down no fixture: its fork server ends what it forked."""
+    forks = (
+        "import subprocess, sys, time\n"
+        "from tests.support import forkserver\n"
+        "child = forkserver.popen([sys.executable, 'manage.py', 'shell', '-c',"
+        " 'import time; time.sleep(120)'], cwd=sys.argv[1], stdout=subprocess.DEVNULL)\n"
+        "assert isinstance(child, forkserver.Forked)\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    env = {k: v for k, v in _env(tmp_path).items() if not k.startswith(("COVERAGE_", "COV_CORE_"))}
+    test_process = subprocess.Popen(
+        [sys.executable, "-c", forks, str(REPO)],
+        cwd=REPO,
+        env=env | {forkserver.SWITCH: "1"},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert test_process.stdout is not None
+        child = int(test_process.stdout.readline())
+        assert not _gone(child)
+    finally:
+        test_process.kill()
+        test_process.communicate()
+    deadline = time.monotonic() + 10
+    while not _gone(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if not _gone(child):
+        os.kill(child, signal.SIGKILL)
+        pytest.fail(f"the forked child {child} outlived its test process")

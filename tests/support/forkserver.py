@@ -204,9 +204,15 @@ class _Server:
         self._process: subprocess.Popen[bytes] | None = None
         self._folder: tempfile.TemporaryDirectory[str] | None = None
         self._address = ""
-        self.interpreter = _interpreter(os.environ)
-        """The variables Python read as the fork server started (as this process's until
-        it has)."""
+        self._started_with: dict[str, str] | None = None
+
+    @property
+    def interpreter(self) -> dict[str, str]:
+        """The variables Python read as the fork server started (until it has, this
+        process's now: tests/conftest.py changes them as pytest starts)."""
+        if self._started_with is None:
+            return _interpreter(os.environ)
+        return self._started_with
 
     def connect(self) -> socket.socket | None:
         with self._lock:
@@ -227,7 +233,7 @@ class _Server:
         self._folder = tempfile.TemporaryDirectory(prefix="dshweb-fork-")
         self._address = os.path.join(self._folder.name, "socket")
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DSHWEB_", "DJANGO_"))}
-        self.interpreter = _interpreter(env)
+        self._started_with = _interpreter(env)
         self._process = subprocess.Popen(
             [sys.executable, "-m", "tests.support.forkserver", self._address],
             cwd=REPO,
@@ -529,7 +535,8 @@ def _exit_code(code: object) -> int:
 
 def serve(address: str) -> None:
     """Fork a child per connection to ``address``; send each its pid, then its exit status;
-    stop when standard input ends (the test process that started it is gone)."""
+    stop when standard input ends (the test process that started it is gone, its fixtures
+    perhaps never torn down), ending the children still running."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C ends its children, and then it
     _preload()
     waker_read, waker_write = os.pipe()
@@ -545,6 +552,9 @@ def serve(address: str) -> None:
     while True:
         ready = select.select([listener, waker_read, sys.stdin], [], [])[0]
         if sys.stdin in ready and not os.read(sys.stdin.fileno(), 4096):
+            for pid in children:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGTERM)
             return
         if waker_read in ready:
             while True:
