@@ -227,8 +227,10 @@ class RuntimeCollector(Collector):
         yield tasks
 
 
+sessions = SessionCollector()
+"""The per-session series and each home's counters (counting since this process started)."""
 registry = CollectorRegistry(auto_describe=False)
-registry.register(SessionCollector())
+registry.register(sessions)
 registry.register(RoundsCollector())
 registry.register(RuntimeCollector())
 registry.register(ExportCollector())  # dshweb_otlp_sent_total, dshweb_otlp_dropped_total

@@ -20,12 +20,15 @@ from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
 from dshweb.accounts.tokens import token_create
+from dshweb.api import metrics
 from dshweb.api.metrics import RECENT_MS
+from dshweb.api.tallies import Tallies
 from dshweb.core.fold.cost import RateBook
 from dshweb.core.fold.cost_settings import DEFAULT_PRICE_AS, parse_aliases
 from dshweb.core.fold.forecast import IDLE_AFTER_MS
 from dshweb.core.fold.meter import BUCKET_KEYS, BUCKET_NAMES
 from dshweb.core.log.home import session_logs
+from dshweb.live import startup
 from tests.conftest import FIXTURE_HOMES
 from tests.support.homes import home_of_fixtures
 from tests.support.snapshots import fixture_snapshot
@@ -50,7 +53,14 @@ def live_lock(home: Path) -> Any:
 
 
 @pytest.fixture
-def home(tmp_path: Path, settings: Any, fresh_hub: None) -> Iterator[Path]:
+def home(
+    tmp_path: Path, settings: Any, fresh_hub: None, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    """The home, as the only one this process ever scraped (an earlier test's home
+    "local" would be in the counters, which never go down) and with no server running
+    (an earlier test's in-process server leaves its loop set)."""
+    monkeypatch.setattr(metrics.sessions, "_tallies", Tallies())
+    monkeypatch.setattr(startup, "_loop", None)
     target = make_home(tmp_path / "home")
     with live_lock(target):
         settings.DSHWEB = {
