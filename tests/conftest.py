@@ -18,10 +18,10 @@ from typing import Any
 
 import pytest
 
-from tests.support import forkserver
+from tests.support import durations, forkserver
 from tests.support.bytecode import keep_bytecode
 from tests.support.once import RUN_DIR, all_at_the_door, write_for_the_run
-from tests.support.xdist_groups import GroupScheduling, write_groups
+from tests.support.xdist_groups import GroupScheduling, scope_of, write_groups
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_HOMES = REPO / "tests" / "fixtures" / "homes"
@@ -142,6 +142,14 @@ def pytest_configure(config: pytest.Config) -> None:
         run = Path(tempfile.mkdtemp(prefix="dshweb-tests-run-"))
         os.environ[RUN_DIR] = str(run)
         config.stash[_RUN] = run
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        # The process pytest started: the order of the runs before for its test processes,
+        # and this run's figures for the next (not a coverage run's: its tracer slows
+        # some tests far more than others).
+        global _RECORDER
+        durations.share_with_the_run()
+        if not config.getoption("cov_source", None):
+            _RECORDER = durations.Recorder()
     if keep_bytecode(os.environ, Path(os.environ[RUN_DIR]) / "pycache"):
         # The tests start hundreds of Python processes (servers, collectors, manage.py),
         # each compiling everything it imports afresh when no bytecode may be written:
@@ -249,8 +257,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The tests ``--timing-tests`` selects; the groups of :func:`pytest_itemcollected`
-    first, so the longest units of work do not end the run; the browser tests last:
+    """The tests ``--timing-tests`` selects; the longest units of work first, by the runs
+    before (tests/support/durations.py; without their figures, or between equals, the
+    groups of :func:`pytest_itemcollected` first), so that they do not end the run; the
+    browser tests last:
     pytest-playwright's sync API keeps an event loop running in the main thread from its
     first use to the end of the session, and there Django refuses its sync-only calls (the
     ORM) and asyncio refuses ``asyncio.run`` (with loadgroup, ``--no-loadscope-reorder``
@@ -264,13 +274,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             items=[item for item in items if timed[item] != (which == "only")]
         )
         items[:] = [item for item in items if timed[item] == (which == "only")]
-    items.sort(
-        key=lambda item: (
-            item.get_closest_marker("browser") is not None,
-            item.get_closest_marker("xdist_group") is None,
-        )
-    )
+
+    def browser(item: pytest.Item) -> bool:
+        return item.get_closest_marker("browser") is not None
+
+    items.sort(key=lambda i: (browser(i), i.get_closest_marker("xdist_group") is None))
+    durations.sort_longest_first(items, scope_of, last=browser)  # ties keep that order
     write_groups(items)
+
+
+_RECORDER: durations.Recorder | None = None
+"""The run's test durations, in the process pytest started (tests/support/durations.py)."""
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if _RECORDER is not None:
+        _RECORDER.add(report)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    if _RECORDER is not None:
+        _RECORDER.save()
 
 
 TIMING_FILES = "timing-files"

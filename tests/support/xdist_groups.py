@@ -33,16 +33,18 @@ from tests.support.once import RUN_DIR, write_for_the_run
 GROUPS = "xdist-groups.json"
 
 
+def scope_of(item: pytest.Item) -> str:
+    """The unit of work ``item`` is handed out in: its group, else itself."""
+    names = sorted({str(mark.args[0]) for mark in item.iter_markers("xdist_group")})
+    return "_".join(names) if names else item.nodeid
+
+
 def write_groups(items: list[pytest.Item]) -> None:
     """In a test process of pytest-xdist: the group of each test in one, and the tests
     marked ``browser``, for the scheduler."""
     if os.environ.get("PYTEST_XDIST_WORKER") is None or RUN_DIR not in os.environ:
         return
-    groups = {}
-    for item in items:
-        names = sorted({str(mark.args[0]) for mark in item.iter_markers("xdist_group")})
-        if names:
-            groups[item.nodeid] = "_".join(names)
+    groups = {item.nodeid: scope for item in items if (scope := scope_of(item)) != item.nodeid}
     browser = [item.nodeid for item in items if item.get_closest_marker("browser") is not None]
     write_for_the_run(GROUPS, json.dumps({"groups": groups, "browser": browser}))
 
