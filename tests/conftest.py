@@ -137,8 +137,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_DATA_DIR] = data
     if RUN_DIR not in os.environ:
         # The process pytest started: a folder for what the whole run makes once
-        # (tests/support/once.py), which its test workers inherit. scripts/test names one
-        # for both of its passes (the timing tests reuse what the main pass made).
+        # (tests/support/once.py), which its test workers inherit (scripts/test names one
+        # for each of its passes).
         run = Path(tempfile.mkdtemp(prefix="dshweb-tests-run-"))
         os.environ[RUN_DIR] = str(run)
         config.stash[_RUN] = run
@@ -146,10 +146,9 @@ def pytest_configure(config: pytest.Config) -> None:
         # The process pytest started: the order of the runs before for its test processes,
         # and this run's figures for the next (not a coverage run's: its tracer slows
         # some tests far more than others).
-        global _RECORDER
         durations.share_with_the_run()
         if not config.getoption("cov_source", None):
-            _RECORDER = durations.Recorder()
+            config.pluginmanager.register(durations.Recorder(), "dshweb-test-durations")
     if keep_bytecode(os.environ, Path(os.environ[RUN_DIR]) / "pycache"):
         # The tests start hundreds of Python processes (servers, collectors, manage.py),
         # each compiling everything it imports afresh when no bytecode may be written:
@@ -193,7 +192,7 @@ def pytest_collection(session: pytest.Session) -> Generator[None, object, object
     what they import): on a fresh checkout about 8 s of CPU for the whole suite, 2.6 s
     once kept. Shared out, that is done once across the processes and on every core;
     without it every process did it all at once, on a machine of fewer cores than
-    processes. The timing tests' pass reads what the first pass kept."""
+    processes."""
     worker = os.environ.get("PYTEST_XDIST_WORKER")
     if worker is None or RUN_DIR not in os.environ:
         return (yield)
@@ -281,20 +280,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     items.sort(key=lambda i: (browser(i), i.get_closest_marker("xdist_group") is None))
     durations.sort_longest_first(items, scope_of, last=browser)  # ties keep that order
     write_groups(items)
-
-
-_RECORDER: durations.Recorder | None = None
-"""The run's test durations, in the process pytest started (tests/support/durations.py)."""
-
-
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    if _RECORDER is not None:
-        _RECORDER.add(report)
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    if _RECORDER is not None:
-        _RECORDER.save()
 
 
 TIMING_FILES = "timing-files"

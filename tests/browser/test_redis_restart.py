@@ -137,7 +137,6 @@ def restarted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Restarted]:
                 worker.stop()
                 terminate(collector)
     finally:
-        terminate(collector)
         engine.close()
         redis.stop()
 

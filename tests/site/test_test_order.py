@@ -83,8 +83,8 @@ def test_a_run_merges_its_figures_into_the_cache(
     cache.write_text(json.dumps({"kept.py::a": 1.0, "t.py::x": 9.0}))
     recorder = durations.Recorder()
     for when, took in (("setup", 0.25), ("call", 1.5), ("teardown", 0.25)):
-        recorder.add(cast(pytest.TestReport, _Report("t.py::x", when, took)))
-    recorder.save()
+        recorder.pytest_runtest_logreport(cast(pytest.TestReport, _Report("t.py::x", when, took)))
+    recorder.pytest_sessionfinish()
     assert json.loads(cache.read_text()) == {"kept.py::a": 1.0, "t.py::x": 2.0}
     monkeypatch.setenv(RUN_DIR, str(tmp_path))
     durations.share_with_the_run()

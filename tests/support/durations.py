@@ -18,13 +18,12 @@ import contextlib
 import json
 import math
 import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.support.once import RUN_DIR, write_for_the_run
+from tests.support.once import RUN_DIR, write_for_the_run, write_whole
 
 FILE = (
     Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
@@ -58,27 +57,23 @@ def of_the_run() -> dict[str, float]:
 
 
 class Recorder:
-    """The seconds of each test this run reported, merged into :data:`FILE` at its end."""
+    """A plugin of the process pytest started: the seconds of each test the run reported,
+    merged into :data:`FILE` when the run ends (a cache that cannot be written is left as
+    it is)."""
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
 
-    def add(self, report: pytest.TestReport) -> None:
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
 
-    def save(self) -> None:
-        """Merge into :data:`FILE`, written whole (a reader never sees half of it); a
-        cache that cannot be written is left as it is."""
+    def pytest_sessionfinish(self) -> None:
         if not self.seconds:
             return
         with contextlib.suppress(OSError):
             FILE.parent.mkdir(parents=True, exist_ok=True)
             merged = _read(FILE) | {k: round(v, 3) for k, v in self.seconds.items()}
-            with tempfile.NamedTemporaryFile(
-                "w", dir=FILE.parent, prefix=".test-durations-", delete=False
-            ) as scratch:
-                json.dump(merged, scratch, sort_keys=True)
-            os.replace(scratch.name, FILE)
+            write_whole(FILE, json.dumps(merged, sort_keys=True))
 
 
 def sort_longest_first(

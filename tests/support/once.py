@@ -43,10 +43,17 @@ def all_at_the_door(name: str, mine: str, count: int, timeout: float = 120.0) ->
 
 
 def write_for_the_run(name: str, text: str) -> None:
-    """Write the file ``name`` of this run's folder at once, whole (a reader never sees
-    half of it): what a test process learnt as it collected, for the scheduler or the
-    next pass. Every process collects the same tests, so any one's will do."""
-    path = Path(os.environ[RUN_DIR]) / name
-    scratch = path.with_name(f".{name}-{os.getpid()}")
-    scratch.write_text(text, encoding="utf-8")
-    scratch.replace(path)
+    """Write the file ``name`` of this run's folder: what a test process learnt as it
+    collected, for the scheduler or the next pass. Every process collects the same tests,
+    so any one's will do."""
+    write_whole(Path(os.environ[RUN_DIR]) / name, text)
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Write ``path`` at once, whole: a reader (of any process) never sees half of it."""
+    scratch = path.with_name(f".{path.name}-{os.getpid()}")
+    try:
+        scratch.write_text(text, encoding="utf-8")
+        scratch.replace(path)
+    finally:
+        scratch.unlink(missing_ok=True)
