@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import itertools
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,7 +84,7 @@ def priced_message(message: Message | None, *, shape: bool) -> tuple[int, str, S
             text = block.text or ""
             units, length = js_len(text), len(text)  # a Python string's length: code points
             total += _ceil4(units) + 4
-            runs.append(TextRun(length, _astral(text) if units != length else ()))
+            runs.append(TextRun(length, _astral(text, units - length) if units != length else ()))
             points += length
         else:
             price = block_tokens(raw, block)
@@ -105,16 +104,33 @@ def priced_message(message: Message | None, *, shape: bool) -> tuple[int, str, S
     return price, preview, TextShape(points, tuple(runs)), calls
 
 
-def _astral(text: str) -> tuple[int, ...]:
-    """Where in ``text`` (in code points) the characters past the BMP are: two UTF-16
-    units each in a price, one code point each to the pruner.
+_ONE = bytes([0, *[1] * 255])
+"""A translation table: a byte that is not zero becomes one."""
+DENSE = 32
+"""A text with at least one character past the BMP in this many keeps one byte a code point
+(:attr:`TextRun.astral`): a position kept as a Python integer in a tuple costs about 36."""
+
+
+def _astral(text: str, count: int) -> tuple[int, ...] | bytes:
+    """Where in ``text`` (in code points) its ``count`` characters past the BMP are: two
+    UTF-16 units each in a price, one code point each to the pruner. Their positions, or,
+    in a text dense with them (one in :data:`DENSE` or more), a byte a code point, one
+    where a character past the BMP is.
 
     In UTF-32 a code point past the BMP (0x10000 to 0x10FFFF) is the one whose third byte
-    is not zero: one C pass picks those bytes and another their positions (a text of
-    emoji or rare CJK holds thousands; a regex's match objects cost a Python step each).
-    A lone surrogate (JSON may hold one) is in the BMP, and encoded as its own value."""
-    wide = text.encode("utf-32-le", "surrogatepass")[2::4]
-    return tuple(itertools.compress(itertools.count(), wide))
+    is not zero: C passes pick those bytes and make them ones; a sparse text's positions
+    are then found by a C search each (a regex's match objects cost a Python step each,
+    and numbering every code point an integer each). A lone surrogate (JSON may hold one)
+    is in the BMP, and encoded as its own value."""
+    flags = text.encode("utf-32-le", "surrogatepass")[2::4].translate(_ONE)
+    if count * DENSE >= len(text):
+        return flags
+    positions = []
+    at = flags.find(1)
+    while at >= 0:
+        positions.append(at)
+        at = flags.find(1, at + 1)
+    return tuple(positions)
 
 
 def tool_calls(message: Message | None) -> int:
@@ -131,18 +147,25 @@ class TextRun:
     its characters past the BMP."""
 
     points: int
-    astral: tuple[int, ...] = ()
+    astral: tuple[int, ...] | bytes = ()
+    """The positions of its characters past the BMP, or for a text dense with them a
+    byte a code point, one where such a character is (:func:`_astral`)."""
 
     def units(self, start: int, end: int) -> int:
         """The UTF-16 length of its code points ``start`` up to ``end``."""
-        if not self.astral:
+        astral = self.astral
+        if not astral:
             return end - start
-        return (
-            end
-            - start
-            + bisect.bisect_left(self.astral, end)
-            - bisect.bisect_left(self.astral, start)
-        )
+        if isinstance(astral, bytes):  # the zeros are the code points of one unit
+            return 2 * (end - start) - astral.count(0, start, end)
+        return end - start + bisect.bisect_left(astral, end) - bisect.bisect_left(astral, start)
+
+    def positions(self) -> list[int]:
+        """Where its characters past the BMP are, in code points."""
+        astral = self.astral
+        if isinstance(astral, bytes):
+            return [at for at, flag in enumerate(astral) if flag]
+        return list(astral)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,7 +192,7 @@ def shape_price(shape: Shape) -> int:
     """A tool result's price, from its shape (what :func:`priced_message` priced)."""
     if isinstance(shape, int):
         return _ceil4(shape) + 4 + 4
-    runs = (r if isinstance(r, int) else _ceil4(r.points + len(r.astral)) + 4 for r in shape.runs)
+    runs = (r if isinstance(r, int) else _ceil4(r.units(0, r.points)) + 4 for r in shape.runs)
     return sum(runs) + 4
 
 

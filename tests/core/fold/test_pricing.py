@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dshweb.core.fold.pricing import (
+    DENSE,
     PRUNE_MARKER,
     PruneCut,
     TextRun,
@@ -263,5 +264,10 @@ def test_a_text_runs_positions_past_the_bmp_are_the_characters_past_it(
         return
     (run,) = shape.runs
     assert isinstance(run, TextRun)
-    assert list(run.astral) == wide and wide != []
-    assert run.units(0, run.points) == len(text.encode("utf-16-le", "surrogatepass")) // 2
+    assert run.positions() == wide and wide != []
+    dense = len(wide) * DENSE >= len(text)
+    assert isinstance(run.astral, bytes) == dense  # hypothesis makes both kinds
+    for start in range(0, len(text), 7):
+        for end in (start, start + 1, (start + len(text)) // 2, len(text)):
+            utf16 = len(text[start:end].encode("utf-16-le", "surrogatepass")) // 2
+            assert run.units(start, end) == utf16
