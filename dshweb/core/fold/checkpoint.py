@@ -301,12 +301,33 @@ class _StatePickler(pickle.Pickler):
         return NotImplemented
 
 
+def enum_member(cls: object, name: object) -> enum.Enum:
+    """An enum's member by name: what an unpickler is asked for as ``builtins.getattr``
+    where Python pickled enum members so (some 3.11 releases, Debian 12's 3.11.2 among
+    them; later ones pickle them by value). ``cls`` is what the unpickler's own
+    ``find_class`` allowed; anything but a member of an enum is refused."""
+    if (
+        isinstance(cls, type)
+        and issubclass(cls, enum.Enum)
+        and isinstance(name, str)
+        and name in cls.__members__
+    ):
+        return cls[name]
+    raise pickle.UnpicklingError(f"getattr({cls!r}, {name!r}) is not an enum's member")
+
+
+ENUM_BY_NAME = ("builtins", "getattr")
+"""The ``find_class`` an enum member pickled by name asks for (:func:`enum_member`)."""
+
+
 class _StateUnpickler(pickle.Unpickler):
     """Builds plain values and the core's state dataclasses, nothing else."""
 
     def find_class(self, module: str, name: str) -> Any:
         if module == __name__ and name == "_rebuild":
             return _rebuild
+        if (module, name) == ENUM_BY_NAME:
+            return enum_member
         found = _state_class(module, name)
         if found is None:
             raise pickle.UnpicklingError(f"{module}.{name} is not checkpoint state")

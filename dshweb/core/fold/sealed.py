@@ -21,7 +21,13 @@ from typing import Any
 
 import zstandard
 
-from dshweb.core.fold.checkpoint import checkpoint_tag, seal, unseal
+from dshweb.core.fold.checkpoint import (
+    ENUM_BY_NAME,
+    checkpoint_tag,
+    enum_member,
+    seal,
+    unseal,
+)
 from dshweb.core.fold.gauge import ContextGauge
 from dshweb.core.fold.session import SessionSnapshot
 from dshweb.core.log.frames import decompressor
@@ -75,6 +81,8 @@ class _Unpickler(pickle.Unpickler):
     """Builds plain values and the core's dataclasses and enums, nothing else."""
 
     def find_class(self, module: str, name: str) -> Any:
+        if (module, name) == ENUM_BY_NAME:
+            return enum_member
         found = _core_class(module, name)
         if found is None:
             raise pickle.UnpicklingError(f"{module}.{name} is not part of a sealed session")

@@ -4,6 +4,7 @@ folds to the same snapshot as a cold fold; a checkpoint that cannot be trusted i
 from __future__ import annotations
 
 import dataclasses
+import enum
 import os
 import pickle
 import random
@@ -22,6 +23,7 @@ from dshweb.core.fold.checkpoint import (
     load_checkpoint,
     restore_checkpoint,
     seal,
+    unseal,
 )
 from dshweb.core.fold.session import SessionSnapshot, SessionTracker, take_snapshot
 from dshweb.core.log.frames import frame_spans, split_frames
@@ -428,3 +430,42 @@ def test_a_checkpoint_loads_without_msgspec(tmp_path: Path) -> None:
     for folder in folders:
         found = pickle.loads((folder / "snapshot").read_bytes())  # written by this test
         assert found == _snapshot(_tracker(_log(folder, True)), folder), folder
+
+
+# -- enum members pickled by name ------------------------------------------------------------
+
+
+def _by_name(member: enum.Enum, protocol: object = None) -> tuple[object, tuple[object, str]]:
+    """``Enum.__reduce_ex__`` of Python 3.11.2 (Debian 12's): the member by name."""
+    return getattr, (type(member), member.name)
+
+
+def test_a_checkpoint_whose_enums_were_pickled_by_name_loads(
+    dumped: tuple[LogFile, bytes, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Some Python 3.11 releases pickle an enum member as ``getattr(cls, name)``: their
+    checkpoints load (each member looked up in its enum), equal to the same fold."""
+    log, _blob, _rest = dumped
+    cold = _tracker(log)
+    with monkeypatch.context() as patched:
+        patched.setattr(enum.Enum, "__reduce_ex__", _by_name)
+        blob = dump_checkpoint(cold, key=KEY)
+    body = unseal(blob, key=KEY)
+    assert isinstance(body, bytes)
+    assert b"getattr" in zstandard.ZstdDecompressor().decompressobj().decompress(body)
+    loaded = load_checkpoint(log, blob, key=KEY)
+    assert loaded is not None
+    _assert_same(loaded, cold, log.path.parent)
+
+
+class _GetattrOther:
+    def __reduce__(self) -> tuple[object, tuple[object, str]]:
+        return getattr, (SessionTracker, "refresh")
+
+
+def test_a_forged_getattr_of_anything_but_an_enum_member_is_corrupt(
+    dumped: tuple[LogFile, bytes, bytes],
+) -> None:
+    log, _blob, _rest = dumped
+    body = zstandard.ZstdCompressor().compress(pickle.dumps(_GetattrOther(), protocol=5))
+    assert _refused(log, seal(body, key=KEY)) is Refusal.CORRUPT
