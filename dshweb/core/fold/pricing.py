@@ -160,13 +160,6 @@ class TextRun:
             return 2 * (end - start) - astral.count(0, start, end)
         return end - start + bisect.bisect_left(astral, end) - bisect.bisect_left(astral, start)
 
-    def positions(self) -> list[int]:
-        """Where its characters past the BMP are, in code points."""
-        astral = self.astral
-        if isinstance(astral, bytes):
-            return [at for at, flag in enumerate(astral) if flag]
-        return list(astral)
-
 
 @dataclass(frozen=True, slots=True)
 class TextShape:

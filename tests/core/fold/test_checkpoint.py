@@ -4,7 +4,6 @@ folds to the same snapshot as a cold fold; a checkpoint that cannot be trusted i
 from __future__ import annotations
 
 import dataclasses
-import enum
 import os
 import pickle
 import random
@@ -33,6 +32,7 @@ from dshweb.core.profile.effective import EngineConfig
 from tests.conftest import all_homes, run_python, session_log_paths
 from tests.support.differences import Difference, differences, fail_on
 from tests.support.logbuilder import event, frame, header
+from tests.support.pickles import ForgedGetattr, asks_getattr, enums_pickled_by_name
 
 LOGS = [path for home in all_homes() for path in session_log_paths(home)]
 KEY = b"test-key-" * 4
@@ -435,11 +435,6 @@ def test_a_checkpoint_loads_without_msgspec(tmp_path: Path) -> None:
 # -- enum members pickled by name ------------------------------------------------------------
 
 
-def _by_name(member: enum.Enum, protocol: object = None) -> tuple[object, tuple[object, str]]:
-    """``Enum.__reduce_ex__`` of Python 3.11.2 (Debian 12's): the member by name."""
-    return getattr, (type(member), member.name)
-
-
 def test_a_checkpoint_whose_enums_were_pickled_by_name_loads(
     dumped: tuple[LogFile, bytes, bytes], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -447,25 +442,19 @@ def test_a_checkpoint_whose_enums_were_pickled_by_name_loads(
     checkpoints load (each member looked up in its enum), equal to the same fold."""
     log, _blob, _rest = dumped
     cold = _tracker(log)
-    with monkeypatch.context() as patched:
-        patched.setattr(enum.Enum, "__reduce_ex__", _by_name)
+    with enums_pickled_by_name(monkeypatch):
         blob = dump_checkpoint(cold, key=KEY)
     body = unseal(blob, key=KEY)
-    assert isinstance(body, bytes)
-    assert b"getattr" in zstandard.ZstdDecompressor().decompressobj().decompress(body)
+    assert isinstance(body, bytes) and asks_getattr(body)
     loaded = load_checkpoint(log, blob, key=KEY)
     assert loaded is not None
     _assert_same(loaded, cold, log.path.parent)
-
-
-class _GetattrOther:
-    def __reduce__(self) -> tuple[object, tuple[object, str]]:
-        return getattr, (SessionTracker, "refresh")
 
 
 def test_a_forged_getattr_of_anything_but_an_enum_member_is_corrupt(
     dumped: tuple[LogFile, bytes, bytes],
 ) -> None:
     log, _blob, _rest = dumped
-    body = zstandard.ZstdCompressor().compress(pickle.dumps(_GetattrOther(), protocol=5))
+    forged = pickle.dumps(ForgedGetattr(SessionTracker, "refresh"), protocol=5)
+    body = zstandard.ZstdCompressor().compress(forged)
     assert _refused(log, seal(body, key=KEY)) is Refusal.CORRUPT

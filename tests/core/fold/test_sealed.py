@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 import pickle
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from dshweb.core.fold.gauge import context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.sealed import open_session, seal_session, sealed_tag
 from tests.conftest import FIXTURE_HOMES
+from tests.support.pickles import ForgedGetattr, asks_getattr, enums_pickled_by_name
 
 HOMES = sorted(p for p in FIXTURE_HOMES.iterdir() if (p / "sessions").is_dir())
 
@@ -62,28 +62,13 @@ def test_a_session_whose_enums_were_pickled_by_name_opens(monkeypatch: pytest.Mo
     (folder, *_) = index.trackers
     snapshot = index.snapshot(folder)
     gauge = context_gauge(snapshot)
-
-    def by_name(member: enum.Enum, protocol: object = None) -> tuple[object, tuple[object, str]]:
-        return getattr, (type(member), member.name)
-
-    with monkeypatch.context() as patched:
-        patched.setattr(enum.Enum, "__reduce_ex__", by_name)
+    with enums_pickled_by_name(monkeypatch):
         blob = seal_session(snapshot, gauge, key=b"k")
-        assert b"getattr" in zstandard.ZstdDecompressor().decompressobj().decompress(_body(blob))
+    body = unseal(blob, key=b"k", tag=sealed_tag())
+    assert isinstance(body, bytes) and asks_getattr(body)
     assert open_session(blob, key=b"k") == (snapshot, gauge)
 
 
-def _body(blob: bytes) -> bytes:
-    body = unseal(blob, key=b"k", tag=sealed_tag())
-    assert isinstance(body, bytes)
-    return body
-
-
-class _GetattrOther:
-    def __reduce__(self) -> tuple[object, tuple[object, str]]:
-        return getattr, (HomeIndex, "refresh")
-
-
 def test_a_forged_getattr_of_anything_but_an_enum_member_opens_as_none() -> None:
-    body = zstandard.compress(pickle.dumps(_GetattrOther(), protocol=5))
+    body = zstandard.compress(pickle.dumps(ForgedGetattr(HomeIndex, "refresh"), protocol=5))
     assert open_session(seal(body, key=b"k", tag=sealed_tag()), key=b"k") is None
