@@ -10,8 +10,8 @@ import pytest
 
 from dshweb.core.fold import spread
 from dshweb.core.fold.index import HomeIndex
-from dshweb.core.fold.session import SessionSnapshot
-from dshweb.core.log.home import session_logs
+from dshweb.core.fold.session import SessionSnapshot, SessionTracker
+from dshweb.core.log.home import LogFile, session_logs
 from tests.support.homes import home_of_fixtures
 
 # Every shape of the fixtures: prunes, sub-agents, model and window switches, plain logs,
@@ -55,15 +55,32 @@ def _snapshots(index: HomeIndex) -> dict[Path, SessionSnapshot]:
     return {folder: index.snapshot(folder) for folder in index.trackers}
 
 
-def test_the_spread_read_adopts_every_session_as_one_process_folds_it(home: Path) -> None:
+def test_the_spread_read_adopts_every_session_as_one_process_folds_it(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     logs = session_logs(home)
     assert len(logs) >= len(SHAPES)
     alone = _folded_alone(home)
     assert any(shot.errors for shot in _snapshots(alone).values())  # the junk is told
 
+    # This process folds logs too, between the worker's results (a share a log, so both
+    # have some to fold): those never go through a checkpoint.
+    monkeypatch.setattr(spread, "SHARE_BYTES", 1)
+    here: list[Path] = []
+    fold_here = HomeIndex.folded
+
+    def folded(index: HomeIndex, log: LogFile) -> SessionTracker:
+        here.append(log.path)
+        return fold_here(index, log)
+
+    monkeypatch.setattr(HomeIndex, "folded", folded)
     index = HomeIndex(home)
     adopted = spread.fold_spread(index, logs, cores=2)
-    assert adopted == set(alone.trackers)  # every session came back from a worker
+    assert adopted == set(alone.trackers)  # every session came back, here or from the worker
+    assert 1 <= len(here) < len(logs)
+    # Here, the smallest first: the worker took the biggest.
+    biggest = max(logs, key=lambda log: os.stat(log.path).st_size)
+    assert biggest.path not in here
     # Nothing left to fold: the workers folded each log to its end.
     assert all(index.trackers[f].tail.offset == alone.trackers[f].tail.offset for f in adopted)
     index.refresh()
