@@ -126,43 +126,53 @@ def test_every_step_agrees_with_the_fold_and_with_the_host_where_it_spoke(
             meter.fold(event)
             row = by_seq.get(event.seq) if event.seq is not None else None
             if row is not None:
-                _assert_row(row, meter.token_usage_view(), meter.context_pressure_view())
+                _assert_row(row, meter.token_usage_view(), meter.context_pressure_view(), "fold")
                 compared += 1
         assert compared == len(rows), session_id
         stride = max(1, len(rows) // CUTS_PER_SESSION)
         for number, row in enumerate(rows):
             # ... the dashboard's, as its fold of the home went through the row ...
             shot = dashboard[session_id].shots[row["seq"]]
-            _assert_row(row, shot.token_usage, shot.context_pressure)
+            _assert_row(row, shot.token_usage, shot.context_pressure, "dashboard")
             if number % stride == 0:
                 # ... and a home folded anew up to the row's seq.
                 index = HomeIndex(home, stop_after_seq=row["seq"])
                 index.refresh()
                 shot = index.snapshot(logs[session_id].session_dir)
-                _assert_row(row, shot.token_usage, shot.context_pressure)
+                _assert_row(row, shot.token_usage, shot.context_pressure, "home folded to it")
             # The host's own figures at this step's end, or at the turn's end right after
             # it (the host answered for logs cut at turn ends; a turn/end changes none).
             values = host.get((session_id, row["seq"])) or host.get((session_id, row["seq"] + 1))
             if values is not None:
                 totals, view = values["tokenUsage"], values["contextPressure"]
-                assert (row["cache_write"], row["output"]) == (
-                    totals["cacheWriteTokens"],
-                    totals["outputTokens"],
-                )
-                assert row["pressure"] == view.get("pressureTokens")
-                assert row["projected"] == view.get("projectedTokens")
-                assert row["window"] == view.get("contextWindow")
+                host_row = {
+                    "cache_write": totals["cacheWriteTokens"],
+                    "output": totals["outputTokens"],
+                    "pressure": view.get("pressureTokens"),
+                    "projected": view.get("projectedTokens"),
+                    "window": view.get("contextWindow"),
+                }
+                unlike = [
+                    f"{k}: row {row[k]}, host {v}" for k, v in host_row.items() if row[k] != v
+                ]
+                assert not unlike, f"step row at seq {row['seq']}: " + "; ".join(unlike)
 
 
-def _assert_row(row: dict[str, Any], usage: dict[str, int], pressure: dict[str, int]) -> None:
-    assert row["pressure"] == pressure.get("pressureTokens")
-    assert row["projected"] == pressure.get("projectedTokens")
-    assert row["window"] == pressure.get("contextWindow")
-    assert (row["uncached_input"], row["output"], row["cache_read"]) == (
-        usage["uncachedInputTokens"],
-        usage["outputTokens"],
-        usage["cacheReadTokens"],
-    )
+def _assert_row(
+    row: dict[str, Any], usage: dict[str, int], pressure: dict[str, int], against: str
+) -> None:
+    """The row's figures against ``against``'s at the row's seq; a failure names the seq,
+    each field that differs and both values."""
+    theirs = {
+        "pressure": pressure.get("pressureTokens"),
+        "projected": pressure.get("projectedTokens"),
+        "window": pressure.get("contextWindow"),
+        "uncached_input": usage["uncachedInputTokens"],
+        "output": usage["outputTokens"],
+        "cache_read": usage["cacheReadTokens"],
+    }
+    unlike = [f"{k}: row {row[k]}, {against} {v}" for k, v in theirs.items() if row[k] != v]
+    assert not unlike, f"step row at seq {row['seq']}: " + "; ".join(unlike)
 
 
 def test_the_host_spoke_at_step_ends() -> None:
