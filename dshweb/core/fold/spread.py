@@ -28,6 +28,7 @@ import secrets
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -103,11 +104,18 @@ def fold_spread(
     workers = ProcessPoolExecutor(count, mp_context=context)
     try:
         pending: set[Future[list[tuple[LogFile, bytes | None]]]] = set()
+        broken = False
         while (queue or pending) and not stopped():
             # Two shares a worker: one under way, one waiting, so none idles while this
-            # process folds.
-            while queue and len(pending) < 2 * count:
-                pending.add(workers.submit(_fold_share, queue.popleft()))
+            # process folds. Once the workers cannot take any (one died), this process
+            # folds what is left.
+            while queue and not broken and len(pending) < 2 * count:
+                try:
+                    pending.add(workers.submit(_fold_share, queue[0]))
+                except (BrokenProcessPool, RuntimeError):
+                    broken = True
+                else:
+                    queue.popleft()
             done, pending = wait(
                 pending, timeout=0 if queue else STOP_EVERY, return_when=FIRST_COMPLETED
             )

@@ -4,7 +4,10 @@ the one a single process folds, session for session, torn and hostile logs inclu
 from __future__ import annotations
 
 import os
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,6 +86,30 @@ def test_the_spread_read_adopts_every_session_as_one_process_folds_it(
     assert biggest.path not in here
     # Nothing left to fold: the workers folded each log to its end.
     assert all(index.trackers[f].tail.offset == alone.trackers[f].tail.offset for f in adopted)
+    index.refresh()
+    assert _snapshots(index) == _snapshots(alone)
+
+
+def test_when_the_workers_take_no_more_this_process_folds_the_rest(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    logs = session_logs(home)
+    monkeypatch.setattr(spread, "SHARE_BYTES", 1)  # a share per log
+    submit = ProcessPoolExecutor.submit
+    taken: list[object] = []
+
+    def submit_once(pool: ProcessPoolExecutor, *args: Any, **kwargs: Any) -> Future[Any]:
+        if taken:  # the pool broke after its first share (a worker died)
+            raise BrokenProcessPool("a worker died")
+        taken.append(args)
+        return submit(pool, *args, **kwargs)
+
+    monkeypatch.setattr(ProcessPoolExecutor, "submit", submit_once)
+    index = HomeIndex(home)
+    folded = spread.fold_spread(index, logs, cores=2)
+    alone = _folded_alone(home)
+    assert len(taken) == 1
+    assert folded == set(alone.trackers)  # the one share sent, and every other here
     index.refresh()
     assert _snapshots(index) == _snapshots(alone)
 
