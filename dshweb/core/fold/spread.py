@@ -84,7 +84,8 @@ def fold_spread(
     """Fold ``logs`` over ``cores`` processes (this one and ``cores - 1`` workers) into
     ``index``; the session folders folded. ``on_folded`` is called after each log folded
     (or left to the index); ``stopped`` ends the read early (the workers are ended, what
-    was folded stays). A worker that dies leaves its share to the index."""
+    was folded stays). A worker that dies leaves the share it held to the index, and
+    the shares not sent yet to this process."""
     key = secrets.token_bytes(32)
     queue = deque(
         _Share(index.home, index.profile, index.extra_patches, index.stop_after_seq, part, key)
