@@ -15,7 +15,6 @@ change its text here with the code.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,13 @@ class Mutation:
     old: str
     new: str
 
+
+_STEP_BAND_NOT_RESTORED = (
+    "dshweb/core/fold/checkpoint.py",
+    "    tracker.step_band = state.step_band\n",
+    "",
+)
+"""Both restart families' mutation: a restored tracker without its step band."""
 
 MUTATIONS = {
     "parity": Mutation(
@@ -71,16 +77,12 @@ MUTATIONS = {
     "restart anywhere": Mutation(
         "a checkpoint taken anywhere, folded on, against a cold fold",
         "tests/core/fold/test_checkpoint.py::test_restart_anywhere_folds_like_a_cold_fold",
-        "dshweb/core/fold/checkpoint.py",
-        "    tracker.step_band = state.step_band\n",
-        "",
+        *_STEP_BAND_NOT_RESTORED,
     ),
     "hub restart": Mutation(
         "the hub restarted from its checkpoints against a cold hub",
         "tests/live/test_hub.py::test_a_restart_resumes_from_the_checkpoints_and_equals_a_cold_fold",
-        "dshweb/core/fold/checkpoint.py",
-        "    tracker.step_band = state.step_band\n",
-        "",
+        *_STEP_BAND_NOT_RESTORED,
     ),
     "five readers": Mutation(
         "the point and band of the page, API, /metrics, steps.csv and dsh_snapshot",
@@ -100,7 +102,9 @@ def _pytest(tree: Path, tests: str) -> tuple[int, int, str]:
         cwd=tree, capture_output=True, text=True, check=False, timeout=1800,
     )  # fmt: skip
     out = done.stdout
-    counts = {k: int(n) for n, k in re.findall(r"(\d+) (failed|passed)", out.splitlines()[-1])}
+    counts = {
+        k: int(n) for n, k in re.findall(r"(\d+) (failed|passed)", "".join(out.splitlines()[-1:]))
+    }
     first = next(
         (
             line.strip()
@@ -145,7 +149,6 @@ def main(names: list[str]) -> int:
             print(f"    first said: {first[:200]}")
             if not failed:
                 bad += 1
-        shutil.rmtree(tree, ignore_errors=True)
     print("every family caught its mutation" if not bad else f"{bad} left a mutation uncaught")
     return 1 if bad else 0
 

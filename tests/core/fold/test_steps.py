@@ -152,17 +152,13 @@ def test_every_step_agrees_with_the_fold_and_with_the_host_where_it_spoke(
                     "projected": view.get("projectedTokens"),
                     "window": view.get("contextWindow"),
                 }
-                unlike = [
-                    f"{k}: row {row[k]}, host {v}" for k, v in host_row.items() if row[k] != v
-                ]
-                assert not unlike, f"step row at seq {row['seq']}: " + "; ".join(unlike)
+                _assert_fields(row, host_row, "host")
 
 
 def _assert_row(
     row: dict[str, Any], usage: dict[str, int], pressure: dict[str, int], against: str
 ) -> None:
-    """The row's figures against ``against``'s at the row's seq; a failure names the seq,
-    each field that differs and both values."""
+    """The row's figures against ``against``'s projections at the row's seq."""
     theirs = {
         "pressure": pressure.get("pressureTokens"),
         "projected": pressure.get("projectedTokens"),
@@ -171,6 +167,12 @@ def _assert_row(
         "output": usage["outputTokens"],
         "cache_read": usage["cacheReadTokens"],
     }
+    _assert_fields(row, theirs, against)
+
+
+def _assert_fields(row: dict[str, Any], theirs: dict[str, Any], against: str) -> None:
+    """Each of ``theirs`` equal to the row's field of that name; a failure names the row's
+    seq, each field that differs and both values."""
     unlike = [f"{k}: row {row[k]}, {against} {v}" for k, v in theirs.items() if row[k] != v]
     assert not unlike, f"step row at seq {row['seq']}: " + "; ".join(unlike)
 
