@@ -14,7 +14,7 @@ import hashlib
 import logging
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from urllib.parse import unquote_to_bytes
 
@@ -64,23 +64,23 @@ def _relative_text(home: Path, folder: Path) -> str:
 class DatabaseCheckpoints:
     """The hub's :class:`~dshweb.live.hub.CheckpointStore` on Django's database."""
 
-    def restore(self, home: Path, logs: Mapping[Path, LogFile]) -> dict[Path, SessionTracker]:
+    def restore(
+        self, home: Path, logs: Mapping[Path, LogFile]
+    ) -> Iterator[tuple[Path, SessionTracker, bytes]]:
         key = _key()
-        restored: dict[Path, SessionTracker] = {}
         refused: list[str] = []
         close_old_connections()
         try:
             rows = FoldCheckpoint.objects.filter(home=stored_path(str(home)))
-            for folder_name, blob in rows.values_list("folder", "blob").iterator(chunk_size=500):
+            for folder_name, stored in rows.values_list("folder", "blob").iterator(chunk_size=500):
                 folder = home / path_stored(folder_name)
                 current = logs.get(folder)
-                tracker = (
-                    load_checkpoint(current, bytes(blob), key=key) if current is not None else None
-                )
+                blob = bytes(stored)
+                tracker = load_checkpoint(current, blob, key=key) if current is not None else None
                 if tracker is None:
                     refused.append(folder_name)
                 else:
-                    restored[folder] = tracker
+                    yield folder, tracker, blob
             if refused:
                 FoldCheckpoint.objects.filter(
                     home=stored_path(str(home)), folder__in=refused
@@ -89,10 +89,16 @@ class DatabaseCheckpoints:
             close_old_connections()
         if refused:
             log.info("%d fold checkpoint(s) of %s no longer match their logs", len(refused), home)
-        return restored
+
+    @property
+    def key(self) -> bytes:
+        return _key()
 
     def encode(self, tracker: SessionTracker) -> bytes:
         return dump_checkpoint(tracker, key=_key())
+
+    def decode(self, log: LogFile, blob: bytes) -> SessionTracker | None:
+        return load_checkpoint(log, blob, key=_key())
 
     def save(self, home: Path, blobs: Mapping[Path, bytes]) -> None:
         if not blobs:

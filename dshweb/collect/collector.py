@@ -52,7 +52,7 @@ import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from django.db import DatabaseError, close_old_connections, transaction
@@ -276,10 +276,14 @@ class CountingCheckpoints(DatabaseCheckpoints):
     def __init__(self) -> None:
         self.resumed: Mapping[Path, int] = {}
 
-    def restore(self, home: Path, logs: Mapping[Path, LogFile]) -> dict[Path, SessionTracker]:
-        restored = super().restore(home, logs)
-        self.resumed = {folder: t.tail.offset for folder, t in restored.items()}
-        return restored
+    def restore(
+        self, home: Path, logs: Mapping[Path, LogFile]
+    ) -> Iterator[tuple[Path, SessionTracker, bytes]]:
+        resumed: dict[Path, int] = {}
+        self.resumed = resumed
+        for folder, tracker, blob in super().restore(home, logs):
+            resumed[folder] = tracker.tail.offset
+            yield folder, tracker, blob
 
 
 def run_collector(
@@ -462,11 +466,12 @@ class _ResumeReport:
             return
         self.done = True
         # The hub's own thread: its trackers are not changing now.
-        trackers = self.hub.index.trackers
+        index = self.hub.index
+        folders = index.folders
         resumed = self.store.resumed
-        read = sum(t.tail.offset - resumed.get(folder, 0) for folder, t in trackers.items())
+        read = sum((index.offset(f) or 0) - resumed.get(f, 0) for f in folders)
         self.say(
-            f"collector {self.name}: {len(trackers)} session(s), {len(resumed)} resumed "
+            f"collector {self.name}: {len(folders)} session(s), {len(resumed)} resumed "
             f"from checkpoints at {sum(resumed.values())} bytes; read {read} bytes since"
         )
 

@@ -39,6 +39,7 @@ from pathlib import Path, PurePosixPath
 from typing import Protocol
 
 from dshweb.core.errors import DshError
+from dshweb.core.fold.checkpoint import CheckpointCodec
 from dshweb.core.fold.gauge import ContextGauge, context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.progress import FoldProgress, ProgressCounter
@@ -65,6 +66,9 @@ from dshweb.live.timing import (
 from dshweb.live.watch import HomeWatch
 
 log = logging.getLogger(__name__)
+
+RESTORE_BATCH = 500
+"""A restart publishes and parks the sessions it takes back this many at a time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,14 +189,24 @@ class ChangeSource(Protocol):
 
 
 class CheckpointStore(Protocol):
-    """Where fold state outlives the process (:mod:`dshweb.collect.checkpoints`)."""
+    """Where fold state outlives the process (:mod:`dshweb.collect.checkpoints`); its
+    blobs are also how the hub parks the sessions nothing changes
+    (:meth:`~dshweb.core.fold.index.HomeIndex.park`)."""
 
-    def restore(self, home: Path, logs: Mapping[Path, LogFile]) -> dict[Path, SessionTracker]:
+    def restore(
+        self, home: Path, logs: Mapping[Path, LogFile]
+    ) -> Iterator[tuple[Path, SessionTracker, bytes]]:
         """The trackers saved for ``home``'s session folders whose log is still the one
-        ``logs`` lists (by folder); every other checkpoint is dropped."""
+        ``logs`` lists (by folder), one at a time, each with its blob; every other
+        checkpoint is dropped."""
         ...
 
+    @property
+    def key(self) -> bytes: ...
+
     def encode(self, tracker: SessionTracker) -> bytes: ...
+
+    def decode(self, log: LogFile, blob: bytes) -> SessionTracker | None: ...
 
     def save(self, home: Path, blobs: Mapping[Path, bytes]) -> None: ...
 
@@ -243,6 +257,8 @@ class Hub:
             extra_patches=extra_patches,
             budget=FOLD_SLICE,
             name_holder=name_holder,  # a session held by the dsh web this process runs
+            # Sessions nothing changes are parked as their checkpoints (_park).
+            codec=store if store is not None else CheckpointCodec(),
         )
         self.name = name
         """The home's name, carried by every view (:mod:`dshweb.core.listing.homes`)."""
@@ -266,6 +282,13 @@ class Hub:
         self._ready = threading.Event()
         self._listeners: list[Listener] = []
         self._dirty: set[Path] = set()
+        """The folders changed since their checkpoint was last saved."""
+        self._stirred: set[Path] = set()
+        """The folders changed since the last :meth:`flush_checkpoints`: the others are
+        parked by it."""
+        self._blobs: dict[Path, tuple[int, bytes]] = {}
+        """A checkpoint made of a tracker, by the version it was made at: what parks it
+        while that version holds, without encoding it again."""
         self._checkpoints_down = False
         self._stop = threading.Event()
         self._watch: HomeWatch | None = None
@@ -415,7 +438,7 @@ class Hub:
         with self._fold_lock:
             logs = session_logs(self.home) if self.home.is_dir() else []
             restored = self._restore(logs)
-            counter = ProgressCounter(logs, {f: t.tail.offset for f, t in restored.items()})
+            counter = ProgressCounter(logs, restored)
             self._progress = counter.now()
             last_publish = time.monotonic()
             folded: list[Path] = []
@@ -431,6 +454,7 @@ class Hub:
                     # What was folded since the last publish, told to the listeners at once
                     # (a collector writes it, a socket shows it) though the fold goes on.
                     self._notify(self._publish(folded))
+                    self._park(folded)  # what was folded so far, shown: laid by
                     folded.clear()
                     # What is folded so far lives as long as the hub: without this every
                     # full collection walks it all again, a tenth of a cold start.
@@ -444,6 +468,7 @@ class Hub:
                     fresh,
                     cores=self.cores,
                     on_folded=on_folded,
+                    on_blob=self._made,
                     stopped=self._stop.is_set,
                 )
             changed = self.index.refresh(None, on_folded=on_folded, logs=logs)
@@ -451,8 +476,9 @@ class Hub:
             self._round_ended()
             self._catching_up = counter if self.index.unfinished else None
             self._progress = counter.now(done=self._catching_up is None)
-            self._dirty.update(changed)
-            change = self._publish(set(self.index.trackers) | changed)
+            self._stir(changed)
+            change = self._publish(self.index.folders | changed)
+            self._park(list(self.index.trackers))
         self._ready.set()
         self._notify(change)
         return change.view
@@ -483,7 +509,7 @@ class Hub:
                 if liveness:
                     folders |= self.index.refresh_liveness()
                 self._round_ended()
-                self._dirty.update(folders)
+                self._stir(folders)
                 change = self._publish(folders)
         self._ready.set()
         self._notify(change)
@@ -493,12 +519,19 @@ class Hub:
         self.rounds += 1
         self.round_at = self._beat = time.monotonic()
 
+    def _stir(self, folders: Iterable[Path]) -> None:
+        """Note ``folders`` changed: their checkpoints are due, and they are not parked
+        at the next flush."""
+        self._dirty.update(folders)
+        self._stirred.update(folders)
+
     def _count(self, counter: ProgressCounter, folder: Path, _log: LogFile | None = None) -> None:
-        tracker = self.index.trackers.get(folder)
-        if tracker is None:
+        index = self.index
+        offset = index.offset(folder)
+        if offset is None:
             counter.folded(folder, 0)
         else:
-            counter.folded(folder, tracker.tail.offset, finished=not tracker.unfinished)
+            counter.folded(folder, offset, finished=folder not in index.unfinished)
 
     def _publish(self, folders: Iterable[Path]) -> HomeChange:
         """A new view with the snapshots of ``folders`` taken again (lock held)."""
@@ -507,19 +540,19 @@ class Hub:
         removed: set[str] = set()
         taken: list[SessionView] = []
         for folder in folders:
-            tracker = index.trackers.get(folder)
+            version = index.version(folder)
             old = self._by_folder.get(folder)
-            if tracker is None:
+            if version is None:
                 if old is not None:
                     del self._by_folder[folder]
                     removed.add(old.snapshot.session_id)
                 continue
             read_to_end = folder not in index.unfinished
-            if old is not None and (old.version, old.read_to_end) == (tracker.version, read_to_end):
+            if old is not None and (old.version, old.read_to_end) == (version, read_to_end):
                 continue
             snapshot = index.snapshot(folder)
             gauge = context_gauge(snapshot)
-            taken_view = SessionView(snapshot, gauge, tracker.version, read_to_end)
+            taken_view = SessionView(snapshot, gauge, version, read_to_end)
             self._by_folder[folder] = taken_view
             taken.append(taken_view)
             changed.add(snapshot.session_id)
@@ -571,7 +604,9 @@ class Hub:
         )
         self._read_through(self._view)  # the pages say why: waiting would change nothing
         self._by_folder.clear()
+        self._blobs.clear()
         self.index.trackers.clear()
+        self.index.parked.clear()
         self.index.signatures.clear()
         self.index.unfinished.clear()
         self._catching_up = None
@@ -588,31 +623,81 @@ class Hub:
 
     # -- checkpoints --------------------------------------------------------------------
 
-    def _restore(self, logs: Iterable[LogFile]) -> dict[Path, SessionTracker]:
-        if self.store is None or self.index.trackers:
+    def _restore(self, logs: Iterable[LogFile]) -> dict[Path, int]:
+        """Take back the checkpoints (lock held): each session published and parked as it
+        comes, so a restart never holds every tracker at once; how far each restored
+        log is folded."""
+        index = self.index
+        if self.store is None or index.trackers or index.parked:
             return {}
+        restored: dict[Path, int] = {}
+        batch: list[Path] = []
         try:
             with _uncollected():
-                restored = self.store.restore(self.home, {log.session_dir: log for log in logs})
-        except Exception:
+                by_folder = {log.session_dir: log for log in logs}
+                for folder, tracker, blob in self.store.restore(self.home, by_folder):
+                    index.adopt(folder, tracker)
+                    self._made(folder, tracker, blob)
+                    restored[folder] = tracker.tail.offset
+                    batch.append(folder)
+                    if len(batch) >= RESTORE_BATCH:
+                        self._lay_by(batch)
+                self._lay_by(batch)
+        except Exception:  # what was taken back stays; the rest is folded afresh
             log.exception("could not read the fold checkpoints of %s; folding afresh", self.home)
-            return {}
-        for folder, tracker in restored.items():
-            self.index.adopt(folder, tracker)
         return restored
 
+    def _lay_by(self, batch: list[Path]) -> None:
+        """Publish ``batch``'s sessions and park them (lock held); empties ``batch``."""
+        self._notify(self._publish(batch))
+        self._park(batch)
+        batch.clear()
+
+    def _made(self, folder: Path, tracker: SessionTracker, blob: bytes) -> None:
+        """``blob`` is a checkpoint of ``tracker`` as it is now: what parks it."""
+        self._blobs[folder] = (tracker.version, blob)
+
+    def _park(self, folders: Iterable[Path]) -> None:
+        """Lay by the trackers of ``folders`` that no process holds (lock held): as the
+        checkpoint made of them at their version, or as one made now. A parked session is
+        taken back when its log changes (:meth:`HomeIndex.park`)."""
+        index = self.index
+        for folder in folders:
+            tracker = index.trackers.get(folder)
+            if tracker is None or folder in index.live:
+                continue
+            made = self._blobs.pop(folder, None)
+            index.park(folder, made[1] if made is not None and made[0] == tracker.version else None)
+
     def flush_checkpoints(self) -> int:
-        """Save the fold state of every session that changed since the last save."""
-        if self.store is None:
-            return 0
+        """Save the fold state of every session that changed since the last save, and
+        park the sessions that did not change since the last flush."""
         with self._fold_lock:
-            trackers = self.index.trackers
+            index = self.index
+            trackers = index.trackers
+            quiet = trackers.keys() - self._stirred
+            self._stirred = set()
+            if self.store is None:
+                self._park(quiet)
+                return 0
             # A log folded to the middle of a frame has no offset to resume from: it is
             # saved once its slices reach the frame's end.
             held = {f for f in self._dirty if f in trackers and trackers[f].tail.mid_frame}
             dirty, self._dirty = self._dirty - held, held
-            blobs = {f: self.store.encode(trackers[f]) for f in dirty if f in trackers}
-            gone = [f for f in dirty if f not in trackers]
+            blobs: dict[Path, bytes] = {}
+            gone: list[Path] = []
+            for folder in dirty:
+                blob = index.blob(folder)  # a parked session's state is its blob
+                tracker = trackers.get(folder)
+                if blob is None and tracker is not None:
+                    blob = self.store.encode(tracker)
+                    self._made(folder, tracker, blob)
+                if blob is not None:
+                    blobs[folder] = blob
+                elif tracker is None:
+                    gone.append(folder)
+                    self._blobs.pop(folder, None)
+            self._park(quiet)
         try:
             self.store.save(self.home, blobs)
             if gone:

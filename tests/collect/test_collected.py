@@ -55,7 +55,7 @@ def test_the_rows_rebuild_the_hubs_view_and_follow_removals(tmp_path: Path) -> N
     assert collected_home_names() == ["h"]
     assert written[0].changed == frozenset(hub.view().sessions)
 
-    gone = next(iter(hub.index.trackers))
+    gone = min(hub.index.folders)
     shutil.rmtree(gone)
     hub.sync()
     writer.flush()
@@ -75,7 +75,7 @@ def test_a_restart_sweeps_sessions_that_went_while_no_collector_ran(tmp_path: Pa
     first.cold_start()
     writer.flush()
     lease_release(lease)
-    shutil.rmtree(next(iter(first.index.trackers)))
+    shutil.rmtree(min(first.index.folders))
 
     lease = lease_take(name="h", path=str(home), heartbeat_every=60.0)
     writer = SessionWriter(lease, sealing_key())

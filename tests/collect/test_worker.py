@@ -135,7 +135,7 @@ def test_the_worker_follows_the_rows_at_the_cost_of_what_changed(tmp_path: Path,
     assert follower.reads == len(shown.view.sessions) + 1  # the one session that grew
     assert _sessions(after) == _sessions(collected.hub.view()) != _sessions(shown.view)
 
-    gone = next(iter(collected.hub.index.trackers))
+    gone = min(collected.hub.index.folders)
     shutil.rmtree(gone)
     collected.write()
     assert _sessions(_shown()) == _sessions(collected.hub.view())
@@ -562,7 +562,7 @@ def test_a_worker_shows_every_collected_home_each_session_by_its_home(
         both.status_code == 404
         and f'href="/homes/alpha/sessions/{ids[0]}/"' in both.content.decode()
     )
-    shutil.rmtree(next(iter(a.hub.index.trackers)))
+    shutil.rmtree(min(a.hub.index.folders))
     a.write()
     (left,) = set(ids) - set(a.hub.view().sessions)
     moved = user_client.get(f"/sessions/{left}/")

@@ -78,6 +78,14 @@ def _count_folds(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     return read
 
 
+def _folded_to(index: HomeIndex) -> dict[Path, int]:
+    """Each log the index follows, parked or not, and how far it is folded."""
+    logs = {f: t.log for f, t in index.trackers.items()} | {
+        f: p.log for f, p in index.parked.items()
+    }
+    return {log.path: index.offset(folder) or 0 for folder, log in logs.items()}
+
+
 @pytest.mark.parametrize("source", HOMES, ids=[h.name for h in HOMES])
 def test_a_restart_resumes_from_the_checkpoints_and_equals_a_cold_fold(
     source: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -88,15 +96,13 @@ def test_a_restart_resumes_from_the_checkpoints_and_equals_a_cold_fold(
     store = DatabaseCheckpoints()
     first = Hub(home, "sdk", store=store)
     first.cold_start()
-    assert first.flush_checkpoints() == len(first.index.trackers) > 0
+    assert first.flush_checkpoints() == len(first.index.folders) > 0
     _grow(rest)
 
     read = _count_folds(monkeypatch)
     restarted = Hub(home, "sdk", store=store)
     restarted.cold_start()
-    resumed_from = {
-        t.log.path: t for t in restarted.index.trackers.values()
-    }  # the restored trackers went on from their offsets
+    resumed_from = _folded_to(restarted.index)  # the restored trackers went on from their offsets
     cold = Hub(home, "sdk")
     cold.cold_start()
     assert _shots(restarted) == _shots(cold)
@@ -110,6 +116,45 @@ def test_a_restart_resumes_from_the_checkpoints_and_equals_a_cold_fold(
     )
 
 
+def test_the_hub_parks_what_nothing_changes_and_takes_it_back_when_its_log_grows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    staged = home_of_fixtures(tmp_path / "staged", ["prune-heavy", "cjk-heavy", "pace-steady"])
+    home = tmp_path / "home"
+    rest = _cut_home(staged, home, random.Random(5))
+    store = DatabaseCheckpoints()
+    encoded: list[Path] = []
+    encode = store.encode
+
+    def counted(tracker: SessionTracker) -> bytes:
+        encoded.append(tracker.log.path)
+        return encode(tracker)
+
+    monkeypatch.setattr(store, "encode", counted)
+    hub = Hub(home, "sdk", store=store)
+    hub.cold_start()
+    folders = hub.index.folders
+    assert len(folders) == len(session_logs(home)) >= 3
+    assert not hub.index.trackers and hub.index.parked.keys() == folders  # none is live
+    assert hub.flush_checkpoints() == len(folders)
+    assert sorted(encoded) == sorted(log.path for log in session_logs(home))  # each once
+
+    grown, frames = next((path, f) for path, f in sorted(rest.items()) if f)
+    with grown.open("ab") as handle:
+        handle.write(b"".join(frames))
+    hub.sync([grown])
+    assert set(hub.index.trackers) == {grown.parent}  # taken back to fold what it gained
+    cold = Hub(home, "sdk")
+    cold.cold_start()
+    assert _shots(hub) == _shots(cold)
+
+    assert hub.flush_checkpoints() == 1 and grown.parent in hub.index.trackers  # it changed
+    assert hub.flush_checkpoints() == 0 and not hub.index.trackers  # quiet since: parked
+    saved = FoldCheckpoint.objects.get(home=str(home), folder=str(grown.parent.relative_to(home)))
+    assert bytes(saved.blob) == hub.index.blob(grown.parent)  # parked as saved, not again
+    assert len(encoded) == len(folders) + 1
+
+
 def test_a_restart_reads_only_the_bytes_written_since(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -120,7 +165,7 @@ def test_a_restart_reads_only_the_bytes_written_since(
     first = Hub(home, "sdk", store=store)
     first.cold_start()
     first.flush_checkpoints()
-    offsets = {t.log.path: t.tail.offset for t in first.index.trackers.values()}
+    offsets = _folded_to(first.index)
     _grow(rest)
     seen: list[tuple[Path, int]] = []
     original = SessionTracker.refresh
@@ -422,7 +467,7 @@ def test_a_folder_name_that_is_not_utf8_round_trips_through_the_checkpoints(
     assert first.flush_checkpoints() == 1
     again = Hub(home, "sdk", store=store)
     restored = store.restore(home, {log.session_dir: log for log in session_logs(home)})
-    assert list(restored) == [odd]
+    assert [folder for folder, _, _ in restored] == [odd]
     again.cold_start()
     assert _shots(again) == _shots(first)
 

@@ -33,9 +33,10 @@ import importlib.metadata
 import io
 import os
 import pickle
+import secrets
 import types
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -406,3 +407,17 @@ def load_checkpoint(log: LogFile, blob: bytes, *, key: bytes) -> SessionTracker 
     """:func:`restore_checkpoint` without the reason: None means fold from byte 0."""
     found = restore_checkpoint(log, blob, key=key)
     return found if isinstance(found, SessionTracker) else None
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointCodec:
+    """Trackers to signed checkpoints and back with one key: how an index parks the
+    sessions nothing changes (:meth:`~dshweb.core.fold.index.HomeIndex.park`)."""
+
+    key: bytes = field(default_factory=lambda: secrets.token_bytes(32), repr=False)
+
+    def encode(self, tracker: SessionTracker) -> bytes:
+        return dump_checkpoint(tracker, key=self.key)
+
+    def decode(self, log: LogFile, blob: bytes) -> SessionTracker | None:
+        return load_checkpoint(log, blob, key=self.key)

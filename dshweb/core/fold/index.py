@@ -12,17 +12,21 @@ With a ``budget``, each log folds at most that much per refresh; the logs left
 followed on one thread gets back to its other sessions after each slice of a big or
 expensive log.
 One bad session never stops the others: its error is kept on its own snapshot.
+With a ``codec``, a session nothing changes can be parked (:meth:`~HomeIndex.park`): its
+tracker laid by as its fold checkpoint (a few kilobytes instead of tens), taken back
+when its log changes, or for a moment when a snapshot of it is asked for.
 As each session folds, its recent pace is noted by its model (:class:`HomePaces`): a
 session too young to have a pace of its own is forecast by the others'.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from dshweb.core.fold.forecast import NEED
 from dshweb.core.fold.home_pace import HomePaces
@@ -54,6 +58,39 @@ DEFAULT_PROFILE = "sdk"
 Signature = tuple[int, int, int, int, int]
 """A log's device, inode, size, mtime and ctime (ns): unchanged means nothing to fold."""
 Identity = tuple[int, int]
+_UNSEEN = (-1, -1, -1, -1, -1)
+_touches = itertools.count(-1, -1)
+"""The versions of parked sessions touched (negative: never a tracker's own)."""
+
+
+class TrackerCodec(Protocol):
+    """How a parked tracker is laid by and taken back: a fold checkpoint
+    (:class:`~dshweb.core.fold.checkpoint.CheckpointCodec`)."""
+
+    @property
+    def key(self) -> bytes:
+        """What its checkpoints are signed with (a cold read's workers sign theirs with it
+        too, so what they send is parked as it came)."""
+        ...
+
+    def encode(self, tracker: SessionTracker) -> bytes: ...
+
+    def decode(self, log: LogFile, blob: bytes) -> SessionTracker | None:
+        """The tracker ``blob`` holds while ``log`` is still the log it folded, else None."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Parked:
+    """A session laid by: its tracker as a fold checkpoint, and what is asked of it
+    without taking it back."""
+
+    log: LogFile
+    blob: bytes
+    offset: int
+    """The bytes of the log folded (progress)."""
+    version: int
+    """The tracker's version: a snapshot taken of it before it was parked still holds."""
 
 
 def log_signature(path: Path) -> Signature | None:
@@ -99,6 +136,110 @@ class HomeIndex:
     a page says (a ``dsh web`` this process runs, ``"dsh-web"``), or None for anyone."""
     held_by: dict[Path, str] = field(default_factory=dict)
     """The live sessions whose holder has a name (:attr:`name_holder`)."""
+    codec: TrackerCodec | None = None
+    """How sessions are parked (:meth:`park`); None: none is."""
+    parked: dict[Path, Parked] = field(default_factory=dict)
+    """The sessions laid by as their checkpoints: not in :attr:`trackers`."""
+
+    @property
+    def folders(self) -> set[Path]:
+        """Every session folder followed, parked or not."""
+        return self.trackers.keys() | self.parked.keys()
+
+    def offset(self, folder: Path) -> int | None:
+        """How far the folder's log is folded (None: not followed)."""
+        tracker = self.trackers.get(folder)
+        if tracker is not None:
+            return tracker.tail.offset
+        parked = self.parked.get(folder)
+        return None if parked is None else parked.offset
+
+    def version(self, folder: Path) -> int | None:
+        """The version of the folder's state (None: not followed)."""
+        tracker = self.trackers.get(folder)
+        if tracker is not None:
+            return tracker.version
+        parked = self.parked.get(folder)
+        return None if parked is None else parked.version
+
+    def park(self, folder: Path, blob: bytes | None = None) -> bytes | None:
+        """Lay the folder's tracker by as its checkpoint (``blob``, when the caller holds
+        one of exactly this state; else encoded now); the blob, or None when it is not
+        parked: no codec, not followed, not folded to its end or to a frame's end."""
+        tracker = self.trackers.get(folder)
+        if (
+            self.codec is None
+            or tracker is None
+            or tracker.unfinished
+            or tracker.tail.mid_frame
+            or tracker.before_event is not None
+        ):
+            return None
+        if blob is None:
+            try:
+                blob = self.codec.encode(tracker)
+            except ValueError:
+                return None
+        self.parked[folder] = Parked(tracker.log, blob, tracker.tail.offset, tracker.version)
+        del self.trackers[folder]
+        return blob
+
+    def blob(self, folder: Path) -> bytes | None:
+        """A parked folder's checkpoint (None: not parked)."""
+        parked = self.parked.get(folder)
+        return None if parked is None else parked.blob
+
+    def _taken_back(self, parked: Parked) -> SessionTracker | None:
+        """The tracker ``parked`` holds, at its version; None when the log is no longer
+        the one it folded."""
+        assert self.codec is not None
+        tracker = self.codec.decode(parked.log, parked.blob)
+        if tracker is not None:
+            tracker.version = parked.version
+            tracker.settings_of = self._settings
+        return tracker
+
+    def _unpark(self, folder: Path) -> SessionTracker:
+        """Take a parked folder's tracker back for good: a new one, folded from the start
+        at the next refresh, when its log is no longer the one it folded."""
+        parked = self.parked.pop(folder)
+        tracker = self._taken_back(parked)
+        if tracker is None:
+            from dshweb.core.fold.session import SessionTracker
+
+            tracker = SessionTracker(
+                parked.log, stop_after_seq=self.stop_after_seq, settings_of=self._settings
+            )
+            tracker.unfinished = True
+            self.unfinished.add(folder)
+            self.signatures.pop(folder, None)
+        self.trackers[folder] = tracker
+        return tracker
+
+    def _still_parked(self, folder: Path, log: LogFile, signature: Signature | None) -> bool:
+        """Whether a parked folder stays parked: its log unchanged. Else it is taken back
+        to fold what the log gained, or dropped for a new log (a new generation)."""
+        parked = self.parked[folder]
+        if parked.log != log:
+            del self.parked[folder]
+            return False
+        known = self.signatures.get(folder, _UNSEEN)
+        # Parked as it was taken back from a checkpoint, never looked at since: unchanged
+        # if its size is what was folded.
+        if signature is not None and (
+            signature == known or (known is _UNSEEN and signature[2] == parked.offset)
+        ):
+            self.signatures[folder] = signature
+            return True
+        self._unpark(folder)
+        return False
+
+    def _touch(self, folder: Path) -> None:
+        tracker = self.trackers.get(folder)
+        if tracker is not None:
+            tracker.touch()
+        elif (parked := self.parked.get(folder)) is not None:
+            self.parked[folder] = replace(parked, version=next(_touches))
 
     def refresh(
         self,
@@ -119,10 +260,10 @@ class HomeIndex:
         check_home(self.home)
         updated: set[Path] = set()
         if (reload_profile or changed is None or not self.profile_loaded) and self._load_engine():
-            updated.update(self.trackers)  # every compaction point and band may have moved
+            updated.update(self.folders)  # every compaction point and band may have moved
         if changed is None:
             found = {log.session_dir: log for log in (logs or session_logs(self.home))}
-            gone = set(self.trackers) - set(found)
+            gone = self.folders - found.keys()
         else:
             found, gone = {}, set()
             for folder in self._session_folders(changed) | self.unfinished:
@@ -133,8 +274,12 @@ class HomeIndex:
                     found[folder] = log
         for folder, log in found.items():
             self._set_lock(folder, lock_identity(folder))
-            tracker = self.trackers.get(folder)
             signature = log_signature(log.path)
+            if folder in self.parked and self._still_parked(folder, log, signature):
+                if on_folded is not None:
+                    on_folded(folder, log)
+                continue
+            tracker = self.trackers.get(folder)
             if tracker is None or tracker.log != log:
                 from dshweb.core.fold.session import SessionTracker
 
@@ -164,8 +309,9 @@ class HomeIndex:
                 on_folded(folder, log)
         for folder in gone:
             self.unfinished.discard(folder)
-        for folder in gone & set(self.trackers):
-            del self.trackers[folder]
+        for folder in gone & self.folders:
+            self.trackers.pop(folder, None)
+            self.parked.pop(folder, None)
             self.paces.forget(folder)
             self.signatures.pop(folder, None)
             self._set_lock(folder, None)
@@ -191,6 +337,7 @@ class HomeIndex:
         the next refresh folds what its log gained since."""
         tracker.settings_of = self._settings
         self.trackers[folder] = tracker
+        self.parked.pop(folder, None)
         self.signatures.pop(folder, None)
         self._note_pace(folder, tracker)
 
@@ -222,10 +369,10 @@ class HomeIndex:
                 folders.add(root / parts[0] / parts[1])
             elif len(parts) == 1:  # a project folder came or went: every session in it
                 project = root / parts[0]
-                folders.update(f for f in self.trackers if f.parent == project)
+                folders.update(f for f in self.folders if f.parent == project)
                 folders.update(session_folders(project))
             else:
-                folders.update(self.trackers)
+                folders.update(self.folders)
                 folders.update(log.session_dir for log in session_logs(self.home))
         return folders
 
@@ -234,8 +381,8 @@ class HomeIndex:
         table = settings_table(self.home, self.profile, self.extra_patches)
         moved = table != self.settings
         if moved:
-            for tracker in self.trackers.values():
-                tracker.touch()
+            for folder in self.folders:
+                self._touch(folder)
         self.settings = table
         self.profile_loaded = True
         return moved
@@ -250,7 +397,7 @@ class HomeIndex:
         holders: dict[Path, frozenset[int]] = {}
         for (_, inode), pids in lock_holders().items():
             for folder in self.lock_folders.get(inode, ()):
-                if folder in self.trackers:
+                if folder in self.trackers or folder in self.parked:
                     holders[folder] = holders.get(folder, frozenset()) | pids
         live = frozenset(holders)
         held_by = {
@@ -264,8 +411,8 @@ class HomeIndex:
         }
         self.live = live
         self.held_by = held_by
-        for folder in flipped & set(self.trackers):
-            self.trackers[folder].touch()
+        for folder in flipped:
+            self._touch(folder)
         return flipped
 
     def settings_of(self, tracker: SessionTracker) -> tuple[SettingsSource, EffectiveSettings]:
@@ -280,7 +427,10 @@ class HomeIndex:
         return settings.engine, settings.rule
 
     def snapshot(self, folder: Path) -> SessionSnapshot:
-        tracker = self.trackers[folder]
+        """The folder's session now (a parked one taken back for the moment)."""
+        tracker = self.trackers.get(folder)
+        if tracker is None:
+            tracker = self._taken_back(self.parked[folder]) or self._unpark(folder)
         source, settings = self.settings_of(tracker)
         from dshweb.core.fold.session import take_snapshot
 
@@ -303,5 +453,5 @@ class HomeIndex:
     def snapshots(self) -> list[SessionSnapshot]:
         """Every session, newest activity first (liveness read now)."""
         self.refresh_liveness()
-        shots = [self.snapshot(folder) for folder in self.trackers]
+        shots = [self.snapshot(folder) for folder in self.folders]
         return sorted(shots, key=lambda s: (-(s.last_time or 0), s.session_id))

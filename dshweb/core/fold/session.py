@@ -156,7 +156,7 @@ class SessionTracker:
     OpenTelemetry backfill, :mod:`dshweb.otlp.backfill`)."""
 
     def __post_init__(self) -> None:
-        self.tail = LogTail(self.log.path, self.log.compressed, on_header=self._take_header)
+        self.tail = LogTail(self.log.path, self.log.compressed)
         self._start_over()
 
     def _take_header(self, header: dict[str, Any]) -> None:
@@ -177,7 +177,7 @@ class SessionTracker:
         """Fold what was appended since the last call, at most ``budget`` of it (see
         ``unfinished``); True when anything changed."""
         pending = self.tail.pending
-        batch = self.tail.read(self._fold, self._start_over, budget)
+        batch = self.tail.read(self._fold, self._start_over, budget, on_header=self._take_header)
         self.unfinished = batch.more
         if batch.header is not None:
             self.header = batch.header

@@ -5,12 +5,12 @@ Folding is pure Python, so threads would take turns on one core; processes each 
 share of a home's logs instead. A worker folds each log of its share to its end with the
 same settings the home's index would give it (:meth:`HomeIndex.folded`) and sends the
 session's whole fold state back as a fold checkpoint
-(:func:`~dshweb.core.fold.checkpoint.dump_checkpoint`), signed with a key made for this
-one read. This process restores each (:func:`~dshweb.core.fold.checkpoint.load_checkpoint`:
-the same log, the same bytes) and adopts it, exactly as a restart adopts the checkpoints
-it saved, so the state is the one a single process folds; the index's next refresh folds
-what a log gained meanwhile. A log a worker could not fold, or whose state does not
-restore, is left to that refresh.
+(:func:`~dshweb.core.fold.checkpoint.dump_checkpoint`), signed with the key the index
+parks sessions with (or one made for this one read). This process restores each
+(:func:`~dshweb.core.fold.checkpoint.load_checkpoint`: the same log, the same bytes) and
+adopts it, exactly as a restart adopts the checkpoints it saved, so the state is the one
+a single process folds; the index's next refresh folds what a log gained meanwhile. A
+log a worker could not fold, or whose state does not restore, is left to that refresh.
 
 This process is one of the processes counted: with ``cores`` of them, ``cores - 1``
 workers start, and between their results it folds the smallest logs left itself, one at
@@ -79,24 +79,29 @@ def fold_spread(
     *,
     cores: int,
     on_folded: Callable[[Path, LogFile], object] | None = None,
+    on_blob: Callable[[Path, SessionTracker, bytes], object] | None = None,
     stopped: Callable[[], bool] = lambda: False,
 ) -> set[Path]:
     """Fold ``logs`` over ``cores`` processes (this one and ``cores - 1`` workers) into
     ``index``; the session folders folded. ``on_folded`` is called after each log folded
-    (or left to the index); ``stopped`` ends the read early (the workers are ended, what
+    (or left to the index); ``on_blob`` with each tracker a worker sent and its
+    checkpoint, signed with the key of the index's codec (if it has one: the index can
+    park it as it came); ``stopped`` ends the read early (the workers are ended, what
     was folded stays). A worker that dies leaves the share it held to the index, and
     the shares not sent yet to this process."""
-    key = secrets.token_bytes(32)
+    key = index.codec.key if index.codec is not None else secrets.token_bytes(32)
     queue = deque(
         _Share(index.home, index.profile, index.extra_patches, index.stop_after_seq, part, key)
         for part in _shares(logs)
     )
     folded: set[Path] = set()
 
-    def taken(log: LogFile, tracker: SessionTracker | None) -> None:
+    def taken(log: LogFile, tracker: SessionTracker | None, blob: bytes | None = None) -> None:
         if tracker is not None:
             index.adopt(log.session_dir, tracker)
             folded.add(log.session_dir)
+            if blob is not None and on_blob is not None:
+                on_blob(log.session_dir, tracker, blob)
         if on_folded is not None:
             on_folded(log.session_dir, log)
 
@@ -126,7 +131,8 @@ def fold_spread(
                 except Exception:  # a worker died: the index folds its share itself
                     continue
                 for log, blob in results:
-                    taken(log, load_checkpoint(log, blob, key=key) if blob is not None else None)
+                    tracker = load_checkpoint(log, blob, key=key) if blob is not None else None
+                    taken(log, tracker, blob)
             if not done and queue:  # the smallest log left, here
                 last = queue.pop()
                 if len(last.logs) > 1:

@@ -191,8 +191,26 @@ class LogTail:
         return self._held is not None
 
     def read(
-        self, on_event: OnEvent, on_reset: Callable[[], object], budget: Budget = UNBOUNDED
+        self,
+        on_event: OnEvent,
+        on_reset: Callable[[], object],
+        budget: Budget = UNBOUNDED,
+        *,
+        on_header: Callable[[dict[str, Any]], object] | None = None,
     ) -> Batch:
+        """Fold what the log gained, at most ``budget`` of it; ``on_header`` stands for
+        :attr:`on_header` during this read only (a tracker's own method: kept on the tail,
+        it would make the tracker a reference cycle, which only the garbage collector
+        frees)."""
+        if on_header is None:
+            return self._read(on_event, on_reset, budget)
+        kept, self.on_header = self.on_header, on_header
+        try:
+            return self._read(on_event, on_reset, budget)
+        finally:
+            self.on_header = kept
+
+    def _read(self, on_event: OnEvent, on_reset: Callable[[], object], budget: Budget) -> Batch:
         batch = Batch()
         self._spent = 0
         self.pending = 0

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from dshweb.core.fold import spread
+from dshweb.core.fold.checkpoint import CheckpointCodec
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot, SessionTracker
 from dshweb.core.log.home import LogFile, session_logs
@@ -55,7 +56,7 @@ def _folded_alone(home: Path) -> HomeIndex:
 
 
 def _snapshots(index: HomeIndex) -> dict[Path, SessionSnapshot]:
-    return {folder: index.snapshot(folder) for folder in index.trackers}
+    return {folder: index.snapshot(folder) for folder in index.folders}
 
 
 def test_the_spread_read_adopts_every_session_as_one_process_folds_it(
@@ -77,15 +78,23 @@ def test_the_spread_read_adopts_every_session_as_one_process_folds_it(
         return fold_here(index, log)
 
     monkeypatch.setattr(HomeIndex, "folded", folded)
-    index = HomeIndex(home)
-    adopted = spread.fold_spread(index, logs, cores=2)
+    index = HomeIndex(home, codec=CheckpointCodec())
+    sent: dict[Path, bytes] = {}
+    adopted = spread.fold_spread(
+        index, logs, cores=2, on_blob=lambda folder, _, blob: sent.setdefault(folder, blob)
+    )
     assert adopted == set(alone.trackers)  # every session came back, here or from the worker
     assert 1 <= len(here) < len(logs)
+    # What a worker sent is signed with the index's own key: it parks as it came.
+    assert sent and sent.keys() == adopted - {log.session_dir for log in logs if log.path in here}
+    for folder, blob in sent.items():
+        assert index.park(folder, blob) == blob
+        assert index.snapshot(folder) == alone.snapshot(folder)
     # Here, the smallest first: the worker took the biggest.
     biggest = max(logs, key=lambda log: os.stat(log.path).st_size)
     assert biggest.path not in here
     # Nothing left to fold: the workers folded each log to its end.
-    assert all(index.trackers[f].tail.offset == alone.trackers[f].tail.offset for f in adopted)
+    assert all(index.offset(f) == alone.trackers[f].tail.offset for f in adopted)
     index.refresh()
     assert _snapshots(index) == _snapshots(alone)
 
