@@ -50,6 +50,24 @@ def copy_session(home: Path, log: LogFile, *, frames: int | None = None) -> Path
     return target / log.path.name
 
 
+SHAPES = (
+    "prune-heavy",
+    "subagent-loop",
+    "window-switch",
+    "plain-turns",
+    "resumed-header",
+    "cjk-heavy",
+    "web-compact-replace",
+    "hidden-web-minimal-1",
+    "pace-steady",
+    "fold-failures",
+    "model-switch",
+)
+"""A fixture of every shape, for a home of many (:func:`home_of_fixtures`): prunes,
+sub-agents, model and window switches, plain logs, resumed headers, CJK, a web-driven
+compaction, hundreds of folds, young sessions forecast by the others."""
+
+
 def home_of_fixtures(target: Path, fixtures: Iterable[str]) -> Path:
     """A home at ``target`` of every session of the fixture homes ``fixtures``, with the
     ``auto-compact`` fixture's profiles (``PROFILE`` among them)."""

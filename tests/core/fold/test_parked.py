@@ -16,24 +16,8 @@ from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionTracker
 from dshweb.core.log.budget import Budget
 from dshweb.core.log.home import session_logs
-from tests.support.homes import home_of_fixtures
+from tests.support.homes import SHAPES, home_of_fixtures
 from tests.support.logbuilder import frames_of
-
-# Prunes, sub-agents, model and window switches, plain logs, resumed headers, CJK, a
-# web-driven compaction, hundreds of folds, young sessions forecast by the others.
-SHAPES = [
-    "prune-heavy",
-    "subagent-loop",
-    "window-switch",
-    "plain-turns",
-    "resumed-header",
-    "cjk-heavy",
-    "web-compact-replace",
-    "hidden-web-minimal-1",
-    "pace-steady",
-    "fold-failures",
-    "model-switch",
-]
 
 
 @pytest.fixture
@@ -69,6 +53,16 @@ def _park_all(index: HomeIndex) -> None:
     assert not index.trackers
 
 
+@pytest.fixture
+def parked(cut: tuple[Path, dict[Path, bytes]]) -> tuple[Path, HomeIndex, HomeIndex]:
+    """The cut home folded by an index that parked every session and by one that never
+    parks."""
+    home, _ = cut
+    parking, plain = _both(home)
+    _park_all(parking)
+    return home, parking, plain
+
+
 def test_a_parked_session_shows_and_folds_on_as_one_never_parked(
     cut: tuple[Path, dict[Path, bytes]],
 ) -> None:
@@ -96,11 +90,9 @@ def test_a_parked_session_shows_and_folds_on_as_one_never_parked(
 
 
 def test_a_log_rewritten_while_parked_is_folded_from_its_start(
-    cut: tuple[Path, dict[Path, bytes]],
+    parked: tuple[Path, HomeIndex, HomeIndex],
 ) -> None:
-    home, _ = cut
-    parking, _ = _both(home)
-    _park_all(parking)
+    home, parking, _ = parked
     logs = sorted((log for log in session_logs(home) if log.compressed), key=lambda g: g.path)
     # Same path and size, other bytes: the first frames of another session's log.
     target, other = logs[0].path, logs[-1].path
@@ -114,11 +106,9 @@ def test_a_log_rewritten_while_parked_is_folded_from_its_start(
 
 
 def test_a_parked_session_touched_shows_anew_and_a_gone_one_is_dropped(
-    cut: tuple[Path, dict[Path, bytes]],
+    parked: tuple[Path, HomeIndex, HomeIndex],
 ) -> None:
-    home, _ = cut
-    parking, plain = _both(home)
-    _park_all(parking)
+    _, parking, plain = parked
     before = {f: parking.version(f) for f in parking.folders}
     parking.settings = None  # the profile read again as if it had moved
     moved = parking.refresh(reload_profile=True)

@@ -16,22 +16,7 @@ from dshweb.core.fold.checkpoint import CheckpointCodec
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.session import SessionSnapshot, SessionTracker
 from dshweb.core.log.home import LogFile, session_logs
-from tests.support.homes import home_of_fixtures
-
-# Every shape of the fixtures: prunes, sub-agents, model and window switches, plain logs,
-# resumed headers, CJK, a web-driven compaction, hundreds of folds.
-SHAPES = [
-    "prune-heavy",
-    "subagent-loop",
-    "window-switch",
-    "plain-turns",
-    "resumed-header",
-    "cjk-heavy",
-    "web-compact-replace",
-    "hidden-web-minimal-1",
-    "pace-steady",
-    "fold-failures",
-]
+from tests.support.homes import SHAPES, home_of_fixtures
 
 
 @pytest.fixture(scope="module")
