@@ -230,9 +230,9 @@ def test_session_reads_only_its_own_folder(tmp_path: Path, monkeypatch: pytest.M
     opened: list[Path] = []
     real_read = LogTail.read
 
-    def read(tail: LogTail, *args: Any) -> Any:
+    def read(tail: LogTail, *args: Any, **named: Any) -> Any:
         opened.append(tail.path)
-        return real_read(tail, *args)
+        return real_read(tail, *args, **named)
 
     monkeypatch.setattr(LogTail, "read", read)
     (shot,) = snapshots(home=tmp_path, profile="sdk", session=wanted)
