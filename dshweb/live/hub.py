@@ -40,6 +40,7 @@ from typing import Protocol
 
 from dshweb.core.errors import DshError
 from dshweb.core.fold.checkpoint import CheckpointCodec
+from dshweb.core.fold.forecast import NEED
 from dshweb.core.fold.gauge import ContextGauge, context_gauge
 from dshweb.core.fold.index import HomeIndex
 from dshweb.core.fold.progress import FoldProgress, ProgressCounter
@@ -477,6 +478,7 @@ class Hub:
             self._catching_up = counter if self.index.unfinished else None
             self._progress = counter.now(done=self._catching_up is None)
             self._stir(changed)
+            self._young_caught_up()
             change = self._publish(self.index.folders | changed)
             self._park(list(self.index.trackers))
         self._ready.set()
@@ -518,6 +520,18 @@ class Hub:
     def _round_ended(self) -> None:
         self.rounds += 1
         self.round_at = self._beat = time.monotonic()
+
+    def _young_caught_up(self) -> None:
+        """The young sessions (fewer steps than their forecast needs) whose forecast went
+        by the home's paces as they were when it was taken, part way through a cold
+        start: touched, to be taken again by the paces of the whole home, so that a
+        restart shows what a cold start shows (lock held)."""
+        paces = self.index.paces
+        for folder, view in self._by_folder.items():
+            shot = view.snapshot
+            forecasts = shot.forecasts
+            if len(forecasts.growth) < NEED and forecasts.prior != paces.prior(folder, shot.model):
+                self.index.touch(folder)
 
     def _stir(self, folders: Iterable[Path]) -> None:
         """Note ``folders`` changed: their checkpoints are due, and they are not parked

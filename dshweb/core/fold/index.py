@@ -234,7 +234,8 @@ class HomeIndex:
         self._unpark(folder)
         return False
 
-    def _touch(self, folder: Path) -> None:
+    def touch(self, folder: Path) -> None:
+        """Mark the folder's snapshot changed (a new version), parked or not."""
         tracker = self.trackers.get(folder)
         if tracker is not None:
             tracker.touch()
@@ -382,7 +383,7 @@ class HomeIndex:
         moved = table != self.settings
         if moved:
             for folder in self.folders:
-                self._touch(folder)
+                self.touch(folder)
         self.settings = table
         self.profile_loaded = True
         return moved
@@ -412,7 +413,7 @@ class HomeIndex:
         self.live = live
         self.held_by = held_by
         for folder in flipped:
-            self._touch(folder)
+            self.touch(folder)
         return flipped
 
     def settings_of(self, tracker: SessionTracker) -> tuple[SettingsSource, EffectiveSettings]:
