@@ -200,19 +200,26 @@ class HomeIndex:
         return tracker
 
     def _unpark(self, folder: Path) -> SessionTracker:
-        """Take a parked folder's tracker back for good: a new one, folded from the start
-        at the next refresh, when its log is no longer the one it folded."""
-        parked = self.parked.pop(folder)
-        tracker = self._taken_back(parked)
+        """Take a parked folder's tracker back for good."""
+        tracker = self._taken_back(self.parked[folder])
         if tracker is None:
-            from dshweb.core.fold.session import SessionTracker
+            return self._afresh(folder)
+        del self.parked[folder]
+        self.trackers[folder] = tracker
+        return tracker
 
-            tracker = SessionTracker(
-                parked.log, stop_after_seq=self.stop_after_seq, settings_of=self._settings
-            )
-            tracker.unfinished = True
-            self.unfinished.add(folder)
-            self.signatures.pop(folder, None)
+    def _afresh(self, folder: Path) -> SessionTracker:
+        """A parked folder whose log is no longer the one it folded: a new tracker in its
+        place, folded from the start at the next refresh."""
+        from dshweb.core.fold.session import SessionTracker
+
+        log = self.parked.pop(folder).log
+        tracker = SessionTracker(
+            log, stop_after_seq=self.stop_after_seq, settings_of=self._settings
+        )
+        tracker.unfinished = True
+        self.unfinished.add(folder)
+        self.signatures.pop(folder, None)
         self.trackers[folder] = tracker
         return tracker
 
@@ -308,11 +315,10 @@ class HomeIndex:
                 self.unfinished.discard(folder)
             if on_folded is not None:
                 on_folded(folder, log)
-        for folder in gone:
+        for folder in gone:  # each looked at: no round over every session of the home
             self.unfinished.discard(folder)
-        for folder in gone & self.folders:
-            self.trackers.pop(folder, None)
-            self.parked.pop(folder, None)
+            if self.trackers.pop(folder, None) is None and self.parked.pop(folder, None) is None:
+                continue
             self.paces.forget(folder)
             self.signatures.pop(folder, None)
             self._set_lock(folder, None)
@@ -431,7 +437,7 @@ class HomeIndex:
         """The folder's session now (a parked one taken back for the moment)."""
         tracker = self.trackers.get(folder)
         if tracker is None:
-            tracker = self._taken_back(self.parked[folder]) or self._unpark(folder)
+            tracker = self._taken_back(self.parked[folder]) or self._afresh(folder)
         source, settings = self.settings_of(tracker)
         from dshweb.core.fold.session import take_snapshot
 

@@ -108,10 +108,10 @@ def fold_steps(
     def on_reset() -> None:
         raise _Replaced
 
-    tail = LogTail(log.path, compressed=log.compressed, on_header=header.update)
+    tail = LogTail(log.path, compressed=log.compressed)
     try:
         while keep_going():
-            batch = tail.read(on_event, on_reset, STEP_SLICE)
+            batch = tail.read(on_event, on_reset, STEP_SLICE, on_header=header.update)
             if batch.error is not None or not batch.more:
                 return batch.error
     except _Replaced:

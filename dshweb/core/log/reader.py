@@ -177,8 +177,8 @@ class LogTail:
     _held: _Held | None = field(default=None, repr=False)
     _spent: int = field(default=0, repr=False)
     """Bytes decoded by the current ``read()``."""
-    on_header: Callable[[dict[str, Any]], object] | None = field(default=None, repr=False)
-    """Called with the header as soon as it is read, before the events after it."""
+    _on_header: Callable[[dict[str, Any]], object] | None = field(default=None, repr=False)
+    """The current ``read()``'s ``on_header``."""
     pending: int = 0
     """Bytes the last ``read()`` found past ``offset`` that are not a whole frame (or a
     whole line) yet: a write DSH has not finished, or a tail torn by a writer that
@@ -198,17 +198,15 @@ class LogTail:
         *,
         on_header: Callable[[dict[str, Any]], object] | None = None,
     ) -> Batch:
-        """Fold what the log gained, at most ``budget`` of it; ``on_header`` stands for
-        :attr:`on_header` during this read only (a tracker's own method: kept on the tail,
-        it would make the tracker a reference cycle, which only the garbage collector
-        frees)."""
-        if on_header is None:
-            return self._read(on_event, on_reset, budget)
-        kept, self.on_header = self.on_header, on_header
+        """Fold what the log gained, at most ``budget`` of it; ``on_header`` is called with
+        the header as soon as it is read, before the events after it. Given per read, never
+        kept: a tracker's own method kept on its tail would make the tracker a reference
+        cycle, which only the garbage collector frees."""
+        self._on_header = on_header
         try:
             return self._read(on_event, on_reset, budget)
         finally:
-            self.on_header = kept
+            self._on_header = None
 
     def _read(self, on_event: OnEvent, on_reset: Callable[[], object], budget: Budget) -> Batch:
         batch = Batch()
@@ -398,8 +396,8 @@ class LogTail:
         """Fold the header or a packed row (True), or leave the event to the caller."""
         if event.type == "session" and first and batch.header is None:
             batch.header = _whole(line)
-            if self.on_header is not None:
-                self.on_header(batch.header)
+            if self._on_header is not None:
+                self._on_header(batch.header)
             return True
         if event.type in PACKED_TYPES:
             row = _whole(line)

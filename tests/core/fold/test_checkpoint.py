@@ -230,7 +230,7 @@ def test_the_checkpoint_keeps_every_field_of_the_tracker() -> None:
         "error",
         "_held",  # never saved: a tail in the middle of a frame is refused
         "_spent",  # one read's count
-        "on_header",  # the tracker's, given again when it is made
+        "_on_header",  # the current read's, given by the tracker at each read
         "pending",  # from the log's size at the dump: the bytes past the offset
     }
 
